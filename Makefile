@@ -1,0 +1,46 @@
+# Attention: from Bahdanau to Transformers. `make help` lists the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(abspath $(VENV))/bin
+# nbgrader's gradebook shells out to `alembic`, and notebooks run on the venv's kernel.
+export PATH := $(BIN):$(PATH)
+export PYTHONDONTWRITEBYTECODE := 1
+
+BOOK_FLAGS := -W -n --keep-going
+ASSIGNMENT ?=
+PYTEST_ARGS ?=
+
+.PHONY: help venv book test exercises check-exercises grade clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
+
+venv: $(VENV)/.installed  ## create or update .venv from requirements.txt
+
+$(VENV)/.installed: requirements.txt pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	@touch $@
+
+book: venv  ## build the book into _build/html (notebook outputs cached)
+	$(BIN)/jupyter-book build $(BOOK_FLAGS) .
+	@echo "The book is at file://$(CURDIR)/_build/html/index.html"
+
+test: venv  ## the whole test suite: book build, grading end to end, unit tests
+	$(BIN)/python -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+
+exercises: venv  ## regenerate exercises/ from solutions/ (nbgrader generate_assignment)
+	$(BIN)/python -m autograder.release
+
+check-exercises: venv  ## fail if exercises/ differs from what `make exercises` generates
+	$(BIN)/python -m autograder.release --check
+
+grade: venv  ## autograde submitted/*/$(ASSIGNMENT), write feedback and grades/$(ASSIGNMENT).csv
+	@test -n "$(ASSIGNMENT)" || { echo "usage: make grade ASSIGNMENT=ch02_scaled_dot_product"; exit 2; }
+	$(BIN)/python -m autograder.grade $(ASSIGNMENT)
+
+clean:  ## remove the built book and grading state (keeps .venv and submitted/)
+	rm -rf _build autograded feedback grades gradebook.db .pytest_cache

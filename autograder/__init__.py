@@ -1,0 +1,44 @@
+"""The course's autograder: checks that tests call, and the nbgrader tooling around them.
+
+Test cells in the notebooks read ``from autograder import *`` and then one line
+per property::
+
+    item = Item("ch02_scaled_dot_product", "softmax", softmax)
+    check_rows_sum_to_one(item, [array(4, 7)])
+    check_matches_reference(item, [array(2, 3, 5)], {"axis": 1})
+"""
+
+from autograder.checks import (
+    CheckFailed,
+    Item,
+    check_dtype_follows_input,
+    check_equals,
+    check_finite,
+    check_inputs_unchanged,
+    check_masked_get_zero_weight,
+    check_matches,
+    check_matches_reference,
+    check_output_shapes,
+    check_raises,
+    check_rows_sum_to_one,
+)
+from autograder.specs import array, literal, mask, tensor
+
+__all__ = [
+    "CheckFailed",
+    "Item",
+    "array",
+    "check_dtype_follows_input",
+    "check_equals",
+    "check_finite",
+    "check_inputs_unchanged",
+    "check_masked_get_zero_weight",
+    "check_matches",
+    "check_matches_reference",
+    "check_output_shapes",
+    "check_raises",
+    "check_rows_sum_to_one",
+    "literal",
+    "mask",
+    "tensor",
+]

@@ -1,0 +1,33 @@
+"""Running nbgrader's command line from Python, from the course root."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from autograder.notebooks import COURSE_ROOT
+
+
+def environment() -> dict:
+    """The environment for nbgrader: the venv's bin first on PATH (its gradebook runs `alembic`)."""
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env.setdefault("MPLBACKEND", "Agg")
+    return env
+
+
+def run(*args: str, root: Path = COURSE_ROOT, check: bool = True, quiet: bool = False) -> subprocess.CompletedProcess:
+    """``nbgrader ARGS...`` in ``root`` (where nbgrader_config.py is)."""
+    command = [sys.executable, "-m", "nbgrader", *args]
+    if quiet:
+        command.append("--log-level=WARN")
+    return subprocess.run(command, cwd=root, env=environment(), check=check,
+                          capture_output=quiet, text=True)
+
+
+def assignments(root: Path = COURSE_ROOT) -> list[str]:
+    """Every assignment: a folder ``solutions/<name>/`` holding ``<name>.ipynb``."""
+    return sorted(p.parent.name for p in (Path(root) / "solutions").glob("*/*.ipynb")
+                  if p.stem == p.parent.name)

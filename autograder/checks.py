@@ -1,0 +1,329 @@
+"""Checks that tests call, one line per property.
+
+Every check takes an :class:`Item` (the student's object and its name in the
+course contract), inputs described as plain data (see :mod:`autograder.specs`),
+and keyword options that are plain data too. It makes the inputs, calls the
+student's code, and raises :class:`CheckFailed` with a message that names
+
+* the item,
+* the property that failed,
+* the shapes of the inputs,
+* and a hint,
+
+and never prints an expected value. Because everything but the student's
+object is plain data, a check call can be recorded and replayed by a grader
+that runs the student's code in another process.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from autograder import reference, specs
+
+
+class CheckFailed(AssertionError):
+    """A graded property does not hold. The message is written for the student."""
+
+
+@dataclass(frozen=True)
+class Item:
+    """A graded item: the student's function or class under its contract name.
+
+    ``outputs`` names the values the item returns, in order, when it returns a
+    tuple (``("output", "weights")``); leave it empty for a single value.
+    """
+
+    assignment: str
+    name: str
+    obj: Any = field(compare=False, repr=False)
+    outputs: tuple[str, ...] = ()
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+class _Call:
+    """One call of the student's code: its inputs (as plain data) and what it returned."""
+
+    def __init__(self, item: Item, prop: str, args, kwargs, seed: int, hint: str):
+        self.item, self.prop, self.hint, self.seed = item, prop, hint, seed
+        self.args = [specs.as_spec(a) for a in args]
+        self.kwargs = {k: specs.as_spec(v) for k, v in (kwargs or {}).items()}
+        self.inputs, self.keywords = specs.materialize(self.args, self.kwargs, seed)
+
+    def fail(self, problem: str, hint: str | None = None):
+        raise CheckFailed(
+            f"{self.item.name}: {self.prop} failed\n"
+            f"  inputs: {self.describe_inputs()}\n"
+            f"  problem: {problem}\n"
+            f"  hint: {hint or self.hint}"
+        )
+
+    def describe_inputs(self) -> str:
+        names = _parameter_names(self.item.obj)
+        parts = []
+        for i, spec in enumerate(self.args):
+            name = names[i] if i < len(names) else f"argument {i + 1}"
+            parts.append(f"{name}={spec.describe()}")
+        parts += [f"{k}={spec.describe()}" for k, spec in self.kwargs.items()]
+        return ", ".join(parts) or "(none)"
+
+    def run(self, obj=None):
+        """Call the student's object (or ``obj``) on fresh copies of the inputs."""
+        inputs, keywords = specs.materialize(self.args, self.kwargs, self.seed)
+        target = self.item.obj if obj is None else obj
+        if not callable(target):
+            self.fail(f"{self.item.name} is {type(target).__name__}, not a function or class",
+                      f"define {self.item.name} as the assignment describes")
+        try:
+            return target(*inputs, **keywords)
+        except NotImplementedError:
+            self.fail("it raised NotImplementedError", f"write your implementation of {self.item.name}")
+        except CheckFailed:
+            raise
+        except Exception as exc:  # the student's error, reported as a failed property
+            self.fail(f"it raised {type(exc).__name__}: {exc}")
+
+    def outputs(self, returned) -> dict[str, Any]:
+        """The returned values by name, after checking the return structure."""
+        names = self.item.outputs
+        if not names:
+            return {"result": returned}
+        if not isinstance(returned, (tuple, list)) or len(returned) != len(names):
+            got = f"a {type(returned).__name__}"
+            if isinstance(returned, (tuple, list)):
+                got += f" of {len(returned)} values"
+            self.fail(
+                f"it returned {got}; expected a tuple of {len(names)}: ({', '.join(names)})",
+                f"end {self.item.name} with `return {', '.join(names)}`",
+            )
+        return dict(zip(names, returned))
+
+    def expected_library(self) -> str | None:
+        for spec in [*self.args, *self.kwargs.values()]:
+            if getattr(spec, "library", "python") in specs.LIBRARIES:
+                return spec.library
+        return None
+
+    def as_numpy(self, value, name: str) -> np.ndarray:
+        """A returned tensor or array as a NumPy array (float64, or bool), checking its kind."""
+        library = self.expected_library()
+        if isinstance(value, torch.Tensor):
+            if library == "numpy":
+                self.fail(f"{name} is a torch tensor; this function works in NumPy",
+                          "use NumPy operations only, and return a NumPy array")
+            value = value.detach().cpu()
+            return value.numpy() if value.dtype == torch.bool else value.double().numpy()
+        if isinstance(value, (np.ndarray, np.generic)):
+            if library == "torch":
+                self.fail(f"{name} is a NumPy array; this function works in torch",
+                          "use torch operations, and return a torch.Tensor")
+            value = np.asarray(value)
+            return value if value.dtype == bool else value.astype(np.float64)
+        self.fail(f"{name} is a {type(value).__name__}, not a "
+                  f"{'NumPy array' if library == 'numpy' else 'torch tensor'}")
+
+    def select(self, returned, output: str | None) -> tuple[str, np.ndarray]:
+        values = self.outputs(returned)
+        if output is None:
+            output = next(iter(values))
+        if output not in values:
+            raise ValueError(f"output must be one of {list(values)}, got {output!r}")
+        return output, self.as_numpy(values[output], output)
+
+    def input_value(self, which: int | str):
+        """One of the made inputs, by position or keyword."""
+        return self.keywords[which] if isinstance(which, str) else self.inputs[which]
+
+
+def _parameter_names(obj) -> list[str]:
+    try:
+        return [p.name for p in inspect.signature(obj).parameters.values()
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return []
+
+
+def _compare(call: _Call, name: str, got: np.ndarray, want: np.ndarray, rtol: float, atol: float,
+             against: str = "the reference solution"):
+    if got.shape != want.shape:
+        call.fail(f"{name} has shape {got.shape}, but {against} gives shape {want.shape}")
+    got_bad, want_bad = ~np.isfinite(got), ~np.isfinite(want)
+    if (got_bad & ~want_bad).any():
+        call.fail(f"{name} contains NaN or inf where {against} is finite",
+                  "look for exp() of large numbers, 0/0, or -inf in a row with nothing else")
+    if not np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True):
+        diff = np.abs(np.where(want_bad | got_bad, 0.0, got - want))
+        wrong = ~np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+        call.fail(
+            f"{name} differs from {against}: the largest difference is {diff.max():.3g} "
+            f"(allowed: {atol:g} + {rtol:g} x |value|), and {wrong.mean():.0%} of its entries are off"
+        )
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def check_output_shapes(item: Item, args, kwargs=None, *, shapes, seed: int = 0,
+                        hint: str = "check the shape of each returned value against the assignment"):
+    """The item returns the right structure (a value, or a tuple of ``item.outputs``) with these shapes."""
+    call = _Call(item, "output shapes", args, kwargs, seed, hint)
+    values = call.outputs(call.run())
+    shapes = [tuple(s) for s in shapes]
+    if len(shapes) != len(values):
+        raise ValueError(f"shapes lists {len(shapes)} shapes for {len(values)} outputs")
+    for (name, value), shape in zip(values.items(), shapes):
+        got = call.as_numpy(value, name).shape
+        if got != shape:
+            call.fail(f"{name} has shape {got}; expected {shape}")
+
+
+def check_matches_reference(item: Item, args, kwargs=None, *, seed: int = 0, rtol: float = 1e-5,
+                            atol: float = 1e-6, outputs: tuple[str, ...] | None = None,
+                            hint: str = "compare your steps with the formula in the assignment"):
+    """Every returned value (or those named in ``outputs``) equals the reference solution's."""
+    call = _Call(item, "agreement with the reference solution", args, kwargs, seed, hint)
+    got = call.outputs(call.run())
+    want = call.outputs(call.run(reference.get(item.assignment, item.name)))
+    for name in outputs or got:
+        _compare(call, name, call.as_numpy(got[name], name), call.as_numpy(want[name], name), rtol, atol)
+
+
+def check_matches(item: Item, other: str, args, kwargs=None, *, output: str | None = None,
+                  rename: dict | None = None, seed: int = 0, rtol: float = 1e-5, atol: float = 1e-6,
+                  hint: str = "compare your steps with the formula in the assignment"):
+    """One returned value equals what another function (a dotted path, e.g. a torch built-in) returns.
+
+    ``rename`` maps the item's keyword names to the other function's
+    (``{"mask": "attn_mask"}``).
+    """
+    module_name, _, attr = other.rpartition(".")
+    builtin = getattr(importlib.import_module(module_name), attr)
+    call = _Call(item, f"agreement with {other}", args, kwargs, seed, hint)
+    name, got = call.select(call.run(), output)
+    inputs, keywords = specs.materialize(call.args, call.kwargs, seed)
+    keywords = {(rename or {}).get(k, k): v for k, v in keywords.items()}
+    want = call.as_numpy(builtin(*inputs, **keywords), name)
+    _compare(call, name, got, want, rtol, atol, against=other)
+
+
+def check_equals(item: Item, args, expected, kwargs=None, *, output: str | None = None,
+                 rtol: float = 1e-6, atol: float = 1e-8,
+                 hint: str = "work the example by hand and compare each step"):
+    """One returned value equals ``expected`` (plain nested lists), e.g. a published worked example."""
+    call = _Call(item, "the worked example", args, kwargs, 0, hint)
+    name, got = call.select(call.run(), output)
+    _compare(call, name, got, np.asarray(expected, dtype=np.float64), rtol, atol, against="the known answer")
+
+
+def check_rows_sum_to_one(item: Item, args, kwargs=None, *, output: str | None = None, dim: int = -1,
+                          seed: int = 0, atol: float = 1e-5,
+                          hint: str = "normalise along the last axis (the keys), one distribution per query"):
+    """The chosen output is non-negative and sums to one along ``dim``."""
+    call = _Call(item, f"{output or 'result'} sum to one along dim {dim}", args, kwargs, seed, hint)
+    name, got = call.select(call.run(), output)
+    if got.ndim == 0 or not -got.ndim <= dim < got.ndim:
+        call.fail(f"{name} has shape {got.shape}, which has no dimension {dim}")
+    if not np.isfinite(got).all():
+        call.fail(f"{name} contains NaN or inf", "subtract the maximum before exponentiating")
+    if (got < -atol).any():
+        call.fail(f"{name} has negative entries; weights from a softmax are never negative")
+    sums = got.sum(axis=dim)
+    if not np.allclose(sums, 1.0, atol=atol):
+        call.fail(f"{name} sums to values between {sums.min():.4g} and {sums.max():.4g} along dim {dim}")
+
+
+def check_masked_get_zero_weight(item: Item, args, kwargs=None, *, mask: int | str = "mask",
+                                 output: str = "weights", seed: int = 0, atol: float = 1e-7,
+                                 hint: str = "set masked scores to -inf before the softmax "
+                                             "(True in the mask means 'may attend')"):
+    """Where the mask is False the weight is zero, and every row still sums to one."""
+    call = _Call(item, "masked keys get zero weight", args, kwargs, seed, hint)
+    name, got = call.select(call.run(), output)
+    keep = np.asarray(call.input_value(mask))
+    try:
+        keep = np.broadcast_to(keep, got.shape)
+    except ValueError:
+        call.fail(f"{name} has shape {got.shape}, which the mask {keep.shape} does not broadcast to")
+    if not np.isfinite(got).all():
+        call.fail(f"{name} contains NaN or inf")
+    leaked = np.abs(np.where(keep, 0.0, got))
+    if leaked.max() > atol:
+        call.fail(f"masked keys get weight up to {leaked.max():.3g}, "
+                  f"in {(leaked > atol).mean() / max(1e-12, (~keep).mean()):.0%} of the masked positions")
+    sums = got.sum(axis=-1)
+    if not np.allclose(sums, 1.0, atol=1e-5):
+        call.fail(f"with the mask applied, rows of {name} sum to values between "
+                  f"{sums.min():.4g} and {sums.max():.4g}",
+                  "mask the scores before the softmax, so that the visible keys share all the weight")
+
+
+def check_finite(item: Item, args, kwargs=None, *, seed: int = 0,
+                 hint: str = "subtract the maximum before exponentiating"):
+    """No returned value contains NaN or inf."""
+    call = _Call(item, "finite outputs", args, kwargs, seed, hint)
+    for name, value in call.outputs(call.run()).items():
+        got = call.as_numpy(value, name)
+        if not np.isfinite(got).all():
+            call.fail(f"{name} contains NaN or inf")
+
+
+def check_inputs_unchanged(item: Item, args, kwargs=None, *, seed: int = 0,
+                           hint: str = "compute new arrays instead of modifying the arguments in place "
+                                       "(avoid `x -= ...`, `x[...] = ...`, `.masked_fill_`)"):
+    """The item does not modify its arguments."""
+    call = _Call(item, "inputs left unchanged", args, kwargs, seed, hint)
+    inputs, keywords = specs.materialize(call.args, call.kwargs, seed)
+    try:
+        call.item.obj(*inputs, **keywords)
+    except Exception as exc:
+        call.fail(f"it raised {type(exc).__name__}: {exc}")
+    fresh, fresh_kw = specs.materialize(call.args, call.kwargs, seed)
+    names = _parameter_names(item.obj)
+    pairs = [(names[i] if i < len(names) else f"argument {i + 1}", a, b) for i, (a, b) in enumerate(zip(inputs, fresh))]
+    pairs += [(k, keywords[k], fresh_kw[k]) for k in keywords]
+    for name, used, original in pairs:
+        if isinstance(original, (np.ndarray, torch.Tensor)):
+            if not np.array_equal(np.asarray(used), np.asarray(original), equal_nan=True):
+                call.fail(f"argument {name} was modified")
+
+
+def check_dtype_follows_input(item: Item, args, kwargs=None, *, seed: int = 0,
+                              hint: str = "avoid hard-coded dtypes such as torch.float32 or "
+                                          "torch.tensor(...) without dtype=; derive them from the inputs"):
+    """Every floating-point output has the dtype of the first floating-point input."""
+    call = _Call(item, "output dtype follows the inputs", args, kwargs, seed, hint)
+    want = next((v.dtype for v in [*call.inputs, *call.keywords.values()]
+                 if isinstance(v, (np.ndarray, torch.Tensor)) and v.dtype not in (torch.bool, np.bool_)), None)
+    if want is None:
+        raise ValueError("check_dtype_follows_input needs a floating-point input")
+    for name, value in call.outputs(call.run()).items():
+        call.as_numpy(value, name)  # checks the kind of value
+        if value.dtype != want:
+            call.fail(f"{name} has dtype {value.dtype}; the inputs have dtype {want}")
+
+
+def check_raises(item: Item, args, kwargs=None, *, exception: str = "ValueError",
+                 mentions: tuple[str, ...] = (), seed: int = 0,
+                 hint: str = "check the arguments first and raise an error that names the wrong one"):
+    """Calling the item raises ``exception`` (a builtin's name) whose message mentions each of ``mentions``."""
+    expected = getattr(__import__("builtins"), exception)
+    call = _Call(item, f"{exception} for bad arguments", args, kwargs, seed, hint)
+    inputs, keywords = specs.materialize(call.args, call.kwargs, seed)
+    try:
+        item.obj(*inputs, **keywords)
+    except expected as exc:
+        missing = [word for word in mentions if word not in str(exc)]
+        if missing:
+            call.fail(f"the {exception} message {str(exc)!r} does not mention {', '.join(missing)}")
+        return
+    except Exception as exc:
+        call.fail(f"it raised {type(exc).__name__}: {exc}; expected {exception}")
+    call.fail(f"it raised no error; expected {exception}")

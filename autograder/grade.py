@@ -1,0 +1,132 @@
+"""Grade a whole class on one assignment (``make grade ASSIGNMENT=...``).
+
+    python -m autograder.grade ch02_scaled_dot_product
+
+1. records the assignment's test cells in the gradebook (as ``make exercises`` does),
+2. ``nbgrader autograde`` every ``submitted/<student>/<assignment>/``,
+3. ``nbgrader generate_feedback`` into ``feedback/<student>/<assignment>/``,
+4. writes ``grades/<assignment>.csv`` (one row per student, one column per test cell),
+5. prints a summary table, with the failed tests of each student.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nbgrader.api import Gradebook, MissingEntry
+
+from autograder import _nbgrader, release
+from autograder.notebooks import COURSE_ROOT
+
+
+@dataclass
+class Result:
+    student: str
+    score: float | None = None
+    max_score: float = 0.0
+    tests: dict[str, tuple[float, float]] = field(default_factory=dict)  # grade_id -> (score, max)
+    note: str = ""
+
+    @property
+    def failed(self) -> list[str]:
+        return [name for name, (score, most) in self.tests.items() if score < most]
+
+
+def submitted_students(assignment: str, root: Path = COURSE_ROOT) -> list[str]:
+    return sorted(p.parent.name for p in (Path(root) / "submitted").glob(f"*/{assignment}") if p.is_dir())
+
+
+def db_url(root: Path) -> str:
+    return f"sqlite:///{Path(root).resolve() / 'gradebook.db'}"
+
+
+def collect(assignment: str, students: list[str], root: Path = COURSE_ROOT) -> list[Result]:
+    """Each student's score and per-test scores, from the gradebook."""
+    results = []
+    with Gradebook(db_url(root)) as gradebook:
+        for student in students:
+            result = Result(student)
+            try:
+                submission = gradebook.find_submission(assignment, student)
+            except MissingEntry:
+                result.note = "not graded (see the log above)"
+                results.append(result)
+                continue
+            result.score, result.max_score = submission.score, submission.max_score
+            for notebook in submission.notebooks:
+                for grade in notebook.grades:
+                    if grade.max_score:
+                        result.tests[grade.name] = (grade.score or 0.0, grade.max_score)
+            expected = {nb.name for nb in gradebook.find_assignment(assignment).notebooks}
+            found = {nb.notebook.name for nb in submission.notebooks}
+            if not (Path(root) / "autograded" / student / assignment).is_dir():
+                result.note = "not graded (see the log above)"
+            elif expected - found:
+                result.note = f"missing notebook: {', '.join(sorted(expected - found))}"
+            results.append(result)
+    return results
+
+
+def write_csv(path: Path, results: list[Result]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tests = sorted({name for r in results for name in r.tests})
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["student", "score", "max_score", *tests, "note"])
+        for r in results:
+            writer.writerow([r.student, "" if r.score is None else r.score, r.max_score,
+                             *[r.tests.get(t, ("", ""))[0] for t in tests], r.note])
+
+
+def summary(assignment: str, results: list[Result]) -> str:
+    width = max([7, *(len(r.student) for r in results)])
+    lines = [f"Grades for {assignment}: {len(results)} submission(s)",
+             f"{'student':<{width}}  {'score':>11}  failed tests / notes"]
+    for r in results:
+        score = "-" if r.score is None else f"{r.score:g} / {r.max_score:g}"
+        notes = ", ".join(filter(None, [", ".join(r.failed), r.note])) or "all passed"
+        lines.append(f"{r.student:<{width}}  {score:>11}  {notes}")
+    graded = [r for r in results if r.score is not None]
+    if graded:
+        mean = sum(r.score for r in graded) / len(graded)
+        full = sum(r.score == r.max_score for r in graded)
+        lines.append(f"mean {mean:.2f} / {graded[0].max_score:g}; full marks: {full} of {len(graded)}")
+    return "\n".join(lines)
+
+
+def grade(assignment: str, root: Path = COURSE_ROOT, quiet: bool = False) -> list[Result]:
+    root = Path(root)
+    students = submitted_students(assignment, root)
+    if not students:
+        raise SystemExit(f"nothing to grade: no folder submitted/<student>/{assignment}/ under {root}")
+    with tempfile.TemporaryDirectory() as tmp:  # the test cells go into the gradebook; exercises/ is left alone
+        release.generate([assignment], release_dir=Path(tmp), db_url=db_url(root), root=root, quiet=True)
+    _nbgrader.run("autograde", assignment, "--force", root=root, check=False, quiet=quiet)
+    _nbgrader.run("generate_feedback", assignment, "--force", root=root, check=False, quiet=quiet)
+    results = collect(assignment, students, root)
+    write_csv(root / "grades" / f"{assignment}.csv", results)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("assignment", help="the assignment's folder name, e.g. ch02_scaled_dot_product")
+    parser.add_argument("--root", type=Path, default=COURSE_ROOT, help="the course folder (default: this repository)")
+    args = parser.parse_args(argv)
+    if args.assignment not in _nbgrader.assignments(args.root):
+        parser.error(f"no assignment {args.assignment!r} under {args.root / 'solutions'}")
+    results = grade(args.assignment, args.root)
+    print()
+    print(summary(args.assignment, results))
+    print(f"\nFeedback: {args.root / 'feedback'}/<student>/{args.assignment}/")
+    print(f"Grades:   {args.root / 'grades' / (args.assignment + '.csv')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""Generate ``exercises/`` from ``solutions/`` (``make exercises``), or check that it is up to date.
+
+    python -m autograder.release            # regenerate exercises/ (all assignments)
+    python -m autograder.release NAME ...   # only these assignments
+    python -m autograder.release --check    # exit 1 if exercises/ differs from a fresh generation
+"""
+
+from __future__ import annotations
+
+import argparse
+import filecmp
+import sys
+import tempfile
+from pathlib import Path
+
+from autograder import _nbgrader
+from autograder.notebooks import COURSE_ROOT
+
+
+def generate(assignments: list[str] | None = None, *, release_dir: Path | None = None,
+             db_url: str | None = None, root: Path = COURSE_ROOT, quiet: bool = False) -> None:
+    """Run ``nbgrader generate_assignment`` for each assignment, into ``release_dir`` (default exercises/)."""
+    for name in assignments or _nbgrader.assignments(root):
+        args = ["generate_assignment", name, "--force"]
+        if release_dir is not None:
+            args.append(f"--CourseDirectory.release_directory={release_dir}")
+        if db_url is not None:
+            args.append(f"--CourseDirectory.db_url={db_url}")
+        result = _nbgrader.run(*args, root=root, check=False, quiet=quiet)
+        if result.returncode != 0:
+            detail = (result.stdout or "") + (result.stderr or "") if quiet else ""
+            raise RuntimeError(f"nbgrader generate_assignment {name} failed\n{detail}")
+
+
+def differences(root: Path = COURSE_ROOT) -> list[str]:
+    """Files of exercises/ that differ from a fresh generation (missing, extra or changed)."""
+    root = Path(root)
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = Path(tmp) / "release"
+        generate(release_dir=fresh, db_url=f"sqlite:///{tmp}/gradebook.db", root=root, quiet=True)
+        committed = root / "exercises"
+        ours = {p.relative_to(fresh) for p in fresh.rglob("*") if p.is_file()}
+        theirs = {p.relative_to(committed) for p in committed.rglob("*") if p.is_file()} if committed.exists() else set()
+        problems = [f"missing: exercises/{p}" for p in sorted(ours - theirs)]
+        problems += [f"not generated from solutions/: exercises/{p}" for p in sorted(theirs - ours)]
+        problems += [f"out of date: exercises/{p}" for p in sorted(ours & theirs)
+                     if not filecmp.cmp(fresh / p, committed / p, shallow=False)]
+        return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("assignments", nargs="*", help="assignment names (default: all under solutions/)")
+    parser.add_argument("--check", action="store_true", help="only compare exercises/ with a fresh generation")
+    args = parser.parse_args(argv)
+    if args.check:
+        problems = differences()
+        for line in problems:
+            print(line)
+        if problems:
+            print("exercises/ is not what solutions/ generates: run `make exercises` and commit the result.")
+            return 1
+        print("exercises/ is up to date with solutions/.")
+        return 0
+    unknown = sorted(set(args.assignments) - set(_nbgrader.assignments()))
+    if unknown:
+        parser.error(f"no such assignment under solutions/: {', '.join(unknown)}")
+    generate(args.assignments or None)
+    print(f"Generated exercises/ for: {', '.join(args.assignments or _nbgrader.assignments())}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

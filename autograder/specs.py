@@ -1,0 +1,183 @@
+"""Inputs for checks, described as plain data.
+
+A check never receives a tensor from a test: it receives *specs* (shapes,
+scales, dtypes, literal values) and a seed, and makes the inputs itself. Specs
+are frozen dataclasses of ints, floats, strings and tuples, so that a check
+call can be written down (``dataclasses.asdict``), sent to another process and
+replayed there: the student's function can then run in one process and the
+comparison with the reference in another.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Union
+
+import numpy as np
+import torch
+
+LIBRARIES = ("torch", "numpy")
+
+
+def _check_shape(shape: tuple) -> tuple[int, ...]:
+    shape = tuple(shape)
+    if not all(isinstance(n, int) and n >= 0 for n in shape):
+        raise ValueError(f"a shape must be a tuple of non-negative ints, got {shape!r}")
+    return shape
+
+
+def _check_library(library: str) -> None:
+    if library not in LIBRARIES:
+        raise ValueError(f"library must be one of {LIBRARIES}, got {library!r}")
+
+
+@dataclass(frozen=True)
+class Random:
+    """A standard-normal array or tensor, times ``scale``, plus ``shift``."""
+
+    shape: tuple[int, ...]
+    scale: float = 1.0
+    shift: float = 0.0
+    dtype: str = "float32"
+    library: str = "torch"
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", _check_shape(self.shape))
+        _check_library(self.library)
+
+    def make(self, rng: np.random.Generator):
+        data = rng.standard_normal(self.shape) * self.scale + self.shift
+        return _convert(data, self.dtype, self.library)
+
+    def describe(self) -> str:
+        return f"{self.library} {self.dtype} {self.shape}"
+
+
+@dataclass(frozen=True)
+class RandomMask:
+    """A random boolean mask, True = keep, with at least one True in every row.
+
+    A "row" is the last dimension (the keys of one query). Unless every row has
+    a single column, at least one entry is False, so the mask masks something.
+    """
+
+    shape: tuple[int, ...]
+    keep: float = 0.6
+    library: str = "torch"
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", _check_shape(self.shape))
+        _check_library(self.library)
+        if not self.shape or self.shape[-1] < 1:
+            raise ValueError(f"a mask needs a last dimension of at least 1, got shape {self.shape}")
+
+    def make(self, rng: np.random.Generator):
+        mask = rng.random(self.shape) < self.keep
+        rows = mask.reshape(-1, self.shape[-1])
+        for row in rows:
+            if not row.any():
+                row[rng.integers(self.shape[-1])] = True
+        if rows.all() and self.shape[-1] > 1:
+            rows[0, rng.integers(self.shape[-1])] = False
+        mask = rows.reshape(self.shape)
+        return torch.from_numpy(mask.copy()) if self.library == "torch" else mask
+
+    def describe(self) -> str:
+        return f"{self.library} bool {self.shape}"
+
+
+@dataclass(frozen=True)
+class Literal:
+    """A fixed value: nested lists of numbers, made into an array or tensor.
+
+    ``library="python"`` passes the value through unchanged (ints, strings, ...).
+    """
+
+    value: Any
+    dtype: str | None = None
+    library: str = "numpy"
+
+    def __post_init__(self):
+        if self.library != "python":
+            _check_library(self.library)
+        object.__setattr__(self, "value", _freeze(self.value))
+
+    def make(self, rng: np.random.Generator):
+        if self.library == "python":
+            return _thaw(self.value)
+        data = np.array(_thaw(self.value), dtype=self.dtype)
+        return _convert(data, str(data.dtype), self.library)
+
+    def describe(self) -> str:
+        if self.library == "python":
+            return repr(_thaw(self.value))
+        shape = np.shape(_thaw(self.value))
+        return f"{self.library} {self.dtype or 'array'} {tuple(shape)}"
+
+
+Spec = Union[Random, RandomMask, Literal]
+
+
+def _freeze(value):
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    if isinstance(value, np.ndarray):
+        return _freeze(value.tolist())
+    return value
+
+
+def _thaw(value):
+    if isinstance(value, tuple):
+        return [_thaw(v) for v in value]
+    return value
+
+
+def _convert(data: np.ndarray, dtype: str, library: str):
+    if library == "numpy":
+        return data.astype(dtype)
+    return torch.from_numpy(np.ascontiguousarray(data)).to(getattr(torch, dtype))
+
+
+# Short constructors, so that tests read as one line per property.
+def tensor(*shape: int, scale: float = 1.0, shift: float = 0.0, dtype: str = "float32") -> Random:
+    """A random torch tensor of this shape."""
+    return Random(shape, scale=scale, shift=shift, dtype=dtype, library="torch")
+
+
+def array(*shape: int, scale: float = 1.0, shift: float = 0.0, dtype: str = "float64") -> Random:
+    """A random NumPy array of this shape."""
+    return Random(shape, scale=scale, shift=shift, dtype=dtype, library="numpy")
+
+
+def mask(*shape: int, keep: float = 0.6) -> RandomMask:
+    """A random boolean torch mask (True = attend) with a visible key in every row."""
+    return RandomMask(shape, keep=keep)
+
+
+def literal(value, *, dtype: str | None = None, library: str = "numpy") -> Literal:
+    """A fixed value; ``library="python"`` passes it through as it is."""
+    return Literal(value, dtype=dtype, library=library)
+
+
+def as_spec(value) -> Spec:
+    """Plain Python values (numbers, strings, None) become ``Literal(..., library="python")``."""
+    if isinstance(value, (Random, RandomMask, Literal)):
+        return value
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return Literal(value, library="python")
+    raise TypeError(
+        f"a check's inputs must be specs (tensor(...), array(...), mask(...), literal(...)) "
+        f"or plain numbers and strings, got {type(value).__name__}"
+    )
+
+
+def materialize(args, kwargs, seed: int):
+    """Make the inputs that ``args`` and ``kwargs`` describe, from ``seed``.
+
+    The same specs and seed always give the same values, so the student's
+    function and the reference get equal, but separate, inputs.
+    """
+    rng = np.random.default_rng(seed)
+    values = [as_spec(a).make(rng) for a in args]
+    keywords = {k: as_spec(v).make(rng) for k, v in (kwargs or {}).items()}
+    return values, keywords

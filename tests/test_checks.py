@@ -1,0 +1,282 @@
+"""The checks: each passes right work, fails wrong work, and explains the failure without the answer."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+import torch
+
+from autograder import (
+    CheckFailed,
+    Item,
+    array,
+    check_dtype_follows_input,
+    check_equals,
+    check_finite,
+    check_inputs_unchanged,
+    check_masked_get_zero_weight,
+    check_matches,
+    check_matches_reference,
+    check_output_shapes,
+    check_raises,
+    check_rows_sum_to_one,
+    literal,
+    mask,
+    tensor,
+)
+from autograder import reference, specs
+
+A = "ch02_scaled_dot_product"
+SDPA = "torch.nn.functional.scaled_dot_product_attention"
+
+
+def good_softmax(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def good_attention(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = scores.softmax(-1)
+    return weights @ v, weights
+
+
+def unscaled_attention(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = scores.softmax(-1)
+    return weights @ v, weights
+
+
+def softmax_item(fn):
+    return Item(A, "softmax", fn)
+
+
+def sdpa_item(fn):
+    return Item(A, "scaled_dot_product_attention", fn, outputs=("output", "weights"))
+
+
+QKV = [tensor(2, 5, 4), tensor(2, 7, 4), tensor(2, 7, 6)]
+
+
+def failure(check, *args, **kwargs) -> str:
+    with pytest.raises(CheckFailed) as info:
+        check(*args, **kwargs)
+    return str(info.value)
+
+
+def assert_well_formed(message: str, item: str, prop: str, shape: str):
+    assert message.startswith(f"{item}: {prop} failed"), message
+    assert shape in message, message
+    assert "\n  hint: " in message, message
+    assert "\n  problem: " in message, message
+
+
+# --------------------------------------------------------------------------- each check, both ways
+
+
+def test_output_shapes():
+    check_output_shapes(sdpa_item(good_attention), QKV, shapes=[(2, 5, 6), (2, 5, 7)])
+    msg = failure(check_output_shapes, sdpa_item(lambda q, k, v, mask=None: good_attention(q, k, v)[0]),
+                  QKV, shapes=[(2, 5, 6), (2, 5, 7)])
+    assert_well_formed(msg, "scaled_dot_product_attention", "output shapes", "(2, 5, 4)")
+    assert "expected a tuple of 2: (output, weights)" in msg
+    msg = failure(check_output_shapes, sdpa_item(lambda q, k, v: good_attention(q, k, v)[::-1]),
+                  QKV, shapes=[(2, 5, 6), (2, 5, 7)])
+    assert "output has shape (2, 5, 7); expected (2, 5, 6)" in msg
+
+
+def test_matches_reference():
+    check_matches_reference(sdpa_item(good_attention), QKV, seed=3)
+    msg = failure(check_matches_reference, sdpa_item(unscaled_attention), QKV, seed=3, hint="divide by sqrt(d_k)")
+    assert_well_formed(msg, "scaled_dot_product_attention", "agreement with the reference solution", "k=torch float32 (2, 7, 4)")
+    assert "output differs from the reference solution" in msg and "hint: divide by sqrt(d_k)" in msg
+
+
+def test_matches_builtin_with_renamed_keyword():
+    check_matches(sdpa_item(good_attention), SDPA, QKV[:2] + [tensor(2, 7, 4)], {"mask": mask(2, 5, 7)},
+                  rename={"mask": "attn_mask"}, output="output")
+    inverted = lambda q, k, v, mask=None: good_attention(q, k, v, ~mask)  # noqa: E731
+    msg = failure(check_matches, sdpa_item(inverted), SDPA, QKV[:2] + [tensor(2, 7, 4)], {"mask": mask(2, 5, 7)},
+                  rename={"mask": "attn_mask"}, output="output")
+    assert f"differs from {SDPA}" in msg
+
+
+def test_equals_does_not_print_the_expected_values():
+    expected = [0.09003057317038046, 0.24472847105479767, 0.6652409557748219]
+    check_equals(softmax_item(good_softmax), [literal([1.0, 2.0, 3.0])], expected=expected)
+    msg = failure(check_equals, softmax_item(lambda x, axis=-1: np.exp(x) / 3), [literal([1.0, 2.0, 3.0])], expected=expected)
+    assert_well_formed(msg, "softmax", "the worked example", "(3,)")
+    for value in expected:
+        assert f"{value:.3f}"[:5] not in msg
+
+
+def test_rows_sum_to_one():
+    check_rows_sum_to_one(softmax_item(good_softmax), [array(4, 6)], {"axis": 0}, dim=0)
+    msg = failure(check_rows_sum_to_one, softmax_item(lambda x, axis=-1: np.exp(x)), [array(4, 6)])
+    assert_well_formed(msg, "softmax", "result sum to one along dim -1", "x=numpy float64 (4, 6)")
+
+
+def test_masked_keys_get_zero_weight():
+    check_masked_get_zero_weight(sdpa_item(good_attention), QKV + [mask(2, 5, 7)], mask=3)
+    zero_fill = lambda q, k, v, mask: good_attention(q, k, v)  # noqa: E731  (ignores the mask)
+    msg = failure(check_masked_get_zero_weight, sdpa_item(zero_fill), QKV + [mask(2, 5, 7)], mask=3)
+    assert_well_formed(msg, "scaled_dot_product_attention", "masked keys get zero weight", "mask=torch bool (2, 5, 7)")
+
+    def after_softmax(q, k, v, mask):
+        out, w = good_attention(q, k, v)
+        w = w * mask
+        return w @ v, w
+
+    msg = failure(check_masked_get_zero_weight, sdpa_item(after_softmax), QKV + [mask(2, 5, 7)], mask=3)
+    assert "sum to values between" in msg
+
+
+def test_finite():
+    check_finite(softmax_item(good_softmax), [literal([1000.0, 1001.0])])
+    with np.errstate(over="ignore", invalid="ignore"):
+        msg = failure(check_finite, softmax_item(lambda x, axis=-1: np.exp(x) / np.exp(x).sum()), [literal([1000.0, 1001.0])])
+    assert "contains NaN or inf" in msg
+
+
+def test_inputs_unchanged():
+    check_inputs_unchanged(softmax_item(good_softmax), [array(3, 4)])
+
+    def in_place(x, axis=-1):
+        x -= x.max(axis=axis, keepdims=True)
+        return good_softmax(x, axis)
+
+    msg = failure(check_inputs_unchanged, softmax_item(in_place), [array(3, 4)])
+    assert "argument x was modified" in msg
+
+
+def test_dtype_follows_input():
+    f64 = [tensor(2, 3, 4, dtype="float64")] * 3
+    check_dtype_follows_input(sdpa_item(good_attention), f64)
+    msg = failure(check_dtype_follows_input, sdpa_item(lambda q, k, v: tuple(t.float() for t in good_attention(q, k, v))), f64)
+    assert "has dtype torch.float32; the inputs have dtype torch.float64" in msg
+
+
+def test_raises():
+    def strict(x, n):
+        if n <= 0:
+            raise ValueError(f"n must be positive, got {n}")
+        return x
+
+    check_raises(Item(A, "strict", strict), [array(2), -1], mentions=("n",))
+    msg = failure(check_raises, Item(A, "strict", lambda x, n: x), [array(2), -1])
+    assert "it raised no error; expected ValueError" in msg
+    msg = failure(check_raises, Item(A, "strict", strict), [array(2), -1], mentions=("num_heads",))
+    assert "does not mention num_heads" in msg
+
+
+# --------------------------------------------------------------------------- failures of the student's code
+
+
+def test_not_implemented_and_exceptions_become_messages():
+    def todo(x, axis=-1):
+        raise NotImplementedError()
+
+    msg = failure(check_rows_sum_to_one, softmax_item(todo), [array(3)])
+    assert "it raised NotImplementedError" in msg and f"write your implementation of softmax" in msg
+    msg = failure(check_rows_sum_to_one, softmax_item(lambda x, axis=-1: x.nope), [array(3)])
+    assert "it raised AttributeError" in msg
+
+
+def test_wrong_library_is_named():
+    msg = failure(check_rows_sum_to_one, softmax_item(lambda x, axis=-1: torch.softmax(torch.from_numpy(x), -1)), [array(3)])
+    assert "is a torch tensor; this function works in NumPy" in msg
+    msg = failure(check_rows_sum_to_one, softmax_item(lambda x, axis=-1: [0.5, 0.5]), [array(2)])
+    assert "is a list, not a NumPy array" in msg
+
+
+def test_not_callable():
+    msg = failure(check_rows_sum_to_one, softmax_item(42), [array(3)])
+    assert "softmax is int, not a function or class" in msg
+
+
+# --------------------------------------------------------------------------- specs and the reference
+
+
+def test_specs_are_plain_data_and_deterministic():
+    import dataclasses
+    import json
+
+    spec = tensor(2, 3, scale=2.0)
+    json.dumps(dataclasses.asdict(spec))
+    (a,), _ = specs.materialize([spec], {}, seed=7)
+    (b,), _ = specs.materialize([spec], {}, seed=7)
+    (c,), _ = specs.materialize([spec], {}, seed=8)
+    assert torch.equal(a, b) and not torch.equal(a, c) and a.dtype == torch.float32
+
+
+@pytest.mark.parametrize("shape", [(3, 1), (2, 4, 5), (1, 1, 7)])
+def test_random_mask_keeps_a_key_per_row_and_masks_something(shape):
+    for seed in range(20):
+        (m,), _ = specs.materialize([mask(*shape, keep=0.1)], {}, seed)
+        assert m.dtype == torch.bool and m.any(-1).all()
+        assert (~m).any() or shape[-1] == 1
+
+
+@pytest.mark.parametrize("bad, error", [
+    (lambda: tensor(2, -1), "non-negative ints"),
+    (lambda: specs.Random((2,), library="jax"), "library must be one of"),
+    (lambda: mask(), "last dimension of at least 1"),
+    (lambda: specs.as_spec(object()), "must be specs"),
+])
+def test_bad_specs_are_refused_clearly(bad, error):
+    with pytest.raises((ValueError, TypeError), match=error):
+        bad()
+
+
+def test_bad_check_options_are_refused():
+    with pytest.raises(ValueError, match="output must be one of"):
+        check_rows_sum_to_one(sdpa_item(good_attention), QKV, output="scores")
+    with pytest.raises(ValueError, match="shapes lists 1 shapes for 2 outputs"):
+        check_output_shapes(sdpa_item(good_attention), QKV, shapes=[(2, 5, 6)])
+
+
+def test_reference_comes_from_the_solution_notebook():
+    namespace = reference.load(A)
+    for name in ("softmax", "attention_numpy", "scaled_dot_product_attention"):
+        assert callable(namespace[name])
+    with pytest.raises(reference.ReferenceUnavailable, match="defines no 'nothing'"):
+        reference.get(A, "nothing")
+    with pytest.raises(reference.ReferenceUnavailable, match="not available here"):
+        reference.load("ch99_missing")
+
+
+def test_reference_agrees_with_torch_and_the_worked_example():
+    ref = reference.load(A)
+    q, k, v = torch.randn(2, 3, 5, 8), torch.randn(2, 3, 9, 8), torch.randn(2, 3, 9, 4)
+    m = torch.rand(2, 1, 5, 9) < 0.7
+    m[..., 0] = True
+    out, w = ref["scaled_dot_product_attention"](q, k, v, m)
+    torch.testing.assert_close(out, torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=m))
+    assert torch.all(w.masked_select(~m.expand_as(w)) == 0)
+    from attention_course import four_word_example
+
+    words, wq, wk, wv = four_word_example()
+    output, _ = ref["attention_numpy"](words @ wq, words @ wk, words @ wv)
+    printed = "[[0.98522025 1.74174051 0.75652026]\n [0.90965265 1.40965265 0.5       ]\n" \
+              " [0.99851226 1.75849334 0.75998108]\n [0.99560386 1.90407309 0.90846923]]"
+    assert str(output) == printed
+
+
+def test_reference_gives_zeros_for_a_fully_masked_row():
+    ref = reference.load(A)["scaled_dot_product_attention"]
+    m = torch.ones(1, 3, 4, dtype=torch.bool)
+    m[0, 1] = False
+    out, w = ref(torch.randn(1, 3, 8), torch.randn(1, 4, 8), torch.randn(1, 4, 2), m)
+    assert torch.isfinite(out).all() and torch.all(w[0, 1] == 0) and torch.all(out[0, 1] == 0)
+
+
+def test_messages_name_parameters_from_the_signature():
+    msg = failure(check_matches_reference, sdpa_item(unscaled_attention), QKV + [mask(2, 5, 7)])
+    assert re.search(r"inputs: q=torch float32 \(2, 5, 4\), k=.*, v=.*, mask=torch bool \(2, 5, 7\)", msg)

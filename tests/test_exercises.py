@@ -1,0 +1,34 @@
+"""exercises/ is exactly what `make exercises` generates from solutions/, and gives nothing away."""
+
+import pytest
+
+from autograder import _nbgrader, notebooks, release
+
+ASSIGNMENTS = _nbgrader.assignments()
+
+
+@pytest.mark.xdist_group("exercises")
+def test_exercises_are_generated_from_solutions():
+    assert release.differences() == []
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_released_notebook_holds_no_solution_or_hidden_test(assignment):
+    text = notebooks.assignment_notebook(assignment, "exercises").read_text()
+    for marker in ("BEGIN SOLUTION", "BEGIN HIDDEN TESTS", "check_matches_reference"):
+        assert marker not in text
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_every_solution_cell_is_graded_and_every_test_has_points(assignment):
+    nb = notebooks.read(notebooks.assignment_notebook(assignment, "solutions"))
+    tests = [c for c in nb.cells if notebooks.is_test(c)]
+    solutions = [c for c in nb.cells if notebooks.is_solution(c)]
+    assert solutions and tests
+    assert all(notebooks.nbgrader_meta(c).get("points", 0) > 0 for c in tests)
+    for cell in solutions:
+        name = notebooks.cell_id(cell)
+        assert f'"{name}", {name}' in "\n".join(c.source for c in tests), f"no test grades {name}"
+        assert "### BEGIN SOLUTION" in cell.source and "### END SOLUTION" in cell.source
+    for cell in tests:
+        assert "### BEGIN HIDDEN TESTS" in cell.source, f"{notebooks.cell_id(cell)} has no hidden tests"

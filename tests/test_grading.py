@@ -1,0 +1,159 @@
+"""End to end through nbgrader: a class of submissions graded by `autograder.grade`.
+
+One course folder is graded once (module fixture); the tests read its
+gradebook results, its CSV and its feedback. Every bug of tests/buggy/ is one
+student, so the run proves that each realistic mistake loses points.
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib
+import shutil
+
+import pytest
+
+from autograder import _nbgrader, grade, notebooks
+from tests.submissions import fill, submit
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("grading")]
+
+ASSIGNMENTS = _nbgrader.assignments()
+BUG_MODULES = {a: importlib.import_module(f"tests.buggy.{a}") for a in ASSIGNMENTS}
+WARNING_SOFTMAX = '''
+import warnings
+
+def softmax(x, axis=-1):
+    warnings.warn("softmax: this is only a warning")
+    shifted = x - np.max(x, axis=axis, keepdims=True)
+    exps = np.exp(shifted)
+    return exps / np.sum(exps, axis=axis, keepdims=True)
+'''
+
+
+def _without_tests(nb):
+    nb.cells = [c for c in nb.cells if not notebooks.is_test(c)]
+    return nb
+
+
+def _with_tests_emptied(nb):
+    for cell in nb.cells:
+        if notebooks.is_test(cell):
+            cell.source = "pass  # nothing to see here"
+    return nb
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """{assignment: {student: Result}} for a class graded in a temporary course folder."""
+    course = tmp_path_factory.mktemp("course")
+    shutil.copy(notebooks.COURSE_ROOT / "nbgrader_config.py", course)
+    (course / "solutions").symlink_to(notebooks.COURSE_ROOT / "solutions")
+    (course / "exercises").symlink_to(notebooks.COURSE_ROOT / "exercises")
+    results = {}
+    for assignment in ASSIGNMENTS:
+        submit(course, "reference", assignment, fill(assignment))
+        submit(course, "blank", assignment, fill(assignment, blank=True))
+        submit(course, "deleted_tests", assignment, _without_tests(fill(assignment)))
+        for bug in BUG_MODULES[assignment].BUGS:
+            submit(course, f"bug_{bug.name}", assignment, fill(assignment, {bug.item: bug.code}))
+        first = BUG_MODULES[assignment].BUGS[0]
+        submit(course, "emptied_tests", assignment, _with_tests_emptied(fill(assignment, {first.item: first.code})))
+        if assignment == "ch02_scaled_dot_product":
+            submit(course, "warns", assignment, fill(assignment, {"softmax": WARNING_SOFTMAX}))
+        results[assignment] = {r.student: r for r in grade.grade(assignment, root=course, quiet=True)}
+    return course, results
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_reference_solution_gets_full_marks(graded, assignment):
+    result = graded[1][assignment]["reference"]
+    assert result.max_score > 0
+    assert result.score == result.max_score, f"failed: {result.failed}"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_unfilled_exercise_scores_zero_and_the_rest_are_graded(graded, assignment):
+    results = graded[1][assignment]
+    assert results["blank"].score == 0
+    assert all(r.score is not None for r in results.values()), [r.student for r in results.values() if r.score is None]
+
+
+@pytest.mark.parametrize(
+    "assignment,bug",
+    [(a, b) for a in ASSIGNMENTS for b in BUG_MODULES[a].BUGS],
+    ids=lambda v: getattr(v, "name", v),
+)
+def test_each_buggy_submission_loses_points_on_its_item(graded, assignment, bug):
+    result = graded[1][assignment][f"bug_{bug.name}"]
+    assert result.score < result.max_score, f"{bug.name} ({bug.why}) kept full marks"
+    item_tests = BUG_MODULES[assignment].TESTS[bug.item]
+    assert set(result.failed) & set(item_tests), (
+        f"{bug.name} lost points only in {result.failed}, none of which grade {bug.item}")
+
+
+def test_every_item_has_at_least_three_bugs():
+    for assignment, module in BUG_MODULES.items():
+        for item in module.TESTS:
+            assert sum(b.item == item for b in module.BUGS) >= 3, (assignment, item)
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_deleted_test_cells_are_restored_and_graded(graded, assignment):
+    results = graded[1][assignment]
+    assert results["deleted_tests"].score == results["reference"].max_score
+    assert set(results["deleted_tests"].tests) == set(results["reference"].tests)
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_emptied_test_cells_are_restored(graded, assignment):
+    results = graded[1][assignment]
+    first = BUG_MODULES[assignment].BUGS[0]
+    assert results["emptied_tests"].score == results[f"bug_{first.name}"].score
+
+
+def test_a_warning_on_stderr_does_not_cost_points(graded):
+    result = graded[1]["ch02_scaled_dot_product"]["warns"]
+    assert result.score == result.max_score, result.failed
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_grades_csv_has_a_row_per_student(graded, assignment):
+    course, results = graded
+    with (course / "grades" / f"{assignment}.csv").open() as f:
+        rows = {row["student"]: row for row in csv.DictReader(f)}
+    assert set(rows) == set(results[assignment])
+    assert float(rows["reference"]["score"]) == results[assignment]["reference"].max_score
+    assert float(rows["blank"]["score"]) == 0
+
+
+def _feedback(course, student, assignment):
+    return (course / "feedback" / student / assignment / f"{assignment}.html").read_text()
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_feedback_never_shows_hidden_tests_or_tracebacks(graded, assignment):
+    course, results = graded
+    solution = notebooks.read(notebooks.assignment_notebook(assignment, "solutions"))
+    hidden_lines = {
+        line.strip()
+        for cell in solution.cells if notebooks.is_test(cell)
+        for line in cell.source.split("### BEGIN HIDDEN TESTS")[1].split("### END HIDDEN TESTS")[0].splitlines()
+        if line.strip()
+    }
+    assert hidden_lines
+    for student in results[assignment]:
+        html = _feedback(course, student, assignment)
+        assert "BEGIN HIDDEN TESTS" not in html
+        # A traceback through a test would quote the test and the checks; only messages may show.
+        assert "autograder/checks.py" not in html
+        leaked = [line for line in hidden_lines if line in html]
+        assert not leaked, f"{student}'s feedback shows hidden test code: {leaked[:3]}"
+
+
+def test_feedback_names_item_property_shapes_and_hint(graded):
+    course, _ = graded
+    html = _feedback(course, "bug_sdpa_mask_with_zero", "ch02_scaled_dot_product")
+    assert "scaled_dot_product_attention: masked keys get zero weight failed" in html
+    assert "q=torch float32 (2, 5, 8)" in html
+    assert "hint: fill the scores where mask is False with -inf" in html
