@@ -18,12 +18,14 @@ def environment() -> dict:
     return env
 
 
-def run(*args: str, root: Path = COURSE_ROOT, check: bool = True, quiet: bool = False) -> subprocess.CompletedProcess:
-    """``nbgrader ARGS...`` in ``root`` (where nbgrader_config.py is)."""
-    command = [sys.executable, "-m", "nbgrader", *args]
-    if quiet:
-        command.append("--log-level=WARN")
-    return subprocess.run(command, cwd=root, env=environment(), check=check,
+def run(*args: str, root: Path = COURSE_ROOT, check: bool = True, quiet: bool = False,
+        log_level: str | None = None) -> subprocess.CompletedProcess:
+    """``nbgrader ARGS...`` in ``root`` (where nbgrader_config.py is).
+
+    ``quiet`` captures the output (returned in the result); ``log_level`` sets nbgrader's.
+    """
+    command = [sys.executable, "-m", "nbgrader", *args, f"--log-level={log_level or ('WARN' if quiet else 'INFO')}"]
+    return subprocess.run(command, cwd=Path(root).resolve(), env=environment(), check=check,
                           capture_output=quiet, text=True)
 
 

@@ -17,6 +17,7 @@ that runs the student's code in another process.
 
 from __future__ import annotations
 
+import builtins
 import importlib
 import inspect
 from dataclasses import dataclass, field
@@ -314,7 +315,7 @@ def check_raises(item: Item, args, kwargs=None, *, exception: str = "ValueError"
                  mentions: tuple[str, ...] = (), seed: int = 0,
                  hint: str = "check the arguments first and raise an error that names the wrong one"):
     """Calling the item raises ``exception`` (a builtin's name) whose message mentions each of ``mentions``."""
-    expected = getattr(__import__("builtins"), exception)
+    expected = getattr(builtins, exception)
     call = _Call(item, f"{exception} for bad arguments", args, kwargs, seed, hint)
     inputs, keywords = specs.materialize(call.args, call.kwargs, seed)
     try:

@@ -13,6 +13,7 @@ import re
 
 from nbgrader.preprocessors import ClearHiddenTests
 from nbgrader.utils import is_grade
+from traitlets import List
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 PLACEHOLDER = "# Hidden tests ran here; their result is shown below."
@@ -20,6 +21,11 @@ PLACEHOLDER = "# Hidden tests ran here; their result is shown below."
 
 class HideHiddenTests(ClearHiddenTests):
     """Replace hidden test code with a placeholder and tracebacks in test cells with their last line."""
+
+    # The feedback exporter configures this on every preprocessor it runs.
+    display_data_priority = List(
+        ["text/html", "application/pdf", "text/latex", "image/svg+xml", "image/png", "image/jpeg", "text/plain"]
+    ).tag(config=True)
 
     def _remove_hidden_test_region(self, cell) -> bool:
         lines, kept, inside, removed = cell.source.split("\n"), [], False, False
