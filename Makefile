@@ -11,9 +11,11 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 BOOK_FLAGS := -W -n --keep-going
 ASSIGNMENT ?=
+JOBS ?= 2
+NOTEBOOK ?=
 PYTEST_ARGS ?=
 
-.PHONY: help venv book test exercises check-exercises grade clean
+.PHONY: help venv sandbox book test exercises check-exercises grade check clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -25,11 +27,17 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	@touch $@
 
+sandbox:  ## install bubblewrap, the sandbox that students' code is graded in
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing bubblewrap"; apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; \
+	  else echo "Grading needs bubblewrap: install it (e.g. sudo apt-get install bubblewrap)"; exit 1; fi; }
+
 book: venv  ## build the book into _build/html (notebook outputs cached)
 	$(BIN)/jupyter-book build $(BOOK_FLAGS) .
 	@echo "The book is at file://$(CURDIR)/_build/html/index.html"
 
-test: venv  ## the whole test suite: book build, grading end to end, unit tests
+test: venv sandbox  ## the whole test suite: book build, grading end to end, unit tests
 	$(BIN)/python -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
 
 exercises: venv  ## regenerate exercises/ from solutions/ (nbgrader generate_assignment)
@@ -38,9 +46,13 @@ exercises: venv  ## regenerate exercises/ from solutions/ (nbgrader generate_ass
 check-exercises: venv  ## fail if exercises/ differs from what `make exercises` generates
 	$(BIN)/python -m autograder.release --check
 
-grade: venv  ## autograde submitted/*/$(ASSIGNMENT), write feedback and grades/$(ASSIGNMENT).csv
+grade: venv sandbox  ## autograde (sandboxed, JOBS at a time) submitted/*/$(ASSIGNMENT), write feedback and grades/$(ASSIGNMENT).csv
 	@test -n "$(ASSIGNMENT)" || { echo "usage: make grade ASSIGNMENT=ch02_scaled_dot_product"; exit 2; }
-	$(BIN)/python -m autograder.grade $(ASSIGNMENT)
+	$(BIN)/python -m autograder.grade $(ASSIGNMENT) --jobs $(JOBS)
+
+check: venv sandbox  ## check NOTEBOOK=path against the hidden tests, as grading would
+	@test -n "$(NOTEBOOK)" || { echo "usage: make check NOTEBOOK=exercises/ch02_scaled_dot_product/ch02_scaled_dot_product.ipynb"; exit 2; }
+	$(BIN)/python -m autograder.check $(NOTEBOOK)
 
 clean:  ## remove the built book and grading state (keeps .venv and submitted/)
 	rm -rf _build autograded feedback grades gradebook.db .pytest_cache

@@ -23,20 +23,27 @@ c.CourseDirectory.include = ["*.ipynb"]
 # A student's folder larger than this (in KiB) is not copied for grading.
 c.CourseDirectory.max_file_size = 10_000
 
-# Executing a submission: a cell that runs longer than this is stopped and
-# scores zero; the rest of the notebook still runs.
-c.Execute.timeout = 120
-c.Execute.interrupt_on_timeout = True
-c.Execute.execute_retries = 0
+# Executing a submission: students' code never runs in nbgrader's process or
+# in a Jupyter kernel beside the tests. It runs in a bubblewrap sandbox (no
+# network, no view of solutions/, the gradebook or other students, limits on
+# time, memory, processes and output), and the test cells run here, comparing
+# values that come back from the sandbox as plain data; see autograder/grader.py.
+# The limits live in autograder/sandbox.py (Limits), so that `make check` gives
+# self-learners the same verdicts.
+c.Autograde.autograde_preprocessors = [
+    "autograder.sandboxed.SandboxedExecute",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "nbgrader.preprocessors.LimitOutput",
+    "nbgrader.preprocessors.SaveAutoGrades",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+# "none" runs students' code in a plain separate process: only for code you trust.
+c.SandboxedExecute.isolation = "bwrap"
 
-# A flood of output is cut down before it reaches the gradebook or the feedback.
+# Long messages and outputs are cut down before they reach the gradebook or the feedback.
 c.LimitOutput.max_lines = 200
 c.LimitOutput.max_traceback = 50
-
-# A correct answer that prints a warning (to stderr) must not lose its points:
-# drop stderr text that is only warnings before the grades are read.
-c.IgnorePattern.enabled = True
-c.IgnorePattern.pattern = r"(?i)warning"
 
 # A student who deleted a test cell is graded on it anyway: nbgrader puts the
 # instructor's version back, after the cell that preceded it.

@@ -1,27 +1,35 @@
-"""Grade a whole class on one assignment (``make grade ASSIGNMENT=...``).
+"""Grade a whole class on one assignment (``make grade ASSIGNMENT=... JOBS=N``).
 
-    python -m autograder.grade ch02_scaled_dot_product
+    python -m autograder.grade ch02_scaled_dot_product --jobs 4
 
-1. records the assignment's test cells in the gradebook (as ``make exercises`` does),
-2. ``nbgrader autograde`` every ``submitted/<student>/<assignment>/``,
-3. ``nbgrader generate_feedback`` into ``feedback/<student>/<assignment>/``,
-4. writes ``grades/<assignment>.csv`` (one row per student, one column per test cell),
-5. prints a summary table, with the failed tests of each student.
+1. records the assignment's test cells in the gradebook (as ``make exercises`` does);
+2. grades every ``submitted/<student>/<assignment>/`` in a sandbox, ``--jobs`` at a
+   time, with a progress bar, leaving a report per notebook in ``grades/reports/``;
+3. ``nbgrader autograde``, which takes the scores from those reports (one process
+   writes the gradebook, so it stays consistent);
+4. ``nbgrader generate_feedback`` into ``feedback/<student>/<assignment>/``;
+5. writes ``grades/<assignment>.csv`` (one row per student, one column per test
+   cell) and prints a summary table with each student's failed tests and notes.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import os
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
+from tqdm import tqdm
 
 from autograder import _nbgrader, release
+from autograder.grader import Report, grade_notebook
 from autograder.notebooks import COURSE_ROOT
+from autograder.sandboxed import report_path
 
 
 @dataclass
@@ -45,6 +53,46 @@ def db_url(root: Path) -> str:
     return f"sqlite:///{Path(root).resolve() / 'gradebook.db'}"
 
 
+def notebook_names(assignment: str, root: Path = COURSE_ROOT) -> list[str]:
+    return sorted(p.stem for p in (Path(root) / "solutions" / assignment).glob("*.ipynb"))
+
+
+def precompute(assignment: str, students: list[str], root: Path, jobs: int, progress: bool = True,
+               isolation: str = "bwrap") -> dict[str, list[str]]:
+    """Grade every submitted notebook in a sandbox, ``jobs`` at a time; save the reports. Returns notes."""
+    names = notebook_names(assignment, root)
+    notes: dict[str, list[str]] = {student: [] for student in students}
+    work = []
+    for student in students:
+        folder = Path(root) / "submitted" / student / assignment
+        found = sorted(p.name for p in folder.glob("*.ipynb"))
+        for name in names:
+            path = folder / f"{name}.ipynb"
+            if path.is_file():
+                work.append((student, name, path))
+            else:
+                others = f" (found: {', '.join(found)}; rename it and grade again)" if found else ""
+                notes[student].append(f"missing {name}.ipynb{others}")
+
+    def run(student: str, name: str, path: Path) -> tuple[str, Report]:
+        report = grade_notebook(assignment, path, notebook=name, isolation=isolation)
+        target = report_path(root, assignment, student, name)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(report.to_json())
+        return student, report
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = [pool.submit(run, *job) for job in work]
+        bar = tqdm(as_completed(futures), total=len(futures), desc=f"grading {assignment}", unit="notebook",
+                   disable=not progress, file=sys.stderr)
+        for future in bar:
+            student, report = future.result()
+            notes[student] += report.notes
+            notes[student] += [f"cell {i + 1}: {error.splitlines()[0][:120]}" for i, error in
+                               sorted(report.cell_errors.items()) if "skipped" in error]
+    return notes
+
+
 def collect(assignment: str, students: list[str], root: Path = COURSE_ROOT) -> list[Result]:
     """Each student's score and per-test scores, from the gradebook."""
     results = []
@@ -54,7 +102,7 @@ def collect(assignment: str, students: list[str], root: Path = COURSE_ROOT) -> l
             try:
                 submission = gradebook.find_submission(assignment, student)
             except MissingEntry:
-                result.note = "not graded (see the log above)"
+                result.note = "not graded by nbgrader"
                 results.append(result)
                 continue
             result.score, result.max_score = submission.score, submission.max_score
@@ -62,12 +110,6 @@ def collect(assignment: str, students: list[str], root: Path = COURSE_ROOT) -> l
                 for grade in notebook.grades:
                     if grade.max_score:
                         result.tests[grade.name] = (grade.score or 0.0, grade.max_score)
-            expected = {nb.name for nb in gradebook.find_assignment(assignment).notebooks}
-            found = {nb.notebook.name for nb in submission.notebooks}
-            if not (Path(root) / "autograded" / student / assignment).is_dir():
-                result.note = "not graded (see the log above)"
-            elif expected - found:
-                result.note = f"missing notebook: {', '.join(sorted(expected - found))}"
             results.append(result)
     return results
 
@@ -99,19 +141,28 @@ def summary(assignment: str, results: list[Result]) -> str:
     return "\n".join(lines)
 
 
-def grade(assignment: str, root: Path = COURSE_ROOT, quiet: bool = False) -> list[Result]:
+def grade(assignment: str, root: Path = COURSE_ROOT, quiet: bool = False, jobs: int = 1,
+          sandbox: bool = True) -> list[Result]:
+    """Grade every submission of ``assignment`` under ``root``; see the module's docstring.
+
+    ``sandbox=False`` skips the parallel sandboxed pass and leaves execution to
+    whatever ``nbgrader autograde`` is configured with (for comparisons).
+    """
     root = Path(root)
     students = submitted_students(assignment, root)
     if not students:
         raise SystemExit(f"nothing to grade: no folder submitted/<student>/{assignment}/ under {root}")
     with tempfile.TemporaryDirectory() as tmp:  # the test cells go into the gradebook; exercises/ is left alone
         release.generate([assignment], release_dir=Path(tmp), db_url=db_url(root), root=root, quiet=True)
+    notes = precompute(assignment, students, root, jobs, progress=not quiet) if sandbox else {}
     # nbgrader warns about every test cell with hidden tests (its checksum changes on release),
     # so only its errors are shown; the summary lists what each student lost.
     _nbgrader.run("autograde", assignment, "--force", root=root, check=False, quiet=quiet, log_level="ERROR")
     _nbgrader.run("generate_feedback", assignment, "--force", root=root, check=False, quiet=quiet,
                   log_level="ERROR")
     results = collect(assignment, students, root)
+    for result in results:
+        result.note = "; ".join(filter(None, [result.note, *notes.get(result.student, [])]))
     write_csv(root / "grades" / f"{assignment}.csv", results)
     return results
 
@@ -120,10 +171,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("assignment", help="the assignment's folder name, e.g. ch02_scaled_dot_product")
     parser.add_argument("--root", type=Path, default=COURSE_ROOT, help="the course folder (default: this repository)")
+    parser.add_argument("--jobs", "-j", type=int, default=max(1, (os.cpu_count() or 2) // 2),
+                        help="notebooks graded at once (default: half the CPU cores)")
     args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error(f"--jobs must be at least 1, got {args.jobs}")
     if args.assignment not in _nbgrader.assignments(args.root):
         parser.error(f"no assignment {args.assignment!r} under {args.root / 'solutions'}")
-    results = grade(args.assignment, args.root)
+    results = grade(args.assignment, args.root, jobs=args.jobs)
     print()
     print(summary(args.assignment, results))
     print(f"\nFeedback: {args.root / 'feedback'}/<student>/{args.assignment}/")

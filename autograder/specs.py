@@ -111,8 +111,8 @@ class Literal:
     def describe(self) -> str:
         if self.library == "python":
             return repr(_thaw(self.value))
-        shape = np.shape(_thaw(self.value))
-        return f"{self.library} {self.dtype or 'array'} {tuple(shape)}"
+        data = np.array(_thaw(self.value), dtype=self.dtype)
+        return f"{self.library} {data.dtype} {tuple(data.shape)}"
 
 
 Spec = Union[Random, RandomMask, Literal]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import importlib
-import shutil
 
 import pytest
 
@@ -46,10 +45,7 @@ def _with_tests_emptied(nb):
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     """{assignment: {student: Result}} for a class graded in a temporary course folder."""
-    course = tmp_path_factory.mktemp("course")
-    shutil.copy(notebooks.COURSE_ROOT / "nbgrader_config.py", course)
-    (course / "solutions").symlink_to(notebooks.COURSE_ROOT / "solutions")
-    (course / "exercises").symlink_to(notebooks.COURSE_ROOT / "exercises")
+    course = _nbgrader.make_course(tmp_path_factory.mktemp("course"))
     results = {}
     for assignment in ASSIGNMENTS:
         submit(course, "reference", assignment, fill(assignment))
@@ -61,7 +57,7 @@ def graded(tmp_path_factory):
         submit(course, "emptied_tests", assignment, _with_tests_emptied(fill(assignment, {first.item: first.code})))
         if assignment == "ch02_scaled_dot_product":
             submit(course, "warns", assignment, fill(assignment, {"softmax": WARNING_SOFTMAX}))
-        results[assignment] = {r.student: r for r in grade.grade(assignment, root=course, quiet=True)}
+        results[assignment] = {r.student: r for r in grade.grade(assignment, root=course, quiet=True, jobs=2)}
     return course, results
 
 

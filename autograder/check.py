@@ -1,0 +1,61 @@
+"""Check a notebook against the hidden tests, as the instructor's grading would (``make check``).
+
+    python -m autograder.check exercises/ch02_scaled_dot_product/ch02_scaled_dot_product.ipynb
+
+Runs the notebook in the same sandbox, with the same tests and limits, as
+``make grade``, and prints each test's verdict and message and the score.
+Needs the course's ``solutions/`` folder (a full clone of the repository).
+Exits with 0 for full marks, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from autograder import _nbgrader
+from autograder.grader import grade_notebook
+from autograder.reference import ReferenceUnavailable
+
+
+def format_report(report, path: Path) -> str:
+    lines = [f"{path.name}: hidden tests of {report.assignment} ({report.seconds:.1f} s)"]
+    for note in report.notes:
+        lines.append(f"  note: {note}")
+    for index, error in sorted(report.cell_errors.items()):
+        lines.append(f"  cell {index + 1} raised {error.splitlines()[0][:200]}")
+    width = max(len(gid) for gid in report.tests) if report.tests else 0
+    for gid, test in report.tests.items():
+        verdict = "PASS" if test.passed else "FAIL"
+        lines.append(f"  {verdict}  {gid:<{width}}  {test.points if test.passed else 0:g} / {test.points:g}")
+        if not test.passed:
+            lines += [f"        {line}" for line in test.message.splitlines()]
+    lines.append(f"Score: {report.score:g} / {report.max_score:g}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("notebook", type=Path, help="the notebook to check")
+    parser.add_argument("--assignment", help="the assignment (default: from the notebook's name or folder)")
+    parser.add_argument("--no-sandbox", action="store_true",
+                        help="run without bubblewrap (a separate process only), where bwrap is not installed")
+    args = parser.parse_args(argv)
+    if not args.notebook.is_file():
+        parser.error(f"no notebook at {args.notebook}")
+    known = _nbgrader.assignments()
+    assignment = args.assignment or next(
+        (name for name in (args.notebook.stem, args.notebook.resolve().parent.name) if name in known), None)
+    if assignment not in known:
+        parser.error(f"cannot tell the assignment of {args.notebook}; pass --assignment, one of: {', '.join(known)}")
+    try:
+        report = grade_notebook(assignment, args.notebook, isolation="none" if args.no_sandbox else "bwrap")
+    except ReferenceUnavailable as exc:
+        parser.error(str(exc))
+    print(format_report(report, args.notebook))
+    return 0 if report.tests and report.score == report.max_score else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,299 @@
+"""The trusted grader: scores a submission without ever running its code in this process.
+
+For a submitted notebook, :func:`grade_notebook`
+
+1. reads the instructor's notebook (``solutions/``) for the setup cells, the test
+   cells (with their points) and the names of the graded items;
+2. builds the student's program: the submission's code cells in order, with the
+   setup cells taken from the instructor's notebook and the test cells left out;
+3. runs that program in a :class:`~autograder.sandbox.Sandbox`; a cell that hangs
+   or kills the process is skipped and the program is run again without it;
+4. runs each test cell *here*, with the graded items bound to :class:`Remote`
+   proxies: a check makes its inputs here, the proxy sends them to the sandbox
+   as plain data, the student's function runs there, and its return value comes
+   back as plain data and is compared here with the reference.
+
+Patching NumPy or builtins, IPython hooks, tensor subclasses, frame inspection
+and killing the process all happen inside the sandbox, where nothing is scored.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import inspect
+import json
+import keyword
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import torch
+
+from autograder import notebooks, reference, wire
+from autograder.checks import CheckFailed
+from autograder.sandbox import Limits, Sandbox, SandboxError, SandboxTimeout
+
+MAX_RESTARTS = 5
+TOTAL_SECONDS = 600.0  # one submission's whole grading, restarts included
+
+
+@dataclass
+class TestResult:
+    grade_id: str
+    points: float
+    passed: bool
+    message: str = ""
+
+
+@dataclass
+class Report:
+    """What grading one notebook found: per test cell, and per student cell."""
+
+    assignment: str
+    notebook: str
+    tests: dict[str, TestResult] = field(default_factory=dict)
+    cell_errors: dict[int, str] = field(default_factory=dict)  # submission cell index -> error
+    notes: list[str] = field(default_factory=list)
+    output: str = ""
+    seconds: float = 0.0
+    key: str = ""
+
+    @property
+    def score(self) -> float:
+        return sum(t.points for t in self.tests.values() if t.passed)
+
+    @property
+    def max_score(self) -> float:
+        return sum(t.points for t in self.tests.values())
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Report":
+        data = json.loads(text)
+        data["tests"] = {k: TestResult(**v) for k, v in data["tests"].items()}
+        data["cell_errors"] = {int(k): v for k, v in data["cell_errors"].items()}
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class Source:
+    """What the grader takes from the instructor's notebook."""
+
+    assignment: str
+    notebook: str
+    setup: dict[str, str]  # grade_id -> source
+    tests: list[tuple[str, str, float]]  # (grade_id, source, points)
+    items: tuple[str, ...]
+    digest: str
+
+    @classmethod
+    def load(cls, assignment: str, notebook: str | None = None) -> "Source":
+        root = reference.solutions_root()
+        notebook = notebook or assignment
+        path = Path(root) / "solutions" / assignment / f"{notebook}.ipynb"
+        if not path.is_file():
+            raise reference.ReferenceUnavailable(f"no instructor notebook at {path}")
+        nb = notebooks.read(path)
+        setup = {notebooks.cell_id(c): c.source for c in nb.cells if notebooks.is_setup(c)}
+        tests = [(notebooks.cell_id(c), c.source, float(notebooks.nbgrader_meta(c).get("points", 0)))
+                 for c in nb.cells if notebooks.is_test(c)]
+        items = tuple(name for c in nb.cells if notebooks.is_solution(c) for name in _defined_names(c.source))
+        return cls(assignment, notebook, setup, tests, items, hashlib.sha256(path.read_bytes()).hexdigest())
+
+
+def _defined_names(source: str) -> list[str]:
+    tree = ast.parse(source)
+    return [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
+
+
+def student_program(source: Source, nb) -> tuple[list[str], list[int]]:
+    """The code to run for the student, and each piece's index among the submission's cells."""
+    program, where = [], []
+    seen_setup = set()
+    for index, cell in enumerate(nb.cells):
+        if cell.get("cell_type") != "code":
+            continue
+        gid = notebooks.cell_id(cell)
+        if gid in source.setup:
+            program.append(source.setup[gid])
+            seen_setup.add(gid)
+        elif gid not in {t[0] for t in source.tests}:
+            program.append(cell.source if isinstance(cell.source, str) else "".join(cell.source))
+        else:
+            continue
+        where.append(index)
+    missing = [gid for gid in source.setup if gid not in seen_setup]
+    return [source.setup[g] for g in missing] + program, [-1] * len(missing) + where
+
+
+class _Session:
+    """The student's program running in a sandbox, restarted when it hangs or dies."""
+
+    def __init__(self, program: list[str], where: list[int], report: Report, limits: Limits, isolation: str,
+                 deadline: float):
+        self.program, self.where, self.report = program, where, report
+        self.limits, self.isolation, self.deadline = limits, isolation, deadline
+        self.skipped: set[int] = set()
+        self.sandbox: Sandbox | None = None
+        self.restarts = 0
+        self.stuck: dict[str, str] = {}  # item -> why its calls are refused
+
+    def start(self) -> Sandbox:
+        while self.sandbox is None:
+            if self.restarts > MAX_RESTARTS or time.monotonic() > self.deadline:
+                raise SandboxError("grading stopped: the notebook used up its time and restarts")
+            self.restarts += 1
+            sandbox = Sandbox(self.limits, self.isolation)
+            try:
+                errors = sandbox.run_cells([None if i in self.skipped else code for i, code in enumerate(self.program)])
+            except SandboxError as exc:
+                self._keep_output(sandbox)
+                if exc.cell is None:
+                    self.report.notes.append(f"the notebook could not start: {exc}")
+                    raise
+                self.skipped.add(exc.cell)
+                self._cell_error(exc.cell, f"{exc}; this cell was skipped and the notebook run again without it")
+                continue
+            for i, error in enumerate(errors):
+                if error and i not in self.skipped:
+                    self._cell_error(i, error)
+            self.sandbox = sandbox
+        return self.sandbox
+
+    def _cell_error(self, i: int, message: str) -> None:
+        index = self.where[i]
+        if index >= 0:
+            self.report.cell_errors.setdefault(index, message)
+        else:
+            self.report.notes.append(f"setup: {message}")
+
+    def _keep_output(self, sandbox: Sandbox) -> None:
+        if not self.report.output:
+            text = bytes(sandbox.output).decode(errors="replace")
+            if sandbox.output_dropped:
+                text += f"\n[... {sandbox.output_dropped} more bytes of output dropped]"
+            self.report.output = text
+
+    def call(self, name: str, args, kwargs) -> dict:
+        if name in self.stuck:
+            raise SandboxTimeout(self.stuck[name])
+        sandbox = self.start()
+        try:
+            return sandbox.call(name, list(args), dict(kwargs), timeout=max(0.1, self.deadline - time.monotonic()))
+        except SandboxError as exc:
+            self._keep_output(sandbox)
+            self.sandbox = None
+            if isinstance(exc, SandboxTimeout):
+                self.stuck[name] = f"an earlier call of {name} did not finish within {self.limits.call_timeout:g} s"
+            raise
+
+    def close(self) -> None:
+        if self.sandbox is not None:
+            self._keep_output(self.sandbox)
+            self.sandbox.close()
+            self.sandbox = None
+
+
+class Remote:
+    """Stands in for a student's function in the test cells: calls it in the sandbox, by value."""
+
+    def __init__(self, session: _Session, name: str, signature: inspect.Signature | None):
+        self._session, self.__name__, self.__qualname__ = session, name, name
+        if signature is not None:
+            self.__signature__ = signature
+
+    def __call__(self, *args, **kwargs):
+        reply = self._session.call(self.__name__, args, kwargs)
+        if not reply.get("ok"):
+            raise _student_exception(str(reply.get("error_type", "Exception")), str(reply.get("error", "")))
+        for arg, after in zip(args, reply.get("args_after") or []):
+            _copy_back(arg, after)
+        for key, after in (reply.get("kwargs_after") or {}).items():
+            _copy_back(kwargs.get(key), after)
+        try:
+            return wire.decode(reply.get("value"))
+        except (wire.WireError, ValueError, KeyError, TypeError) as exc:
+            raise TypeError(f"{self.__name__} returned something that is not a tensor, array or number ({exc})")
+
+
+def _copy_back(original, after) -> None:
+    """Apply the sandbox's in-place changes of an argument to the grader's copy."""
+    if after is None or not isinstance(original, (np.ndarray, torch.Tensor)):
+        return
+    try:
+        changed = wire.decode(after)
+    except Exception:
+        return
+    if isinstance(original, torch.Tensor) and isinstance(changed, torch.Tensor) and changed.shape == original.shape:
+        original.copy_(changed.to(original.dtype))
+    elif isinstance(original, np.ndarray) and isinstance(changed, np.ndarray) and changed.shape == original.shape:
+        original[...] = changed
+
+
+def _student_exception(name: str, message: str) -> Exception:
+    import builtins
+
+    cls = getattr(builtins, name, None)
+    if isinstance(cls, type) and issubclass(cls, Exception) and cls.__module__ == "builtins":
+        try:
+            return cls(message)
+        except Exception:
+            pass
+    safe = name if name.isidentifier() and not keyword.iskeyword(name) and len(name) <= 80 else "Exception"
+    return type(safe, (Exception,), {})(message)
+
+
+def program_key(source: Source, program: list[str], limits: Limits) -> str:
+    data = json.dumps([source.digest, program, asdict(limits)]).encode()
+    return hashlib.sha256(data).hexdigest()
+
+
+def grade_notebook(assignment: str, submission, *, notebook: str | None = None, limits: Limits = Limits(),
+                   isolation: str = "bwrap") -> Report:
+    """Grade one submitted notebook (a path or a NotebookNode) against the instructor's tests."""
+    started = time.monotonic()
+    source = Source.load(assignment, notebook)
+    report = Report(assignment, source.notebook)
+    try:
+        nb = submission if not isinstance(submission, (str, Path)) else nbformat.read(str(submission), as_version=4)
+        program, where = student_program(source, nb)
+    except Exception as exc:
+        report.notes.append(f"could not read the notebook: {type(exc).__name__}: {exc}"[:500])
+        for gid, _, points in source.tests:
+            report.tests[gid] = TestResult(gid, points, False, "the notebook could not be read, so no test ran")
+        return report
+    report.key = program_key(source, program, limits)
+    session = _Session(program, where, report, limits, isolation, started + TOTAL_SECONDS)
+    trusted = {"__name__": f"autograder.tests.{assignment}"}
+    for code in source.setup.values():
+        exec(compile(code, f"<setup of {assignment}>", "exec"), trusted)
+    signatures = {}
+    for name in source.items:
+        try:
+            signatures[name] = inspect.signature(reference.get(assignment, name))
+        except (reference.ReferenceUnavailable, TypeError, ValueError):
+            signatures[name] = None
+    try:
+        for gid, code, points in source.tests:
+            namespace = dict(trusted)
+            namespace.update({name: Remote(session, name, signatures[name]) for name in source.items})
+            try:
+                session.start()
+                exec(compile(code, f"<test {gid}>", "exec"), namespace)
+                report.tests[gid] = TestResult(gid, points, True)
+            except CheckFailed as exc:
+                report.tests[gid] = TestResult(gid, points, False, str(exc))
+            except SandboxError as exc:
+                report.tests[gid] = TestResult(gid, points, False, f"{gid}: {exc}")
+            except Exception as exc:  # a test that cannot run scores nothing, and says why
+                report.tests[gid] = TestResult(gid, points, False,
+                                               f"{gid}: the test could not run: {type(exc).__name__}: {exc}")
+    finally:
+        session.close()
+    report.seconds = round(time.monotonic() - started, 3)
+    return report

@@ -1,0 +1,89 @@
+"""nbgrader's "execute" step, done by the sandboxed grader (``nbgrader_config.py`` enables it).
+
+``nbgrader autograde`` still sanitises each submission (restoring test cells,
+read-only cells and points from the gradebook), then calls this preprocessor
+instead of running the notebook in a Jupyter kernel. It grades the notebook
+with :func:`autograder.grader.grade_notebook` and writes the outcome as cell
+outputs: nothing in a test cell that passed, the check's message as an error
+in one that failed, and each student cell's error, if any. nbgrader then reads
+the scores from those outputs as usual (``SaveAutoGrades``).
+
+``make grade`` grades the submissions in parallel first and leaves a report per
+notebook under ``grades/reports/``; a report whose key matches (the same
+student code, instructor notebook and limits) is used instead of grading again.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nbformat.v4 import new_output
+from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import Unicode
+
+from autograder.grader import Report, Source, grade_notebook, program_key, student_program
+from autograder.notebooks import cell_id, is_test
+from autograder.sandbox import Limits
+
+REPORTS = Path("grades") / "reports"
+
+
+def report_path(root: Path, assignment: str, student: str, notebook: str) -> Path:
+    return Path(root) / REPORTS / assignment / student / f"{notebook}.json"
+
+
+def error_output(ename: str, message: str):
+    return new_output("error", ename=ename, evalue=message, traceback=[f"{ename}: {message}"])
+
+
+def apply_report(nb, report: Report) -> None:
+    """Replace the notebook's outputs with what grading found."""
+    count = 0
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        count += 1
+        cell.execution_count = count
+        cell.outputs = []
+        gid = cell_id(cell)
+        if is_test(cell):
+            result = report.tests.get(gid)
+            if result is None:
+                cell.outputs = [error_output("GradingError", f"{gid} is not a test of this assignment")]
+            elif not result.passed:
+                cell.outputs = [error_output("CheckFailed", result.message)]
+        elif index in report.cell_errors:
+            name, _, message = report.cell_errors[index].partition(": ")
+            cell.outputs = [error_output(name if name.isidentifier() else "Error", message or name)]
+    if report.notes:
+        nb.metadata["autograder"] = {"notes": report.notes}
+
+
+class SandboxedExecute(NbGraderPreprocessor):
+    """Grade the notebook in a sandbox (see :mod:`autograder.grader`) and record the outcome as outputs."""
+
+    isolation = Unicode("bwrap", help="'bwrap' (bubblewrap sandbox) or 'none' (separate process only)").tag(
+        config=True)
+
+    def preprocess(self, nb, resources):
+        info = resources["nbgrader"]
+        assignment, notebook, student = info["assignment"], info["notebook"], info["student"]
+        report = self._saved_report(nb, assignment, notebook, student)
+        if report is None:
+            report = grade_notebook(assignment, nb, notebook=notebook, isolation=self.isolation)
+        for note in report.notes:
+            self.log.warning("%s/%s: %s", student, assignment, note)
+        apply_report(nb, report)
+        return nb, resources
+
+    def _saved_report(self, nb, assignment: str, notebook: str, student: str) -> Report | None:
+        path = report_path(Path.cwd(), assignment, student, notebook)
+        if not path.is_file():
+            return None
+        try:
+            report = Report.from_json(path.read_text())
+            source = Source.load(assignment, notebook)
+            key = program_key(source, student_program(source, nb)[0], Limits())
+        except Exception:
+            return None
+        return report if report.key == key else None

@@ -1,0 +1,115 @@
+"""Values that cross the sandbox boundary, as plain data.
+
+Only these cross: None, bools, ints, floats, strings, lists, tuples, dicts with
+string keys, NumPy arrays and torch tensors of numeric or boolean dtypes. Arrays
+travel as dtype, shape and raw bytes; the receiving side builds a new, plain
+``np.ndarray`` or ``torch.Tensor`` from them, never an object of the sender's
+choosing (no pickle, no subclasses, no code). Messages are length-prefixed JSON.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import struct
+
+import numpy as np
+import torch
+
+DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64")
+MAX_MESSAGE = 256 * 2**20
+MAX_DEPTH = 32
+
+
+class WireError(ValueError):
+    """A value that cannot cross the boundary, or a malformed message."""
+
+
+def encode(value, depth: int = 0):
+    if depth > MAX_DEPTH:
+        raise WireError("the value is nested too deeply")
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return {"int": str(int(value))}
+    if isinstance(value, float):
+        return {"float": repr(float(value))}
+    if isinstance(value, torch.Tensor):
+        data = value.detach().cpu().contiguous()
+        dtype = str(data.dtype).removeprefix("torch.")
+        if dtype not in DTYPES:
+            raise WireError(f"tensors of dtype {data.dtype} cannot be returned")
+        raw = data.view(torch.int16) if dtype == "bfloat16" else data
+        return {"tensor": {"dtype": dtype, "shape": list(data.shape),
+                           "data": base64.b64encode(raw.numpy().tobytes()).decode()}}
+    if isinstance(value, (np.ndarray, np.generic)):
+        data = np.asarray(value)
+        data = np.ascontiguousarray(data) if data.ndim else data
+        if str(data.dtype) not in DTYPES:
+            raise WireError(f"arrays of dtype {data.dtype} cannot be returned")
+        return {"ndarray": {"dtype": str(data.dtype), "shape": list(data.shape), "scalar": isinstance(value, np.generic),
+                            "data": base64.b64encode(data.astype(data.dtype.newbyteorder("<")).tobytes()).decode()}}
+    if isinstance(value, (list, tuple)):
+        return {"list" if isinstance(value, list) else "tuple": [encode(v, depth + 1) for v in value]}
+    if isinstance(value, dict):
+        if not all(isinstance(k, str) for k in value):
+            raise WireError("only dicts with string keys can be returned")
+        return {"dict": {k: encode(v, depth + 1) for k, v in value.items()}}
+    raise WireError(f"a {type(value).__name__} cannot be returned; return tensors, arrays, numbers or tuples of them")
+
+
+def decode(data, depth: int = 0):
+    if depth > MAX_DEPTH:
+        raise WireError("the value is nested too deeply")
+    if data is None or isinstance(data, (bool, str)):
+        return data
+    if not isinstance(data, dict) or len(data) != 1:
+        raise WireError("malformed value")
+    (kind, body), = data.items()
+    if kind == "int":
+        return int(str(body)[:400])
+    if kind == "float":
+        return float(str(body)[:64]) if str(body) not in ("nan", "inf", "-inf") else float(body)
+    if kind in ("tensor", "ndarray"):
+        dtype, shape = str(body["dtype"]), [int(n) for n in body["shape"]]
+        if dtype not in DTYPES or any(n < 0 for n in shape):
+            raise WireError(f"malformed array of dtype {dtype!r}")
+        raw = base64.b64decode(str(body["data"]), validate=True)
+        storage = "int16" if dtype == "bfloat16" else dtype
+        count = math.prod(shape)
+        array = np.frombuffer(raw, dtype=np.dtype(storage).newbyteorder("<"), count=count).astype(storage).reshape(shape)
+        if kind == "ndarray":
+            array = np.array(array)
+            return array[()] if body.get("scalar") else array
+        tensor = torch.from_numpy(np.array(array))
+        return tensor.view(torch.bfloat16) if dtype == "bfloat16" else tensor
+    if kind in ("list", "tuple"):
+        items = [decode(v, depth + 1) for v in body]
+        return items if kind == "list" else tuple(items)
+    if kind == "dict":
+        return {str(k): decode(v, depth + 1) for k, v in body.items()}
+    raise WireError(f"unknown value kind {kind!r}")
+
+
+def send(stream, message: dict) -> None:
+    payload = json.dumps(message).encode()
+    stream.write(struct.pack(">I", len(payload)) + payload)
+    stream.flush()
+
+
+def receive(stream) -> dict | None:
+    """The next message, or None at end of stream."""
+    header = stream.read(4)
+    if len(header) < 4:
+        return None
+    (size,) = struct.unpack(">I", header)
+    if size > MAX_MESSAGE:
+        raise WireError(f"message of {size} bytes is larger than the limit")
+    payload = stream.read(size)
+    if len(payload) < size:
+        return None
+    message = json.loads(payload)
+    if not isinstance(message, dict):
+        raise WireError("malformed message")
+    return message

@@ -1,0 +1,124 @@
+"""The process that runs a student's code, inside the sandbox.
+
+It is started by :mod:`autograder.sandbox` and speaks :mod:`autograder.wire`
+messages: requests on its standard input, replies on its standard output.
+Before any student code runs, it moves those two channels to private file
+descriptors and points the student's ``print`` (fd 1 and 2) at the output pipe
+that the grader drains and truncates. It never sees a reference solution, a
+hidden test or an expected value: it runs the notebook's own cells, then calls
+the student's functions on the inputs it is sent and returns what they return.
+
+Requests:
+
+* ``{"op": "run_cells", "cells": [source, ...]}``: run each cell (IPython
+  syntax, magics allowed). For each it sends ``{"event": "cell_start", "index": i}``
+  and then ``{"event": "cell_done", "index": i, "error": null | "Type: message"}``;
+  finally ``{"event": "cells_done"}``.
+* ``{"op": "call", "name": str, "args": [...], "kwargs": {...}}``: call the
+  student's object ``name``; reply ``{"ok": true, "value": ..., "args_after": [...],
+  "kwargs_after": {...}}`` (array arguments as they are after the call, so the
+  grader sees in-place changes) or ``{"ok": false, "error_type": str, "error": str}``.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+
+
+def _private_channels():
+    """Return (requests, replies) on new fds; fd 0 reads nothing, fds 1 and 2 go to the output pipe."""
+    requests = os.fdopen(os.dup(0), "rb", buffering=0)
+    replies = os.fdopen(os.dup(1), "wb")
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(2, 1)
+    sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
+    sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
+    return requests, replies
+
+
+def _seed_everything() -> None:
+    import numpy as np
+    import torch
+
+    random.seed(0)
+    np.random.seed(0)
+    torch.manual_seed(0)
+
+
+def _shell():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance(colors="nocolor")
+    # Magics that only make sense in a notebook front end do nothing here.
+    for name in ("matplotlib", "load_ext", "reload_ext", "autoreload"):
+        shell.register_magic_function(lambda line="", cell=None: None, "line", name)
+    return shell
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:2000]
+
+
+def _error(result) -> str | None:
+    exc = result.error_before_exec or result.error_in_exec
+    return None if exc is None else _describe(exc)
+
+
+def main() -> None:
+    requests, replies = _private_channels()
+    from autograder import wire
+
+    _seed_everything()
+    shell = _shell()
+    while True:
+        request = wire.receive(requests)
+        if request is None:
+            return
+        op = request.get("op")
+        if op == "run_cells":
+            for index, source in enumerate(request["cells"]):
+                wire.send(replies, {"event": "cell_start", "index": index})
+                error = _error(shell.run_cell(source, store_history=False)) if source is not None else None
+                sys.stdout.flush()
+                sys.stderr.flush()
+                wire.send(replies, {"event": "cell_done", "index": index, "error": error})
+            wire.send(replies, {"event": "cells_done"})
+        elif op == "call":
+            wire.send(replies, _call(shell.user_ns, request, wire))
+        else:
+            wire.send(replies, {"ok": False, "error_type": "ProtocolError", "error": f"unknown op {op!r}"})
+
+
+def _call(namespace: dict, request: dict, wire) -> dict:
+    name = request["name"]
+    if name not in namespace:
+        return {"ok": False, "error_type": "NameError", "error": f"name {name!r} is not defined"}
+    try:
+        args = [wire.decode(a) for a in request["args"]]
+        kwargs = {k: wire.decode(v) for k, v in request["kwargs"].items()}
+        value = namespace[name](*args, **kwargs)
+        reply = {"ok": True, "value": wire.encode(value)}
+        reply["args_after"] = [wire.encode(a) if _is_array(a) else None for a in args]
+        reply["kwargs_after"] = {k: wire.encode(v) for k, v in kwargs.items() if _is_array(v)}
+        return reply
+    except BaseException as exc:  # the student's error, reported to the grader as data
+        if isinstance(exc, (SystemExit, KeyboardInterrupt, GeneratorExit)):
+            return {"ok": False, "error_type": type(exc).__name__, "error": "the function tried to stop the process"}
+        return {"ok": False, "error_type": type(exc).__name__, "error": str(exc)[:2000]}
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+
+
+def _is_array(value) -> bool:
+    import numpy as np
+    import torch
+
+    return isinstance(value, (np.ndarray, torch.Tensor))
+
+
+if __name__ == "__main__":
+    main()
