@@ -15,7 +15,7 @@ JOBS ?= 2
 NOTEBOOK ?=
 PYTEST_ARGS ?=
 
-.PHONY: help venv sandbox book test exercises check-exercises grade check clean
+.PHONY: help venv sandbox book test exercises check-exercises grade check bench-grading clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -53,6 +53,9 @@ grade: venv sandbox  ## autograde (sandboxed, JOBS at a time) submitted/*/$(ASSI
 check: venv sandbox  ## check NOTEBOOK=path against the hidden tests, as grading would
 	@test -n "$(NOTEBOOK)" || { echo "usage: make check NOTEBOOK=exercises/ch02_scaled_dot_product/ch02_scaled_dot_product.ipynb"; exit 2; }
 	$(BIN)/python -m autograder.check $(NOTEBOOK)
+
+bench-grading: venv sandbox  ## seconds per notebook, plain nbgrader vs sandboxed grading (N=8)
+	$(BIN)/python benchmarks/grading.py $(or $(N),8) --jobs 1 2
 
 clean:  ## remove the built book and grading state (keeps .venv and submitted/)
 	rm -rf _build autograded feedback grades gradebook.db .pytest_cache

@@ -89,7 +89,8 @@ def precompute(assignment: str, students: list[str], root: Path, jobs: int, prog
             student, report = future.result()
             notes[student] += report.notes
             notes[student] += [f"cell {i + 1}: {error.splitlines()[0][:120]}" for i, error in
-                               sorted(report.cell_errors.items()) if "skipped" in error]
+                               sorted(report.cell_errors.items())
+                               if "skipped" in error or error.startswith("MemoryError")]
     return notes
 
 

@@ -177,6 +177,8 @@ class _Session:
             text = bytes(sandbox.output).decode(errors="replace")
             if sandbox.output_dropped:
                 text += f"\n[... {sandbox.output_dropped} more bytes of output dropped]"
+                self.report.notes.append(f"output cut to {len(sandbox.output) // 1024} KiB "
+                                         f"({sandbox.output_dropped} bytes dropped)")
             self.report.output = text
 
     def call(self, name: str, args, kwargs) -> dict:
@@ -188,6 +190,9 @@ class _Session:
         except SandboxError as exc:
             self._keep_output(sandbox)
             self.sandbox = None
+            note = f"{name}: {exc}"
+            if note not in self.report.notes:
+                self.report.notes.append(note)
             if isinstance(exc, SandboxTimeout):
                 self.stuck[name] = f"an earlier call of {name} did not finish within {self.limits.call_timeout:g} s"
             raise

@@ -1,0 +1,68 @@
+"""Seconds per notebook: plain nbgrader against the course's sandboxed grading, in one run.
+
+    python benchmarks/grading.py            # 8 correct submissions of ch02, JOBS 1 and 2
+    python benchmarks/grading.py 40 --jobs 1 2 4
+
+Both pipelines grade the same submissions end to end, as `make grade` does
+(gradebook, autograde, feedback, CSV): "plain nbgrader" executes each notebook
+in a Jupyter kernel with the tests beside the student's code; "sandboxed" runs
+the student's code under bubblewrap and the tests in the grader. Every
+submission must get full marks in both, or the figures are not printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from autograder import _nbgrader, grade  # noqa: E402
+from tests.submissions import fill, submit  # noqa: E402
+
+ASSIGNMENT = "ch02_scaled_dot_product"
+
+
+def run(n: int, *, plain: bool, jobs: int, folder: Path) -> float:
+    course = _nbgrader.make_course(folder, plain=plain)
+    notebook = fill(ASSIGNMENT)
+    for i in range(n):
+        submit(course, f"student{i:03d}", ASSIGNMENT, notebook)
+    started = time.perf_counter()
+    results = grade.grade(ASSIGNMENT, root=course, quiet=True, jobs=jobs, sandbox=not plain)
+    seconds = time.perf_counter() - started
+    wrong = [r.student for r in results if r.score != r.max_score]
+    if len(results) != n or wrong:
+        raise SystemExit(f"{'plain' if plain else 'sandboxed'}: not every submission got full marks: {wrong}")
+    return seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("n", nargs="?", type=int, default=8, help="number of submissions (default 8)")
+    parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2], help="JOBS values for the sandboxed runs")
+    args = parser.parse_args()
+    if args.n < 1 or min(args.jobs) < 1:
+        parser.error("n and every --jobs value must be at least 1")
+    print(f"{args.n} correct submissions of {ASSIGNMENT}; {os.cpu_count()} CPU cores, "
+          f"{platform.processor() or platform.machine()}, Python {platform.python_version()}")
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        rows.append(("plain nbgrader (kernel)", 1, run(args.n, plain=True, jobs=1, folder=Path(tmp) / "plain")))
+        for jobs in args.jobs:
+            rows.append((f"sandboxed, JOBS={jobs}", jobs,
+                         run(args.n, plain=False, jobs=jobs, folder=Path(tmp) / f"sandboxed{jobs}")))
+    base = rows[0][2] / args.n
+    print(f"{'pipeline':<26} {'total s':>8} {'s/notebook':>11} {'vs plain':>9}")
+    for name, _, seconds in rows:
+        per = seconds / args.n
+        print(f"{name:<26} {seconds:>8.1f} {per:>11.2f} {base / per:>8.2f}x")
+
+
+if __name__ == "__main__":
+    main()
