@@ -88,9 +88,10 @@ def precompute(assignment: str, students: list[str], root: Path, jobs: int, prog
         for future in bar:
             student, report = future.result()
             notes[student] += report.notes
-            notes[student] += [f"cell {i + 1}: {error.splitlines()[0][:120]}" for i, error in
-                               sorted(report.cell_errors.items())
-                               if "skipped" in error or error.startswith("MemoryError")]
+            notes[student] += [error.splitlines()[0][:160] if "skipped" in error
+                               else f"cell {i + 1}: {error.splitlines()[0][:120]}"
+                               for i, error in sorted(report.cell_errors.items())
+                               if "skipped" in error or error.startswith(("MemoryError", "BlockingIOError"))]
     return notes
 
 
@@ -102,8 +103,10 @@ def collect(assignment: str, students: list[str], root: Path = COURSE_ROOT) -> l
             result = Result(student)
             try:
                 submission = gradebook.find_submission(assignment, student)
-            except MissingEntry:
-                result.note = "not graded by nbgrader"
+            except MissingEntry:  # no notebook nbgrader could grade: nothing earned
+                result.score = 0.0
+                result.max_score = sum(cell.max_score for nb in gradebook.find_assignment(assignment).notebooks
+                                       for cell in nb.grade_cells)
                 results.append(result)
                 continue
             result.score, result.max_score = submission.score, submission.max_score

@@ -111,6 +111,31 @@ def _defined_names(source: str) -> list[str]:
     return [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
 
 
+def released_source(code: str) -> str:
+    """A test cell as students receive it: the hidden tests removed, as nbgrader does on release."""
+    kept, hidden = [], False
+    for line in code.splitlines():
+        if "BEGIN HIDDEN TESTS" in line:
+            hidden = True
+        elif "END HIDDEN TESTS" in line:
+            hidden = False
+        elif not hidden:
+            kept.append(line)
+    return "\n".join(kept).strip()
+
+
+def tampered_tests(source: Source, nb) -> list[str]:
+    """Notes on test cells a submission deleted or changed (grading uses the instructor's anyway)."""
+    found = {notebooks.cell_id(c): c.source for c in nb.cells if c.get("cell_type") == "code"}
+    notes = []
+    for gid, code, _ in source.tests:
+        if gid not in found:
+            notes.append(f"test cell {gid} was deleted; the original was graded")
+        elif found[gid].strip() != released_source(code):
+            notes.append(f"test cell {gid} was changed; the original was graded")
+    return notes
+
+
 def student_program(source: Source, nb) -> tuple[list[str], list[int]]:
     """The code to run for the student, and each piece's index among the submission's cells."""
     program, where = [], []
@@ -149,19 +174,26 @@ class _Session:
                 raise SandboxError("grading stopped: the notebook used up its time and restarts")
             self.restarts += 1
             sandbox = Sandbox(self.limits, self.isolation)
+            labels = [f"cell {index + 1}" if index >= 0 else "the setup cell" for index in self.where]
             try:
-                errors = sandbox.run_cells([None if i in self.skipped else code for i, code in enumerate(self.program)])
+                errors = sandbox.run_cells([None if i in self.skipped else code for i, code in enumerate(self.program)],
+                                           labels)
             except SandboxError as exc:
                 self._keep_output(sandbox)
                 if exc.cell is None:
                     self.report.notes.append(f"the notebook could not start: {exc}")
                     raise
                 self.skipped.add(exc.cell)
-                self._cell_error(exc.cell, f"{exc}; this cell was skipped and the notebook run again without it")
+                self._cell_error(exc.cell, f"{exc}; the cell was skipped and the notebook run again without it")
                 continue
             for i, error in enumerate(errors):
                 if error and i not in self.skipped:
                     self._cell_error(i, error)
+            if sandbox.background:
+                note = (f"the notebook's cells left {sandbox.background} other process(es) running; "
+                        "they were stopped")
+                if note not in self.report.notes:
+                    self.report.notes.append(note)
             self.sandbox = sandbox
         return self.sandbox
 
@@ -267,6 +299,7 @@ def grade_notebook(assignment: str, submission, *, notebook: str | None = None, 
     try:
         nb = submission if not isinstance(submission, (str, Path)) else nbformat.read(str(submission), as_version=4)
         program, where = student_program(source, nb)
+        report.notes += tampered_tests(source, nb)
     except Exception as exc:
         report.notes.append(f"could not read the notebook: {type(exc).__name__}: {exc}"[:500])
         for gid, _, points in source.tests:

@@ -186,6 +186,7 @@ class Sandbox:
         self._home = None
         if isolation == "bwrap":
             command, env = _bwrap_command(sys.executable), _environment("/home/student")
+            env["AUTOGRADER_PID_NAMESPACE"] = "1"
             cwd = None
         else:
             self._home = tempfile.mkdtemp(prefix="attention-grader-")
@@ -199,6 +200,7 @@ class Sandbox:
         self._messages: queue.Queue = queue.Queue()
         self.output = bytearray()
         self.output_dropped = 0
+        self.background = 0  # processes the notebook's cells left running
         threading.Thread(target=self._read_messages, daemon=True).start()
         threading.Thread(target=self._drain_output, daemon=True).start()
 
@@ -232,23 +234,24 @@ class Sandbox:
             code = self.process.wait()
             self.close()
             signal_number = -code if code < 0 else code - 128 if code > 128 else 0  # bwrap reports 128 + signal
-            how = (f"was killed by signal {signal_number} ({_signal_name(signal_number)}"
-                   f"{', perhaps for using too much memory' if signal_number == signal.SIGKILL else ''})"
+            how = (f"was killed by signal {signal_number} ({_signal_name(signal_number)})"
                    if signal_number else f"exited with status {code}")
             raise SandboxDied(f"the process running your code {how} during {what}", cell)
         return message
 
-    def run_cells(self, cells: list[str | None]) -> list[str | None]:
+    def run_cells(self, cells: list[str | None], labels: list[str] | None = None) -> list[str | None]:
         """Run the notebook's cells in order; return each cell's error (or None).
 
-        ``None`` in place of a source skips that cell. Raises :class:`SandboxError`
-        (with ``.cell``) if a cell hangs past ``cell_timeout`` or kills the process.
+        ``None`` in place of a source skips that cell; ``labels`` name the cells in
+        messages. Raises :class:`SandboxError` (with ``.cell``, an index into
+        ``cells``) if a cell hangs past ``cell_timeout`` or kills the process.
         """
         self._send({"op": "run_cells", "cells": cells})
         errors: list[str | None] = [None] * len(cells)
         current, deadline = None, time.monotonic() + self.limits.cell_timeout
         while True:
-            what = "the notebook's start-up" if current is None else f"cell {current + 1}"
+            what = ("the notebook's start-up" if current is None
+                    else labels[current] if labels else f"cell {current + 1}")
             message = self._next(deadline, what, current)
             event = message.get("event")
             if event == "cell_start":
@@ -256,6 +259,7 @@ class Sandbox:
             elif event == "cell_done":
                 errors[int(message["index"])] = message.get("error")
             elif event == "cells_done":
+                self.background = int(message.get("others") or 0)
                 return errors
 
     def call(self, name: str, args: list, kwargs: dict, timeout: float | None = None) -> dict:

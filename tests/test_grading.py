@@ -108,6 +108,16 @@ def test_emptied_test_cells_are_restored(graded, assignment):
     assert results["emptied_tests"].score == results[f"bug_{first.name}"].score
 
 
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_deleted_and_changed_test_cells_are_named_in_the_summary(graded, assignment):
+    results = graded[1][assignment]
+    tests = set(results["reference"].tests)
+    for student, verb in (("deleted_tests", "deleted"), ("emptied_tests", "changed")):
+        for gid in tests:
+            assert f"test cell {gid} was {verb}; the original was graded" in results[student].note
+    assert "test cell" not in results["reference"].note
+
+
 def test_a_warning_on_stderr_does_not_cost_points(graded):
     result = graded[1]["ch02_scaled_dot_product"]["warns"]
     assert result.score == result.max_score, result.failed

@@ -136,10 +136,24 @@ def test_broken_notebooks_score_zero_with_a_clear_note(graded):
         assert not results[student].score
 
 
-def test_faults_that_skip_cells_say_so(graded):
+SUMMARY_LINES = {  # student -> what its line in the summary says (any one of)
+    "fault_loop_in_one_item": ["a call of scaled_dot_product_attention did not finish within its time limit"],
+    "fault_top_level_loop": ["did not finish within its time limit; the cell was skipped"],
+    "fault_abort_in_one_item": ["killed by signal 6 (SIGABRT)"],
+    "fault_kernel_death": ["killed by signal 9 (SIGKILL) during cell"],
+    "fault_memory_hog": ["MemoryError", "killed by signal 9"],
+    "fault_output_flood": ["output cut to 256 KiB"],
+    "fault_background_processes": ["left 2 other process(es) running; they were stopped"],
+    "fault_fork_bomb": ["BlockingIOError"],
+}
+
+
+@pytest.mark.parametrize("student", list(SUMMARY_LINES))
+def test_each_fault_gets_a_clear_line_in_the_summary(graded, student):
     _, results, _ = graded
-    assert "did not finish within its time limit" in results["fault_top_level_loop"].note
-    assert "killed by signal 9" in results["fault_kernel_death"].note
+    assert any(text in results[student].note for text in SUMMARY_LINES[student]), results[student].note
+    line = next(line for line in grade.summary(A, list(results.values())).splitlines() if line.startswith(student))
+    assert any(text in line for text in SUMMARY_LINES[student]), line
 
 
 def test_no_process_survives_grading(graded):
@@ -225,3 +239,20 @@ def test_self_check_gives_the_instructors_verdicts_and_messages(graded):
         assert f"{'PASS' if test.passed else 'FAIL'}  {gid}" in run.stdout
         for line in test.message.splitlines():
             assert line in run.stdout
+
+
+def test_plain_nbgrader_autograde_command_grades_in_the_sandbox(tmp_path):
+    """`nbgrader autograde` alone (no reports from `make grade`) runs the sandboxed grader itself."""
+    from nbgrader.api import Gradebook
+
+    from autograder import release
+
+    course = _nbgrader.make_course(tmp_path / "course")
+    submit(course, "alice", A, fill(A))
+    submit(course, "mallory", A, with_cell(zeros(), attacks.PATCH_COMPARISONS, after_setup=True))
+    release.generate([A], release_dir=tmp_path / "release", db_url=grade.db_url(course), root=course, quiet=True)
+    _nbgrader.run("autograde", A, "--force", root=course, quiet=True)
+    assert not (course / "grades" / "reports").exists()
+    with Gradebook(grade.db_url(course)) as gradebook:
+        assert gradebook.find_submission(A, "alice").score == FULL
+        assert gradebook.find_submission(A, "mallory").score == 0
