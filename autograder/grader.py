@@ -30,6 +30,7 @@ from pathlib import Path
 
 import nbformat
 import numpy as np
+from nbgrader.preprocessors import ClearHiddenTests
 import torch
 
 from autograder import notebooks, reference, wire
@@ -112,16 +113,10 @@ def _defined_names(source: str) -> list[str]:
 
 
 def released_source(code: str) -> str:
-    """A test cell as students receive it: the hidden tests removed, as nbgrader does on release."""
-    kept, hidden = [], False
-    for line in code.splitlines():
-        if "BEGIN HIDDEN TESTS" in line:
-            hidden = True
-        elif "END HIDDEN TESTS" in line:
-            hidden = False
-        elif not hidden:
-            kept.append(line)
-    return "\n".join(kept).strip()
+    """A test cell as students receive it: the hidden tests removed by nbgrader's own release step."""
+    cell = nbformat.v4.new_code_cell(code)
+    ClearHiddenTests()._remove_hidden_test_region(cell)
+    return cell.source.strip()
 
 
 def tampered_tests(source: Source, nb) -> list[str]:
