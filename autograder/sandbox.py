@@ -140,27 +140,27 @@ def _environment(home: str) -> dict:
 
 
 class _PidsCgroup:
-    """A cgroup (v1 or v2) capping the number of processes; a no-op where none can be made."""
+    """A cgroup capping the number of processes (v1 ``pids`` hierarchy, or v2 with the pids
+    controller); a no-op where the grader may not create one."""
 
     def __init__(self, limit: int):
         self.path = None
         name = f"attention-grader-{uuid.uuid4().hex[:12]}"
-        for root, limit_file in (("/sys/fs/cgroup/pids", "pids.max"), ("/sys/fs/cgroup", "pids.max")):
-            base = Path(root)
-            if not (base / "cgroup.procs").exists() or (root == "/sys/fs/cgroup" and
-                                                         not (base / "cgroup.controllers").exists()):
+        for base in (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup")):
+            if not (base / "cgroup.procs").exists():
                 continue
+            path = base / name
             try:
-                path = base / name
                 path.mkdir()
-                (path / limit_file).write_text(str(limit))
-                self.path = path
-                return
+                (path / "pids.max").write_text(str(limit))
             except OSError:
                 try:
-                    (base / name).rmdir()
+                    path.rmdir()
                 except OSError:
                     pass
+                continue
+            self.path = path
+            return
 
     def remove(self) -> None:
         if self.path is None:
