@@ -22,7 +22,7 @@ from autograder.checks import (
     check_raises,
     check_rows_sum_to_one,
 )
-from autograder.specs import array, literal, mask, tensor
+from autograder.specs import array, literal, mask, tensor, tokens
 
 __all__ = [
     "CheckFailed",
@@ -41,4 +41,5 @@ __all__ = [
     "literal",
     "mask",
     "tensor",
+    "tokens",
 ]

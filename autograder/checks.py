@@ -53,15 +53,51 @@ class Item:
 class _Call:
     """One call of the student's code: its inputs (as plain data) and what it returned."""
 
-    def __init__(self, item: Item, prop: str, args, kwargs, seed: int, hint: str):
+    def __init__(self, item: Item, prop: str, args, kwargs, seed: int, hint: str,
+                 init=None, method: str | None = None):
         self.item, self.prop, self.hint, self.seed = item, prop, hint, seed
         self.args = [specs.as_spec(a) for a in args]
         self.kwargs = {k: specs.as_spec(v) for k, v in (kwargs or {}).items()}
         self.inputs, self.keywords = specs.materialize(self.args, self.kwargs, seed)
+        # A class item is built with ``init`` (plain data), then ``method`` is called (default: the object).
+        self.init = None if init is None else tuple(init)
+        self.method = method
+        self.weights = None  # a state_dict to load into the student's object before the call
+
+    def use_reference_weights(self) -> None:
+        """Build the reference object (seeded) and keep its weights for the student's object."""
+        torch.manual_seed(self.seed)
+        self.weights = reference.get(self.item.assignment, self.item.name)(*self.init).state_dict()
+
+    def build(self, cls, reference_object: bool):
+        """The object the call goes to: an instance of ``cls`` with the weights, and its ``method``."""
+        name = self.item.name
+        torch.manual_seed(self.seed)
+        try:
+            instance = cls(*self.init)
+        except NotImplementedError:
+            self.fail(f"{name}({', '.join(map(repr, self.init))}) raised NotImplementedError",
+                      f"write your implementation of {name}")
+        except Exception as exc:
+            self.fail(f"{name}({', '.join(map(repr, self.init))}) raised {type(exc).__name__}: {exc}")
+        if self.weights is not None and not reference_object:
+            try:
+                instance.load_state_dict(self.weights)
+            except Exception as exc:
+                self.fail(f"loading the reference weights with load_state_dict failed: {exc}",
+                          "name the submodules and give them the shapes the assignment says")
+        if self.method is None:
+            return instance
+        try:
+            return getattr(instance, self.method)
+        except AttributeError:
+            self.fail(f"{name} has no method {self.method}", f"define {name}.{self.method} as the assignment says")
 
     def fail(self, problem: str, hint: str | None = None):
+        what = self.item.name if self.init is None else \
+            f"{self.item.name}({', '.join(map(repr, self.init))}){'.' + self.method if self.method else ''}"
         raise CheckFailed(
-            f"{self.item.name}: {self.prop} failed\n"
+            f"{what}: {self.prop} failed\n"
             f"  inputs: {self.describe_inputs()}\n"
             f"  problem: {problem}\n"
             f"  hint: {hint or self.hint}"
@@ -69,6 +105,8 @@ class _Call:
 
     def describe_inputs(self) -> str:
         names = _parameter_names(self.item.obj)
+        if self.init is not None:
+            names = self._method_parameters()
         parts = []
         for i, spec in enumerate(self.args):
             name = names[i] if i < len(names) else f"argument {i + 1}"
@@ -80,6 +118,8 @@ class _Call:
         """Call the student's object (or ``obj``) on ``inputs`` (args, kwargs), by default fresh copies."""
         inputs, keywords = inputs or specs.materialize(self.args, self.kwargs, self.seed)
         target = self.item.obj if obj is None else obj
+        if self.init is not None:
+            target = self.build(target, reference_object=obj is not None)
         if not callable(target):
             self.fail(f"{self.item.name} is {type(target).__name__}, not a function or class",
                       f"define {self.item.name} as the assignment describes")
@@ -91,6 +131,14 @@ class _Call:
             raise
         except Exception as exc:  # the student's error, reported as a failed property
             self.fail(f"it raised {type(exc).__name__}: {exc}")
+
+    def _method_parameters(self) -> list[str]:
+        try:
+            cls = reference.get(self.item.assignment, self.item.name)
+        except reference.ReferenceUnavailable:
+            return []
+        names = _parameter_names(getattr(cls, self.method or "forward", cls))
+        return names[1:] if names[:1] == ["self"] else names
 
     def outputs(self, returned) -> dict[str, Any]:
         """The returned values by name, after checking the return structure."""
@@ -173,9 +221,10 @@ def _compare(call: _Call, name: str, got: np.ndarray, want: np.ndarray, rtol: fl
 
 
 def check_output_shapes(item: Item, args, kwargs=None, *, shapes, seed: int = 0,
-                        hint: str = "check the shape of each returned value against the assignment"):
+                        hint: str = "check the shape of each returned value against the assignment",
+                        init=None, method: str | None = None):
     """The item returns the right structure (a value, or a tuple of ``item.outputs``) with these shapes."""
-    call = _Call(item, "output shapes", args, kwargs, seed, hint)
+    call = _Call(item, "output shapes", args, kwargs, seed, hint, init=init, method=method)
     values = call.outputs(call.run())
     shapes = [tuple(s) for s in shapes]
     if len(shapes) != len(values):
@@ -188,9 +237,13 @@ def check_output_shapes(item: Item, args, kwargs=None, *, shapes, seed: int = 0,
 
 def check_matches_reference(item: Item, args, kwargs=None, *, seed: int = 0, rtol: float = 1e-5,
                             atol: float = 1e-6, outputs: tuple[str, ...] | None = None,
-                            hint: str = "compare your steps with the formula in the assignment"):
+                            hint: str = "compare your steps with the formula in the assignment",
+                            init=None, method: str | None = None):
     """Every returned value (or those named in ``outputs``) equals the reference solution's."""
-    call = _Call(item, "agreement with the reference solution", args, kwargs, seed, hint)
+    call = _Call(item, "agreement with the reference solution", args, kwargs, seed, hint,
+                 init=init, method=method)
+    if init is not None:
+        call.use_reference_weights()
     got = call.outputs(call.run())
     want = call.outputs(call.run(reference.get(item.assignment, item.name)))
     for name in outputs or got:
@@ -226,9 +279,11 @@ def check_equals(item: Item, args, expected, kwargs=None, *, output: str | None 
 
 def check_rows_sum_to_one(item: Item, args, kwargs=None, *, output: str | None = None, dim: int = -1,
                           seed: int = 0, atol: float = 1e-5,
-                          hint: str = "normalise along the last axis (the keys), one distribution per query"):
+                          hint: str = "normalise along the last axis (the keys), one distribution per query",
+                          init=None, method: str | None = None):
     """The chosen output is non-negative and sums to one along ``dim``."""
-    call = _Call(item, f"{output or 'result'} sum to one along dim {dim}", args, kwargs, seed, hint)
+    call = _Call(item, f"{output or 'result'} sum to one along dim {dim}", args, kwargs, seed, hint,
+                 init=init, method=method)
     name, got = call.select(call.run(), output)
     if got.ndim == 0 or not -got.ndim <= dim < got.ndim:
         call.fail(f"{name} has shape {got.shape}, which has no dimension {dim}")
@@ -244,9 +299,10 @@ def check_rows_sum_to_one(item: Item, args, kwargs=None, *, output: str | None =
 def check_masked_get_zero_weight(item: Item, args, kwargs=None, *, mask: int | str = "mask",
                                  output: str = "weights", seed: int = 0, atol: float = 1e-7,
                                  hint: str = "set masked scores to -inf before the softmax "
-                                             "(True in the mask means 'may attend')"):
+                                             "(True in the mask means 'may attend')",
+                                             init=None, method: str | None = None):
     """Where the mask is False the weight is zero, and every row still sums to one."""
-    call = _Call(item, "masked keys get zero weight", args, kwargs, seed, hint)
+    call = _Call(item, "masked keys get zero weight", args, kwargs, seed, hint, init=init, method=method)
     name, got = call.select(call.run(), output)
     keep = np.asarray(call.input_value(mask))
     try:
@@ -267,9 +323,10 @@ def check_masked_get_zero_weight(item: Item, args, kwargs=None, *, mask: int | s
 
 
 def check_finite(item: Item, args, kwargs=None, *, seed: int = 0,
-                 hint: str = "subtract the maximum before exponentiating"):
+                 hint: str = "subtract the maximum before exponentiating",
+                 init=None, method: str | None = None):
     """No returned value contains NaN or inf."""
-    call = _Call(item, "finite outputs", args, kwargs, seed, hint)
+    call = _Call(item, "finite outputs", args, kwargs, seed, hint, init=init, method=method)
     for name, value in call.outputs(call.run()).items():
         got = call.as_numpy(value, name)
         if not np.isfinite(got).all():
@@ -295,9 +352,10 @@ def check_inputs_unchanged(item: Item, args, kwargs=None, *, seed: int = 0,
 
 def check_dtype_follows_input(item: Item, args, kwargs=None, *, seed: int = 0,
                               hint: str = "avoid hard-coded dtypes such as torch.float32 or "
-                                          "torch.tensor(...) without dtype=; derive them from the inputs"):
+                                          "torch.tensor(...) without dtype=; derive them from the inputs",
+                                          init=None, method: str | None = None):
     """Every floating-point output has the dtype of the first floating-point input."""
-    call = _Call(item, "output dtype follows the inputs", args, kwargs, seed, hint)
+    call = _Call(item, "output dtype follows the inputs", args, kwargs, seed, hint, init=init, method=method)
     want = next((v.dtype for v in [*call.inputs, *call.keywords.values()]
                  if isinstance(v, (np.ndarray, torch.Tensor)) and v.dtype not in (torch.bool, np.bool_)), None)
     if want is None:

@@ -38,6 +38,7 @@ from autograder.checks import CheckFailed
 from autograder.sandbox import Limits, Sandbox, SandboxError, SandboxTimeout
 
 MAX_RESTARTS = 5
+UNGRADED = "ungraded"  # a cell tag: long, optional work (training) that grading does not run
 TOTAL_SECONDS = 600.0  # one submission's whole grading, restarts included
 
 
@@ -132,11 +133,14 @@ def tampered_tests(source: Source, nb) -> list[str]:
 
 
 def student_program(source: Source, nb) -> tuple[list[str], list[int]]:
-    """The code to run for the student, and each piece's index among the submission's cells."""
+    """The code to run for the student, and each piece's index among the submission's cells.
+
+    Cells tagged ``ungraded`` (optional training runs) are left out; no test may need them.
+    """
     program, where = [], []
     seen_setup = set()
     for index, cell in enumerate(nb.cells):
-        if cell.get("cell_type") != "code":
+        if cell.get("cell_type") != "code" or UNGRADED in cell.get("metadata", {}).get("tags", []):
             continue
         gid = notebooks.cell_id(cell)
         if gid in source.setup:
@@ -161,6 +165,7 @@ class _Session:
         self.skipped: set[int] = set()
         self.sandbox: Sandbox | None = None
         self.restarts = 0
+        self.generation = 0  # counts the sandboxes started; objects from an earlier one are gone
         self.stuck: dict[str, str] = {}  # item -> why its calls are refused
 
     def start(self) -> Sandbox:
@@ -190,6 +195,7 @@ class _Session:
                 if note not in self.report.notes:
                     self.report.notes.append(note)
             self.sandbox = sandbox
+            self.generation += 1
         return self.sandbox
 
     def _cell_error(self, i: int, message: str) -> None:
@@ -208,21 +214,43 @@ class _Session:
                                          f"({sandbox.output_dropped} bytes dropped)")
             self.report.output = text
 
-    def call(self, name: str, args, kwargs) -> dict:
-        if name in self.stuck:
-            raise SandboxTimeout(self.stuck[name])
+    def request(self, item: str, label: str, target: str | int, *, attr: str | None = None,
+                args=(), kwargs=None, generation: int | None = None, getattr_only: bool = False) -> dict:
+        """One request to the student's process; ``item`` is the graded item it belongs to."""
+        if item in self.stuck:
+            raise SandboxTimeout(self.stuck[item])
         sandbox = self.start()
+        if generation is not None and generation != self.generation:
+            raise SandboxError(f"{label}: this object was lost when the notebook was restarted after a failure")
+        timeout = max(0.1, self.deadline - time.monotonic())
         try:
-            return sandbox.call(name, list(args), dict(kwargs), timeout=max(0.1, self.deadline - time.monotonic()))
+            if getattr_only:
+                return sandbox.getattr(int(target), str(attr), timeout=timeout, label=label)
+            return sandbox.call(target, list(args), dict(kwargs or {}), timeout=timeout, attr=attr, label=label)
         except SandboxError as exc:
             self._keep_output(sandbox)
             self.sandbox = None
-            note = f"{name}: {exc}"
+            note = f"{item}: {exc}"
             if note not in self.report.notes:
                 self.report.notes.append(note)
             if isinstance(exc, SandboxTimeout):
-                self.stuck[name] = f"an earlier call of {name} did not finish within {self.limits.call_timeout:g} s"
+                self.stuck[item] = f"an earlier call of {item} did not finish within {self.limits.call_timeout:g} s"
             raise
+
+    def result(self, reply: dict, item: str, args=(), kwargs=None):
+        """The value of a reply, as plain data here; objects that stay in the sandbox become RemoteObjects."""
+        if not reply.get("ok"):
+            raise _student_exception(str(reply.get("error_type", "Exception")), str(reply.get("error", "")))
+        for arg, after in zip(args, reply.get("args_after") or []):
+            _copy_back(arg, after)
+        for key, after in (reply.get("kwargs_after") or {}).items():
+            _copy_back((kwargs or {}).get(key), after)
+        generation = self.generation
+        try:
+            return wire.decode(reply.get("value"),
+                               resolve=lambda number, kind: RemoteObject(self, number, kind, item, generation))
+        except (wire.WireError, ValueError, KeyError, TypeError) as exc:
+            raise TypeError(f"{item} returned something that is not a tensor, array, number or object ({exc})")
 
     def close(self) -> None:
         if self.sandbox is not None:
@@ -232,7 +260,7 @@ class _Session:
 
 
 class Remote:
-    """Stands in for a student's function in the test cells: calls it in the sandbox, by value."""
+    """Stands in for a student's function or class in the test cells: calls it in the sandbox, by value."""
 
     def __init__(self, session: _Session, name: str, signature: inspect.Signature | None):
         self._session, self.__name__, self.__qualname__ = session, name, name
@@ -240,17 +268,44 @@ class Remote:
             self.__signature__ = signature
 
     def __call__(self, *args, **kwargs):
-        reply = self._session.call(self.__name__, args, kwargs)
-        if not reply.get("ok"):
-            raise _student_exception(str(reply.get("error_type", "Exception")), str(reply.get("error", "")))
-        for arg, after in zip(args, reply.get("args_after") or []):
-            _copy_back(arg, after)
-        for key, after in (reply.get("kwargs_after") or {}).items():
-            _copy_back(kwargs.get(key), after)
-        try:
-            return wire.decode(reply.get("value"))
-        except (wire.WireError, ValueError, KeyError, TypeError) as exc:
-            raise TypeError(f"{self.__name__} returned something that is not a tensor, array or number ({exc})")
+        reply = self._session.request(self.__name__, self.__name__, self.__name__, args=args, kwargs=kwargs)
+        return self._session.result(reply, self.__name__, args, kwargs)
+
+
+class RemoteObject:
+    """An object that the student's code made and that stays in the sandbox (a module, a method).
+
+    Attribute access and calls go to the sandbox; what comes back is plain data or
+    another RemoteObject. Passing it to the student's code passes the object itself.
+    """
+
+    def __init__(self, session: _Session, number: int, kind: str, item: str, generation: int):
+        self.__dict__.update(_session=session, _number=number, _kind=kind or "object", _item=item,
+                             _generation=generation)
+
+    @property
+    def __wire_handle__(self) -> int:
+        if self._generation != self._session.generation:
+            raise SandboxError(f"{self._item}: this object was lost when the notebook was restarted after a failure")
+        return self._number
+
+    def __getattr__(self, attr: str):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        reply = self._session.request(self._item, f"{self._item}.{attr}", self._number, attr=attr,
+                                      generation=self._generation, getattr_only=True)
+        return self._session.result(reply, self._item)
+
+    def __setattr__(self, attr: str, value):
+        raise AttributeError(f"cannot set {attr} on an object in the sandbox")
+
+    def __call__(self, *args, **kwargs):
+        reply = self._session.request(self._item, f"{self._item} ({self._kind})", self._number, args=args,
+                                      kwargs=kwargs, generation=self._generation)
+        return self._session.result(reply, self._item, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"<{self._kind} of {self._item}, in the sandbox>"
 
 
 def _copy_back(original, after) -> None:

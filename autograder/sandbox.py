@@ -262,12 +262,25 @@ class Sandbox:
                 self.background = int(message.get("others") or 0)
                 return errors
 
-    def call(self, name: str, args: list, kwargs: dict, timeout: float | None = None) -> dict:
-        """Call the student's ``name``; the reply (see :mod:`autograder.worker`)."""
-        self._send({"op": "call", "name": name, "args": [wire.encode(a) for a in args],
-                    "kwargs": {k: wire.encode(v) for k, v in kwargs.items()}})
+    def call(self, target: str | int, args: list, kwargs: dict, timeout: float | None = None,
+             attr: str | None = None, label: str | None = None) -> dict:
+        """Call the student's object (a name, or a handle number), or its attribute ``attr``.
+
+        The reply is described in :mod:`autograder.worker`.
+        """
+        request = {"op": "call", "attr": attr, "args": [wire.encode(a) for a in args],
+                   "kwargs": {k: wire.encode(v) for k, v in kwargs.items()}}
+        request["name" if isinstance(target, str) else "handle"] = target
+        return self._request(request, timeout, f"a call of {label or target}")
+
+    def getattr(self, handle: int, attr: str, timeout: float | None = None, label: str | None = None) -> dict:
+        """An attribute of an object that stays in the sandbox."""
+        return self._request({"op": "getattr", "handle": handle, "attr": attr}, timeout, label or f".{attr}")
+
+    def _request(self, request: dict, timeout: float | None, what: str) -> dict:
+        self._send(request)
         limit = self.limits.call_timeout if timeout is None else min(timeout, self.limits.call_timeout)
-        return self._next(time.monotonic() + limit, f"a call of {name}")
+        return self._next(time.monotonic() + limit, what)
 
     def _send(self, message: dict) -> None:
         try:

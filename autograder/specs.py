@@ -54,6 +54,29 @@ class Random:
 
 
 @dataclass(frozen=True)
+class RandomInts:
+    """Random integers in ``[low, high)``, e.g. token ids (a torch ``int64`` tensor by default)."""
+
+    shape: tuple[int, ...]
+    high: int
+    low: int = 0
+    library: str = "torch"
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", _check_shape(self.shape))
+        _check_library(self.library)
+        if not self.low < self.high:
+            raise ValueError(f"need low < high, got low={self.low}, high={self.high}")
+
+    def make(self, rng: np.random.Generator):
+        data = rng.integers(self.low, self.high, size=self.shape)
+        return _convert(data, "int64", self.library)
+
+    def describe(self) -> str:
+        return f"{self.library} int64 {self.shape}"
+
+
+@dataclass(frozen=True)
 class RandomMask:
     """A random boolean mask, True = keep, with at least one True in every row.
 
@@ -115,7 +138,7 @@ class Literal:
         return f"{self.library} {data.dtype} {tuple(data.shape)}"
 
 
-Spec = Union[Random, RandomMask, Literal]
+Spec = Union[Random, RandomInts, RandomMask, Literal]
 
 
 def _freeze(value):
@@ -149,6 +172,11 @@ def array(*shape: int, scale: float = 1.0, shift: float = 0.0, dtype: str = "flo
     return Random(shape, scale=scale, shift=shift, dtype=dtype, library="numpy")
 
 
+def tokens(*shape: int, high: int, low: int = 0) -> RandomInts:
+    """Random token ids in ``[low, high)``, as a torch int64 tensor."""
+    return RandomInts(shape, high=high, low=low)
+
+
 def mask(*shape: int, keep: float = 0.6) -> RandomMask:
     """A random boolean torch mask (True = attend) with a visible key in every row."""
     return RandomMask(shape, keep=keep)
@@ -161,12 +189,12 @@ def literal(value, *, dtype: str | None = None, library: str = "numpy") -> Liter
 
 def as_spec(value) -> Spec:
     """Plain Python values (numbers, strings, None) become ``Literal(..., library="python")``."""
-    if isinstance(value, (Random, RandomMask, Literal)):
+    if isinstance(value, (Random, RandomInts, RandomMask, Literal)):
         return value
     if value is None or isinstance(value, (bool, int, float, str)):
         return Literal(value, library="python")
     raise TypeError(
-        f"a check's inputs must be specs (tensor(...), array(...), mask(...), literal(...)) "
+        f"a check's inputs must be specs (tensor(...), array(...), tokens(...), mask(...), literal(...)) "
         f"or plain numbers and strings, got {type(value).__name__}"
     )
 

@@ -5,6 +5,11 @@ string keys, NumPy arrays and torch tensors of numeric or boolean dtypes. Arrays
 travel as dtype, shape and raw bytes; the receiving side builds a new, plain
 ``np.ndarray`` or ``torch.Tensor`` from them, never an object of the sender's
 choosing (no pickle, no subclasses, no code). Messages are length-prefixed JSON.
+
+Any other object (a student's ``nn.Module``, a bound method) stays where it was
+made and crosses as a *handle*, ``{"handle": n, "type": name}``: ``encode`` asks
+``make_handle(obj)`` for its number, and ``decode`` asks ``resolve(n, name)``
+for what stands for it on the receiving side.
 """
 
 from __future__ import annotations
@@ -26,9 +31,12 @@ class WireError(ValueError):
     """A value that cannot cross the boundary, or a malformed message."""
 
 
-def encode(value, depth: int = 0):
+def encode(value, depth: int = 0, make_handle=None):
     if depth > MAX_DEPTH:
         raise WireError("the value is nested too deeply")
+    handle = getattr(type(value), "__wire_handle__", None)
+    if handle is not None:
+        return {"handle": {"id": int(handle.__get__(value)), "type": ""}}
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, int):
@@ -51,15 +59,17 @@ def encode(value, depth: int = 0):
         return {"ndarray": {"dtype": str(data.dtype), "shape": list(data.shape), "scalar": isinstance(value, np.generic),
                             "data": base64.b64encode(data.astype(data.dtype.newbyteorder("<")).tobytes()).decode()}}
     if isinstance(value, (list, tuple)):
-        return {"list" if isinstance(value, list) else "tuple": [encode(v, depth + 1) for v in value]}
+        return {"list" if isinstance(value, list) else "tuple": [encode(v, depth + 1, make_handle) for v in value]}
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {"dict": {k: encode(v, depth + 1, make_handle) for k, v in value.items()}}
+    if make_handle is not None:
+        return {"handle": {"id": int(make_handle(value)), "type": type(value).__name__[:80]}}
     if isinstance(value, dict):
-        if not all(isinstance(k, str) for k in value):
-            raise WireError("only dicts with string keys can be returned")
-        return {"dict": {k: encode(v, depth + 1) for k, v in value.items()}}
+        raise WireError("only dicts with string keys can be returned")
     raise WireError(f"a {type(value).__name__} cannot be returned; return tensors, arrays, numbers or tuples of them")
 
 
-def decode(data, depth: int = 0):
+def decode(data, depth: int = 0, resolve=None):
     if depth > MAX_DEPTH:
         raise WireError("the value is nested too deeply")
     if data is None or isinstance(data, (bool, str)):
@@ -85,10 +95,14 @@ def decode(data, depth: int = 0):
         tensor = torch.from_numpy(np.array(array))
         return tensor.view(torch.bfloat16) if dtype == "bfloat16" else tensor
     if kind in ("list", "tuple"):
-        items = [decode(v, depth + 1) for v in body]
+        items = [decode(v, depth + 1, resolve) for v in body]
         return items if kind == "list" else tuple(items)
     if kind == "dict":
-        return {str(k): decode(v, depth + 1) for k, v in body.items()}
+        return {str(k): decode(v, depth + 1, resolve) for k, v in body.items()}
+    if kind == "handle":
+        if resolve is None:
+            raise WireError("an object handle cannot be used here")
+        return resolve(int(body["id"]), str(body.get("type", ""))[:80])
     raise WireError(f"unknown value kind {kind!r}")
 
 

@@ -14,10 +14,14 @@ Requests:
   syntax, magics allowed). For each it sends ``{"event": "cell_start", "index": i}``
   and then ``{"event": "cell_done", "index": i, "error": null | "Type: message"}``;
   finally ``{"event": "cells_done", "others": n}`` (processes the cells left running).
-* ``{"op": "call", "name": str, "args": [...], "kwargs": {...}}``: call the
-  student's object ``name``; reply ``{"ok": true, "value": ..., "args_after": [...],
+* ``{"op": "call", "name": str | "handle": int, "attr": str?, "args": [...], "kwargs": {...}}``:
+  call the student's object ``name`` (or a handle from an earlier reply, or its
+  attribute ``attr``); reply ``{"ok": true, "value": ..., "args_after": [...],
   "kwargs_after": {...}}`` (array arguments as they are after the call, so the
   grader sees in-place changes) or ``{"ok": false, "error_type": str, "error": str}``.
+  Values that are not plain data (a module the student's class built, a bound
+  method) stay here and are returned as handles.
+* ``{"op": "getattr", "handle": int, "attr": str}``: an attribute of a handle.
 """
 
 from __future__ import annotations
@@ -73,6 +77,7 @@ def main() -> None:
 
     _seed_everything()
     shell = _shell()
+    handles = _Handles()
     while True:
         request = wire.receive(requests)
         if request is None:
@@ -86,21 +91,46 @@ def main() -> None:
                 sys.stderr.flush()
                 wire.send(replies, {"event": "cell_done", "index": index, "error": error})
             wire.send(replies, {"event": "cells_done", "others": _other_processes()})
-        elif op == "call":
-            wire.send(replies, _call(shell.user_ns, request, wire))
+        elif op in ("call", "getattr"):
+            wire.send(replies, _call(shell.user_ns, request, wire, handles))
         else:
             wire.send(replies, {"ok": False, "error_type": "ProtocolError", "error": f"unknown op {op!r}"})
 
 
-def _call(namespace: dict, request: dict, wire) -> dict:
-    name = request["name"]
-    if name not in namespace:
+class _Handles:
+    """Objects that stay in the sandbox, by number."""
+
+    def __init__(self):
+        self.objects: dict[int, object] = {}
+        self.numbers: dict[int, int] = {}
+
+    def number(self, obj) -> int:
+        key = id(obj)
+        if key not in self.numbers:
+            self.numbers[key] = len(self.objects) + 1
+            self.objects[self.numbers[key]] = obj
+        return self.numbers[key]
+
+    def get(self, number: int, type_name: str = ""):
+        if number not in self.objects:
+            raise LookupError(f"no object number {number} in this process")
+        return self.objects[number]
+
+
+def _call(namespace: dict, request: dict, wire, handles: _Handles) -> dict:
+    name = request.get("name")
+    if name is not None and name not in namespace:
         return {"ok": False, "error_type": "NameError", "error": f"name {name!r} is not defined"}
     try:
-        args = [wire.decode(a) for a in request["args"]]
-        kwargs = {k: wire.decode(v) for k, v in request["kwargs"].items()}
-        value = namespace[name](*args, **kwargs)
-        reply = {"ok": True, "value": wire.encode(value)}
+        target = namespace[name] if name is not None else handles.get(int(request["handle"]))
+        if request.get("attr"):
+            target = getattr(target, str(request["attr"]))
+        if request["op"] == "getattr":
+            return {"ok": True, "value": wire.encode(target, make_handle=handles.number)}
+        args = [wire.decode(a, resolve=handles.get) for a in request["args"]]
+        kwargs = {k: wire.decode(v, resolve=handles.get) for k, v in request["kwargs"].items()}
+        value = target(*args, **kwargs)
+        reply = {"ok": True, "value": wire.encode(value, make_handle=handles.number)}
         reply["args_after"] = [wire.encode(a) if _is_array(a) else None for a in args]
         reply["kwargs_after"] = {k: wire.encode(v) for k, v in kwargs.items() if _is_array(v)}
         return reply

@@ -280,3 +280,56 @@ def test_reference_gives_zeros_for_a_fully_masked_row():
 def test_messages_name_parameters_from_the_signature():
     msg = failure(check_matches_reference, sdpa_item(unscaled_attention), QKV + [mask(2, 5, 7)])
     assert re.search(r"inputs: q=torch float32 \(2, 5, 4\), k=.*, v=.*, mask=torch bool \(2, 5, 7\)", msg)
+
+
+# --------------------------------------------------------------------------- class items (modules)
+
+
+class GoodAttention(torch.nn.Module):
+    def __init__(self, query_dim, key_dim, hidden_dim):
+        super().__init__()
+        self.W_q = torch.nn.Linear(query_dim, hidden_dim, bias=False)
+        self.W_k = torch.nn.Linear(key_dim, hidden_dim, bias=False)
+        self.v = torch.nn.Linear(hidden_dim, 1, bias=False)
+
+    def forward(self, query, keys, values, mask=None):
+        scores = self.v(torch.tanh(self.W_q(query).unsqueeze(1) + self.W_k(keys))).squeeze(-1)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = scores.softmax(-1)
+        return (weights.unsqueeze(1) @ values).squeeze(1), weights
+
+
+class MisnamedAttention(GoodAttention):
+    def __init__(self, query_dim, key_dim, hidden_dim):
+        super().__init__(query_dim, key_dim, hidden_dim)
+        self.w = self.v
+        del self.v
+
+    def forward(self, query, keys, values, mask=None):
+        self.v = self.w
+        return super().forward(query, keys, values, mask)
+
+
+def attention_item(cls):
+    return Item("ch01_bahdanau", "AdditiveAttention", cls, outputs=("context", "weights"))
+
+
+QKV_MODULE = [tensor(2, 8), tensor(2, 7, 6), tensor(2, 7, 5)]
+
+
+def test_module_checks_build_load_reference_weights_and_call():
+    check_matches_reference(attention_item(GoodAttention), QKV_MODULE, init=(8, 6, 4), seed=1)
+    check_output_shapes(attention_item(GoodAttention), QKV_MODULE, init=(8, 6, 4), shapes=[(2, 5), (2, 7)])
+    msg = failure(check_matches_reference, attention_item(MisnamedAttention), QKV_MODULE, init=(8, 6, 4))
+    assert msg.startswith("AdditiveAttention(8, 6, 4): agreement with the reference solution failed")
+    assert "load_state_dict failed" in msg and "name the submodules" in msg
+    assert "query=torch float32 (2, 8)" in msg
+
+
+def test_module_checks_report_a_missing_method_and_a_failing_constructor():
+    msg = failure(check_output_shapes, attention_item(GoodAttention), QKV_MODULE, init=(8, 6, 4), method="step",
+                  shapes=[(2, 5), (2, 7)])
+    assert "AdditiveAttention has no method step" in msg
+    msg = failure(check_output_shapes, attention_item(GoodAttention), QKV_MODULE, init=(8, 6), shapes=[(2, 5), (2, 7)])
+    assert "AdditiveAttention(8, 6) raised TypeError" in msg

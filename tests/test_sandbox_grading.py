@@ -256,3 +256,17 @@ def test_plain_nbgrader_autograde_command_grades_in_the_sandbox(tmp_path):
     with Gradebook(grade.db_url(course)) as gradebook:
         assert gradebook.find_submission(A, "alice").score == FULL
         assert gradebook.find_submission(A, "mallory").score == 0
+
+
+def test_a_hanging_method_of_a_class_item_costs_only_that_item():
+    """Class items stay in the sandbox as objects; a method that never returns fails its tests alone."""
+    from tests.buggy.ch01_bahdanau import decoder
+
+    hanging = decoder("        while True:\n            pass\n")
+    started = time.monotonic()
+    report = grade_notebook("ch01_bahdanau", fill("ch01_bahdanau", {"BahdanauDecoder": hanging}))
+    failed = {gid for gid, test in report.tests.items() if not test.passed}
+    assert failed == {"test_step_shapes", "test_step_values"}, failed
+    assert report.score == 6
+    assert any("did not finish within its time limit" in note for note in report.notes)
+    assert time.monotonic() - started < 2 * LIMITS.cell_timeout + 2 * LIMITS.call_timeout + 30
