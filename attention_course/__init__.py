@@ -2,7 +2,8 @@
 
 Chapters and exercises import from here what is not the subject of the lesson
 itself: toy data, the date-translation task, plotting, device and seeding
-utilities. The graded functions are never here; students write those.
+utilities, a training loop and metrics. The graded functions are never here;
+students write those.
 """
 
 from attention_course.dates import DateTask
@@ -10,14 +11,34 @@ from attention_course.devices import best_device, seed_everything
 from attention_course.memory import attention_score_bytes, format_bytes
 from attention_course.plotting import plot_attention
 from attention_course.toy import FOUR_WORDS, four_word_example
+from attention_course.training import (
+    LengthBucket,
+    accuracy_by_length,
+    epoch_batches,
+    exact_match,
+    greedy_decode_rnn,
+    plot_loss_curve,
+    sequence_cross_entropy,
+    to_device,
+    train,
+)
 
 __all__ = [
     "DateTask",
     "FOUR_WORDS",
+    "LengthBucket",
+    "accuracy_by_length",
     "attention_score_bytes",
     "best_device",
+    "epoch_batches",
+    "exact_match",
     "format_bytes",
     "four_word_example",
+    "greedy_decode_rnn",
     "plot_attention",
+    "plot_loss_curve",
     "seed_everything",
+    "sequence_cross_entropy",
+    "to_device",
+    "train",
 ]
