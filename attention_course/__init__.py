@@ -2,10 +2,23 @@
 
 Chapters and exercises import from here what is not the subject of the lesson
 itself: toy data, the date-translation task, plotting, device and seeding
-utilities, a training loop and metrics. The graded functions are never here;
-students write those.
+utilities, a training loop and metrics. From chapter 3 on, it also holds the
+attention code that later chapters build on (``attention_course.attention``),
+the same pieces that the chapters show and the exercises ask students to write.
 """
 
+from attention_course.attention import (
+    MultiHeadAttention,
+    causal_mask,
+    decoder_self_attention_mask,
+    masked_softmax,
+    merge_heads,
+    padding_mask,
+    scaled_dot_product_attention,
+    split_heads,
+    to_torch_attn_mask,
+    to_torch_multihead,
+)
 from attention_course.dates import DateTask
 from attention_course.devices import best_device, seed_everything
 from attention_course.memory import attention_score_bytes, format_bytes
@@ -24,6 +37,16 @@ from attention_course.training import (
 )
 
 __all__ = [
+    "MultiHeadAttention",
+    "causal_mask",
+    "decoder_self_attention_mask",
+    "masked_softmax",
+    "merge_heads",
+    "padding_mask",
+    "scaled_dot_product_attention",
+    "split_heads",
+    "to_torch_attn_mask",
+    "to_torch_multihead",
     "DateTask",
     "FOUR_WORDS",
     "LengthBucket",

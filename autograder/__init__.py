@@ -18,11 +18,12 @@ from autograder.checks import (
     check_masked_get_zero_weight,
     check_matches,
     check_matches_reference,
+    check_matches_torch,
     check_output_shapes,
     check_raises,
     check_rows_sum_to_one,
 )
-from autograder.specs import array, literal, mask, tensor, tokens
+from autograder.specs import array, literal, mask, padded_tokens, tensor, tokens
 
 __all__ = [
     "CheckFailed",
@@ -35,11 +36,13 @@ __all__ = [
     "check_masked_get_zero_weight",
     "check_matches",
     "check_matches_reference",
+    "check_matches_torch",
     "check_output_shapes",
     "check_raises",
     "check_rows_sum_to_one",
     "literal",
     "mask",
+    "padded_tokens",
     "tensor",
     "tokens",
 ]

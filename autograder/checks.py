@@ -135,8 +135,10 @@ class _Call:
     def _method_parameters(self) -> list[str]:
         try:
             cls = reference.get(self.item.assignment, self.item.name)
-        except reference.ReferenceUnavailable:
-            return []
+        except reference.ReferenceUnavailable:  # a student's machine: the student's own class names them
+            cls = self.item.obj if inspect.isclass(self.item.obj) else None
+            if cls is None:
+                return []
         names = _parameter_names(getattr(cls, self.method or "forward", cls))
         return names[1:] if names[:1] == ["self"] else names
 
@@ -204,6 +206,16 @@ def _compare(call: _Call, name: str, got: np.ndarray, want: np.ndarray, rtol: fl
              against: str = "the reference solution"):
     if got.shape != want.shape:
         call.fail(f"{name} has shape {got.shape}, but {against} gives shape {want.shape}")
+    if want.dtype == bool:
+        if got.dtype != bool:
+            call.fail(f"{name} has a numeric dtype; expected a boolean mask (torch.bool, True = may attend)",
+                      "build the mask with comparisons (==, !=, <=) or tril/triu on a bool tensor, "
+                      "without converting it to numbers")
+        extra, missing = int((got & ~want).sum()), int((~got & want).sum())
+        if extra or missing:
+            call.fail(f"{name} differs from {against}: {extra} entries are True where they should be False "
+                      f"and {missing} are False where they should be True, of {want.size}")
+        return
     got_bad, want_bad = ~np.isfinite(got), ~np.isfinite(want)
     if (got_bad & ~want_bad).any():
         call.fail(f"{name} contains NaN or inf where {against} is finite",
@@ -268,13 +280,44 @@ def check_matches(item: Item, other: str, args, kwargs=None, *, output: str | No
     _compare(call, name, got, want, rtol, atol, against=other)
 
 
+def check_matches_torch(item: Item, builtin: str, args, kwargs=None, *, init, seed: int = 0,
+                        rtol: float = 1e-5, atol: float = 1e-6, outputs: tuple[str, ...] | None = None,
+                        hint: str = "name the submodules as the assignment says and follow its formula",
+                        method: str | None = None):
+    """A class item returns what the ``torch.nn`` built-in returns, both holding the same weights.
+
+    ``builtin`` names a converter in :mod:`autograder.torch_builtins` (e.g.
+    ``"multihead_attention"``). It makes random weights (seeded) under the
+    names the contract gives the submodules, which are loaded into the student's
+    object, builds the built-in from them and calls it on the same inputs. The
+    reference solution is not needed, so visible tests can use this check.
+    """
+    from autograder import torch_builtins
+
+    converter = torch_builtins.CONVERTERS[builtin]
+    call = _Call(item, f"agreement with {converter.label}", args, kwargs, seed, hint, init=init, method=method)
+    call.weights = converter.weights(tuple(init), seed)
+    got = call.outputs(call.run())
+    inputs, keywords = specs.materialize(call.args, call.kwargs, seed)
+    want = converter(call.weights, call.init, inputs, keywords)
+    for name in outputs or want:
+        _compare(call, name, call.as_numpy(got[name], name), call.as_numpy(want[name], name), rtol, atol,
+                 against=converter.label)
+
+
 def check_equals(item: Item, args, expected, kwargs=None, *, output: str | None = None,
                  rtol: float = 1e-6, atol: float = 1e-8,
-                 hint: str = "work the example by hand and compare each step"):
-    """One returned value equals ``expected`` (plain nested lists), e.g. a published worked example."""
-    call = _Call(item, "the worked example", args, kwargs, 0, hint)
+                 hint: str = "work the example by hand and compare each step",
+                 init=None, method: str | None = None):
+    """One returned value equals ``expected`` (plain nested lists), e.g. a published worked example.
+
+    A class item is built with ``init`` and keeps its own weights and buffers.
+    """
+    call = _Call(item, "the worked example", args, kwargs, 0, hint, init=init, method=method)
     name, got = call.select(call.run(), output)
-    _compare(call, name, got, np.asarray(expected, dtype=np.float64), rtol, atol, against="the known answer")
+    want = np.asarray(expected)
+    want = want if want.dtype == bool else want.astype(np.float64)
+    _compare(call, name, got, want, rtol, atol, against="the known answer")
 
 
 def check_rows_sum_to_one(item: Item, args, kwargs=None, *, output: str | None = None, dim: int = -1,
@@ -368,13 +411,19 @@ def check_dtype_follows_input(item: Item, args, kwargs=None, *, seed: int = 0,
 
 def check_raises(item: Item, args, kwargs=None, *, exception: str = "ValueError",
                  mentions: tuple[str, ...] = (), seed: int = 0,
-                 hint: str = "check the arguments first and raise an error that names the wrong one"):
-    """Calling the item raises ``exception`` (a builtin's name) whose message mentions each of ``mentions``."""
+                 hint: str = "check the arguments first and raise an error that names the wrong one",
+                 init=None, method: str | None = None):
+    """Calling the item raises ``exception`` (a builtin's name) whose message mentions each of ``mentions``.
+
+    Without ``init`` the item itself is called (for a class: its constructor, with ``args``);
+    with ``init`` an object is built first and its ``method`` (default: forward) gets ``args``.
+    """
     expected = getattr(builtins, exception)
-    call = _Call(item, f"{exception} for bad arguments", args, kwargs, seed, hint)
+    call = _Call(item, f"{exception} for bad arguments", args, kwargs, seed, hint, init=init, method=method)
     inputs, keywords = specs.materialize(call.args, call.kwargs, seed)
+    target = item.obj if init is None else call.build(item.obj, reference_object=False)
     try:
-        item.obj(*inputs, **keywords)
+        target(*inputs, **keywords)
     except expected as exc:
         missing = [word for word in mentions if word not in str(exc)]
         if missing:

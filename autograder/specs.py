@@ -110,6 +110,40 @@ class RandomMask:
 
 
 @dataclass(frozen=True)
+class PaddedTokens:
+    """A batch of token sequences of random lengths, padded at the end with ``pad_id``.
+
+    Tokens are drawn from ``[low, high)`` without ``pad_id``; every sequence has at
+    least one token, and at least one sequence is padded (when ``L > 1``).
+    """
+
+    shape: tuple[int, int]
+    high: int
+    pad_id: int = 0
+    low: int = 0
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", _check_shape(self.shape))
+        if len(self.shape) != 2 or self.shape[1] < 1:
+            raise ValueError(f"padded tokens are (B, L) with L >= 1, got shape {self.shape}")
+        if self.high - self.low < 2:
+            raise ValueError(f"need at least two token ids in [low, high), got [{self.low}, {self.high})")
+
+    def make(self, rng: np.random.Generator):
+        batch, length = self.shape
+        ids = np.array([t for t in range(self.low, self.high) if t != self.pad_id])
+        data = rng.choice(ids, size=self.shape)
+        lengths = rng.integers(1, length + 1, size=batch)
+        if length > 1 and (lengths == length).all():
+            lengths[rng.integers(batch)] = rng.integers(1, length)
+        data[np.arange(length)[None, :] >= lengths[:, None]] = self.pad_id
+        return torch.from_numpy(data.astype(np.int64))
+
+    def describe(self) -> str:
+        return f"torch int64 {self.shape} padded with {self.pad_id}"
+
+
+@dataclass(frozen=True)
 class Literal:
     """A fixed value: nested lists of numbers, made into an array or tensor.
 
@@ -138,7 +172,7 @@ class Literal:
         return f"{self.library} {data.dtype} {tuple(data.shape)}"
 
 
-Spec = Union[Random, RandomInts, RandomMask, Literal]
+Spec = Union[Random, RandomInts, RandomMask, PaddedTokens, Literal]
 
 
 def _freeze(value):
@@ -177,6 +211,11 @@ def tokens(*shape: int, high: int, low: int = 0) -> RandomInts:
     return RandomInts(shape, high=high, low=low)
 
 
+def padded_tokens(batch: int, length: int, *, high: int, pad_id: int = 0, low: int = 0) -> PaddedTokens:
+    """A (batch, length) torch batch of token ids, each sequence padded at its end with ``pad_id``."""
+    return PaddedTokens((batch, length), high=high, pad_id=pad_id, low=low)
+
+
 def mask(*shape: int, keep: float = 0.6) -> RandomMask:
     """A random boolean torch mask (True = attend) with a visible key in every row."""
     return RandomMask(shape, keep=keep)
@@ -189,12 +228,13 @@ def literal(value, *, dtype: str | None = None, library: str = "numpy") -> Liter
 
 def as_spec(value) -> Spec:
     """Plain Python values (numbers, strings, None) become ``Literal(..., library="python")``."""
-    if isinstance(value, (Random, RandomInts, RandomMask, Literal)):
+    if isinstance(value, (Random, RandomInts, RandomMask, PaddedTokens, Literal)):
         return value
     if value is None or isinstance(value, (bool, int, float, str)):
         return Literal(value, library="python")
     raise TypeError(
-        f"a check's inputs must be specs (tensor(...), array(...), tokens(...), mask(...), literal(...)) "
+        f"a check's inputs must be specs (tensor(...), array(...), tokens(...), padded_tokens(...), mask(...), "
+        f"literal(...)) "
         f"or plain numbers and strings, got {type(value).__name__}"
     )
 

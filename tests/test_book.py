@@ -22,3 +22,9 @@ def test_book_builds_strictly():
     # Chapter 1 trains its models at build time and asserts >= 99% exact match there.
     assert "exact match" in (html / "book" / "ch01_bahdanau.html").read_text()
     assert (html / "book" / "instructor_guide.html").exists()
+    # Chapter 3 times its three attention paths at build time and compares with nn.MultiheadAttention.
+    multi_head = (html / "book" / "ch03_multi_head.html").read_text()
+    assert "course module, fused=True" in multi_head and "nn.MultiheadAttention" in multi_head
+    # Chapter 4 shows the code of the package's masks (literalinclude) and the NaN of a fully masked row.
+    masking = (html / "book" / "ch04_masking.html").read_text()
+    assert '<span class="nf">decoder_self_attention_mask</span>' in masking and "nan" in masking

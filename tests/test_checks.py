@@ -20,6 +20,7 @@ from autograder import (
     check_masked_get_zero_weight,
     check_matches,
     check_matches_reference,
+    check_matches_torch,
     check_output_shapes,
     check_raises,
     check_rows_sum_to_one,
@@ -27,6 +28,7 @@ from autograder import (
     mask,
     tensor,
 )
+from attention_course.attention import MultiHeadAttention, masked_softmax, merge_heads, split_heads
 from autograder import reference, specs
 
 A = "ch02_scaled_dot_product"
@@ -333,3 +335,59 @@ def test_module_checks_report_a_missing_method_and_a_failing_constructor():
     assert "AdditiveAttention has no method step" in msg
     msg = failure(check_output_shapes, attention_item(GoodAttention), QKV_MODULE, init=(8, 6), shapes=[(2, 5), (2, 7)])
     assert "AdditiveAttention(8, 6) raised TypeError" in msg
+
+
+# --------------------------------------------------------------------------- masks and torch.nn built-ins
+
+
+def mha_item(cls):
+    return Item("ch03_multi_head", "MultiHeadAttention", cls, outputs=("output", "weights"))
+
+
+class UnscaledHeads(MultiHeadAttention):
+    """Scores divided by sqrt(d_model) instead of sqrt(d_head)."""
+
+    def forward(self, query, key, value, mask=None):
+        q, k, v = (split_heads(w(x), self.num_heads) for w, x in ((self.W_q, query), (self.W_k, key), (self.W_v, value)))
+        weights = masked_softmax(q @ k.transpose(-2, -1) / math.sqrt(query.size(-1)), mask)
+        return self.W_o(merge_heads(weights @ v)), weights
+
+
+def test_matches_torch_needs_no_reference_and_names_the_builtin(monkeypatch, tmp_path):
+    monkeypatch.setenv("AUTOGRADER_COURSE_ROOT", str(tmp_path))  # as on a student's machine: no solutions/
+    reference.load.cache_clear()
+    qkv = [tensor(2, 5, 16), tensor(2, 7, 16), tensor(2, 7, 16), mask(2, 1, 1, 7)]
+    try:
+        check_matches_torch(mha_item(MultiHeadAttention), "multihead_attention", qkv, init=(16, 4))
+        check_matches_torch(mha_item(MultiHeadAttention), "multihead_attention", qkv[:3], init=(16, 4, False), seed=2)
+        msg = failure(check_matches_torch, mha_item(UnscaledHeads), "multihead_attention", qkv, init=(16, 4),
+                      hint="scale by sqrt(d_head)")
+    finally:
+        reference.load.cache_clear()
+    assert_well_formed(msg, "MultiHeadAttention(16, 4)", "agreement with torch.nn.MultiheadAttention",
+                       "mask=torch bool (2, 1, 1, 7)")
+    assert "output differs from torch.nn.MultiheadAttention" in msg
+
+
+def test_boolean_results_must_be_boolean_and_equal():
+    item = Item("ch04_masking", "causal_mask", None)
+    expected = [[True, False], [True, True]]
+    check_equals(Item("ch04_masking", "causal_mask", lambda n: torch.ones(n, n, dtype=torch.bool).tril()), [2], expected)
+    msg = failure(check_equals, Item("ch04_masking", "causal_mask", lambda n: torch.ones(n, n).tril()), [2], expected)
+    assert "a numeric dtype; expected a boolean mask" in msg
+    msg = failure(check_equals, Item("ch04_masking", "causal_mask", lambda n: torch.ones(n, n, dtype=torch.bool).triu()),
+                  [2], expected)
+    assert "1 entries are True where they should be False and 1 are False where they should be True, of 4" in msg
+    assert item.name in msg
+
+
+def test_padded_tokens_are_padded_at_the_end_with_the_pad_id():
+    made = specs.padded_tokens(6, 9, high=12, pad_id=3).make(np.random.default_rng(0))
+    real = made != 3
+    assert made.dtype == torch.int64 and made.shape == (6, 9)
+    assert real[:, 0].all() and not real.all()
+    lengths = real.sum(1)
+    assert torch.equal(real, torch.arange(9)[None, :] < lengths[:, None])  # no pad before a real token
+    assert specs.padded_tokens(6, 9, high=12, pad_id=3).describe() == "torch int64 (6, 9) padded with 3"
+    with pytest.raises(ValueError, match="at least two token ids"):
+        specs.padded_tokens(2, 3, high=1)

@@ -32,3 +32,17 @@ def test_every_solution_cell_is_graded_and_every_test_has_points(assignment):
         assert "### BEGIN SOLUTION" in cell.source and "### END SOLUTION" in cell.source
     for cell in tests:
         assert "### BEGIN HIDDEN TESTS" in cell.source, f"{notebooks.cell_id(cell)} has no hidden tests"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_visible_tests_run_without_the_solutions(assignment, tmp_path, monkeypatch):
+    """A student has no solutions/: the released notebook, answered correctly, runs its visible tests anyway."""
+    from nbclient import NotebookClient
+
+    from tests.submissions import fill
+
+    nb = fill(assignment)
+    nb.cells = [c for c in nb.cells if "ungraded" not in c.get("metadata", {}).get("tags", [])]
+    monkeypatch.setenv("AUTOGRADER_COURSE_ROOT", str(tmp_path))  # no solutions/ there
+    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
