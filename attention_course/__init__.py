@@ -23,6 +23,7 @@ from attention_course.dates import DateTask
 from attention_course.devices import best_device, seed_everything
 from attention_course.memory import attention_score_bytes, format_bytes
 from attention_course.plotting import plot_attention
+from attention_course.positions import PositionalEncoding, apply_rotary, sinusoidal_positional_encoding
 from attention_course.toy import FOUR_WORDS, four_word_example
 from attention_course.training import (
     LengthBucket,
@@ -38,6 +39,8 @@ from attention_course.training import (
 
 __all__ = [
     "MultiHeadAttention",
+    "PositionalEncoding",
+    "apply_rotary",
     "causal_mask",
     "decoder_self_attention_mask",
     "masked_softmax",
@@ -61,6 +64,7 @@ __all__ = [
     "plot_attention",
     "plot_loss_curve",
     "seed_everything",
+    "sinusoidal_positional_encoding",
     "sequence_cross_entropy",
     "to_device",
     "train",

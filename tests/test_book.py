@@ -28,3 +28,6 @@ def test_book_builds_strictly():
     # Chapter 4 shows the code of the package's masks (literalinclude) and the NaN of a fully masked row.
     masking = (html / "book" / "ch04_masking.html").read_text()
     assert '<span class="nf">decoder_self_attention_mask</span>' in masking and "nan" in masking
+    # Chapter 5 runs its extrapolation experiment at build time and shows the rotary code.
+    positions = (html / "book" / "ch05_positional_encoding.html").read_text()
+    assert '<span class="nf">apply_rotary</span>' in positions and "rotary" in positions
