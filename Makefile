@@ -15,7 +15,7 @@ JOBS ?= 2
 NOTEBOOK ?=
 PYTEST_ARGS ?=
 
-.PHONY: help venv sandbox book test exercises check-exercises grade check bench-grading clean
+.PHONY: help venv sandbox book test exercises check-exercises grade check bench-grading train bench-transformer clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -38,7 +38,7 @@ book: venv  ## build the book into _build/html (notebook outputs cached)
 	@echo "The book is at file://$(CURDIR)/_build/html/index.html"
 
 test: venv sandbox  ## the whole test suite: book build, grading end to end, unit tests
-	$(BIN)/python -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
 exercises: venv  ## regenerate exercises/ from solutions/ (nbgrader generate_assignment)
 	$(BIN)/python -m autograder.release
@@ -57,5 +57,11 @@ check: venv sandbox  ## check NOTEBOOK=path against the hidden tests, as grading
 bench-grading: venv sandbox  ## seconds per notebook, plain nbgrader vs sandboxed grading (N=8)
 	$(BIN)/python benchmarks/grading.py $(or $(N),8) --jobs 1 2
 
+train: venv  ## train the capstone Transformer (dates task, best device); options: ARGS="--help"
+	$(BIN)/python -m attention_course.train $(ARGS)
+
+bench-transformer: venv  ## tokens/s of the course's Transformer vs the same model from torch.nn layers
+	$(BIN)/python benchmarks/transformer.py $(ARGS)
+
 clean:  ## remove the built book and grading state (keeps .venv and submitted/)
-	rm -rf _build autograded feedback grades gradebook.db .pytest_cache
+	rm -rf _build autograded feedback grades gradebook.db .pytest_cache runs

@@ -11,9 +11,11 @@ per property::
 from autograder.checks import (
     CheckFailed,
     Item,
+    check_causal,
     check_dtype_follows_input,
     check_equals,
     check_finite,
+    check_ignores_masked,
     check_inputs_unchanged,
     check_masked_get_zero_weight,
     check_matches,
@@ -23,15 +25,17 @@ from autograder.checks import (
     check_raises,
     check_rows_sum_to_one,
 )
-from autograder.specs import array, literal, mask, padded_tokens, tensor, tokens
+from autograder.specs import array, fixture, literal, mask, padded_tokens, tensor, tokens
 
 __all__ = [
     "CheckFailed",
     "Item",
     "array",
+    "check_causal",
     "check_dtype_follows_input",
     "check_equals",
     "check_finite",
+    "check_ignores_masked",
     "check_inputs_unchanged",
     "check_masked_get_zero_weight",
     "check_matches",
@@ -40,6 +44,7 @@ __all__ = [
     "check_output_shapes",
     "check_raises",
     "check_rows_sum_to_one",
+    "fixture",
     "literal",
     "mask",
     "padded_tokens",

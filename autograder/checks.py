@@ -120,6 +120,10 @@ class _Call:
         target = self.item.obj if obj is None else obj
         if self.init is not None:
             target = self.build(target, reference_object=obj is not None)
+        return self.invoke(target, inputs, keywords)
+
+    def invoke(self, target, inputs, keywords):
+        """Call ``target`` (the student's function, or a method of an object built for this call)."""
         if not callable(target):
             self.fail(f"{self.item.name} is {type(target).__name__}, not a function or class",
                       f"define {self.item.name} as the assignment describes")
@@ -303,6 +307,103 @@ def check_matches_torch(item: Item, builtin: str, args, kwargs=None, *, init, se
     for name in outputs or want:
         _compare(call, name, call.as_numpy(got[name], name), call.as_numpy(want[name], name), rtol, atol,
                  against=converter.label)
+
+
+def _changed(value: torch.Tensor, where: torch.Tensor, seed: int) -> torch.Tensor:
+    """``value`` with the entries where ``where`` is True replaced by different ones of the same kind."""
+    generator = torch.Generator().manual_seed(seed)
+    if value.dtype in (torch.int64, torch.int32):
+        high = max(int(value.max()) + 1, 2)
+        offset = torch.randint(1, high, value.shape, generator=generator).to(value.dtype)
+        other = (value + offset) % high
+    else:
+        other = value + torch.randn(value.shape, generator=generator).to(value.dtype)
+    return torch.where(where, other, value)
+
+
+def _name_of(call: _Call, which: int | str) -> str:
+    if isinstance(which, str):
+        return which
+    names = call._method_parameters() if call.init is not None else _parameter_names(call.item.obj)
+    return names[which] if which < len(names) else f"argument {which + 1}"
+
+
+def _perturbation(call: _Call, change: int | str, output: str | None, where_fn, seed: int):
+    """The student's output (as NumPy) before and after changing input ``change`` where ``where_fn`` says."""
+    target = call.item.obj if call.init is None else call.build(call.item.obj, reference_object=False)
+    inputs, keywords = specs.materialize(call.args, call.kwargs, call.seed)
+    original = call.input_value(change)
+    if not isinstance(original, torch.Tensor):
+        raise ValueError(f"input {change!r} must be a tensor to be changed")
+    name, before = call.select(call.invoke(target, inputs, keywords), output)
+    results = []
+    for label, where in where_fn(original):
+        changed_inputs, changed_keywords = list(inputs), dict(keywords)
+        new = _changed(original, where, seed)
+        if isinstance(change, str):
+            changed_keywords[change] = new
+        else:
+            changed_inputs[change] = new
+        _, after = call.select(call.invoke(target, changed_inputs, changed_keywords), output)
+        if after.shape != before.shape:
+            call.fail(f"{name} has shape {after.shape} after the change, and {before.shape} before")
+        results.append((label, after))
+    return name, before, results
+
+
+def check_causal(item: Item, args, kwargs=None, *, change: int | str, init=None, method: str | None = None,
+                 output: str | None = None, seed: int = 0, atol: float = 1e-5,
+                 hint: str = "mask the attention so that no position sees a later one"):
+    """Output position t (dim 1) does not change when input ``change`` changes after position t.
+
+    The output must also depend on that input at all, so that ignoring it does not pass.
+    """
+    call = _Call(item, "causality", args, kwargs, seed, hint, init=init, method=method)
+    length = call.input_value(change).size(1)
+    cuts = sorted({0, length // 2, max(0, length - 2)})
+
+    def later_than(value):
+        for t in cuts:
+            where = torch.zeros_like(value, dtype=torch.bool)
+            where[:, t + 1:] = True
+            yield t, where
+
+    name, before, results = _perturbation(call, change, output, later_than, seed + 1)
+    changed = _name_of(call, change)
+    depends = False
+    for t, after in results:
+        diff = np.abs(after[:, :t + 1] - before[:, :t + 1]).max()
+        if diff > atol:
+            call.fail(f"changing {changed}[:, {t + 1}:] (later positions) changed {name}[:, :{t + 1}] "
+                      f"(earlier positions) by up to {diff:.3g}")
+        depends = depends or np.abs(after - before).max() > atol
+    if not depends:
+        call.fail(f"{name} does not change at all when {changed} changes",
+                  f"the output at position t must be computed from {changed}[:, :t+1]")
+
+
+def check_ignores_masked(item: Item, args, kwargs=None, *, change: int | str, mask: int | str, init=None,
+                         method: str | None = None, output: str | None = None, seed: int = 0, atol: float = 1e-5,
+                         hint: str = "pass the padding mask to every attention over these positions"):
+    """The output does not change when input ``change`` changes where ``mask`` is False (padding),
+    and does change when it changes where ``mask`` is True."""
+    call = _Call(item, "masked positions have no influence", args, kwargs, seed, hint, init=init, method=method)
+    keep = call.input_value(mask)
+
+    def masked_then_visible(value):
+        hidden = ~torch.as_tensor(keep).bool().expand_as(value)
+        yield "masked", hidden
+        yield "visible", ~hidden
+
+    name, before, results = _perturbation(call, change, output, masked_then_visible, seed + 1)
+    changed, mask_name = _name_of(call, change), _name_of(call, mask)
+    (_, after_masked), (_, after_visible) = results
+    diff = np.abs(after_masked - before).max()
+    if diff > atol:
+        call.fail(f"changing {changed} where {mask_name} is False changed {name} by up to {diff:.3g}")
+    if np.abs(after_visible - before).max() <= atol:
+        call.fail(f"{name} does not change when {changed} changes where {mask_name} is True",
+                  f"the output must be computed from the visible positions of {changed}")
 
 
 def check_equals(item: Item, args, expected, kwargs=None, *, output: str | None = None,

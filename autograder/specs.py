@@ -172,7 +172,30 @@ class Literal:
         return f"{self.library} {data.dtype} {tuple(data.shape)}"
 
 
-Spec = Union[Random, RandomInts, RandomMask, PaddedTokens, Literal]
+@dataclass(frozen=True)
+class Fixture:
+    """An object of :mod:`autograder.fixtures` (e.g. a scripted model), built fresh for each call."""
+
+    name: str
+    args: tuple = ()
+
+    def __post_init__(self):
+        from autograder import fixtures
+
+        if self.name not in fixtures.FIXTURES:
+            raise ValueError(f"unknown fixture {self.name!r}; choose from {sorted(fixtures.FIXTURES)}")
+        object.__setattr__(self, "args", _freeze(self.args))
+
+    def make(self, rng: np.random.Generator):
+        from autograder import fixtures
+
+        return fixtures.build(self.name, _thaw(self.args))
+
+    def describe(self) -> str:
+        return f"{self.name}({', '.join(map(repr, _thaw(self.args)))})"
+
+
+Spec = Union[Random, RandomInts, RandomMask, PaddedTokens, Literal, Fixture]
 
 
 def _freeze(value):
@@ -216,6 +239,11 @@ def padded_tokens(batch: int, length: int, *, high: int, pad_id: int = 0, low: i
     return PaddedTokens((batch, length), high=high, pad_id=pad_id, low=low)
 
 
+def fixture(name: str, *args) -> Fixture:
+    """An object from :mod:`autograder.fixtures`, such as ``fixture("ScriptedTranslator", 16, 1, 2)``."""
+    return Fixture(name, tuple(args))
+
+
 def mask(*shape: int, keep: float = 0.6) -> RandomMask:
     """A random boolean torch mask (True = attend) with a visible key in every row."""
     return RandomMask(shape, keep=keep)
@@ -228,7 +256,7 @@ def literal(value, *, dtype: str | None = None, library: str = "numpy") -> Liter
 
 def as_spec(value) -> Spec:
     """Plain Python values (numbers, strings, None) become ``Literal(..., library="python")``."""
-    if isinstance(value, (Random, RandomInts, RandomMask, PaddedTokens, Literal)):
+    if isinstance(value, (Random, RandomInts, RandomMask, PaddedTokens, Literal, Fixture)):
         return value
     if value is None or isinstance(value, (bool, int, float, str)):
         return Literal(value, library="python")

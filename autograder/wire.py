@@ -6,6 +6,9 @@ travel as dtype, shape and raw bytes; the receiving side builds a new, plain
 ``np.ndarray`` or ``torch.Tensor`` from them, never an object of the sender's
 choosing (no pickle, no subclasses, no code). Messages are length-prefixed JSON.
 
+A fixture of :mod:`autograder.fixtures` (a scripted model that a test hands to
+the student's function) crosses as its name and arguments and is rebuilt there.
+
 Any other object (a student's ``nn.Module``, a bound method) stays where it was
 made and crosses as a *handle*, ``{"handle": n, "type": name}``: ``encode`` asks
 ``make_handle(obj)`` for its number, and ``decode`` asks ``resolve(n, name)``
@@ -37,6 +40,9 @@ def encode(value, depth: int = 0, make_handle=None):
     handle = getattr(type(value), "__wire_handle__", None)
     if handle is not None:
         return {"handle": {"id": int(handle.__get__(value)), "type": ""}}
+    fixture = getattr(value, "__wire_fixture__", None) if not isinstance(value, (torch.Tensor, np.ndarray)) else None
+    if isinstance(fixture, tuple) and len(fixture) == 2:
+        return {"fixture": {"name": str(fixture[0]), "args": encode(list(fixture[1]), depth + 1)}}
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, int):
@@ -99,6 +105,10 @@ def decode(data, depth: int = 0, resolve=None):
         return items if kind == "list" else tuple(items)
     if kind == "dict":
         return {str(k): decode(v, depth + 1, resolve) for k, v in body.items()}
+    if kind == "fixture":  # rebuilt from autograder.fixtures, never from the sender's code
+        from autograder import fixtures
+
+        return fixtures.build(str(body["name"]), decode(body["args"], depth + 1))
     if kind == "handle":
         if resolve is None:
             raise WireError("an object handle cannot be used here")

@@ -31,3 +31,6 @@ def test_book_builds_strictly():
     # Chapter 5 runs its extrapolation experiment at build time and shows the rotary code.
     positions = (html / "book" / "ch05_positional_encoding.html").read_text()
     assert '<span class="nf">apply_rotary</span>' in positions and "rotary" in positions
+    # Chapter 6 trains the Transformer with the training program at build time and runs the benchmark.
+    transformer = (html / "book" / "ch06_transformer.html").read_text()
+    assert '<span class="nf">greedy_decode</span>' in transformer and "tokens_per_second" in transformer

@@ -13,9 +13,11 @@ from autograder import (
     CheckFailed,
     Item,
     array,
+    check_causal,
     check_dtype_follows_input,
     check_equals,
     check_finite,
+    check_ignores_masked,
     check_inputs_unchanged,
     check_masked_get_zero_weight,
     check_matches,
@@ -27,6 +29,7 @@ from autograder import (
     literal,
     mask,
     tensor,
+    tokens,
 )
 from attention_course.attention import MultiHeadAttention, masked_softmax, merge_heads, split_heads
 from autograder import reference, specs
@@ -391,3 +394,62 @@ def test_padded_tokens_are_padded_at_the_end_with_the_pad_id():
     assert specs.padded_tokens(6, 9, high=12, pad_id=3).describe() == "torch int64 (6, 9) padded with 3"
     with pytest.raises(ValueError, match="at least two token ids"):
         specs.padded_tokens(2, 3, high=1)
+
+
+# --------------------------------------------------------------------------- causality, padding, fixtures
+
+
+class TinyTranslator(torch.nn.Module):
+    """A model of the ch06 interface whose decode is causal (or not) and whose encoder masks padding (or not)."""
+
+    def __init__(self, causal=True, masks_padding=True):
+        super().__init__()
+        torch.manual_seed(0)
+        self.causal, self.masks_padding = causal, masks_padding
+        self.embed = torch.nn.Embedding(20, 8)
+
+    def forward(self, src, tgt_in, src_mask=None, tgt_mask=None):
+        keep = src_mask if (self.masks_padding and src_mask is not None) else torch.ones_like(src, dtype=torch.bool)
+        context = (self.embed(src) * keep[..., None]).sum(1, keepdim=True)  # (B, 1, 8)
+        target = self.embed(tgt_in)
+        mixed = target.cumsum(1) if self.causal else target.sum(1, keepdim=True).expand_as(target)
+        return mixed + context
+
+
+def translator_item(**options):
+    return Item("ch06_transformer", "Transformer", lambda *a, **k: TinyTranslator(**options)(*a, **k))
+
+
+TRANSLATOR_INPUTS = [tokens(2, 6, high=20), tokens(2, 5, high=20), mask(2, 6)]
+
+
+def test_causal_passes_causal_models_and_names_the_leak():
+    check_causal(translator_item(), TRANSLATOR_INPUTS, change=1)
+    msg = failure(check_causal, translator_item(causal=False), TRANSLATOR_INPUTS, change=1, hint="use the mask")
+    assert_well_formed(msg, "Transformer", "causality", "torch int64 (2, 5)")
+    assert "(later positions) changed result[:, :1] (earlier positions)" in msg
+    ignores = Item("ch06_transformer", "Transformer", lambda src, tgt_in, src_mask=None: torch.zeros(2, 5, 8))
+    msg = failure(check_causal, ignores, TRANSLATOR_INPUTS, change=1)
+    assert "does not change at all" in msg
+
+
+def test_ignores_masked_passes_masking_models_and_fails_the_others():
+    check_ignores_masked(translator_item(), TRANSLATOR_INPUTS, change=0, mask=2)
+    msg = failure(check_ignores_masked, translator_item(masks_padding=False), TRANSLATOR_INPUTS, change=0, mask=2)
+    assert_well_formed(msg, "Transformer", "masked positions have no influence", "torch bool (2, 6)")
+    assert "where argument 3 is False changed result" in msg
+
+
+def test_fixtures_cross_the_wire_as_name_and_arguments():
+    from autograder import fixtures, wire
+
+    model = specs.fixture("ScriptedTranslator", 16, 1, 2).make(np.random.default_rng(0))
+    sent = wire.encode(model)
+    assert sent == {"fixture": {"name": "ScriptedTranslator", "args": {"list": [{"int": "16"}, {"int": "1"},
+                                                                                 {"int": "2"}]}}}
+    rebuilt = wire.decode(sent)
+    assert isinstance(rebuilt, fixtures.ScriptedTranslator) and rebuilt is not model
+    with pytest.raises(ValueError, match="unknown fixture"):
+        wire.decode({"fixture": {"name": "os.system", "args": {"list": []}}})
+    with pytest.raises(ValueError, match="unknown fixture"):
+        specs.fixture("Nothing")

@@ -1,0 +1,414 @@
+"""Train the course's Transformer: ``make train ARGS="..."`` or ``python -m attention_course.train``.
+
+Two tasks:
+
+- ``dates`` (the default): the encoder-decoder translates dates written in many
+  formats into ISO dates; scored by exact match of greedy decoding on the test split.
+- ``chars``: a decoder-only character language model, on the course's own text by
+  default (no download), on tiny Shakespeare (``--corpus shakespeare``, downloaded
+  once and checked), or on any text file (``--text PATH``); scored by validation loss.
+
+It runs on the best device there is (cuda, then mps, then cpu), shows a progress
+bar with the loss and the throughput, writes checkpoints, ``metrics.jsonl`` and
+``loss_curve.png`` to ``--out``, and ends by printing one JSON line of final
+metrics. Under ``torchrun --nproc_per_node N`` it trains data-parallel: the
+global batch is split between the processes, so N processes take the same steps
+as one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from attention_course.attention import decoder_self_attention_mask
+from attention_course.corpora import course_text, tiny_shakespeare
+from attention_course.dates import SOURCE_VOCAB, TARGET_VOCAB, DateTask, batch
+from attention_course.devices import best_device
+from attention_course.training import exact_match
+from attention_course.transformer import DecoderOnly, Transformer, greedy_decode
+
+# Dense bf16 peak FLOP/s of GPUs, from their vendors' data sheets, for model FLOPs utilisation.
+PEAK_BF16_FLOPS = {"H100": 989e12, "H200": 989e12, "A100": 312e12, "L4": 121e12, "A10": 125e12, "4090": 165e12}
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m attention_course.train", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--task", choices=("dates", "chars"), default="dates")
+    p.add_argument("--corpus", choices=("course", "shakespeare"), default="course", help="text of the chars task")
+    p.add_argument("--text", type=Path, help="a text file for the chars task (instead of --corpus)")
+    p.add_argument("--block-size", type=int, default=128, help="characters per training window (chars task)")
+    p.add_argument("--d-model", type=int, default=64)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--layers", type=int, default=2, help="layers of the encoder and of the decoder each")
+    p.add_argument("--d-ff", type=int, default=256)
+    p.add_argument("--dropout", type=float, default=0.1)
+    p.add_argument("--norm", choices=("pre", "post"), default="pre", help="layer norm before or after each block")
+    p.add_argument("--steps", type=int, default=1500)
+    p.add_argument("--time-budget", type=float, default=None, help="stop training after this many seconds")
+    p.add_argument("--stop-after", type=int, default=None,
+                   help="stop after this step and save a checkpoint (the schedule still plans --steps); "
+                        "continue later with --resume")
+    p.add_argument("--batch-size", type=int, default=128, help="global batch, split between processes")
+    p.add_argument("--lr", type=float, default=2e-3, help="peak learning rate")
+    p.add_argument("--schedule", choices=("cosine", "noam"), default="cosine",
+                   help="warm-up then cosine decay, or the paper's warm-up then 1/sqrt(step)")
+    p.add_argument("--warmup", type=int, default=150, help="warm-up steps")
+    p.add_argument("--label-smoothing", type=float, default=0.1)
+    p.add_argument("--clip", type=float, default=1.0, help="gradient norm clipping (0: none)")
+    p.add_argument("--precision", choices=("fp32", "bf16", "fp16"), default="fp32",
+                   help="bf16/fp16: mixed precision with autocast (fp16 on cuda only)")
+    p.add_argument("--compile", action="store_true", help="torch.compile the model")
+    p.add_argument("--attention", choices=("course", "fused"), default="fused",
+                   help="the course's attention, or F.scaled_dot_product_attention's fused kernels")
+    p.add_argument("--device", default=None, help="cuda, mps or cpu (default: the best available)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=Path, default=Path("runs/train"), help="directory for checkpoints and metrics")
+    p.add_argument("--resume", type=Path, default=None, help="a checkpoint to continue from")
+    p.add_argument("--eval-examples", type=int, default=2000, help="test dates (dates) / windows (chars) scored")
+    p.add_argument("--log-every", type=int, default=25)
+    p.add_argument("--checkpoint-every", type=int, default=500)
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    args = p.parse_args(argv)
+    for name in ("d_model", "heads", "layers", "d_ff", "steps", "batch_size", "block_size", "eval_examples"):
+        if getattr(args, name) <= 0:
+            p.error(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.d_model % args.heads:
+        p.error(f"--heads ({args.heads}) must divide --d-model ({args.d_model})")
+    if not 0 <= args.dropout < 1:
+        p.error(f"--dropout must be in [0, 1), got {args.dropout}")
+    return args
+
+
+# --------------------------------------------------------------------------- processes and devices
+
+
+class Processes:
+    """One process, or one of several under torchrun (data parallel)."""
+
+    def __init__(self, device_name: str | None):
+        self.world = int(os.environ.get("WORLD_SIZE", "1"))
+        self.rank = int(os.environ.get("RANK", "0"))
+        local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        device = torch.device(device_name) if device_name else best_device()
+        if device.type == "cuda" and self.world > 1:
+            device = torch.device("cuda", local_rank)
+            torch.cuda.set_device(device)
+        self.device = device
+        if self.world > 1:
+            dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+    def mean(self, value: float) -> float:
+        if self.world == 1:
+            return value
+        t = torch.tensor([value], dtype=torch.float64, device=self.device)
+        dist.all_reduce(t)
+        return t.item() / self.world
+
+    def barrier(self) -> None:
+        if self.world > 1:
+            dist.barrier()
+
+    def close(self) -> None:
+        if self.world > 1:
+            dist.destroy_process_group()
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+# --------------------------------------------------------------------------- tasks
+
+
+class DatesTask:
+    """Human-written dates -> ISO dates, with the encoder-decoder Transformer."""
+
+    name = "dates"
+    pool_size = 100_000
+
+    def __init__(self, args):
+        self.args = args
+        task = DateTask(seed=args.seed)
+        self.train_examples = task.examples("train", self.pool_size)
+        self.val_examples = task.examples("val", 2000)
+        self.test_examples = task.examples("test", args.eval_examples)
+        self.max_len = len(TARGET_VOCAB.encode("2000-01-01")) + 1  # the ISO date and eos
+
+    def model(self, fused: bool) -> torch.nn.Module:
+        a = self.args
+        return Transformer(len(SOURCE_VOCAB), len(TARGET_VOCAB), a.d_model, a.heads, a.layers, a.d_ff, a.dropout,
+                           max_len=64, norm_first=a.norm == "pre", fused=fused)
+
+    def batch(self, indices: torch.Tensor, examples=None) -> dict:
+        return batch([(examples or self.train_examples)[i] for i in indices.tolist()])
+
+    def loss(self, model, b: dict, label_smoothing: float) -> tuple[torch.Tensor, int]:
+        tgt_in, target = b["tgt"][:, :-1], b["tgt"][:, 1:]
+        tgt_mask = decoder_self_attention_mask(tgt_in, TARGET_VOCAB.pad_id)
+        logits = model(b["src"], tgt_in, b["src_mask"], tgt_mask)
+        loss = F.cross_entropy(logits.flatten(0, 1).float(), target.flatten(), ignore_index=TARGET_VOCAB.pad_id,
+                               label_smoothing=label_smoothing)
+        return loss, int(b["src_mask"].sum() + (target != TARGET_VOCAB.pad_id).sum())
+
+    @torch.no_grad()
+    def validation_loss(self, model, device) -> float:
+        b = {k: v.to(device) for k, v in batch(self.val_examples).items()}
+        return self.loss(model, b, 0.0)[0].item()
+
+    @torch.no_grad()
+    def evaluate(self, model, device) -> dict:
+        predictions = []
+        for start in range(0, len(self.test_examples), 500):
+            b = {k: v.to(device) for k, v in batch(self.test_examples[start:start + 500]).items()}
+            ids = greedy_decode(model, b["src"], b["src_mask"], TARGET_VOCAB.bos_id, TARGET_VOCAB.eos_id, self.max_len)
+            predictions += [TARGET_VOCAB.decode(row) for row in ids.tolist()]
+        score = exact_match(predictions, [e.target for e in self.test_examples])
+        return {"exact_match": score, "test_examples": len(self.test_examples),
+                "val_loss": self.validation_loss(model, device)}
+
+
+class CharsTask:
+    """Next-character prediction with a decoder-only model."""
+
+    name = "chars"
+
+    def __init__(self, args):
+        self.args = args
+        if args.text is not None:
+            text, self.corpus = args.text.read_text(), str(args.text)
+        elif args.corpus == "shakespeare":
+            text, self.corpus = tiny_shakespeare(), "shakespeare"
+        else:
+            text, self.corpus = course_text(), "course"
+        self.chars = sorted(set(text))
+        index = {c: i for i, c in enumerate(self.chars)}
+        data = torch.tensor([index[c] for c in text], dtype=torch.long)
+        cut = int(0.9 * len(data))
+        self.train_data, self.val_data = data[:cut], data[cut:]
+        if len(self.val_data) <= args.block_size + 1:
+            raise SystemExit(f"the text has {len(text)} characters, too few for --block-size {args.block_size}")
+        self.train_examples = range(len(self.train_data) - args.block_size - 1)
+
+    def model(self, fused: bool) -> torch.nn.Module:
+        a = self.args
+        return DecoderOnly(len(self.chars), a.d_model, a.heads, a.layers, a.d_ff, a.dropout, max_len=a.block_size,
+                           norm_first=a.norm == "pre", fused=fused)
+
+    def _windows(self, data: torch.Tensor, starts: torch.Tensor) -> dict:
+        windows = torch.stack([data[s:s + self.args.block_size + 1] for s in starts.tolist()])
+        return {"x": windows[:, :-1], "y": windows[:, 1:]}
+
+    def batch(self, indices: torch.Tensor) -> dict:
+        return self._windows(self.train_data, indices)
+
+    def loss(self, model, b: dict, label_smoothing: float) -> tuple[torch.Tensor, int]:
+        logits = model(b["x"])
+        loss = F.cross_entropy(logits.flatten(0, 1).float(), b["y"].flatten(), label_smoothing=label_smoothing)
+        return loss, b["x"].numel()
+
+    @torch.no_grad()
+    def validation_loss(self, model, device) -> float:
+        generator = torch.Generator().manual_seed(1234)
+        starts = torch.randint(len(self.val_data) - self.args.block_size - 1, (min(self.args.eval_examples, 256),),
+                               generator=generator)
+        b = {k: v.to(device) for k, v in self._windows(self.val_data, starts).items()}
+        return self.loss(model, b, 0.0)[0].item()
+
+    @torch.no_grad()
+    def evaluate(self, model, device) -> dict:
+        val_loss = self.validation_loss(model, device)
+        prompt = torch.zeros(1, 1, dtype=torch.long, device=device)
+        sample = model.generate(prompt, 200, temperature=0.8, generator=None if device.type != "cpu" else
+                                torch.Generator().manual_seed(0))
+        return {"val_loss": val_loss, "val_bits_per_char": val_loss / math.log(2), "corpus": self.corpus,
+                "sample": "".join(self.chars[i] for i in sample[0, 1:].tolist())}
+
+
+# --------------------------------------------------------------------------- training
+
+
+def learning_rate(step: int, args) -> float:
+    warmup = max(1, args.warmup)
+    if args.schedule == "noam":  # the paper's schedule, scaled so that its peak (at the end of warm-up) is --lr
+        return args.lr * min((step + 1) / warmup, math.sqrt(warmup / (step + 1)))
+    if step < warmup:
+        return args.lr * (step + 1) / warmup
+    progress = min(1.0, (step - warmup) / max(1, args.steps - warmup))
+    return args.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def global_indices(step: int, args, pool: int) -> torch.Tensor:
+    """The examples of one step's global batch: the same in every process, and after a resume."""
+    generator = torch.Generator().manual_seed(args.seed * 1_000_003 + step)
+    return torch.randint(pool, (args.batch_size,), generator=generator)
+
+
+def flops_per_token(model: torch.nn.Module, args, length: int) -> float:
+    """6 N for the weights (forward and backward) plus the attention scores and weighted sums."""
+    parameters = sum(p.numel() for p in model.parameters())
+    attention = 12 * args.layers * args.d_model * length
+    return 6 * parameters + attention
+
+
+def mfu(tokens_per_second: float, model, args, length: int, device: torch.device) -> float | None:
+    if device.type != "cuda":
+        return None
+    name = torch.cuda.get_device_name(device)
+    peak = next((flops for key, flops in PEAK_BF16_FLOPS.items() if key in name), None)
+    if peak is None:
+        return None
+    return tokens_per_second * flops_per_token(model, args, length) / peak
+
+
+def plot_losses(history: list[dict], validation: list[dict], path: Path) -> None:
+    from matplotlib.figure import Figure  # not pyplot: leaves the caller's backend and figures alone
+
+    fig = Figure(figsize=(6, 3.5))
+    ax = fig.subplots()
+    ax.plot([h["step"] for h in history], [h["loss"] for h in history], label="training loss")
+    if validation:
+        ax.plot([v["step"] for v in validation], [v["val_loss"] for v in validation], "o-", label="validation loss")
+    ax.set(xlabel="step", ylabel="cross-entropy", yscale="log", title="training")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def save_checkpoint(path: Path, model, optimizer, step: int, args, history, validation, tokens, seconds) -> None:
+    state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
+             "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+             "history": history, "validation": validation, "tokens": tokens, "train_seconds": seconds}
+    partial = path.with_suffix(".part")
+    torch.save(state, partial)
+    partial.replace(path)
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    started = time.perf_counter()
+    procs = Processes(args.device)
+    if args.batch_size % procs.world:
+        raise SystemExit(f"--batch-size ({args.batch_size}) must be divisible by the number of processes "
+                         f"({procs.world})")
+    if args.precision == "fp16" and procs.device.type != "cuda":
+        raise SystemExit("--precision fp16 needs a cuda device; use bf16 on other devices")
+    device = procs.device
+    torch.manual_seed(args.seed)
+    task = DatesTask(args) if args.task == "dates" else CharsTask(args)
+    model = task.model(fused=args.attention == "fused").to(device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01)
+    start_step, history, validation, tokens, train_seconds = 0, [], [], 0, 0.0
+    if args.resume is not None:
+        state = torch.load(args.resume, map_location=device, weights_only=False)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        start_step, history, validation = state["step"], state["history"], state["validation"]
+        tokens, train_seconds = state["tokens"], state["train_seconds"]
+    raw_model = model
+    if procs.world > 1:
+        model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda"
+                                                          else None)
+    step_model = torch.compile(model) if args.compile else model
+    autocast = (torch.autocast(device.type, dtype=torch.bfloat16 if args.precision == "bf16" else torch.float16)
+                if args.precision != "fp32" else contextlib.nullcontext())
+    scaler = torch.amp.GradScaler("cuda", enabled=args.precision == "fp16")
+    if procs.main:
+        args.out.mkdir(parents=True, exist_ok=True)
+    metrics = (args.out / "metrics.jsonl").open("a") if procs.main else None
+    share = args.batch_size // procs.world
+    bar = tqdm(total=args.steps, initial=start_step, desc=f"{task.name} on {device.type}", file=sys.stderr,
+               disable=args.no_progress or not procs.main, mininterval=1.0, dynamic_ncols=True)
+    step, window_tokens, window_start, length = start_step, 0, time.perf_counter(), 0
+    model.train()
+    last_step = min(args.steps, args.stop_after or args.steps)
+    while step < last_step:
+        if args.time_budget is not None and train_seconds + (time.perf_counter() - window_start) >= args.time_budget:
+            break
+        for group in optimizer.param_groups:
+            group["lr"] = learning_rate(step, args)
+        indices = global_indices(step, args, len(task.train_examples))[procs.rank * share:(procs.rank + 1) * share]
+        b = {k: v.to(device, non_blocking=True) for k, v in task.batch(indices).items()}
+        with autocast:
+            loss, step_tokens = task.loss(step_model, b, args.label_smoothing)
+        optimizer.zero_grad(set_to_none=True)
+        scaler.scale(loss).backward()
+        if args.clip > 0:
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
+        scaler.step(optimizer)
+        scaler.update()
+        step += 1
+        window_tokens += step_tokens * procs.world
+        length = max(length, next(iter(b.values())).size(1))
+        if step % args.log_every == 0 or step == last_step:
+            synchronize(device)
+            now = time.perf_counter()
+            train_seconds += now - window_start
+            tokens += window_tokens
+            rate = window_tokens / max(now - window_start, 1e-9)
+            mean_loss = procs.mean(loss.item())
+            record = {"step": step, "loss": mean_loss, "lr": learning_rate(step - 1, args), "tokens_per_second": rate}
+            history.append(record)
+            if procs.main:
+                metrics.write(json.dumps(record) + "\n")
+                metrics.flush()
+                bar.set_postfix(loss=f"{mean_loss:.3f}", tok_s=f"{rate:,.0f}")
+            bar.update(step - bar.n)
+            if step % args.checkpoint_every == 0 and procs.main:
+                raw_model.eval()
+                validation.append({"step": step, "val_loss": task.validation_loss(raw_model, device)})
+                raw_model.train()
+                save_checkpoint(args.out / "checkpoint.pt", raw_model, optimizer, step, args, history, validation,
+                                tokens, train_seconds)
+            procs.barrier()
+            window_tokens, window_start = 0, time.perf_counter()
+    bar.close()
+    if window_tokens:
+        synchronize(device)
+        train_seconds += time.perf_counter() - window_start
+        tokens += window_tokens
+    result = {}
+    if procs.main:
+        raw_model.eval()
+        result = task.evaluate(raw_model, device)
+        validation.append({"step": step, "val_loss": result["val_loss"]})
+        save_checkpoint(args.out / "checkpoint.pt", raw_model, optimizer, step, args, history, validation, tokens,
+                        train_seconds)
+        plot_losses(history, validation, args.out / "loss_curve.png")
+        rate = tokens / max(train_seconds, 1e-9)
+        result = {"task": task.name, "device": str(device), "processes": procs.world, "steps": step, **result,
+                  "tokens_per_second": round(rate, 1), "train_seconds": round(train_seconds, 2),
+                  "wall_seconds": round(time.perf_counter() - started, 2),
+                  "parameters": sum(p.numel() for p in raw_model.parameters()), "precision": args.precision,
+                  "compile": args.compile, "attention": args.attention, "out": str(args.out)}
+        utilisation = mfu(rate, raw_model, args, length, device)
+        if utilisation is not None:
+            result["mfu"] = round(utilisation, 4)
+        (args.out / "final.json").write_text(json.dumps(result, indent=1) + "\n")
+        metrics.close()
+        print(json.dumps(result), flush=True)
+    procs.barrier()
+    procs.close()
+    return result
+
+
+if __name__ == "__main__":
+    main()

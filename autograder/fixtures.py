@@ -1,0 +1,57 @@
+"""Objects that hidden tests hand to a student's function, built the same way in the grader and the sandbox.
+
+A test cannot send an object into the sandbox (only plain data crosses), so a
+fixture crosses as its name and constructor arguments and is rebuilt from this
+module on the other side. The grader runs the reference with its own copy, so
+a fixture changed inside the sandbox changes only the student's result.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+class ScriptedTranslator(torch.nn.Module):
+    """A stand-in for a trained encoder-decoder whose greedy output is known.
+
+    ``encode(src, src_mask)`` keeps the source; ``decode(tgt_in, memory, tgt_mask,
+    memory_mask)`` returns logits (B, T, V) whose most likely token at position t
+    depends on the token fed at t, on the first source token and, through the
+    number of visible source positions, on ``memory_mask`` (None: all visible). Sequence b produces
+    ``eos_id`` when its output is as long as its visible source, so the sequences
+    of a batch end at different steps; fed more tokens, it goes on with words.
+    """
+
+    def __init__(self, vocab_size: int = 16, bos_id: int = 1, eos_id: int = 2):
+        super().__init__()
+        if vocab_size < 5:
+            raise ValueError(f"vocab_size must be at least 5, got {vocab_size}")
+        self.vocab_size, self.bos_id, self.eos_id = vocab_size, bos_id, eos_id
+        self.__wire_fixture__ = ("ScriptedTranslator", (vocab_size, bos_id, eos_id))
+
+    def encode(self, src, src_mask=None):
+        return src.float()[..., None]  # (B, S, 1): the "memory" is the source itself
+
+    def decode(self, tgt_in, memory, tgt_mask=None, memory_mask=None):
+        src = memory[..., 0].long()
+        visible = torch.ones_like(src, dtype=torch.bool) if memory_mask is None else memory_mask.bool()
+        length = visible.sum(dim=1, keepdim=True)  # (B, 1): output length before eos
+        words = self.vocab_size - 3  # ids 3 .. V-1 are words
+        step = torch.arange(tgt_in.size(1), device=tgt_in.device)[None, :]  # position t predicts token t + 1
+        word = 3 + (tgt_in * 5 + src[:, :1] + length) % words
+        # eos once the output is as long as the visible source; after that, words again (as an undertrained
+        # model would), so a decoder must fill finished sequences with eos itself.
+        next_token = torch.where(step == length, torch.full_like(word, self.eos_id), word)
+        logits = torch.full((*tgt_in.shape, self.vocab_size), -4.0, device=tgt_in.device)
+        logits.scatter_(-1, next_token[..., None], 4.0)
+        return logits
+
+
+FIXTURES = {"ScriptedTranslator": ScriptedTranslator}
+
+
+def build(name: str, args):
+    """The fixture ``name`` built with ``args``; only the classes of this module."""
+    if name not in FIXTURES:
+        raise ValueError(f"unknown fixture {name!r}")
+    return FIXTURES[name](*args)
