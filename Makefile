@@ -58,7 +58,7 @@ bench-grading: venv sandbox  ## seconds per notebook, plain nbgrader vs sandboxe
 	$(BIN)/python benchmarks/grading.py $(or $(N),8) --jobs 1 2
 
 train: venv  ## train the capstone Transformer (dates task, best device); options: ARGS="--help"
-	$(BIN)/python -m attention_course.train $(ARGS)
+	$(BIN)/python -m attention_course.trainer $(ARGS)
 
 bench-transformer: venv  ## tokens/s of the course's Transformer vs the same model from torch.nn layers
 	$(BIN)/python benchmarks/transformer.py $(ARGS)

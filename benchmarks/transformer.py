@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from attention_course import best_device
 from attention_course.attention import causal_mask
 from attention_course.dates import SOURCE_VOCAB, TARGET_VOCAB, DateTask, batch
-from attention_course.train import flops_per_token, mfu
+from attention_course.trainer import flops_per_token, mfu
 from attention_course.transformer import TokenEmbedding, Transformer
 
 

@@ -75,3 +75,12 @@ def test_plot_attention_labels_and_checks_shapes():
         plot_attention(np.zeros((2, 2, 2)))
     with pytest.raises(ValueError, match="keys has 3 labels but weights has 2 columns"):
         plot_attention(np.zeros((2, 2)), keys=["a", "b", "c"])
+
+
+def test_the_training_program_does_not_shadow_the_train_function():
+    import types
+
+    import attention_course.trainer  # noqa: F401  (a submodule named like an exported function would replace it)
+    from attention_course import train
+
+    assert callable(train) and not isinstance(train, types.ModuleType)

@@ -1,4 +1,4 @@
-"""`make train` (attention_course.train): a real run end to end, resume, torchrun, and the corpora."""
+"""`make train` (attention_course.trainer): a real run end to end, resume, torchrun, and the corpora."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from attention_course import corpora
-from attention_course.train import learning_rate, parse_args
+from attention_course.trainer import learning_rate, parse_args
 
 pytestmark = pytest.mark.slow
 
@@ -19,7 +19,7 @@ TINY = ["--d-model", "32", "--heads", "2", "--layers", "1", "--d-ff", "64", "--b
 
 
 def run(args, *, launcher=(sys.executable, "-m")) -> dict:
-    result = subprocess.run([*launcher, "attention_course.train", *args], capture_output=True, text=True, timeout=600)
+    result = subprocess.run([*launcher, "attention_course.trainer", *args], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 

@@ -1,4 +1,4 @@
-"""Train the course's Transformer: ``make train ARGS="..."`` or ``python -m attention_course.train``.
+"""Train the course's Transformer: ``make train ARGS="..."`` or ``python -m attention_course.trainer``.
 
 Two tasks:
 
@@ -44,7 +44,7 @@ PEAK_BF16_FLOPS = {"H100": 989e12, "H200": 989e12, "A100": 312e12, "L4": 121e12,
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m attention_course.train", description=__doc__.split("\n\n")[0],
+    p = argparse.ArgumentParser(prog="python -m attention_course.trainer", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--task", choices=("dates", "chars"), default="dates")
     p.add_argument("--corpus", choices=("course", "shakespeare"), default="course", help="text of the chars task")
