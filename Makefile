@@ -14,8 +14,9 @@ ASSIGNMENT ?=
 JOBS ?= 2
 NOTEBOOK ?=
 PYTEST_ARGS ?=
+DEST ?=
 
-.PHONY: help venv sandbox book test exercises check-exercises grade check bench-grading train bench-transformer clean
+.PHONY: help venv sandbox browser book linkcheck check-site student-repo test exercises check-exercises grade check bench-grading train bench-transformer clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -33,11 +34,33 @@ sandbox:  ## install bubblewrap, the sandbox that students' code is graded in
 	    echo "Installing bubblewrap"; apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; \
 	  else echo "Grading needs bubblewrap: install it (e.g. sudo apt-get install bubblewrap)"; exit 1; fi; }
 
-book: venv  ## build the book into _build/html (notebook outputs cached)
+browser:  ## install Chromium, the browser that `make test` reads the built site with
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || [ -n "$$CHROMIUM" ] || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing chromium"; apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
+	  else echo "The site tests need Chromium: install it (e.g. sudo apt-get install chromium) or set CHROMIUM=/path/to/chrome"; exit 1; fi; }
+
+MATHJAX := book/_static/mathjax/VERSION
+
+$(MATHJAX): course_site/mathjax.py | $(VENV)/.installed
+	$(BIN)/python -m course_site.mathjax
+
+book: venv $(MATHJAX)  ## build the book into _build/html (notebook outputs cached; MathJax served locally)
 	$(BIN)/jupyter-book build $(BOOK_FLAGS) .
 	@echo "The book is at file://$(CURDIR)/_build/html/index.html"
 
-test: venv sandbox  ## the whole test suite: book build, grading end to end, unit tests
+linkcheck: venv $(MATHJAX)  ## check the book's external links (needs a network; `make test` checks the internal ones)
+	$(BIN)/jupyter-book build --builder linkcheck .
+
+check-site: venv  ## fail if the built site (_build/html) holds a solution, a hidden test or an nbgrader marker
+	$(BIN)/python -m course_site.links _build/html
+	$(BIN)/python -m course_site.publish check _build/html
+
+student-repo: venv  ## write the public student repository (no solutions/, no hidden tests) into DEST and check it
+	@test -n "$(DEST)" || { echo "usage: make student-repo DEST=../attention-course-student   (an empty or new folder, outside this repository)"; exit 2; }
+	$(BIN)/python -m course_site.publish student-repo $(DEST)
+
+test: venv sandbox browser  ## the whole test suite: book build and site in Chromium, grading end to end, unit tests
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
 exercises: venv  ## regenerate exercises/ from solutions/ (nbgrader generate_assignment)

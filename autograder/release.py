@@ -1,5 +1,9 @@
 """Generate ``exercises/`` from ``solutions/`` (``make exercises``), or check that it is up to date.
 
+Every notebook starts with the Colab set-up cell for the repository that ``_config.yml`` names
+(``course_site.colab``); generating writes it into ``solutions/`` first, and the check fails
+while a solution notebook's cell is out of date.
+
     python -m autograder.release            # regenerate exercises/ (all assignments)
     python -m autograder.release NAME ...   # only these assignments
     python -m autograder.release --check    # exit 1 if exercises/ differs from a fresh generation
@@ -13,8 +17,34 @@ import sys
 import tempfile
 from pathlib import Path
 
-from autograder import _nbgrader
+import nbformat
+
+from autograder import _nbgrader, notebooks
 from autograder.notebooks import COURSE_ROOT
+
+
+def sync_colab_cells(assignments: list[str] | None = None, root: Path = COURSE_ROOT) -> list[str]:
+    """Give each solution notebook the current Colab set-up cell as its first cell; return those changed."""
+    from course_site import colab, repository
+
+    repo = repository(root)
+    changed = []
+    for name in assignments or _nbgrader.assignments(root):
+        path = notebooks.assignment_notebook(name, root=root)
+        nb = notebooks.read(path)
+        if colab.put_first(nb, repo):
+            nbformat.write(nb, str(path))
+            changed.append(name)
+    return changed
+
+
+def stale_colab_cells(root: Path = COURSE_ROOT) -> list[str]:
+    from course_site import colab, repository
+
+    repo = repository(root)
+    return [f"out of date: solutions/{name}/{name}.ipynb does not start with the Colab set-up cell for {repo.url}"
+            for name in _nbgrader.assignments(root)
+            if not colab.is_current(notebooks.read(notebooks.assignment_notebook(name, root=root)), repo)]
 
 
 def generate(assignments: list[str] | None = None, *, release_dir: Path | None = None,
@@ -41,7 +71,8 @@ def differences(root: Path = COURSE_ROOT) -> list[str]:
         committed = root / "exercises"
         ours = {p.relative_to(fresh) for p in fresh.rglob("*") if p.is_file()}
         theirs = {p.relative_to(committed) for p in committed.rglob("*") if p.is_file()} if committed.exists() else set()
-        problems = [f"missing: exercises/{p}" for p in sorted(ours - theirs)]
+        problems = stale_colab_cells(root)
+        problems += [f"missing: exercises/{p}" for p in sorted(ours - theirs)]
         problems += [f"not generated from solutions/: exercises/{p}" for p in sorted(theirs - ours)]
         problems += [f"out of date: exercises/{p}" for p in sorted(ours & theirs)
                      if not filecmp.cmp(fresh / p, committed / p, shallow=False)]
@@ -65,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(args.assignments) - set(_nbgrader.assignments()))
     if unknown:
         parser.error(f"no such assignment under solutions/: {', '.join(unknown)}")
+    for name in sync_colab_cells(args.assignments or None):
+        print(f"Updated the Colab set-up cell of solutions/{name}/{name}.ipynb")
     generate(args.assignments or None)
     print(f"Generated exercises/ for: {', '.join(args.assignments or _nbgrader.assignments())}")
     return 0

@@ -1,36 +1,223 @@
-"""The book builds with -W -n --keep-going: no warning, no failing cell."""
+"""The book: it builds with -W -n --keep-going, and the built site works as a reader sees it.
+
+The site is served on localhost and read in headless Chromium (tests/browser.py): every page
+loads without console errors or failed requests, MathJax (served from the site itself) renders
+the mathematics, every image loads and has alt text, search finds "softmax", internal links
+resolve, and each chapter's download and Colab links name the exercise notebook in the
+repository. Screenshots of the landing page and of a chapter are saved in _build/test-artifacts/.
+"""
 
 import subprocess
+from urllib.parse import urlsplit
 
 import pytest
 
 from autograder.notebooks import COURSE_ROOT
+from course_site import exercise_path, links, logo, publish, repository
+from tests import browser
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("book")]
+pytestmark = [pytest.mark.slow]
+
+HTML = COURSE_ROOT / "_build" / "html"
+ARTIFACTS = COURSE_ROOT / "_build" / "test-artifacts"
+CHAPTERS = ["ch01_bahdanau", "ch02_scaled_dot_product", "ch03_multi_head", "ch04_masking",
+            "ch05_positional_encoding", "ch06_transformer"]
+# The references that the course's bibliography must hold, by author and year.
+REQUIRED_REFERENCES = [("Bahdanau", "2015"), ("Luong", "2015"), ("Vaswani", "2017"), ("Su", "2021"),
+                       ("Dao", "2022")]
 
 
-def test_book_builds_strictly():
+@pytest.fixture(scope="module")
+def site():
     result = subprocess.run(["make", "--no-print-directory", "book"], cwd=COURSE_ROOT,
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
-    html = COURSE_ROOT / "_build" / "html"
-    chapter = (html / "book" / "ch02_scaled_dot_product.html").read_text()
+    return HTML
+
+
+@pytest.fixture(scope="module")
+def chromium(site):
+    with browser.serve(site) as base, browser.chromium() as chrome:
+        yield base, chrome
+
+
+def page_names(site):
+    return [p.relative_to(site).as_posix() for p in links.pages(site)]
+
+
+def test_book_builds_strictly(site):
+    chapter = (site / "book" / "ch02_scaled_dot_product.html").read_text()
     # The four-word example's printed output, reproduced exactly.
     assert "[[0.98522025 1.74174051 0.75652026]" in chapter
     assert "[0.90965265 1.40965265 0.5       ]" in chapter
-    assert (html / "index.html").exists()
     # Chapter 1 trains its models at build time and asserts >= 99% exact match there.
-    assert "exact match" in (html / "book" / "ch01_bahdanau.html").read_text()
-    assert (html / "book" / "instructor_guide.html").exists()
+    assert "exact match" in (site / "book" / "ch01_bahdanau.html").read_text()
     # Chapter 3 times its three attention paths at build time and compares with nn.MultiheadAttention.
-    multi_head = (html / "book" / "ch03_multi_head.html").read_text()
+    multi_head = (site / "book" / "ch03_multi_head.html").read_text()
     assert "course module, fused=True" in multi_head and "nn.MultiheadAttention" in multi_head
     # Chapter 4 shows the code of the package's masks (literalinclude) and the NaN of a fully masked row.
-    masking = (html / "book" / "ch04_masking.html").read_text()
+    masking = (site / "book" / "ch04_masking.html").read_text()
     assert '<span class="nf">decoder_self_attention_mask</span>' in masking and "nan" in masking
     # Chapter 5 runs its extrapolation experiment at build time and shows the rotary code.
-    positions = (html / "book" / "ch05_positional_encoding.html").read_text()
+    positions = (site / "book" / "ch05_positional_encoding.html").read_text()
     assert '<span class="nf">apply_rotary</span>' in positions and "rotary" in positions
     # Chapter 6 trains the Transformer with the training program at build time and runs the benchmark.
-    transformer = (html / "book" / "ch06_transformer.html").read_text()
+    transformer = (site / "book" / "ch06_transformer.html").read_text()
     assert '<span class="nf">greedy_decode</span>' in transformer and "tokens_per_second" in transformer
+
+
+def test_every_page_of_the_table_of_contents_is_built(site):
+    expected = {"index.html", "search.html", "genindex.html"} | {
+        f"book/{name}.html" for name in CHAPTERS + ["intro", "working_on_exercises", "instructor_guide",
+                                                   "glossary", "bibliography"]}
+    assert expected <= set(page_names(site)), sorted(expected - set(page_names(site)))
+
+
+def test_internal_links_resolve(site):
+    checked, broken = links.check(site)
+    assert checked > 500, f"only {checked} internal links found: is the site complete?"
+    assert not broken, "broken internal links:\n" + "\n".join(map(str, broken))
+
+
+def test_site_holds_no_solution_or_hidden_test(site):
+    report = publish.check(site)
+    assert report.secrets > 100 and report.files > 50, "the check looked for almost nothing"
+    assert report.ok, "the built site must not be published:\n" + "\n".join(map(str, report.problems))
+
+
+def test_logo_is_generated(site):
+    assert logo.main(["--check"]) == 0, "run `python -m course_site.logo` and commit book/_static/logo.svg"
+
+
+def test_pages_load_without_console_errors(chromium, site):
+    base, chrome = chromium
+    problems = {}
+    for name in page_names(site):
+        page, visit = browser.open_page(chrome, base + name)
+        if visit.problems:
+            problems[name] = visit.problems
+        page.context.close()
+    assert not problems, "\n".join(f"{name}: {p}" for name, ps in problems.items() for p in ps)
+
+
+def test_mathjax_renders_every_formula(chromium, site):
+    base, chrome = chromium
+    pages_with_math = 0
+    for name in page_names(site):
+        if 'class="math' not in (site / name).read_text():
+            continue
+        pages_with_math += 1
+        page, _ = browser.open_page(chrome, base + name)
+        browser.wait_for_mathjax(page)
+        formulas, rendered, errors = page.evaluate("""() => [
+            document.querySelectorAll('.math').length,
+            document.querySelectorAll('.math > mjx-container').length,
+            document.querySelectorAll('mjx-merror').length]""")
+        page.context.close()
+        assert formulas > 0 and rendered == formulas, (
+            f"{name}: MathJax rendered {rendered} of {formulas} formulas")
+        assert errors == 0, f"{name}: {errors} formulas have TeX errors"
+    assert pages_with_math >= len(CHAPTERS), f"only {pages_with_math} pages have mathematics"
+
+
+def test_images_load_and_have_alt_text(chromium, site):
+    base, chrome = chromium
+    problems = []
+    for name in page_names(site):
+        page, _ = browser.open_page(chrome, base + name)
+        images = page.evaluate("""() => Array.from(document.images).map(img => ({
+            src: img.getAttribute('src'), alt: img.alt, loaded: img.complete && img.naturalWidth > 0}))""")
+        page.context.close()
+        for image in images:
+            if not image["loaded"]:
+                problems.append(f"{name}: image {image['src']} did not load")
+            alt = image["alt"].strip()
+            if len(alt) < 10 or alt.startswith(("..", "_images")) or alt.endswith((".png", ".svg", ".jpg")):
+                problems.append(f"{name}: image {image['src']} has no real alt text ({alt!r})")
+    assert not problems, "\n".join(problems)
+
+
+def test_every_chapter_has_objectives_figures_takeaways_and_an_exercise(chromium, site):
+    base, chrome = chromium
+    for chapter in CHAPTERS:
+        page, _ = browser.open_page(chrome, f"{base}book/{chapter}.html")
+        headings = page.locator("article h1, article h2").all_inner_texts()
+        first_admonition = page.locator("article .admonition .admonition-title").first.inner_text()
+        figures = page.evaluate("""() => Array.from(document.querySelectorAll('.cell_output img'))
+                                        .filter(img => img.naturalWidth > 0).length""")
+        page.context.close()
+        headings = [h.strip().rstrip("#").strip() for h in headings]
+        assert first_admonition.strip() == "Learning objectives", f"{chapter}: no learning objectives at the top"
+        assert headings[-2:] == ["Key takeaways", "Exercise"], (
+            f"{chapter}: the page must end with 'Key takeaways' and 'Exercise', not {headings[-2:]}")
+        assert figures >= 1, f"{chapter}: no figure drawn by the chapter's code"
+
+
+def test_exercise_links_point_at_the_repository_notebooks(chromium, site):
+    base, chrome = chromium
+    repo = repository()
+    for chapter in CHAPTERS:
+        page, _ = browser.open_page(chrome, f"{base}book/{chapter}.html")
+        hrefs = {cls: page.locator(f".exercise-links a.{cls}").get_attribute("href")
+                 for cls in ("exercise-download", "exercise-colab", "exercise-github")}
+        downloaded = page.request.get(page.url.rsplit("/", 1)[0] + "/" + hrefs["exercise-download"])
+        status, body = downloaded.status, downloaded.body()
+        page.context.close()
+        notebook = COURSE_ROOT / exercise_path(chapter)
+        assert notebook.is_file()
+        assert status == 200 and body == notebook.read_bytes(), (
+            f"{chapter}: the download link does not give {exercise_path(chapter)}")
+        for cls, expected in (("exercise-colab", repo.colab_url(exercise_path(chapter))),
+                              ("exercise-github", repo.blob_url(exercise_path(chapter)))):
+            assert hrefs[cls] == expected, f"{chapter}: {cls} link is {hrefs[cls]}, expected {expected}"
+            path = urlsplit(hrefs[cls]).path.split(f"/blob/{repo.branch}/", 1)[1]
+            assert (COURSE_ROOT / path).is_file(), f"{chapter}: {cls} link names {path}, not in the repository"
+
+
+def test_exercise_page_links_every_exercise(site):
+    page = (site / "book" / "working_on_exercises.html").read_text()
+    for chapter in CHAPTERS:
+        assert repository().colab_url(exercise_path(chapter)) in page, chapter
+
+
+def test_search_finds_softmax(chromium):
+    base, chrome = chromium
+    page, visit = browser.open_page(chrome, base + "search.html?q=softmax")
+    page.wait_for_selector("ul.search li a", timeout=20_000)
+    results = page.locator("ul.search li a").evaluate_all("links => links.map(a => a.getAttribute('href'))")
+    page.context.close()
+    assert not visit.problems, visit.problems
+    assert any("ch02_scaled_dot_product" in href for href in results), results
+
+
+def test_landing_page_glossary_and_bibliography(chromium, site):
+    base, chrome = chromium
+    page, _ = browser.open_page(chrome, base + "index.html")  # redirects to book/intro.html
+    assert page.url.endswith("book/intro.html"), page.url
+    landing = page.locator("article").inner_text()
+    logo_loaded = page.evaluate("""() => Array.from(document.querySelectorAll('img.logo__image'))
+                                        .some(img => img.naturalWidth > 0)""")
+    page.context.close()
+    assert logo_loaded, "the course logo is not shown"
+    assert "Attention: from Bahdanau to Transformers" in landing
+    for chapter_title in ("Bahdanau", "Multi-head attention", "Masking", "Positional encodings", "Transformer"):
+        assert chapter_title in landing, f"the landing page's learning path does not name {chapter_title!r}"
+    assert "need to know" in landing.lower(), "the landing page has no prerequisites"
+
+    glossary = (site / "book" / "glossary.html").read_text()
+    for symbol in ("d_model", "d_k", "causal"):
+        assert symbol in glossary, f"the glossary does not explain {symbol}"
+    bibliography = (site / "book" / "bibliography.html").read_text()
+    for author, year in REQUIRED_REFERENCES:
+        assert author in bibliography and year in bibliography, f"the bibliography lacks {author} {year}"
+
+
+def test_screenshots_of_landing_page_and_a_chapter(chromium):
+    base, chrome = chromium
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    for name, url in (("landing.png", "book/intro.html"), ("chapter.png", "book/ch02_scaled_dot_product.html")):
+        page, _ = browser.open_page(chrome, base + url)
+        browser.wait_for_mathjax(page)
+        page.screenshot(path=str(ARTIFACTS / name), full_page=False)
+        page.context.close()
+        assert (ARTIFACTS / name).stat().st_size > 20_000, f"{name} is nearly empty"

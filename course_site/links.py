@@ -1,0 +1,105 @@
+"""Check the internal links of a built site: every link, image, script and stylesheet that points
+inside the site must name a file that exists, and every ``#fragment`` an element of that page.
+
+    python -m course_site.links [_build/html]     # exit 1 and list what is broken
+
+External links are checked by ``make linkcheck`` (Sphinx's linkcheck builder, needs a network).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from course_site import COURSE_ROOT
+
+LINK_ATTRIBUTES = {"a": "href", "link": "href", "img": "src", "script": "src", "source": "src", "iframe": "src"}
+
+
+class _Page(HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.ids: set[str] = set()
+        self.links: list[tuple[str, str]] = []  # (tag, url)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        for key in ("id", "name") if tag == "a" else ("id",):
+            if attrs.get(key):
+                self.ids.add(attrs[key])
+        url = attrs.get(LINK_ATTRIBUTES.get(tag, ""))
+        if url:
+            self.links.append((tag, url))
+
+
+@lru_cache(maxsize=None)
+def _parse(path: Path) -> _Page:
+    page = _Page()
+    page.feed(path.read_text(errors="replace"))
+    return page
+
+
+@dataclass(frozen=True)
+class BrokenLink:
+    page: str
+    tag: str
+    url: str
+    reason: str
+
+    def __str__(self):
+        return f"{self.page}: <{self.tag}> {self.url}: {self.reason}"
+
+
+def pages(site: Path) -> list[Path]:
+    """The site's HTML pages (not the files under _static/ or _sources/)."""
+    return sorted(p for p in site.rglob("*.html") if not p.relative_to(site).parts[0].startswith("_"))
+
+
+def is_internal(url: str) -> bool:
+    parts = urlsplit(url)
+    return not parts.scheme and not parts.netloc
+
+
+def check(site: Path) -> tuple[int, list[BrokenLink]]:
+    """Return the number of internal links checked and the broken ones."""
+    site = Path(site).resolve()
+    _parse.cache_clear()
+    checked, broken = 0, []
+    for page_path in pages(site):
+        page_name = page_path.relative_to(site).as_posix()
+        for tag, url in _parse(page_path).links:
+            if not is_internal(url):
+                continue
+            checked += 1
+            parts = urlsplit(url)
+            target = page_path if not parts.path else (page_path.parent / unquote(parts.path)).resolve()
+            if target.is_dir():
+                target = target / "index.html"
+            if site not in target.parents and target != site:
+                broken.append(BrokenLink(page_name, tag, url, "points outside the site"))
+            elif not target.is_file():
+                broken.append(BrokenLink(page_name, tag, url, "no such file"))
+            elif parts.fragment and target.suffix == ".html" and unquote(parts.fragment) not in _parse(target).ids:
+                broken.append(BrokenLink(page_name, tag, url, f"no element with id {parts.fragment!r} on that page"))
+    return checked, broken
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    site = Path(argv[0]) if argv else COURSE_ROOT / "_build" / "html"
+    if not (site / "index.html").is_file():
+        print(f"{site}: no index.html; build the book first (make book)")
+        return 2
+    checked, broken = check(site)
+    for link in broken:
+        print(link)
+    print(f"{checked} internal links in {len(pages(site))} pages, {len(broken)} broken")
+    return 1 if broken else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,106 @@
+"""A headless Chromium, driven by Playwright, reading a built site served on localhost.
+
+Used by tests/test_book.py. Chromium is Debian's ``chromium`` package (``make browser`` installs
+it); set ``CHROMIUM`` to use another binary.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import shutil
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+# Without these, Chromium tries to reach Google's services at start-up, which a closed network
+# turns into console noise; none of them changes how a page renders.
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def chromium_path() -> str:
+    for candidate in (os.environ.get("CHROMIUM"), "chromium", "chromium-browser", "google-chrome"):
+        if candidate and (found := shutil.which(candidate)):
+            return found
+    raise RuntimeError("no Chromium found: run `make browser` (Debian's chromium package) or set CHROMIUM")
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@contextmanager
+def serve(directory: Path):
+    """Serve ``directory`` on 127.0.0.1; yield its base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@dataclass
+class PageVisit:
+    """What happened while a page loaded: the problems a reader's console would show."""
+
+    url: str
+    problems: list[str] = field(default_factory=list)
+
+
+@contextmanager
+def chromium():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def open_page(browser, url: str, *, width: int = 1280, height: int = 900):
+    """Open ``url`` in a fresh context; return (page, visit) with console errors, uncaught
+    exceptions, failed requests, HTTP errors and requests that leave localhost recorded."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    visit = PageVisit(url)
+    host = urlsplit(url).netloc
+
+    def on_console(message):
+        if message.type == "error":
+            visit.problems.append(f"console error: {message.text}")
+
+    def on_request(request):
+        if urlsplit(request.url).scheme in ("http", "https") and urlsplit(request.url).netloc != host:
+            visit.problems.append(f"request leaves the site: {request.url}")
+
+    def on_response(response):
+        if response.status >= 400:
+            visit.problems.append(f"HTTP {response.status}: {response.url}")
+
+    page.on("console", on_console)
+    page.on("pageerror", lambda error: visit.problems.append(f"uncaught exception: {error}"))
+    page.on("requestfailed", lambda request: visit.problems.append(
+        f"request failed ({request.failure}): {request.url}"))
+    page.on("request", on_request)
+    page.on("response", on_response)
+    page.goto(url, wait_until="load")
+    page.wait_for_load_state("networkidle")
+    return page, visit
+
+
+def wait_for_mathjax(page, timeout_ms: int = 30_000) -> None:
+    """Wait until MathJax has typeset the page (its start-up promise has resolved)."""
+    page.wait_for_function("() => Boolean(window.MathJax && MathJax.startup && MathJax.startup.promise)",
+                           timeout=timeout_ms)
+    page.evaluate("() => MathJax.startup.promise.then(() => true)")
