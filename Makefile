@@ -50,7 +50,9 @@ book: venv $(MATHJAX)  ## build the book into _build/html (notebook outputs cach
 	@echo "The book is at file://$(CURDIR)/_build/html/index.html"
 
 linkcheck: venv $(MATHJAX)  ## check the book's external links (needs a network; `make test` checks the internal ones)
-	$(BIN)/jupyter-book build --builder linkcheck .
+	@status=0; $(BIN)/jupyter-book build --builder linkcheck . || status=$$?; \
+	mkdir -p _build/linkcheck && mv -f _build/html/output.txt _build/html/output.json _build/linkcheck/ 2>/dev/null; \
+	echo "Report: _build/linkcheck/output.txt"; exit $$status
 
 check-site: venv  ## fail if the built site (_build/html) holds a solution, a hidden test or an nbgrader marker
 	$(BIN)/python -m course_site.links _build/html
