@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import nbformat
 
+from autograder import notebooks
 from course_site import Repository
 
 GRADE_ID = "colab_setup"
@@ -37,7 +38,7 @@ def make_cell(repo: Repository):
 
 
 def is_colab_cell(cell) -> bool:
-    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == GRADE_ID
+    return notebooks.cell_id(cell) == GRADE_ID
 
 
 def is_current(nb, repo: Repository) -> bool:

@@ -48,6 +48,7 @@ from pathlib import Path, PurePosixPath
 
 import nbformat
 
+from autograder import notebooks
 from course_site import COURSE_ROOT
 
 # What the student repository holds: these folders, and these files where git tracks them.
@@ -231,15 +232,14 @@ def _notebook_secrets(nb, notebook: str) -> list[tuple[str, str, str]]:
     """(line, cell, kind) for every line of a hidden-test or reference-solution region."""
     found = []
     for number, cell in enumerate(nb.cells, 1):
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        name = meta.get("grade_id") or f"cell {number}"
+        name = notebooks.cell_id(cell) or f"cell {number}"
         source = cell.get("source", "")
         for line in _marked_regions(source, "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"):
             found.append((line, name, "hidden-test"))
         if "BEGIN SOLUTION" in source:
             for line in _marked_regions(source, "BEGIN SOLUTION", "END SOLUTION"):
                 found.append((line, name, "reference-solution"))
-        elif meta.get("solution"):
+        elif notebooks.is_solution(cell):
             # A solution cell without markers is replaced whole when the exercise is generated.
             found += [(line, name, "reference-solution") for line in source.splitlines()]
     return found

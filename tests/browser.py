@@ -68,35 +68,40 @@ def chromium():
             browser.close()
 
 
+@contextmanager
 def open_page(browser, url: str, *, width: int = 1280, height: int = 900):
-    """Open ``url`` in a fresh context; return (page, visit) with console errors, uncaught
-    exceptions, failed requests, HTTP errors and requests that leave localhost recorded."""
+    """Open ``url`` in a fresh context, closed on leaving; yield (page, visit) with console errors,
+    uncaught exceptions, failed requests, HTTP errors and requests that leave localhost recorded."""
     context = browser.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
     visit = PageVisit(url)
+    problems = visit.problems
     host = urlsplit(url).netloc
 
     def on_console(message):
         if message.type == "error":
-            visit.problems.append(f"console error: {message.text}")
+            problems.append(f"console error: {message.text}")
 
     def on_request(request):
         if urlsplit(request.url).scheme in ("http", "https") and urlsplit(request.url).netloc != host:
-            visit.problems.append(f"request leaves the site: {request.url}")
+            problems.append(f"request leaves the site: {request.url}")
 
     def on_response(response):
         if response.status >= 400:
-            visit.problems.append(f"HTTP {response.status}: {response.url}")
+            problems.append(f"HTTP {response.status}: {response.url}")
 
     page.on("console", on_console)
-    page.on("pageerror", lambda error: visit.problems.append(f"uncaught exception: {error}"))
-    page.on("requestfailed", lambda request: visit.problems.append(
-        f"request failed ({request.failure}): {request.url}"))
+    page.on("pageerror", lambda error: problems.append(f"uncaught exception: {error}"))
+    page.on("requestfailed", lambda request: problems.append(f"request failed ({request.failure}): {request.url}"))
     page.on("request", on_request)
     page.on("response", on_response)
-    page.goto(url, wait_until="load")
-    page.wait_for_load_state("networkidle")
-    return page, visit
+    try:
+        page.goto(url, wait_until="load")
+        page.wait_for_load_state("networkidle")
+        yield page, visit
+    finally:
+        visit.problems = list(problems)  # what closing the page aborts is not the page's problem
+        context.close()
 
 
 def wait_for_mathjax(page, timeout_ms: int = 30_000) -> None:

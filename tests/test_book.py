@@ -93,10 +93,9 @@ def test_pages_load_without_console_errors(chromium, site):
     base, chrome = chromium
     problems = {}
     for name in page_names(site):
-        page, visit = browser.open_page(chrome, base + name)
-        if visit.problems:
-            problems[name] = visit.problems
-        page.context.close()
+        with browser.open_page(chrome, base + name) as (page, visit):
+            if visit.problems:
+                problems[name] = visit.problems
     assert not problems, "\n".join(f"{name}: {p}" for name, ps in problems.items() for p in ps)
 
 
@@ -107,13 +106,12 @@ def test_mathjax_renders_every_formula(chromium, site):
         if 'class="math' not in (site / name).read_text():
             continue
         pages_with_math += 1
-        page, _ = browser.open_page(chrome, base + name)
-        browser.wait_for_mathjax(page)
-        formulas, rendered, errors = page.evaluate("""() => [
-            document.querySelectorAll('.math').length,
-            document.querySelectorAll('.math > mjx-container').length,
-            document.querySelectorAll('mjx-merror').length]""")
-        page.context.close()
+        with browser.open_page(chrome, base + name) as (page, _):
+            browser.wait_for_mathjax(page)
+            formulas, rendered, errors = page.evaluate("""() => [
+                document.querySelectorAll('.math').length,
+                document.querySelectorAll('.math > mjx-container').length,
+                document.querySelectorAll('mjx-merror').length]""")
         assert formulas > 0 and rendered == formulas, (
             f"{name}: MathJax rendered {rendered} of {formulas} formulas")
         assert errors == 0, f"{name}: {errors} formulas have TeX errors"
@@ -124,10 +122,9 @@ def test_images_load_and_have_alt_text(chromium, site):
     base, chrome = chromium
     problems = []
     for name in page_names(site):
-        page, _ = browser.open_page(chrome, base + name)
-        images = page.evaluate("""() => Array.from(document.images).map(img => ({
-            src: img.getAttribute('src'), alt: img.alt, loaded: img.complete && img.naturalWidth > 0}))""")
-        page.context.close()
+        with browser.open_page(chrome, base + name) as (page, _):
+            images = page.evaluate("""() => Array.from(document.images).map(img => ({
+                src: img.getAttribute('src'), alt: img.alt, loaded: img.complete && img.naturalWidth > 0}))""")
         for image in images:
             if not image["loaded"]:
                 problems.append(f"{name}: image {image['src']} did not load")
@@ -140,12 +137,11 @@ def test_images_load_and_have_alt_text(chromium, site):
 def test_every_chapter_has_objectives_figures_takeaways_and_an_exercise(chromium, site):
     base, chrome = chromium
     for chapter in CHAPTERS:
-        page, _ = browser.open_page(chrome, f"{base}book/{chapter}.html")
-        headings = page.locator("article h1, article h2").all_inner_texts()
-        first_admonition = page.locator("article .admonition .admonition-title").first.inner_text()
-        figures = page.evaluate("""() => Array.from(document.querySelectorAll('.cell_output img'))
-                                        .filter(img => img.naturalWidth > 0).length""")
-        page.context.close()
+        with browser.open_page(chrome, f"{base}book/{chapter}.html") as (page, _):
+            headings = page.locator("article h1, article h2").all_inner_texts()
+            first_admonition = page.locator("article .admonition .admonition-title").first.inner_text()
+            figures = page.evaluate("""() => Array.from(document.querySelectorAll('.cell_output img'))
+                                            .filter(img => img.naturalWidth > 0).length""")
         headings = [h.strip().rstrip("#").strip() for h in headings]
         assert first_admonition.strip() == "Learning objectives", f"{chapter}: no learning objectives at the top"
         assert headings[-2:] == ["Key takeaways", "Exercise"], (
@@ -157,12 +153,11 @@ def test_exercise_links_point_at_the_repository_notebooks(chromium, site):
     base, chrome = chromium
     repo = repository()
     for chapter in CHAPTERS:
-        page, _ = browser.open_page(chrome, f"{base}book/{chapter}.html")
-        hrefs = {cls: page.locator(f".exercise-links a.{cls}").get_attribute("href")
-                 for cls in ("exercise-download", "exercise-colab", "exercise-github")}
-        downloaded = page.request.get(page.url.rsplit("/", 1)[0] + "/" + hrefs["exercise-download"])
-        status, body = downloaded.status, downloaded.body()
-        page.context.close()
+        with browser.open_page(chrome, f"{base}book/{chapter}.html") as (page, _):
+            hrefs = {cls: page.locator(f".exercise-links a.{cls}").get_attribute("href")
+                     for cls in ("exercise-download", "exercise-colab", "exercise-github")}
+            downloaded = page.request.get(page.url.rsplit("/", 1)[0] + "/" + hrefs["exercise-download"])
+            status, body = downloaded.status, downloaded.body()
         notebook = COURSE_ROOT / exercise_path(chapter)
         assert notebook.is_file()
         assert status == 200 and body == notebook.read_bytes(), (
@@ -182,22 +177,20 @@ def test_exercise_page_links_every_exercise(site):
 
 def test_search_finds_softmax(chromium):
     base, chrome = chromium
-    page, visit = browser.open_page(chrome, base + "search.html?q=softmax")
-    page.wait_for_selector("ul.search li a", timeout=20_000)
-    results = page.locator("ul.search li a").evaluate_all("links => links.map(a => a.getAttribute('href'))")
-    page.context.close()
+    with browser.open_page(chrome, base + "search.html?q=softmax") as (page, visit):
+        page.wait_for_selector("ul.search li a", timeout=20_000)
+        results = page.locator("ul.search li a").evaluate_all("links => links.map(a => a.getAttribute('href'))")
     assert not visit.problems, visit.problems
     assert any("ch02_scaled_dot_product" in href for href in results), results
 
 
 def test_landing_page_glossary_and_bibliography(chromium, site):
     base, chrome = chromium
-    page, _ = browser.open_page(chrome, base + "index.html")  # redirects to book/intro.html
-    assert page.url.endswith("book/intro.html"), page.url
-    landing = page.locator("article").inner_text()
-    logo_loaded = page.evaluate("""() => Array.from(document.querySelectorAll('img.logo__image'))
-                                        .some(img => img.naturalWidth > 0)""")
-    page.context.close()
+    with browser.open_page(chrome, base + "index.html") as (page, _):  # redirects to book/intro.html
+        assert page.url.endswith("book/intro.html"), page.url
+        landing = page.locator("article").inner_text()
+        logo_loaded = page.evaluate("""() => Array.from(document.querySelectorAll('img.logo__image'))
+                                            .some(img => img.naturalWidth > 0)""")
     assert logo_loaded, "the course logo is not shown"
     assert "Attention: from Bahdanau to Transformers" in landing
     for chapter_title in ("Bahdanau", "Multi-head attention", "Masking", "Positional encodings", "Transformer"):
@@ -216,8 +209,7 @@ def test_screenshots_of_landing_page_and_a_chapter(chromium):
     base, chrome = chromium
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     for name, url in (("landing.png", "book/intro.html"), ("chapter.png", "book/ch02_scaled_dot_product.html")):
-        page, _ = browser.open_page(chrome, base + url)
-        browser.wait_for_mathjax(page)
-        page.screenshot(path=str(ARTIFACTS / name), full_page=False)
-        page.context.close()
+        with browser.open_page(chrome, base + url) as (page, _):
+            browser.wait_for_mathjax(page)
+            page.screenshot(path=str(ARTIFACTS / name), full_page=False)
         assert (ARTIFACTS / name).stat().st_size > 20_000, f"{name} is nearly empty"

@@ -50,16 +50,16 @@ def test_link_check_finds_missing_pages_anchors_and_images(small_site):
 
 def test_browser_sees_a_sound_page_as_sound(small_site):
     with browser.serve(small_site) as base, browser.chromium() as chrome:
-        page, visit = browser.open_page(chrome, base + "good.html")
-        loaded = page.evaluate("() => Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)")
+        with browser.open_page(chrome, base + "good.html") as (page, visit):
+            loaded = page.evaluate("() => Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)")
     assert visit.problems == [] and loaded
 
 
 def test_browser_reports_exceptions_console_errors_and_missing_files(small_site):
     (small_site / "broken.html").write_text(BROKEN)
     with browser.serve(small_site) as base, browser.chromium() as chrome:
-        page, visit = browser.open_page(chrome, base + "broken.html")
-        loaded = page.evaluate("() => Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)")
+        with browser.open_page(chrome, base + "broken.html") as (page, visit):
+            loaded = page.evaluate("() => Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)")
     problems = "\n".join(visit.problems)
     assert "uncaught exception" in problems and "undefinedFunction" in problems
     assert "console error: a reader would see this" in problems
