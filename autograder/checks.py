@@ -20,6 +20,7 @@ from __future__ import annotations
 import builtins
 import importlib
 import inspect
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +51,11 @@ class Item:
 # --------------------------------------------------------------------------- helpers
 
 
+# Seeding and building a module use PyTorch's global generator, which `make grade` shares
+# between the threads that grade notebooks side by side.
+_TORCH_RNG = threading.Lock()
+
+
 class _Call:
     """One call of the student's code: its inputs (as plain data) and what it returned."""
 
@@ -66,21 +72,24 @@ class _Call:
 
     def use_reference_weights(self) -> None:
         """Build the reference object (seeded) and keep its weights for the student's object."""
-        torch.manual_seed(self.seed)
-        self.weights = reference.get(self.item.assignment, self.item.name)(*self.init).state_dict()
+        with _TORCH_RNG:
+            torch.manual_seed(self.seed)
+            self.weights = reference.get(self.item.assignment, self.item.name)(*self.init).state_dict()
 
-    def build(self, cls, reference_object: bool):
+    def build(self, cls):
         """The object the call goes to: an instance of ``cls`` with the weights, and its ``method``."""
         name = self.item.name
-        torch.manual_seed(self.seed)
         try:
-            instance = cls(*self.init)
+            with _TORCH_RNG:
+                torch.manual_seed(self.seed)
+                instance = cls(*self.init)
         except NotImplementedError:
             self.fail(f"{name}({', '.join(map(repr, self.init))}) raised NotImplementedError",
                       f"write your implementation of {name}")
         except Exception as exc:
             self.fail(f"{name}({', '.join(map(repr, self.init))}) raised {type(exc).__name__}: {exc}")
-        if self.weights is not None and not reference_object:
+        if self.weights is not None:
+            # The reference object gets them too: it computes with exactly what the student's got.
             try:
                 instance.load_state_dict(self.weights)
             except Exception as exc:
@@ -119,7 +128,7 @@ class _Call:
         inputs, keywords = inputs or specs.materialize(self.args, self.kwargs, self.seed)
         target = self.item.obj if obj is None else obj
         if self.init is not None:
-            target = self.build(target, reference_object=obj is not None)
+            target = self.build(target)
         return self.invoke(target, inputs, keywords)
 
     def invoke(self, target, inputs, keywords):
@@ -330,7 +339,7 @@ def _name_of(call: _Call, which: int | str) -> str:
 
 def _perturbation(call: _Call, change: int | str, output: str | None, where_fn, seed: int):
     """The student's output (as NumPy) before and after changing input ``change`` where ``where_fn`` says."""
-    target = call.item.obj if call.init is None else call.build(call.item.obj, reference_object=False)
+    target = call.item.obj if call.init is None else call.build(call.item.obj)
     inputs, keywords = specs.materialize(call.args, call.kwargs, call.seed)
     original = call.input_value(change)
     if not isinstance(original, torch.Tensor):
@@ -522,7 +531,7 @@ def check_raises(item: Item, args, kwargs=None, *, exception: str = "ValueError"
     expected = getattr(builtins, exception)
     call = _Call(item, f"{exception} for bad arguments", args, kwargs, seed, hint, init=init, method=method)
     inputs, keywords = specs.materialize(call.args, call.kwargs, seed)
-    target = item.obj if init is None else call.build(item.obj, reference_object=False)
+    target = item.obj if init is None else call.build(item.obj)
     try:
         target(*inputs, **keywords)
     except expected as exc:
