@@ -2,28 +2,17 @@
 
 Chapters and exercises import from here what is not the subject of the lesson
 itself: toy data, the date-translation task, plotting, device and seeding
-utilities, a training loop and metrics. From chapter 3 on, it also holds the
-attention code that later chapters build on (``attention_course.attention``),
-the same pieces that the chapters show and the exercises ask students to write.
+utilities, a training loop and metrics, and the conversions between the course's
+modules and PyTorch's built-ins. What the exercises ask students to write is not
+here: it is in ``attention_course.solutions`` (one module per assignment), which
+holds a chapter's reference solutions only once they are released.
 """
 
-from attention_course.attention import (
-    MultiHeadAttention,
-    causal_mask,
-    decoder_self_attention_mask,
-    masked_softmax,
-    merge_heads,
-    padding_mask,
-    scaled_dot_product_attention,
-    split_heads,
-    to_torch_attn_mask,
-    to_torch_multihead,
-)
 from attention_course.dates import DateTask
 from attention_course.devices import best_device, seed_everything
 from attention_course.memory import attention_score_bytes, format_bytes
+from attention_course.interop import to_torch_attn_mask, to_torch_multihead
 from attention_course.plotting import plot_attention
-from attention_course.positions import PositionalEncoding, apply_rotary, sinusoidal_positional_encoding
 from attention_course.toy import FOUR_WORDS, four_word_example
 from attention_course.training import (
     LengthBucket,
@@ -38,16 +27,6 @@ from attention_course.training import (
 )
 
 __all__ = [
-    "MultiHeadAttention",
-    "PositionalEncoding",
-    "apply_rotary",
-    "causal_mask",
-    "decoder_self_attention_mask",
-    "masked_softmax",
-    "merge_heads",
-    "padding_mask",
-    "scaled_dot_product_attention",
-    "split_heads",
     "to_torch_attn_mask",
     "to_torch_multihead",
     "DateTask",
@@ -64,7 +43,6 @@ __all__ = [
     "plot_attention",
     "plot_loss_curve",
     "seed_everything",
-    "sinusoidal_positional_encoding",
     "sequence_cross_entropy",
     "to_device",
     "train",

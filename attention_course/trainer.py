@@ -32,12 +32,13 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from attention_course.attention import decoder_self_attention_mask
 from attention_course.corpora import course_text, tiny_shakespeare
 from attention_course.dates import SOURCE_VOCAB, TARGET_VOCAB, DateTask, batch
 from attention_course.devices import best_device
 from attention_course.training import exact_match
-from attention_course.transformer import DecoderOnly, Transformer, greedy_decode
+from attention_course.model import DecoderOnly, EncoderDecoder
+from attention_course.solutions.ch04_masking import decoder_self_attention_mask
+from attention_course.solutions.ch06_transformer import greedy_decode
 
 # Dense bf16 peak FLOP/s of GPUs, from their vendors' data sheets, for model FLOPs utilisation.
 PEAK_BF16_FLOPS = {"H100": 989e12, "H200": 989e12, "A100": 312e12, "L4": 121e12, "A10": 125e12, "4090": 165e12}
@@ -154,7 +155,7 @@ class DatesTask:
 
     def model(self, fused: bool) -> torch.nn.Module:
         a = self.args
-        return Transformer(len(SOURCE_VOCAB), len(TARGET_VOCAB), a.d_model, a.heads, a.layers, a.d_ff, a.dropout,
+        return EncoderDecoder(len(SOURCE_VOCAB), len(TARGET_VOCAB), a.d_model, a.heads, a.layers, a.d_ff, a.dropout,
                            max_len=64, norm_first=a.norm == "pre", fused=fused)
 
     def batch(self, indices: torch.Tensor, examples=None) -> dict:

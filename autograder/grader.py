@@ -33,7 +33,8 @@ import numpy as np
 from nbgrader.preprocessors import ClearHiddenTests
 import torch
 
-from autograder import notebooks, reference, wire
+from autograder import course, notebooks, reference, wire
+from autograder.packages import sandbox_packages
 from autograder.checks import CheckFailed
 from autograder.sandbox import Limits, Sandbox, SandboxError, SandboxTimeout
 
@@ -159,9 +160,10 @@ class _Session:
     """The student's program running in a sandbox, restarted when it hangs or dies."""
 
     def __init__(self, program: list[str], where: list[int], report: Report, limits: Limits, isolation: str,
-                 deadline: float):
+                 deadline: float, packages: Path):
         self.program, self.where, self.report = program, where, report
         self.limits, self.isolation, self.deadline = limits, isolation, deadline
+        self.packages = packages
         self.skipped: set[int] = set()
         self.sandbox: Sandbox | None = None
         self.restarts = 0
@@ -173,7 +175,7 @@ class _Session:
             if self.restarts > MAX_RESTARTS or time.monotonic() > self.deadline:
                 raise SandboxError("grading stopped: the notebook used up its time and restarts")
             self.restarts += 1
-            sandbox = Sandbox(self.limits, self.isolation)
+            sandbox = Sandbox(self.limits, self.isolation, self.packages)
             labels = [f"cell {index + 1}" if index >= 0 else "the setup cell" for index in self.where]
             try:
                 errors = sandbox.run_cells([None if i in self.skipped else code for i, code in enumerate(self.program)],
@@ -335,15 +337,20 @@ def _student_exception(name: str, message: str) -> Exception:
     return type(safe, (Exception,), {})(message)
 
 
-def program_key(source: Source, program: list[str], limits: Limits) -> str:
-    data = json.dumps([source.digest, program, asdict(limits)]).encode()
+def program_key(source: Source, program: list[str], limits: Limits, release: course.Release) -> str:
+    data = json.dumps([source.digest, program, asdict(limits), release.key]).encode()
     return hashlib.sha256(data).hexdigest()
 
 
 def grade_notebook(assignment: str, submission, *, notebook: str | None = None, limits: Limits = Limits(),
-                   isolation: str = "bwrap") -> Report:
-    """Grade one submitted notebook (a path or a NotebookNode) against the instructor's tests."""
+                   isolation: str = "bwrap", release: course.Release | None = None) -> Report:
+    """Grade one submitted notebook (a path or a NotebookNode) against the instructor's tests.
+
+    The student's code can import the course's packages as students get them under ``release``
+    (default: the term's settings), so never the solution of a chapter that is not released.
+    """
     started = time.monotonic()
+    release = release or course.release()
     source = Source.load(assignment, notebook)
     report = Report(assignment, source.notebook)
     try:
@@ -355,8 +362,9 @@ def grade_notebook(assignment: str, submission, *, notebook: str | None = None, 
         for gid, _, points in source.tests:
             report.tests[gid] = TestResult(gid, points, False, "the notebook could not be read, so no test ran")
         return report
-    report.key = program_key(source, program, limits)
-    session = _Session(program, where, report, limits, isolation, started + TOTAL_SECONDS)
+    report.key = program_key(source, program, limits, release)
+    session = _Session(program, where, report, limits, isolation, started + TOTAL_SECONDS,
+                       sandbox_packages(release))
     trusted = {"__name__": f"autograder.tests.{assignment}"}
     for code in source.setup.values():
         exec(compile(code, f"<setup of {assignment}>", "exec"), trusted)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
 import nbformat
 
-COURSE_ROOT = Path(__file__).resolve().parent.parent
+from autograder.course import COURSE_ROOT
+
+COLAB_CELL = "colab_setup"  # the grade_id of the first cell of every notebook (course_site.colab)
 SOLUTION_RE = re.compile(r"^[ \t]*### BEGIN SOLUTION[ \t]*\n(.*?)^[ \t]*### END SOLUTION[ \t]*$\n?", re.S | re.M)
 
 
@@ -55,6 +58,12 @@ def reference_source(nb) -> str:
     """The code that defines the reference solution: setup cells and solution cells, in order."""
     parts = [cell.source for cell in nb.cells if is_setup(cell) or is_solution(cell)]
     return "\n\n".join(parts) + "\n"
+
+
+def defined_names(source: str) -> list[str]:
+    """The functions and classes that a cell's code defines at its top level."""
+    tree = ast.parse(source)
+    return [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
 
 
 def solution_body(cell) -> str:

@@ -3,8 +3,9 @@
 :class:`Sandbox` starts :mod:`autograder.worker` under bubblewrap (``bwrap``):
 new user, PID, network, IPC and UTS namespaces (no network at all), every
 capability dropped, a read-only view of the Python installation and of the
-course's two public packages (``autograder``, ``attention_course``) and
-nothing else of the course: no ``solutions/``, no gradebook, no other student.
+course's two packages as students get them (:mod:`autograder.packages`: no
+reference solution of a chapter that is not released) and nothing else of the
+course: no ``solutions/``, no gradebook, no other student.
 Its home and ``/tmp`` are empty and private. Resource limits: address space
 (memory), CPU seconds, file size, and the number of processes (an ``RLIMIT_NPROC``
 for unprivileged graders and a cgroup ``pids.max`` where the grader may create
@@ -35,7 +36,7 @@ from pathlib import Path
 
 from autograder import wire
 
-PACKAGES = ("autograder", "attention_course")
+PACKAGES_MOUNT = "/opt/course-packages"  # where the students' packages are, inside the sandbox
 
 # Runs first in the new process (no threads yet, unlike the grader): join the
 # cgroup, set the resource limits, then become the sandbox. Inherited by all it starts.
@@ -92,18 +93,7 @@ def bwrap_available() -> bool:
     return shutil.which("bwrap") is not None
 
 
-def _package_dirs() -> list[Path]:
-    import importlib.util
-
-    dirs = []
-    for name in PACKAGES:
-        spec = importlib.util.find_spec(name)
-        if spec and spec.submodule_search_locations:
-            dirs += [Path(p).resolve() for p in spec.submodule_search_locations if Path(p).is_dir()]
-    return dirs
-
-
-def _bwrap_command(python: str) -> list[str]:
+def _bwrap_command(python: str, packages: Path) -> list[str]:
     prefixes = sorted({Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()})
     command = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
                "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev",
@@ -117,8 +107,9 @@ def _bwrap_command(python: str) -> list[str]:
     for etc in ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "passwd", "group",
                 "nsswitch.conf", "alternatives", "fonts"):
         command += ["--ro-bind-try", f"/etc/{etc}", f"/etc/{etc}"]
-    for path in [*prefixes, *_package_dirs()]:
+    for path in prefixes:
         command += ["--ro-bind", str(path), str(path)]
+    command += ["--ro-bind", str(packages), PACKAGES_MOUNT]
     command += ["--dir", "/home/student", "--chdir", "/home/student"]
     return [*command, python, "-m", "autograder.worker"]
 
@@ -176,7 +167,8 @@ class _PidsCgroup:
 class Sandbox:
     """One running worker. Use as a context manager; ``close()`` kills everything it started."""
 
-    def __init__(self, limits: Limits = Limits(), isolation: str = "bwrap"):
+    def __init__(self, limits: Limits = Limits(), isolation: str = "bwrap", packages: Path | None = None):
+        """``packages``: a folder of the students' packages (default: those of the term's release)."""
         if isolation not in ("bwrap", "none"):
             raise ValueError(f"isolation must be 'bwrap' or 'none', got {isolation!r}")
         if isolation == "bwrap" and not bwrap_available():
@@ -184,14 +176,20 @@ class Sandbox:
                                "or grade with isolation='none' on a machine you trust the code on")
         self.limits = limits
         self._home = None
+        if packages is None:
+            from autograder import course
+            from autograder.packages import sandbox_packages
+
+            packages = sandbox_packages(course.release())
         if isolation == "bwrap":
-            command, env = _bwrap_command(sys.executable), _environment("/home/student")
+            command, env = _bwrap_command(sys.executable, Path(packages)), _environment("/home/student")
             env["AUTOGRADER_PID_NAMESPACE"] = "1"
+            env["PYTHONPATH"] = PACKAGES_MOUNT
             cwd = None
         else:
             self._home = tempfile.mkdtemp(prefix="attention-grader-")
             command, env, cwd = [sys.executable, "-m", "autograder.worker"], _environment(self._home), self._home
-            env["PYTHONPATH"] = os.pathsep.join(str(p.parent) for p in _package_dirs())
+            env["PYTHONPATH"] = str(packages)
         self._cgroup = _PidsCgroup(limits.processes)
         procs = str(self._cgroup.path / "cgroup.procs") if self._cgroup.path else ""
         launch = [sys.executable, "-S", "-c", _LAUNCHER, json.dumps(asdict(limits)), procs, *command]

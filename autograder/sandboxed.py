@@ -21,6 +21,7 @@ from nbformat.v4 import new_output
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Unicode
 
+from autograder import course
 from autograder.grader import Report, Source, grade_notebook, program_key, student_program
 from autograder.notebooks import cell_id, is_test
 from autograder.sandbox import Limits
@@ -83,7 +84,7 @@ class SandboxedExecute(NbGraderPreprocessor):
         try:
             report = Report.from_json(path.read_text())
             source = Source.load(assignment, notebook)
-            key = program_key(source, student_program(source, nb)[0], Limits())
+            key = program_key(source, student_program(source, nb)[0], Limits(), course.release())
         except Exception:
             return None
         return report if report.key == key else None

@@ -1,47 +1,85 @@
 """The ``torch.nn`` built-ins that graded modules must equal, given the same weights.
 
-A converter makes weights for the student's module (a state_dict under the
-contract's names, from the course's own module), and, given those weights, the
-module's constructor arguments and the call's inputs, builds the built-in with
-the same weights, converts the inputs to the built-in's conventions
-(masks with True = may NOT attend, for instance) and returns its outputs by name.
+A converter makes random weights for the student's module from its constructor arguments alone
+(a ``state_dict`` under the contract's names: no implementation of the module is needed, so the
+visible tests can run on a student's machine), and, given those weights, the constructor
+arguments and the call's inputs, builds the built-in with the same weights
+(:mod:`attention_course.interop`), converts the inputs to the built-in's conventions (masks with
+True = may NOT attend, for instance) and returns its outputs by name.
+
+Layer norms get random weights and biases too, not the fresh ones and zeros that hide a norm used
+in the wrong place.
 """
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn as nn
 
-from attention_course.attention import MultiHeadAttention, to_torch_attn_mask, to_torch_multihead
-from attention_course.transformer import (DecoderLayer, EncoderLayer, FeedForward, to_torch_decoder_layer,
-                                          to_torch_encoder_layer)
+from attention_course.interop import (decoder_layer_from_state, encoder_layer_from_state, multihead_from_state,
+                                      to_torch_attn_mask)
 
 
-class Converter:
-    """``label``: the built-in's name; ``module``: a course module with the contract's submodule names."""
+def _linear(state: dict, name: str, n_in: int, n_out: int, bias: bool, generator: torch.Generator) -> None:
+    bound = 1 / math.sqrt(n_in)
+    state[f"{name}.weight"] = (torch.rand(n_out, n_in, generator=generator) * 2 - 1) * bound
+    if bias:
+        state[f"{name}.bias"] = (torch.rand(n_out, generator=generator) * 2 - 1) * bound
 
-    def __init__(self, label: str, module, function):
-        self.label, self.module, self.function = label, module, function
 
-    def weights(self, init: tuple, seed: int) -> dict:
-        """Random weights for a module built with ``init``, under the contract's names."""
-        torch.manual_seed(seed)
-        return self.module(*init).state_dict()
+def _norm(state: dict, name: str, size: int, generator: torch.Generator) -> None:
+    state[f"{name}.weight"] = 1 + 0.5 * torch.randn(size, generator=generator)
+    state[f"{name}.bias"] = 0.5 * torch.randn(size, generator=generator)
 
-    def __call__(self, weights, init, inputs, keywords) -> dict:
-        with torch.no_grad():
-            return self.function(weights, init, inputs, keywords)
+
+def _attention(state: dict, prefix: str, d_model: int, bias: bool, generator: torch.Generator) -> None:
+    for name in ("W_q", "W_k", "W_v", "W_o"):
+        _linear(state, f"{prefix}{name}", d_model, d_model, bias, generator)
+
+
+def _ff(state: dict, d_model: int, d_ff: int, generator: torch.Generator) -> None:
+    _linear(state, "ff.linear1", d_model, d_ff, True, generator)
+    _linear(state, "ff.linear2", d_ff, d_model, True, generator)
+
+
+def _layer_args(init):
+    """(d_model, num_heads, d_ff, dropout=0.0, norm_first=False) -> (d_model, num_heads, d_ff, norm_first)."""
+    d_model, num_heads, d_ff, *rest = init
+    return d_model, num_heads, d_ff, bool(rest[1]) if len(rest) > 1 else False
 
 
 def _argument(inputs, keywords, index: int, name: str, default=None):
     return inputs[index] if len(inputs) > index else keywords.get(name, default)
 
 
+class Converter:
+    """``label``: the built-in's name; ``make_weights(init, generator)``; ``function(weights, init, inputs, keywords)``."""
+
+    def __init__(self, label: str, make_weights, function):
+        self.label, self.make_weights, self.function = label, make_weights, function
+
+    def weights(self, init: tuple, seed: int) -> dict:
+        """Random weights for a module built with ``init``, under the contract's names."""
+        generator = torch.Generator().manual_seed(seed)
+        return self.make_weights(tuple(init), generator)
+
+    def __call__(self, weights, init, inputs, keywords) -> dict:
+        with torch.no_grad():
+            return self.function(weights, tuple(init), inputs, keywords)
+
+
+def _multihead_weights(init, generator):
+    d_model, _, *rest = init
+    state = {}
+    _attention(state, "", d_model, bool(rest[0]) if rest else True, generator)
+    return state
+
+
 def _multihead_attention(weights, init, inputs, keywords):
-    d_model, num_heads, *rest = init
-    course = MultiHeadAttention(d_model, num_heads, bias=rest[0] if rest else keywords.get("bias", True))
-    course.load_state_dict(weights)
-    builtin = to_torch_multihead(course)
+    num_heads = init[1]
+    builtin = multihead_from_state(weights, num_heads)
     query, key, value = inputs[:3]
     mask = _argument(inputs, keywords, 3, "mask")
     attn_mask = None
@@ -52,47 +90,63 @@ def _multihead_attention(weights, init, inputs, keywords):
     return {"output": output, "weights": per_head}
 
 
+def _feed_forward_weights(init, generator):
+    state = {}
+    _ff(state, init[0], init[1], generator)
+    return {key.removeprefix("ff."): value for key, value in state.items()}
+
+
 def _feed_forward(weights, init, inputs, keywords):
-    course = FeedForward(*init[:2])
-    course.load_state_dict(weights)
-    builtin = nn.Sequential(course.linear1, nn.ReLU(), course.linear2)
-    return {"result": builtin(inputs[0])}
+    linear1, linear2 = nn.Linear(init[0], init[1]), nn.Linear(init[1], init[0])
+    linear1.load_state_dict({"weight": weights["linear1.weight"], "bias": weights["linear1.bias"]})
+    linear2.load_state_dict({"weight": weights["linear2.weight"], "bias": weights["linear2.bias"]})
+    return {"result": nn.Sequential(linear1, nn.ReLU(), linear2)(inputs[0])}
 
 
-def _layer_args(init):
-    """(d_model, num_heads, d_ff, dropout=0.0, norm_first=False) -> the same, with dropout 0."""
-    d_model, num_heads, d_ff, *rest = init
-    norm_first = rest[1] if len(rest) > 1 else False
-    return d_model, num_heads, d_ff, 0.0, norm_first
+def _encoder_weights(init, generator):
+    d_model, _, d_ff, _ = _layer_args(init)
+    state = {}
+    _attention(state, "self_attn.", d_model, True, generator)
+    _ff(state, d_model, d_ff, generator)
+    for i in (1, 2):
+        _norm(state, f"norm{i}", d_model, generator)
+    return state
 
 
 def _encoder_layer(weights, init, inputs, keywords):
-    course = EncoderLayer(*_layer_args(init))
-    course.load_state_dict(weights)
+    _, num_heads, _, norm_first = _layer_args(init)
     x = inputs[0]
     mask = _argument(inputs, keywords, 1, "mask")
-    attn_mask = None if mask is None else to_torch_attn_mask(mask, x.size(0), init[1], x.size(1), x.size(1))
-    return {"result": to_torch_encoder_layer(course).eval()(x, src_mask=attn_mask)}
+    attn_mask = None if mask is None else to_torch_attn_mask(mask, x.size(0), num_heads, x.size(1), x.size(1))
+    return {"result": encoder_layer_from_state(weights, num_heads, norm_first)(x, src_mask=attn_mask)}
+
+
+def _decoder_weights(init, generator):
+    d_model, _, d_ff, _ = _layer_args(init)
+    state = {}
+    _attention(state, "self_attn.", d_model, True, generator)
+    _attention(state, "cross_attn.", d_model, True, generator)
+    _ff(state, d_model, d_ff, generator)
+    for i in (1, 2, 3):
+        _norm(state, f"norm{i}", d_model, generator)
+    return state
 
 
 def _decoder_layer(weights, init, inputs, keywords):
-    course = DecoderLayer(*_layer_args(init))
-    course.load_state_dict(weights)
+    _, num_heads, _, norm_first = _layer_args(init)
     x, memory = inputs[:2]
     tgt_mask = _argument(inputs, keywords, 2, "tgt_mask")
     memory_mask = _argument(inputs, keywords, 3, "memory_mask")
-    batch, heads, length, sources = x.size(0), init[1], x.size(1), memory.size(1)
-    tgt_mask = None if tgt_mask is None else to_torch_attn_mask(tgt_mask, batch, heads, length, length)
-    memory_mask = None if memory_mask is None else to_torch_attn_mask(memory_mask, batch, heads, length, sources)
-    return {"result": to_torch_decoder_layer(course).eval()(x, memory, tgt_mask=tgt_mask, memory_mask=memory_mask)}
+    batch, length, sources = x.size(0), x.size(1), memory.size(1)
+    tgt_mask = None if tgt_mask is None else to_torch_attn_mask(tgt_mask, batch, num_heads, length, length)
+    memory_mask = None if memory_mask is None else to_torch_attn_mask(memory_mask, batch, num_heads, length, sources)
+    builtin = decoder_layer_from_state(weights, num_heads, norm_first)
+    return {"result": builtin(x, memory, tgt_mask=tgt_mask, memory_mask=memory_mask)}
 
 
 CONVERTERS = {
-    "multihead_attention": Converter("torch.nn.MultiheadAttention", MultiHeadAttention, _multihead_attention),
-    "feed_forward": Converter("nn.Sequential(linear1, nn.ReLU(), linear2)", lambda *init: FeedForward(*init[:2]),
-                              _feed_forward),
-    "encoder_layer": Converter("torch.nn.TransformerEncoderLayer", lambda *init: EncoderLayer(*_layer_args(init)),
-                               _encoder_layer),
-    "decoder_layer": Converter("torch.nn.TransformerDecoderLayer", lambda *init: DecoderLayer(*_layer_args(init)),
-                               _decoder_layer),
+    "multihead_attention": Converter("torch.nn.MultiheadAttention", _multihead_weights, _multihead_attention),
+    "feed_forward": Converter("nn.Sequential(linear1, nn.ReLU(), linear2)", _feed_forward_weights, _feed_forward),
+    "encoder_layer": Converter("torch.nn.TransformerEncoderLayer", _encoder_weights, _encoder_layer),
+    "decoder_layer": Converter("torch.nn.TransformerDecoderLayer", _decoder_weights, _decoder_layer),
 }

@@ -24,10 +24,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from attention_course import best_device
-from attention_course.attention import causal_mask
 from attention_course.dates import SOURCE_VOCAB, TARGET_VOCAB, DateTask, batch
 from attention_course.trainer import flops_per_token, mfu
-from attention_course.transformer import TokenEmbedding, Transformer
+from attention_course.model import EncoderDecoder, TokenEmbedding
+from attention_course.solutions.ch04_masking import causal_mask
 
 
 class TorchLayersTransformer(nn.Module):
@@ -74,8 +74,8 @@ def main() -> None:
     sizes = (len(SOURCE_VOCAB), len(TARGET_VOCAB), args.d_model, args.heads, args.layers, args.d_ff, args.dropout)
     torch.manual_seed(0)
     models = {
-        "course (fused attention)": Transformer(*sizes, max_len=64, norm_first=args.norm == "pre", fused=True),
-        "course (own attention)": Transformer(*sizes, max_len=64, norm_first=args.norm == "pre", fused=False),
+        "course (fused attention)": EncoderDecoder(*sizes, max_len=64, norm_first=args.norm == "pre", fused=True),
+        "course (own attention)": EncoderDecoder(*sizes, max_len=64, norm_first=args.norm == "pre", fused=False),
         "torch.nn layers": TorchLayersTransformer(*sizes, norm_first=args.norm == "pre"),
     }
     parameters = {name: sum(p.numel() for p in m.parameters()) for name, m in models.items()}

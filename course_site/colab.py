@@ -12,7 +12,7 @@ import nbformat
 from autograder import notebooks
 from course_site import Repository
 
-GRADE_ID = "colab_setup"
+GRADE_ID = notebooks.COLAB_CELL
 
 
 def cell_source(repo: Repository) -> str:

@@ -12,7 +12,7 @@ import sys
 
 import torch
 
-from attention_course.positions import sinusoidal_positional_encoding
+from attention_course.solutions.ch05_positional_encoding import sinusoidal_positional_encoding
 from course_site import COURSE_ROOT
 
 PATH = COURSE_ROOT / "book" / "_static" / "logo.svg"

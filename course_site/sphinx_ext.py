@@ -9,6 +9,25 @@ gives a download of ``exercises/ch02_scaled_dot_product/ch02_scaled_dot_product.
 into the site), an "Open in Colab" link and a link to the file on GitHub, both in the repository
 that ``_config.yml`` names. A notebook that does not exist fails the build.
 
+``solution-code`` shows the reference solution of a graded item, from its solution notebook (the
+one source; :func:`autograder.reference.item_source`), inside a ``solution`` block of
+sphinx-exercise that follows the item's ``exercise`` prompt::
+
+    ```{solution-code} ch03_multi_head split_heads
+    ```
+
+``package-code`` shows an object of the course's package (like ``literalinclude`` with
+``:pyobject:``) whose module builds on reference solutions::
+
+    ```{package-code} attention_course/model.py EncoderDecoder
+    ```
+
+Both follow the term's release settings (:func:`autograder.course.release`, read once when the
+build starts): in the open edition they show the code; in the term edition, code that is or
+builds on an unreleased chapter's solution is never written into the page, its search index or
+its sources, and a note says when it will be. The setting is part of Sphinx's configuration, so
+changing it re-reads every page.
+
 The extension also writes the site's root ``index.html``, which only redirects to the first page,
 as a complete page (title, favicon, a link for readers whose browser does not follow the
 redirect), and removes script tags that an extension of Jupyter Book adds twice to every
@@ -17,6 +36,7 @@ page (a duplicated ``const`` declaration is a JavaScript error in the reader's c
 
 from __future__ import annotations
 
+import ast
 import html
 import re
 from pathlib import Path
@@ -25,6 +45,7 @@ from docutils import nodes
 from sphinx import addnodes
 from sphinx.util.docutils import SphinxDirective
 
+from autograder import course, packages, reference
 from course_site import exercise_path, repository
 
 
@@ -53,6 +74,98 @@ class ExerciseLinks(SphinxDirective):
                                  refuri=repo.blob_url(path), classes=["exercise-github"])
         links = nodes.paragraph("", "", download, nodes.Text(" "), colab, nodes.Text(" "), github)
         return [nodes.container("", links, classes=["exercise-links"])]
+
+
+def _release(env) -> course.Release:
+    return course.Release.from_key(env.config.course_release)
+
+
+def _withheld(what: str, name: str, assignments: list[str]) -> nodes.Node:
+    """A note in place of code that is not released: ``<what> `name` is shown here once ...``."""
+    paragraph = nodes.paragraph("", f"{what} ", nodes.literal(name, name), nodes.Text(
+        " is shown here once your instructor releases the solutions of exercise"
+        + ("s " if len(assignments) > 1 else " ")))
+    for i, assignment in enumerate(assignments):
+        if i:
+            paragraph += nodes.Text(" and " if i == len(assignments) - 1 else ", ")
+        paragraph += nodes.literal(assignment, assignment)
+    paragraph += nodes.Text(", after the deadline.")
+    return nodes.container("", paragraph, classes=["solution-withheld"])
+
+
+def _code_block(code: str) -> nodes.Node:
+    block = nodes.literal_block(code, code, language="python", classes=["solution-code"])
+    block["highlight_args"] = {}
+    return block
+
+
+class SolutionCode(SphinxDirective):
+    """The reference code of one graded item: ``{solution-code} <assignment> <name>``."""
+
+    required_arguments = 2
+    has_content = False
+
+    def run(self):
+        assignment, name = self.arguments
+        root = Path(self.env.srcdir)
+        try:
+            path = course.notebook_path(assignment, "solutions", root)
+        except FileNotFoundError as error:
+            raise self.error(f"solution-code: {error}") from None
+        self.env.note_dependency(str(path))
+        if not _release(self.env).is_released(assignment):
+            return [_withheld("The reference solution of", name, [assignment])]
+        try:
+            code = reference.item_source(assignment, name, root)
+        except reference.ReferenceUnavailable as error:
+            raise self.error(f"solution-code: {error}") from None
+        return [_code_block(code)]
+
+
+class PackageCode(SphinxDirective):
+    """An object of the course's package: ``{package-code} <path> <name>`` (``Class.method`` allowed).
+
+    Where the module builds on a reference solution that is not released, only a note is shown.
+    """
+
+    required_arguments = 2
+    has_content = False
+
+    def run(self):
+        rel, name = self.arguments
+        root = Path(self.env.srcdir)
+        path = root / rel
+        if not path.is_file():
+            raise self.error(f"package-code: there is no file {rel}")
+        self.env.note_dependency(str(path))
+        needs = packages.requirements(root).get(rel, frozenset())
+        missing = [a for a in sorted(needs) if not _release(self.env).is_released(a)]
+        if missing:
+            return [_withheld("The code of", name, missing)]
+        source = path.read_text()
+        node = ast.parse(source)
+        for part in name.split("."):
+            found = next((child for child in getattr(node, "body", [])
+                          if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                          and child.name == part), None)
+            if found is None:
+                raise self.error(f"package-code: {rel} defines no {name}")
+            node = found
+        lines = source.splitlines()
+        first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        code = "\n".join(lines[first - 1:node.end_lineno])
+        indent = len(code) - len(code.lstrip(" "))
+        return [_code_block("\n".join(line[indent:] for line in code.splitlines()))]
+
+
+def set_release(app, config) -> None:
+    """Read the release settings (``term.yml``, ``EDITION``, ``RELEASED``) into the configuration."""
+    try:
+        config.course_release = course.release(Path(app.srcdir)).key
+    except course.SettingsError as error:
+        from sphinx.errors import ConfigError
+
+        raise ConfigError(str(error)) from None
 
 
 def drop_duplicate_scripts(app, pagename, templatename, context, doctree):
@@ -90,7 +203,11 @@ def complete_root_redirect(app, exception):
 
 
 def setup(app):
+    app.add_config_value("course_release", "open", "env", types=[str])
+    app.connect("config-inited", set_release)
     app.add_directive("exercise-links", ExerciseLinks)
+    app.add_directive("solution-code", SolutionCode)
+    app.add_directive("package-code", PackageCode)
     app.connect("html-page-context", drop_duplicate_scripts, priority=900)
     app.connect("build-finished", complete_root_redirect, priority=900)  # after sphinx-external-toc
     app.add_css_file("course.css")

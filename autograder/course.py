@@ -1,0 +1,140 @@
+"""The course's layout and its term settings: where each assignment lives, and whose solutions are released.
+
+Every assignment is a folder ``solutions/<name>/`` holding the instructor notebook
+``<name>.ipynb`` (nbgrader's source) and ``exercises/<name>/<name>.ipynb`` (its release).
+
+Which reference solutions students may see is one setting, :class:`Release`: the committed
+defaults in ``term.yml``, overridden by the environment variables ``EDITION`` and ``RELEASED``
+(which ``make VAR=...`` sets). The book, the student export, the grading sandbox and the
+exercises' Colab install all ask :func:`release`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+COURSE_ROOT = Path(__file__).resolve().parent.parent
+SETTINGS_FILE = "term.yml"
+EDITIONS = ("open", "term")
+
+
+def course_root() -> Path:
+    """The course folder: ``AUTOGRADER_COURSE_ROOT`` if set (a copy of the course elsewhere), else this one."""
+    return Path(os.environ.get("AUTOGRADER_COURSE_ROOT") or COURSE_ROOT)
+
+
+def assignments(root: Path | None = None) -> list[str]:
+    """Every assignment: a folder ``solutions/<name>/`` holding ``<name>.ipynb``."""
+    root = Path(root or course_root())
+    return sorted(p.parent.name for p in (root / "solutions").glob("*/*.ipynb") if p.stem == p.parent.name)
+
+
+def notebook_path(assignment: str, folder: str = "solutions", root: Path | None = None) -> Path:
+    """``<root>/<folder>/<assignment>/<assignment>.ipynb``, which must exist."""
+    path = Path(root or course_root()) / folder / assignment / f"{assignment}.ipynb"
+    if not path.is_file():
+        raise FileNotFoundError(f"no notebook for assignment {assignment!r} at {path}")
+    return path
+
+
+class SettingsError(ValueError):
+    """``term.yml``, ``EDITION`` or ``RELEASED`` says something the course cannot do."""
+
+
+@dataclass(frozen=True)
+class Release:
+    """Which reference solutions are published to students.
+
+    ``edition="open"`` publishes every solution (self-learners); ``edition="term"`` publishes
+    those of the assignments in ``released`` only.
+    """
+
+    edition: str = "open"
+    released: frozenset[str] = frozenset()
+
+    def __post_init__(self):
+        if self.edition not in EDITIONS:
+            raise SettingsError(f"edition must be one of {', '.join(EDITIONS)}, got {self.edition!r}")
+        object.__setattr__(self, "released", frozenset(self.released))
+
+    def is_released(self, assignment: str) -> bool:
+        return self.edition == "open" or assignment in self.released
+
+    def of(self, names) -> list[str]:
+        """The released ones among ``names``, in their order."""
+        return [name for name in names if self.is_released(name)]
+
+    @property
+    def key(self) -> str:
+        """A short, stable text for caches and configuration: ``open`` or ``term:a,b``."""
+        return "open" if self.edition == "open" else "term:" + ",".join(sorted(self.released))
+
+    @classmethod
+    def from_key(cls, key: str) -> "Release":
+        """The release that :attr:`key` describes."""
+        if key == "open":
+            return cls("open")
+        if not key.startswith("term:"):
+            raise SettingsError(f"not a release key: {key!r}")
+        return cls("term", frozenset(filter(None, key[len("term:"):].split(","))))
+
+    def describe(self) -> str:
+        if self.edition == "open":
+            return "the open edition: every chapter's solutions are published"
+        shown = ", ".join(sorted(self.released)) or "none yet"
+        return f"the term edition: solutions released for {shown}"
+
+
+def _split(value) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [part for part in re.split(r"[\s,]+", value) if part]
+    if isinstance(value, (list, tuple)):
+        return [str(part) for part in value]
+    raise SettingsError(f"released must be a list of assignment names, got {value!r}")
+
+
+def release(root: Path | None = None, environ=None) -> Release:
+    """The release settings: ``term.yml`` under ``root``, then ``EDITION``/``RELEASED`` from ``environ``.
+
+    ``RELEASED`` is a list of assignment names separated by spaces or commas, ``all`` or
+    ``none``; set without ``EDITION``, it means the term edition. Unknown names are an error,
+    so that a typo never publishes or withholds the wrong chapter.
+    """
+    root = Path(root or course_root())
+    environ = os.environ if environ is None else environ
+    settings = {}
+    path = root / SETTINGS_FILE
+    if path.is_file():
+        try:
+            settings = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError as error:
+            raise SettingsError(f"{path} is not valid YAML: {error}") from None
+        if not isinstance(settings, dict):
+            raise SettingsError(f"{path} must hold `edition:` and `released:`, got {type(settings).__name__}")
+    edition = str(settings.get("edition", "open"))
+    names = _split(settings.get("released"))
+    source = f"{SETTINGS_FILE} released"
+    if environ.get("RELEASED") is not None:
+        names, source = _split(environ["RELEASED"]), "RELEASED"
+        edition = "term"
+    if environ.get("EDITION"):
+        edition = environ["EDITION"].strip()
+    if edition not in EDITIONS:
+        raise SettingsError(f"EDITION must be one of {', '.join(EDITIONS)}, got {edition!r}")
+    known = assignments(root)
+    if [n.lower() for n in names] == ["all"]:
+        names = known
+    elif [n.lower() for n in names] == ["none"]:
+        names = []
+    unknown = [name for name in names if name not in known]
+    if unknown and known:
+        raise SettingsError(f"{source} names {', '.join(map(repr, unknown))}, which is not an assignment; "
+                            f"choose from: {', '.join(known)}")
+    return Release(edition, frozenset(names))

@@ -1,0 +1,159 @@
+"""The course's packages as students get them: no reference solution of a chapter that is not released.
+
+Students receive ``attention_course`` and ``autograder`` three ways: in the student repository
+(``make student-repo``), in the package that an exercise's first cell installs on Colab (built
+from that repository) and in the grading sandbox, where a submission runs. All three are written
+by :func:`write`, for one :class:`~autograder.course.Release`:
+
+- ``attention_course/solutions/<assignment>.py`` for each released assignment, generated from its
+  solution notebook (:func:`autograder.reference.module_source`), and for no other;
+- every other module of the two packages, except those that need an unreleased solution: a module
+  that imports ``attention_course.solutions.<assignment>``, directly or through another module of
+  the course, is left out until that assignment is released (:func:`requirements`).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import shutil
+import tempfile
+import threading
+from pathlib import Path, PurePosixPath
+
+from autograder import course, reference
+
+PACKAGES = ("attention_course", "autograder")
+SOLUTIONS = "attention_course/solutions"
+SKIP_PARTS = frozenset({"__pycache__", ".ipynb_checkpoints"})
+
+
+def package_files(root: Path | None = None) -> list[str]:
+    """The files of the two packages under ``root`` (default: where this code is; posix paths
+    relative to it), caches left out."""
+    root = Path(root or course.COURSE_ROOT)
+    files = []
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*")):
+            rel = PurePosixPath(*path.relative_to(root).parts)
+            if path.is_file() and not SKIP_PARTS & set(rel.parts) and path.suffix not in (".pyc", ".pyo"):
+                files.append(rel.as_posix())
+    return files
+
+
+def _module_name(rel: str) -> str:
+    parts = PurePosixPath(rel).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imported(source: str, module: str, is_package: bool) -> set[str]:
+    """The absolute names of the modules that ``source`` (the module ``module``) imports."""
+    names = set()
+    package = module if is_package else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+    return names
+
+
+def requirements(root: Path | None = None, files: list[str] | None = None) -> dict[str, frozenset[str]]:
+    """For every module of the packages (a path relative to ``root``), the assignments whose
+    reference solutions it needs, directly or through the course's other modules."""
+    root = Path(root or course.COURSE_ROOT)
+    files = [f for f in (files if files is not None else package_files(root)) if f.endswith(".py")]
+    by_module = {_module_name(rel): rel for rel in files}
+    direct: dict[str, set[str]] = {}
+    uses: dict[str, set[str]] = {}
+    prefix = reference.PACKAGE + "."
+    for module, rel in by_module.items():
+        imported = _imported((root / rel).read_text(), module, rel.endswith("/__init__.py"))
+        direct[module] = {name[len(prefix):].split(".")[0] for name in imported if name.startswith(prefix)}
+        uses[module] = {name for name in imported if name in by_module and name != module}
+    needed: dict[str, frozenset[str]] = {}
+
+    def visit(module: str, stack: tuple[str, ...] = ()) -> frozenset[str]:
+        if module in needed:
+            return needed[module]
+        found = set(direct[module])
+        for other in uses[module]:
+            if other not in stack:
+                found |= visit(other, stack + (module,))
+        needed[module] = frozenset(found)
+        return needed[module]
+
+    return {rel: visit(module) for module, rel in by_module.items()}
+
+
+def allowed(release: course.Release, root: Path | None = None, files: list[str] | None = None) -> list[str]:
+    """The package files that students get under ``release`` (generated solution modules aside)."""
+    root = Path(root or course.COURSE_ROOT)
+    files = files if files is not None else package_files(root)
+    needs = requirements(root, files)
+    kept = []
+    for rel in files:
+        if rel.startswith(SOLUTIONS + "/") and rel != f"{SOLUTIONS}/__init__.py":
+            continue  # a solution module is generated from its notebook, never copied
+        if all(release.is_released(a) for a in needs.get(rel, ())):
+            kept.append(rel)
+    return kept
+
+
+def write(dest: Path, release: course.Release, root: Path | None = None,
+          files: list[str] | None = None) -> list[str]:
+    """Write the students' packages under ``dest``; return the files written (relative to ``dest``).
+
+    The packages' code comes from ``root`` (default: where this code is), the solutions from
+    ``root``'s ``solutions/`` (default: :func:`autograder.course.course_root`).
+    """
+    code_root, dest = Path(root or course.COURSE_ROOT), Path(dest)
+    notebooks_root = Path(root or course.course_root())
+    written = []
+    for rel in allowed(release, code_root, files):
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(code_root / rel, target)
+        written.append(rel)
+    for assignment in release.of(course.assignments(notebooks_root)):
+        rel = f"{SOLUTIONS}/{assignment}.py"
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(reference.module_source(assignment, notebooks_root))
+        written.append(rel)
+    return sorted(written)
+
+
+_CACHE: dict[str, Path] = {}
+_CACHE_LOCK = threading.Lock()
+_CACHE_DIR: tempfile.TemporaryDirectory | None = None
+
+
+def sandbox_packages(release: course.Release, root: Path | None = None) -> Path:
+    """A folder holding the students' packages for ``release``, made once per process and per
+    state of the sources: what the grading sandbox mounts and puts on its ``sys.path``."""
+    global _CACHE_DIR
+    code_root = Path(root or course.COURSE_ROOT)
+    notebooks_root = Path(root or course.course_root())
+    files = package_files(code_root)
+    digest = hashlib.sha256(release.key.encode())
+    for rel in files:
+        digest.update(rel.encode() + b"\0" + (code_root / rel).read_bytes())
+    for assignment in release.of(course.assignments(notebooks_root)):
+        digest.update(course.notebook_path(assignment, "solutions", notebooks_root).read_bytes())
+    key = digest.hexdigest()[:16]
+    with _CACHE_LOCK:
+        if key not in _CACHE or not _CACHE[key].is_dir():
+            if _CACHE_DIR is None:
+                _CACHE_DIR = tempfile.TemporaryDirectory(prefix="attention-packages-")
+            folder = Path(_CACHE_DIR.name) / key
+            if folder.exists():
+                shutil.rmtree(folder)
+            write(folder, release, root, files)  # root None: code here, notebooks in course_root()
+            _CACHE[key] = folder
+        return _CACHE[key]
