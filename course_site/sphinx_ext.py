@@ -22,11 +22,15 @@ sphinx-exercise that follows the item's ``exercise`` prompt::
     ```{package-code} attention_course/model.py EncoderDecoder
     ```
 
-Both follow the term's release settings (:func:`autograder.course.release`, read once when the
+A code cell of a chapter that works an item out step by step carries the tag
+``solution-<assignment>`` (``:tags: [solution-ch03_multi_head]``). Both directives and those
+cells follow the term's release settings (:func:`autograder.course.release`, read once when the
 build starts): in the open edition they show the code; in the term edition, code that is or
 builds on an unreleased chapter's solution is never written into the page, its search index or
-its sources, and a note says when it will be. The setting is part of Sphinx's configuration, so
-changing it re-reads every page.
+its sources, and a note says when it will be (a tagged cell keeps its output, the printed result of
+running it, and loses its code). The term edition publishes no page sources (``_sources/``, the
+download button). The setting is part of Sphinx's configuration, so changing it re-reads every
+page.
 
 The extension also writes the site's root ``index.html``, which only redirects to the first page,
 as a complete page (title, favicon, a link for readers whose browser does not follow the
@@ -158,14 +162,41 @@ class PackageCode(SphinxDirective):
         return [_code_block("\n".join(line[indent:] for line in code.splitlines()))]
 
 
+SOLUTION_TAG = "solution-"
+
+
+def withhold_tagged_cells(app, doctree) -> None:
+    """Remove the code of the cells tagged ``solution-<assignment>`` whose assignment is not released."""
+    release = _release(app.env)
+    for cell in list(doctree.findall(nodes.container)):
+        if "cell" not in cell.get("classes", []):
+            continue
+        tags = (cell.get("cell_metadata") or {}).get("tags", [])
+        withheld = sorted(tag[len(SOLUTION_TAG):] for tag in tags if tag.startswith(SOLUTION_TAG)
+                          and not release.is_released(tag[len(SOLUTION_TAG):]))
+        if not withheld:
+            continue
+        for child in list(cell.children):
+            if "cell_input" in child.get("classes", []):
+                cell.replace(child, _withheld("The code of", "this step", withheld))
+        cell["cell_metadata"] = {key: value for key, value in cell["cell_metadata"].items() if key == "tags"}
+
+
 def set_release(app, config) -> None:
-    """Read the release settings (``term.yml``, ``EDITION``, ``RELEASED``) into the configuration."""
+    """Read the release settings (``term.yml``, ``EDITION``, ``RELEASED``) into the configuration.
+
+    The term edition publishes no page sources: a page's Markdown holds the code of its cells.
+    """
     try:
-        config.course_release = course.release(Path(app.srcdir)).key
+        release = course.release(Path(app.srcdir))
     except course.SettingsError as error:
         from sphinx.errors import ConfigError
 
         raise ConfigError(str(error)) from None
+    config.course_release = release.key
+    if release.edition == "term":
+        config.html_copy_source = False
+        config.html_theme_options = {**(config.html_theme_options or {}), "use_download_button": False}
 
 
 def drop_duplicate_scripts(app, pagename, templatename, context, doctree):
@@ -205,6 +236,7 @@ def complete_root_redirect(app, exception):
 def setup(app):
     app.add_config_value("course_release", "open", "env", types=[str])
     app.connect("config-inited", set_release)
+    app.connect("doctree-read", withhold_tagged_cells)
     app.add_directive("exercise-links", ExerciseLinks)
     app.add_directive("solution-code", SolutionCode)
     app.add_directive("package-code", PackageCode)
