@@ -16,7 +16,7 @@ NOTEBOOK ?=
 PYTEST_ARGS ?=
 DEST ?=
 
-.PHONY: help venv sandbox browser book linkcheck check-site student-repo test exercises check-exercises grade check bench-grading train bench-transformer clean
+.PHONY: help venv sandbox browser book linkcheck check-site student-repo test exercises check-exercises grade check validate similarity bench-grading train bench-transformer clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -45,7 +45,8 @@ MATHJAX := book/_static/mathjax/VERSION
 $(MATHJAX): course_site/mathjax.py | $(VENV)/.installed
 	$(BIN)/python -m course_site.mathjax
 
-book: venv $(MATHJAX)  ## build the book into _build/html (notebook outputs cached; MathJax served locally)
+book: venv $(MATHJAX)  ## build the book into _build/html, open or term edition (EDITION, RELEASED; term.yml)
+	@$(BIN)/python -c "from autograder import course; raise SystemExit(course.main())"
 	$(BIN)/jupyter-book build $(BOOK_FLAGS) .
 	@echo "The book is at file://$(CURDIR)/_build/html/index.html"
 
@@ -54,13 +55,13 @@ linkcheck: venv $(MATHJAX)  ## check the book's external links (needs a network;
 	mkdir -p _build/linkcheck && mv -f _build/html/output.txt _build/html/output.json _build/linkcheck/ 2>/dev/null; \
 	echo "Report: _build/linkcheck/output.txt"; exit $$status
 
-check-site: venv  ## fail if the built site (_build/html) holds a solution, a hidden test or an nbgrader marker
+check-site: venv  ## fail if the built site holds a hidden test, a marker or an unreleased solution (even renamed)
 	$(BIN)/python -m course_site.links _build/html
-	$(BIN)/python -m course_site.publish check _build/html
+	$(BIN)/python -m course_site.leaks _build/html
 
-student-repo: venv  ## write the public student repository (no solutions/, no hidden tests) into DEST and check it
-	@test -n "$(DEST)" || { echo "usage: make student-repo DEST=../attention-course-student   (an empty or new folder, outside this repository)"; exit 2; }
-	$(BIN)/python -m course_site.publish student-repo $(DEST)
+student-repo: venv  ## write the students' repository (exercises, packages, released solutions only) into DEST
+	@test -n "$(DEST)" || { echo "usage: make student-repo DEST=../attention-course-student [RELEASED=\"ch01_bahdanau ...\"]   (an empty or new folder, outside this repository)"; exit 2; }
+	$(BIN)/python -m course_site.export $(DEST)
 
 test: venv sandbox browser  ## the whole test suite: book build and site in Chromium, grading end to end, unit tests
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
@@ -78,6 +79,14 @@ grade: venv sandbox  ## autograde (sandboxed, JOBS at a time) submitted/*/$(ASSI
 check: venv sandbox  ## check NOTEBOOK=path against the hidden tests, as grading would
 	@test -n "$(NOTEBOOK)" || { echo "usage: make check NOTEBOOK=exercises/ch02_scaled_dot_product/ch02_scaled_dot_product.ipynb"; exit 2; }
 	$(BIN)/python -m autograder.check $(NOTEBOOK)
+
+validate: venv  ## run NOTEBOOK top to bottom and list its visible tests' verdicts (no solutions needed)
+	@test -n "$(NOTEBOOK)" || { echo "usage: make validate NOTEBOOK=exercises/ch02_scaled_dot_product/ch02_scaled_dot_product.ipynb"; exit 2; }
+	$(BIN)/python -m autograder.validate $(NOTEBOOK)
+
+similarity: venv  ## report near-identical submissions of ASSIGNMENT, and copies of the open edition (grades/similarity/)
+	@test -n "$(ASSIGNMENT)" || { echo "usage: make similarity ASSIGNMENT=ch03_multi_head"; exit 2; }
+	$(BIN)/python -m autograder.similarity $(ASSIGNMENT)
 
 bench-grading: venv sandbox  ## seconds per notebook, plain nbgrader vs sandboxed grading (N=8)
 	$(BIN)/python benchmarks/grading.py $(or $(N),8) --jobs 1 2

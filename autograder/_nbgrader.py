@@ -20,13 +20,14 @@ def environment() -> dict:
 
 
 def run(*args: str, root: Path = COURSE_ROOT, check: bool = True, quiet: bool = False,
-        log_level: str | None = None) -> subprocess.CompletedProcess:
+        log_level: str | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
     """``nbgrader ARGS...`` in ``root`` (where nbgrader_config.py is).
 
-    ``quiet`` captures the output (returned in the result); ``log_level`` sets nbgrader's.
+    ``quiet`` captures the output (returned in the result); ``log_level`` sets nbgrader's;
+    ``env`` adds environment variables.
     """
     command = [sys.executable, "-m", "nbgrader", *args, f"--log-level={log_level or ('WARN' if quiet else 'INFO')}"]
-    return subprocess.run(command, cwd=Path(root).resolve(), env=environment(), check=check,
+    return subprocess.run(command, cwd=Path(root).resolve(), env={**environment(), **(env or {})}, check=check,
                           capture_output=quiet, text=True)
 
 

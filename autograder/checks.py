@@ -222,8 +222,7 @@ def _compare(call: _Call, name: str, got: np.ndarray, want: np.ndarray, rtol: fl
     if want.dtype == bool:
         if got.dtype != bool:
             call.fail(f"{name} has a numeric dtype; expected a boolean mask (torch.bool, True = may attend)",
-                      "build the mask with comparisons (==, !=, <=) or tril/triu on a bool tensor, "
-                      "without converting it to numbers")
+                      "a mask is boolean from start to end: True where a query may attend, never 0/1 numbers")
         extra, missing = int((got & ~want).sum()), int((~got & want).sum())
         if extra or missing:
             call.fail(f"{name} differs from {against}: {extra} entries are True where they should be False "
@@ -232,7 +231,7 @@ def _compare(call: _Call, name: str, got: np.ndarray, want: np.ndarray, rtol: fl
     got_bad, want_bad = ~np.isfinite(got), ~np.isfinite(want)
     if (got_bad & ~want_bad).any():
         call.fail(f"{name} contains NaN or inf where {against} is finite",
-                  "look for exp() of large numbers, 0/0, or -inf in a row with nothing else")
+                  "NaN and inf come from exponentials of large numbers, or from a row whose entries are all masked")
     if not np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True):
         diff = np.abs(np.where(want_bad | got_bad, 0.0, got - want))
         wrong = ~np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
@@ -362,7 +361,8 @@ def _perturbation(call: _Call, change: int | str, output: str | None, where_fn, 
 
 def check_causal(item: Item, args, kwargs=None, *, change: int | str, init=None, method: str | None = None,
                  output: str | None = None, seed: int = 0, atol: float = 1e-5,
-                 hint: str = "mask the attention so that no position sees a later one"):
+                 hint: str = "the output at position t must not depend on later inputs: the look-ahead mask "
+                             "has to reach every attention over these positions"):
     """Output position t (dim 1) does not change when input ``change`` changes after position t.
 
     The output must also depend on that input at all, so that ignoring it does not pass.
@@ -393,7 +393,8 @@ def check_causal(item: Item, args, kwargs=None, *, change: int | str, init=None,
 
 def check_ignores_masked(item: Item, args, kwargs=None, *, change: int | str, mask: int | str, init=None,
                          method: str | None = None, output: str | None = None, seed: int = 0, atol: float = 1e-5,
-                         hint: str = "pass the padding mask to every attention over these positions"):
+                         hint: str = "masked (padding) positions must have no influence: the padding mask has "
+                                     "to reach every attention over these positions"):
     """The output does not change when input ``change`` changes where ``mask`` is False (padding),
     and does change when it changes where ``mask`` is True."""
     call = _Call(item, "masked positions have no influence", args, kwargs, seed, hint, init=init, method=method)
@@ -432,7 +433,8 @@ def check_equals(item: Item, args, expected, kwargs=None, *, output: str | None 
 
 def check_rows_sum_to_one(item: Item, args, kwargs=None, *, output: str | None = None, dim: int = -1,
                           seed: int = 0, atol: float = 1e-5,
-                          hint: str = "normalise along the last axis (the keys), one distribution per query",
+                          hint: str = "each query's weights over the keys (the last axis) must be non-negative "
+                                      "and sum to one",
                           init=None, method: str | None = None):
     """The chosen output is non-negative and sums to one along ``dim``."""
     call = _Call(item, f"{output or 'result'} sum to one along dim {dim}", args, kwargs, seed, hint,
@@ -441,7 +443,7 @@ def check_rows_sum_to_one(item: Item, args, kwargs=None, *, output: str | None =
     if got.ndim == 0 or not -got.ndim <= dim < got.ndim:
         call.fail(f"{name} has shape {got.shape}, which has no dimension {dim}")
     if not np.isfinite(got).all():
-        call.fail(f"{name} contains NaN or inf", "subtract the maximum before exponentiating")
+        call.fail(f"{name} contains NaN or inf", "the weights must stay finite for large scores, such as [1000, 1001]")
     if (got < -atol).any():
         call.fail(f"{name} has negative entries; weights from a softmax are never negative")
     sums = got.sum(axis=dim)
@@ -451,8 +453,9 @@ def check_rows_sum_to_one(item: Item, args, kwargs=None, *, output: str | None =
 
 def check_masked_get_zero_weight(item: Item, args, kwargs=None, *, mask: int | str = "mask",
                                  output: str = "weights", seed: int = 0, atol: float = 1e-7,
-                                 hint: str = "set masked scores to -inf before the softmax "
-                                             "(True in the mask means 'may attend')",
+                                 hint: str = "keys where the mask is False must get exactly zero weight "
+                                             "(True in the mask means 'may attend'); a masked score set to "
+                                             "zero still gets a share",
                                              init=None, method: str | None = None):
     """Where the mask is False the weight is zero, and every row still sums to one."""
     call = _Call(item, "masked keys get zero weight", args, kwargs, seed, hint, init=init, method=method)
@@ -472,11 +475,12 @@ def check_masked_get_zero_weight(item: Item, args, kwargs=None, *, mask: int | s
     if not np.allclose(sums, 1.0, atol=1e-5):
         call.fail(f"with the mask applied, rows of {name} sum to values between "
                   f"{sums.min():.4g} and {sums.max():.4g}",
-                  "mask the scores before the softmax, so that the visible keys share all the weight")
+                  "the visible keys must share all of the weight: a masked key takes none of it")
 
 
 def check_finite(item: Item, args, kwargs=None, *, seed: int = 0,
-                 hint: str = "subtract the maximum before exponentiating",
+                 hint: str = "every returned value must be finite: look for an exponential of a large number "
+                             "that overflows, or a 0/0 in a row with nothing left to weigh",
                  init=None, method: str | None = None):
     """No returned value contains NaN or inf."""
     call = _Call(item, "finite outputs", args, kwargs, seed, hint, init=init, method=method)
@@ -487,8 +491,8 @@ def check_finite(item: Item, args, kwargs=None, *, seed: int = 0,
 
 
 def check_inputs_unchanged(item: Item, args, kwargs=None, *, seed: int = 0,
-                           hint: str = "compute new arrays instead of modifying the arguments in place "
-                                       "(avoid `x -= ...`, `x[...] = ...`, `.masked_fill_`)"):
+                           hint: str = "the arguments must be the same after the call: compute new arrays or "
+                                       "tensors instead of writing into an argument in place"):
     """The item does not modify its arguments."""
     call = _Call(item, "inputs left unchanged", args, kwargs, seed, hint)
     inputs, keywords = specs.materialize(call.args, call.kwargs, seed)
@@ -504,8 +508,8 @@ def check_inputs_unchanged(item: Item, args, kwargs=None, *, seed: int = 0,
 
 
 def check_dtype_follows_input(item: Item, args, kwargs=None, *, seed: int = 0,
-                              hint: str = "avoid hard-coded dtypes such as torch.float32 or "
-                                          "torch.tensor(...) without dtype=; derive them from the inputs",
+                              hint: str = "the outputs must have the dtype of the inputs: a tensor made with a "
+                                          "fixed dtype, or with the default one, changes it",
                                           init=None, method: str | None = None):
     """Every floating-point output has the dtype of the first floating-point input."""
     call = _Call(item, "output dtype follows the inputs", args, kwargs, seed, hint, init=init, method=method)

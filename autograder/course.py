@@ -138,3 +138,20 @@ def release(root: Path | None = None, environ=None) -> Release:
         raise SettingsError(f"{source} names {', '.join(map(repr, unknown))}, which is not an assignment; "
                             f"choose from: {', '.join(known)}")
     return Release(edition, frozenset(names))
+
+
+def environment(settings: Release) -> dict[str, str]:
+    """``EDITION`` and ``RELEASED`` that make :func:`release` give ``settings`` in another process."""
+    return {"EDITION": settings.edition, "RELEASED": " ".join(sorted(settings.released)) or "none"}
+
+
+def main() -> int:
+    """Say which edition the settings give (``make book`` prints it); 2 when the settings are wrong."""
+    import sys
+
+    try:
+        print(f"Release settings ({SETTINGS_FILE}, EDITION, RELEASED): {release().describe()}")
+    except SettingsError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0

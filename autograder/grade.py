@@ -26,7 +26,7 @@ from pathlib import Path
 from nbgrader.api import Gradebook, MissingEntry
 from tqdm import tqdm
 
-from autograder import _nbgrader, release
+from autograder import _nbgrader, course, release
 from autograder.grader import Report, grade_notebook
 from autograder.notebooks import COURSE_ROOT
 from autograder.sandboxed import report_path
@@ -58,7 +58,7 @@ def notebook_names(assignment: str, root: Path = COURSE_ROOT) -> list[str]:
 
 
 def precompute(assignment: str, students: list[str], root: Path, jobs: int, progress: bool = True,
-               isolation: str = "bwrap") -> dict[str, list[str]]:
+               isolation: str = "bwrap", settings: course.Release | None = None) -> dict[str, list[str]]:
     """Grade every submitted notebook in a sandbox, ``jobs`` at a time; save the reports. Returns notes."""
     names = notebook_names(assignment, root)
     notes: dict[str, list[str]] = {student: [] for student in students}
@@ -75,7 +75,8 @@ def precompute(assignment: str, students: list[str], root: Path, jobs: int, prog
                 notes[student].append(f"missing {name}.ipynb{others}")
 
     def run(student: str, name: str, path: Path) -> tuple[str, Report]:
-        report = grade_notebook(assignment, path, notebook=name, isolation=isolation)
+        report = grade_notebook(assignment, path, notebook=name, isolation=isolation,
+                                release=settings or course.release(root))
         target = report_path(root, assignment, student, name)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(report.to_json())
@@ -146,24 +147,29 @@ def summary(assignment: str, results: list[Result]) -> str:
 
 
 def grade(assignment: str, root: Path = COURSE_ROOT, quiet: bool = False, jobs: int = 1,
-          sandbox: bool = True) -> list[Result]:
+          sandbox: bool = True, settings: course.Release | None = None) -> list[Result]:
     """Grade every submission of ``assignment`` under ``root``; see the module's docstring.
 
     ``sandbox=False`` skips the parallel sandboxed pass and leaves execution to
-    whatever ``nbgrader autograde`` is configured with (for comparisons).
+    whatever ``nbgrader autograde`` is configured with (for comparisons). ``settings``: the
+    release whose packages the sandbox offers (default: the course's ``term.yml`` and
+    environment); nbgrader's own run is given the same.
     """
     root = Path(root)
+    settings = settings or course.release(root)
+    env = course.environment(settings)
     students = submitted_students(assignment, root)
     if not students:
         raise SystemExit(f"nothing to grade: no folder submitted/<student>/{assignment}/ under {root}")
     with tempfile.TemporaryDirectory() as tmp:  # the test cells go into the gradebook; exercises/ is left alone
         release.generate([assignment], release_dir=Path(tmp), db_url=db_url(root), root=root, quiet=True)
-    notes = precompute(assignment, students, root, jobs, progress=not quiet) if sandbox else {}
+    notes = precompute(assignment, students, root, jobs, progress=not quiet, settings=settings) if sandbox else {}
     # nbgrader warns about every test cell with hidden tests (its checksum changes on release),
     # so only its errors are shown; the summary lists what each student lost.
-    _nbgrader.run("autograde", assignment, "--force", root=root, check=False, quiet=quiet, log_level="ERROR")
+    _nbgrader.run("autograde", assignment, "--force", root=root, check=False, quiet=quiet, log_level="ERROR",
+                  env=env)
     _nbgrader.run("generate_feedback", assignment, "--force", root=root, check=False, quiet=quiet,
-                  log_level="ERROR")
+                  log_level="ERROR", env=env)
     results = collect(assignment, students, root)
     for result in results:
         result.note = "; ".join(filter(None, [result.note, *notes.get(result.student, [])]))
@@ -177,12 +183,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=COURSE_ROOT, help="the course folder (default: this repository)")
     parser.add_argument("--jobs", "-j", type=int, default=max(1, (os.cpu_count() or 2) // 2),
                         help="notebooks graded at once (default: half the CPU cores)")
+    parser.add_argument("--allow-released", action="store_true",
+                        help="grade even though the term's settings release this assignment's solutions")
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
     if args.assignment not in _nbgrader.assignments(args.root):
         parser.error(f"no assignment {args.assignment!r} under {args.root / 'solutions'}")
-    results = grade(args.assignment, args.root, jobs=args.jobs)
+    try:
+        settings = course.release(args.root)
+    except course.SettingsError as error:
+        parser.error(str(error))
+    if settings.edition == "open":
+        print(f"note: grading in {settings.describe()}; a submission may import every reference solution. "
+              "For a graded class, run a term (term.yml, see the instructor guide's 'Running a term').",
+              file=sys.stderr)
+    elif settings.is_released(args.assignment) and not args.allow_released:
+        parser.error(f"the solutions of {args.assignment} are released ({settings.describe()}), so a submission "
+                     f"could import them: grade before the release, or name the releases without it for this "
+                     f"command (RELEASED=\"...\"), or pass --allow-released")
+    results = grade(args.assignment, args.root, jobs=args.jobs, settings=settings)
     print()
     print(summary(args.assignment, results))
     print(f"\nFeedback: {args.root / 'feedback'}/<student>/{args.assignment}/")

@@ -71,7 +71,8 @@ class SandboxedExecute(NbGraderPreprocessor):
         assignment, notebook, student = info["assignment"], info["notebook"], info["student"]
         report = self._saved_report(nb, assignment, notebook, student)
         if report is None:
-            report = grade_notebook(assignment, nb, notebook=notebook, isolation=self.isolation)
+            report = grade_notebook(assignment, nb, notebook=notebook, isolation=self.isolation,
+                                    release=course.release(Path.cwd()))
         for note in report.notes:
             self.log.warning("%s/%s: %s", student, assignment, note)
         apply_report(nb, report)
@@ -84,7 +85,7 @@ class SandboxedExecute(NbGraderPreprocessor):
         try:
             report = Report.from_json(path.read_text())
             source = Source.load(assignment, notebook)
-            key = program_key(source, student_program(source, nb)[0], Limits(), course.release())
+            key = program_key(source, student_program(source, nb)[0], Limits(), course.release(Path.cwd()))
         except Exception:
             return None
         return report if report.key == key else None

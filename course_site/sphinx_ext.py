@@ -194,6 +194,10 @@ def set_release(app, config) -> None:
 
         raise ConfigError(str(error)) from None
     config.course_release = release.key
+    if not config.nb_execution_cache_path:
+        # One cache of executed notebooks for every output folder (`jupyter-book build --path-output`):
+        # another edition of the same chapters re-renders them without executing them again.
+        config.nb_execution_cache_path = str(Path(app.srcdir) / "_build" / ".jupyter_cache")
     if release.edition == "term":
         config.html_copy_source = False
         config.html_theme_options = {**(config.html_theme_options or {}), "use_download_button": False}

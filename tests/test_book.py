@@ -11,9 +11,10 @@ import subprocess
 from urllib.parse import urlsplit
 
 import pytest
+import yaml
 
 from autograder.notebooks import COURSE_ROOT
-from course_site import exercise_path, links, logo, publish, repository
+from course_site import exercise_path, leaks, links, logo, repository
 from tests import browser
 
 pytestmark = [pytest.mark.slow]
@@ -80,7 +81,7 @@ def test_internal_links_resolve(site):
 
 
 def test_site_holds_no_solution_or_hidden_test(site):
-    report = publish.check(site)
+    report = leaks.check(site)
     assert report.secrets > 100 and report.files > 50, "the check looked for almost nothing"
     assert report.ok, "the built site must not be published:\n" + "\n".join(map(str, report.problems))
 
@@ -213,3 +214,34 @@ def test_screenshots_of_landing_page_and_a_chapter(chromium):
             browser.wait_for_mathjax(page)
             page.screenshot(path=str(ARTIFACTS / name), full_page=False)
         assert (ARTIFACTS / name).stat().st_size > 20_000, f"{name} is nearly empty"
+
+
+def test_pages_workflow_builds_checks_and_uploads_the_site():
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "pages.yml").read_text())
+    triggers = workflow.get("on", workflow.get(True))  # YAML 1.1 reads the key `on` as True
+    assert triggers["push"]["branches"] == ["main"] and "workflow_dispatch" in triggers
+    assert workflow["permissions"] == {"contents": "read", "pages": "write", "id-token": "write"}
+    assert workflow["concurrency"]["group"]
+
+    steps = [step for job in workflow["jobs"].values() for step in job["steps"]]
+    runs = [step.get("run", "") for step in steps]
+    uses = [step.get("uses", "") for step in steps]
+
+    def index(predicate):
+        found = [i for i, step in enumerate(steps) if predicate(step)]
+        assert found, "step not found"
+        return found[0]
+
+    torch = index(lambda s: "torch==2.13.0" in s.get("run", "") and "download.pytorch.org/whl/cpu" in s.get("run", ""))
+    assert "python -m venv .venv" in runs[torch] and ".venv/bin/" in runs[torch]
+    venv = index(lambda s: s.get("run", "").strip() == "make venv")
+    book = index(lambda s: "make book" in s.get("run", ""))
+    checked = index(lambda s: "make check-site" in s.get("run", ""))
+    upload = index(lambda s: s.get("uses", "").startswith("actions/upload-pages-artifact@"))
+    assert torch < venv < book < checked < upload
+    assert steps[upload]["with"]["path"] == "_build/html"
+    python = steps[index(lambda s: s.get("uses", "").startswith("actions/setup-python@"))]
+    assert str(python["with"]["python-version"]) == "3.11"
+    assert any(u.startswith("actions/checkout@") for u in uses)
+    assert any(u.startswith("actions/configure-pages@") for u in uses)
+    assert any(u.startswith("actions/deploy-pages@") for u in uses)

@@ -12,7 +12,7 @@ import importlib
 
 import pytest
 
-from autograder import _nbgrader, grade, notebooks
+from autograder import _nbgrader, course, grade, notebooks
 from tests.submissions import fill, submit
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("grading")]
@@ -45,20 +45,23 @@ def _with_tests_emptied(nb):
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     """{assignment: {student: Result}} for a class graded in a temporary course folder."""
-    course = _nbgrader.make_course(tmp_path_factory.mktemp("course"))
+    folder = _nbgrader.make_course(tmp_path_factory.mktemp("course"))
     results = {}
     for assignment in ASSIGNMENTS:
-        submit(course, "reference", assignment, fill(assignment))
-        submit(course, "blank", assignment, fill(assignment, blank=True))
-        submit(course, "deleted_tests", assignment, _without_tests(fill(assignment)))
+        submit(folder, "reference", assignment, fill(assignment))
+        submit(folder, "blank", assignment, fill(assignment, blank=True))
+        submit(folder, "deleted_tests", assignment, _without_tests(fill(assignment)))
         for bug in BUG_MODULES[assignment].BUGS:
-            submit(course, f"bug_{bug.name}", assignment, fill(assignment, {bug.item: bug.code}))
+            submit(folder, f"bug_{bug.name}", assignment, fill(assignment, {bug.item: bug.code}))
         first = BUG_MODULES[assignment].BUGS[0]
-        submit(course, "emptied_tests", assignment, _with_tests_emptied(fill(assignment, {first.item: first.code})))
+        submit(folder, "emptied_tests", assignment, _with_tests_emptied(fill(assignment, {first.item: first.code})))
         if assignment == "ch02_scaled_dot_product":
-            submit(course, "warns", assignment, fill(assignment, {"softmax": WARNING_SOFTMAX}))
-        results[assignment] = {r.student: r for r in grade.grade(assignment, root=course, quiet=True, jobs=2)}
-    return course, results
+            submit(folder, "warns", assignment, fill(assignment, {"softmax": WARNING_SOFTMAX}))
+        # As in a term: the chapters before this one are released, this one is not.
+        term = course.Release("term", set(ASSIGNMENTS[:ASSIGNMENTS.index(assignment)]))
+        results[assignment] = {r.student: r for r in grade.grade(assignment, root=folder, quiet=True, jobs=2,
+                                                                 settings=term)}
+    return folder, results
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
@@ -162,4 +165,4 @@ def test_feedback_names_item_property_shapes_and_hint(graded):
     html = _feedback(course, "bug_sdpa_mask_with_zero", "ch02_scaled_dot_product")
     assert "scaled_dot_product_attention: masked keys get zero weight failed" in html
     assert "q=torch float32 (2, 5, 8)" in html
-    assert "hint: fill the scores where mask is False with -inf" in html
+    assert "hint: keys where the mask is False must get exactly zero weight" in html

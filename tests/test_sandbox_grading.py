@@ -9,6 +9,7 @@ there they raise the score; here they never do.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 
@@ -17,6 +18,7 @@ import pytest
 from nbformat.v4 import new_code_cell
 
 from autograder import _nbgrader, grade, notebooks
+from autograder import course as course_settings
 from autograder.grader import grade_notebook
 from autograder.sandbox import Limits
 from tests import attacks
@@ -30,6 +32,7 @@ FULL = 13.0
 POINTS = {"softmax": 4.0, "attention_numpy": 4.0, "scaled_dot_product_attention": 5.0}
 MASK_WITH_ZERO = next(b for b in BUGS if b.name == "sdpa_mask_with_zero")
 LIMITS = Limits()
+TERM = course_settings.Release("term", {"ch01_bahdanau"})  # graded before chapter 2's solutions are released
 
 
 def with_cell(nb, code: str, *, after_setup: bool = False):
@@ -61,6 +64,8 @@ ATTACKS = {  # student -> notebook; each must score no more than the honest "zer
                                              after_setup=True),
     "attack_read_solutions": lambda: with_cell(fill(A, attacks.NO_ANSWERS), attacks.READ_SOLUTIONS, after_setup=True),
     "attack_write_gradebook": lambda: with_cell(zeros(), attacks.WRITE_GRADEBOOK, after_setup=True),
+    "attack_import_reference": lambda: with_cell(fill(A, attacks.NO_ANSWERS), attacks.IMPORT_REFERENCE,
+                                                 after_setup=True),
     "attack_kill_at_end": lambda: with_cell(zeros(), attacks.KILL_AT_END),
 }
 FAULTS = {  # student -> (notebook, expected score)
@@ -101,7 +106,7 @@ def graded(tmp_path_factory):
     nbformat.write(fill(A), str(course / "submitted" / "broken_renamed" / A / "Untitled.ipynb"))
     (course / "submitted" / "broken_missing" / A).mkdir(parents=True)
     started = time.monotonic()
-    results = {r.student: r for r in grade.grade(A, root=course, quiet=True, jobs=2)}
+    results = {r.student: r for r in grade.grade(A, root=course, quiet=True, jobs=2, settings=TERM)}
     return course, results, time.monotonic() - started
 
 
@@ -203,7 +208,7 @@ def test_feedback_of_attackers_shows_no_hidden_tests(graded):
 # ----------------------------------------------------------------------------- the attacks are real
 
 REAL_ATTACKS = ["attack_patch_comparisons", "attack_ipython_hooks", "attack_hijack_import",
-                "attack_caller_frame", "attack_read_solutions"]
+                "attack_caller_frame", "attack_read_solutions", "attack_import_reference"]
 
 
 @pytest.fixture(scope="module")
@@ -231,7 +236,9 @@ def test_self_check_gives_the_instructors_verdicts_and_messages(graded):
     course, results, _ = graded
     student = "honest_mask_with_zero"
     path = course / "submitted" / student / A / f"{A}.ipynb"
-    run = subprocess.run([sys.executable, "-m", "autograder.check", str(path)], capture_output=True, text=True)
+    env = {**os.environ, **course_settings.environment(TERM)}
+    run = subprocess.run([sys.executable, "-m", "autograder.check", str(path)], capture_output=True, text=True,
+                         env=env)
     assert run.returncode == 1, run.stderr[-2000:]
     report = Report.from_json(report_path(course, A, student, A).read_text())
     assert f"Score: {results[student].score:g} / {results[student].max_score:g}" in run.stdout

@@ -1,0 +1,1010 @@
+"""The leak check: does a folder about to be published (a built site, the student export) hold
+an answer that students must not see?
+
+    python -m course_site.leaks DIR [--edition open|term] [--released "ch01_bahdanau ..."]
+
+``make check-site`` runs it on the built site and ``make student-repo`` on the export.
+:func:`check` reads every file under DIR and reports, without ever printing the secret text:
+
+- a file of ``solutions/``: one in a folder named ``solutions`` (but the package of released
+  reference modules, ``attention_course/solutions``), or a byte-for-byte copy of one (all that
+  is looked for in a binary file);
+- an nbgrader marker (:data:`MARKERS`). The files that explain the markers are exempt: a package
+  file identical to the repository's (``autograder/notebooks.py``, ``autograder/reference.py``),
+  and the built page of a book page that shows them (the instructor guide). Never a notebook;
+- a *secret line*: a line (stripped, at least :data:`MIN_SECRET` characters) of a hidden-test
+  region, or of a reference-solution region of an assignment that is not released, that no public
+  source shows. Hidden tests are secret in every edition;
+- the *code* of a reference-solution region of an assignment that is not released, however it is
+  renamed or laid out (:class:`Secrets`). A region (the code between ``### BEGIN SOLUTION`` and
+  ``### END SOLUTION``, or a whole solution cell without markers) and each text of the file
+  become normalized token streams (:class:`Normalizer`: comments, strings and layout dropped,
+  every name one placeholder but attributes, keyword arguments and keywords). The region's
+  sequences of :data:`SHINGLE` tokens that also occur in the public sources are no evidence and
+  are left out; the rest are the region's own. It is reported when one passage of the file holds
+  at least :data:`THRESHOLD` of them, with the share found; a region with too few own sequences
+  is looked for whole, and one too short or too public even for that is listed as unchecked
+  (its lines are still looked for).
+
+The *public sources* (:func:`public_sources`) are what students get legitimately under the term's
+release: the exercises, the package files that :func:`autograder.packages.allowed` gives, and the
+reference modules of the released assignments. The book's sources are not among them: what a
+chapter shows is checked on the built site, like any other published file. Which assignments are released is the course's setting
+(:func:`autograder.course.release`: ``term.yml``, ``EDITION``, ``RELEASED``); their reference
+solutions are published by design and not looked for.
+
+The texts of a file (:func:`text_views`): an HTML page's text (tags dropped, entities decoded,
+so highlighted code is whole again) and its comments, scripts and attribute values; a notebook's,
+a script's or a JSON file's raw text, its JSON strings decoded and their HTML as text; any other
+file's raw text. Code inside comments and strings is compared too. A file identical to a public
+source or to a third-party asset (``book/_static``, the files that Sphinx and its extensions
+ship) is only checked for markers: it cannot hold more than its original.
+
+Where ``solutions/`` does not exist (a check run in the student repository itself) there is no
+secret to look for: ``check`` says so and checks the rest.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import html
+import importlib.metadata
+import json
+import keyword
+import os
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+import nbformat
+
+from autograder import course, notebooks, packages, reference
+from course_site import COURSE_ROOT
+
+# The folders of the repository whose files students get (public_sources): the exercises, and the
+# packages as autograder.packages gives them for the release. Not the book's sources (the term
+# edition publishes no page sources), not the instructor's README or tools.
+PUBLIC_SOURCES = ("exercises", "attention_course", "autograder")
+# Folders whose files are never public sources.
+PRIVATE_DIRS = frozenset({"solutions", "tests", "submitted", "autograded", "feedback", "grades", "_build",
+                          ".venv", "__pycache__", ".ipynb_checkpoints", ".pytest_cache", "runs"})
+MARKERS = ("BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "BEGIN SOLUTION", "END SOLUTION")
+MIN_SECRET = 25  # characters of a secret line
+
+# Comparing solution code (measured on the course's solutions: see tests/test_leaks.py).
+SHINGLE = 5  # tokens per compared sequence
+THRESHOLD = 0.5  # the share of a region's own sequences that a file must hold to be reported
+MIN_SHINGLES = 6  # fewer own sequences than this: the region is compared whole
+MIN_EXACT = 12  # tokens that a region compared whole must have, else it is too short to tell
+WINDOW = 8  # a passage: this many times a region's length, in tokens
+
+HTML_SUFFIXES = frozenset({".html", ".htm", ".xhtml", ".xml", ".svg"})
+JSON_SUFFIXES = frozenset({".ipynb", ".json", ".js", ".map"})
+_TAG_RE = re.compile(r"<[^>]*>")
+_JSON_STRING_RE = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"')
+
+
+class PublishError(Exception):
+    """A problem with the arguments or the sources that stops publishing or checking."""
+
+
+@dataclass(frozen=True)
+class Secret:
+    """A line that must not be published, and where it comes from (never printed)."""
+
+    text: str
+    notebook: str  # relative to the repository root
+    cell: str  # the cell's nbgrader grade_id, or its number
+    kind: str  # "hidden-test" or "reference-solution"
+
+
+@dataclass(frozen=True)
+class Region:
+    """The code of one reference-solution region (never printed)."""
+
+    code: str
+    notebook: str  # relative to the repository root
+    assignment: str
+    item: str  # the solution cell's grade_id, or its number
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str  # relative to the checked folder
+    reason: str
+    assignment: str = ""  # for a solution or a hidden test: where it comes from
+    item: str = ""  # the cell's grade_id
+    share: float | None = None  # for solution code: the share of the region found
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+
+@dataclass
+class Report:
+    """What :func:`check` found; ``ok`` when nothing."""
+
+    directory: Path
+    problems: list[Problem] = field(default_factory=list)
+    files: int = 0  # text files scanned
+    binary: int = 0  # binary files (compared with solutions/ only)
+    secrets: int = 0  # secret lines looked for
+    notebooks: int = 0  # solution notebooks they come from
+    regions: int = 0  # solution regions of unreleased assignments compared as code
+    known: int = 0  # text files identical to a public source or a third-party asset (markers only)
+    unchecked: list[str] = field(default_factory=list)  # "assignment/item" too short or public to tell
+    marker_exempt: list[str] = field(default_factory=list)
+    has_solutions: bool = True
+    release: course.Release | None = None
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+# ---------------------------------------------------------------------------------------------
+# Files
+
+
+def _posix(path: Path) -> str:
+    return PurePosixPath(*path.parts).as_posix()
+
+
+def _walk(directory: Path):
+    """Every file under ``directory`` (links to files included), as (path, relative posix path)."""
+    for dirpath, dirnames, filenames in os.walk(directory):
+        dirnames.sort()
+        for name in sorted(filenames):
+            path = Path(dirpath) / name
+            yield path, _posix(path.relative_to(directory))
+
+
+def _source_files(root: Path) -> list[str]:
+    """The repository's files that are not ignored (tracked or not), or all of them outside git."""
+    try:
+        result = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--cached", "--others",
+                                 "--exclude-standard"], capture_output=True, text=True)
+    except FileNotFoundError:
+        result = None
+    if result is not None and result.returncode == 0:
+        return [name for name in result.stdout.split("\0") if name]
+    return [rel for _, rel in _walk(root)
+            if not any(part in PRIVATE_DIRS or part.startswith(".") for part in PurePosixPath(rel).parts)]
+
+
+def _is_binary(data: bytes) -> bool:
+    return b"\0" in data[:8192]
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    return None if _is_binary(data) else data.decode("utf-8", errors="replace")
+
+
+# ---------------------------------------------------------------------------------------------
+# Text views
+
+
+def _json_strings(text: str) -> str:
+    """The JSON string literals of ``text`` (a notebook, a JSON file, a script), decoded."""
+    literals = _JSON_STRING_RE.findall(text)
+    if not literals:
+        return ""
+    try:
+        return "\n".join(json.loads("[" + ",".join(literals) + "]"))
+    except ValueError:  # one literal is not JSON (a script's own escapes): decode them one by one
+        out = []
+        for literal in literals:
+            if "\\" not in literal:
+                out.append(literal[1:-1])
+                continue
+            try:
+                out.append(json.loads(literal))
+            except ValueError:
+                continue
+        return "\n".join(out)
+
+
+def _html_text(text: str) -> str:
+    return html.unescape(_TAG_RE.sub("", text))
+
+
+_HIDDEN_HTML_RE = re.compile(
+    r"""<!--(.*?)-->|<(?:script|style)\b[^>]*>(.*?)</(?:script|style)\s*>|=\s*"([^"<>]{3,})"|=\s*'([^'<>]{3,})'""",
+    re.S | re.I)
+
+
+def _html_hidden(text: str) -> str:
+    """What an HTML page holds outside its text: comments, scripts and styles, attribute values."""
+    parts = ["\n".join(filter(None, groups)) for groups in _HIDDEN_HTML_RE.findall(text)]
+    hidden = html.unescape("\n".join(parts))
+    return hidden + "\n" + _json_strings(hidden) if '"' in hidden else hidden
+
+
+def text_views(text: str, suffix: str) -> list[str]:
+    """The texts of a file that are searched.
+
+    An HTML page (:data:`HTML_SUFFIXES`): its text (tags dropped, entities decoded) and what it
+    holds outside its text (comments, scripts, styles, attribute values; scripts' JSON strings
+    decoded). A notebook, JSON file or script (:data:`JSON_SUFFIXES`): its raw text, its JSON
+    strings decoded, and their HTML as text where they hold HTML. Any other file: its raw text, and
+    its HTML as text where it has some.
+    """
+    if suffix in HTML_SUFFIXES:
+        return [_html_text(text), _html_hidden(text)]
+    views = [text]
+    if suffix in JSON_SUFFIXES:
+        strings = _json_strings(text)
+        views.append(strings)
+        if "<" in strings or "&" in strings:
+            views.append(_html_text(strings))
+    elif "<" in text:
+        views.append(_html_text(text))
+    return views
+
+
+# ---------------------------------------------------------------------------------------------
+# Normalized code
+
+
+# Comments and string literals (Python's, and the double- and single-quoted ones of JSON and
+# scripts), as one capturing group so that re.split returns them between the code around them.
+_DROP_RE = re.compile(r"""(
+    \#[^\n]*
+  | \"\"\"[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*\"\"\"
+  | '''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*'''
+  | "[^"\\\n]*(?:\\.[^"\\\n]*)*"
+  | '[^'\\\n]*(?:\\.[^'\\\n]*)*'
+)""", re.X | re.S)
+_PREFIX_RE = re.compile(r"(?<!\w)[rRbBuUfF]{1,2}$")  # a string's prefix, left at the end of the code before it
+_DOT_RE = re.compile(r"\.[ \t]+(?=[^\W\d])")  # `x. name` is `x.name`
+_KEYWORD_ARGUMENT_RE = re.compile(r"([(,][ \t\n]*)(?=[^\W\d]\w*[ \t]*=(?!=))")  # `f(x, axis=1)`: `axis`
+_TOKEN_RE = re.compile(r"\.?\w+|[^\w\s]")  # a word (an attribute with its dot), or one other character
+_KEYWORDS = frozenset(keyword.kwlist)
+_DROPPED_TOKENS = frozenset({"`", "\\", ";", '"', "'", "#"})  # quoting and layout, not code
+_NAME = "<name>"
+_OTHER = "\x01"  # a token that no secret has
+_FIRST_CODE = 0x100
+
+
+def _token_class(token: str) -> str | None:
+    """What a token stands for: a name's placeholder, a keyword, an attribute (``.transpose``),
+    a number or an operator as written; None for what is dropped."""
+    if token in _DROPPED_TOKENS:
+        return None
+    first = token[0]
+    if first == "." and len(token) > 1:
+        return token  # an attribute name, or a number's fraction
+    if first.isdigit():
+        return token.lower()
+    if first == "_" or first.isalnum():
+        return token if token in _KEYWORDS else _NAME
+    return token
+
+
+class _Codes(dict):
+    """token text -> one character that stands for its class; learns classes until frozen."""
+
+    def __init__(self):
+        super().__init__()
+        self.classes: dict[str, str] = {}
+        self.frozen = False
+
+    def __missing__(self, token: str) -> str:
+        kind = _token_class(token)
+        if kind is None:
+            code = ""
+        elif kind in self.classes:
+            code = self.classes[kind]
+        elif self.frozen:
+            code = _OTHER
+        else:
+            code = self.classes[kind] = chr(_FIRST_CODE + len(self.classes))
+        self[token] = code
+        return code
+
+
+class Normalizer:
+    """Python code as a string of one character per token, for comparing code as code.
+
+    Comments, string literals (docstrings included) and all layout are dropped; every name is
+    one placeholder, except the names that renaming leaves alone: those right after a ``.``
+    (attributes and methods: ``transpose``, ``W_q``), keyword arguments' (``dim=``) and keywords.
+    Operators (one character a token) and numbers stay as written. A comma before a closing
+    bracket is dropped (formatters add it). The text between comments and strings and the text
+    inside them are normalized separately (:meth:`views`), so that code kept in a comment or a
+    string is found too. Tolerant: any text is tokenized, prose included.
+
+    Each class of token is one character, learnt from the secrets (:meth:`code`) until
+    :meth:`freeze`; after that, every other token is one character that no secret holds.
+    """
+
+    def __init__(self):
+        self._codes = _Codes()
+
+    def freeze(self) -> None:
+        self._codes.frozen = True
+
+    def _encode(self, tokens: list[str]) -> str:
+        coded = "".join(map(self._codes.__getitem__, tokens))
+        classes = self._codes.classes
+        comma = classes.get(",")
+        if comma:
+            for closing in (")", "]", "}"):
+                if closing in classes:
+                    coded = coded.replace(comma + classes[closing], classes[closing])
+        return coded
+
+    @staticmethod
+    def split(text: str) -> tuple[str, str]:
+        """(the code outside comments and strings, the text inside them without quotes and ``#``)."""
+        parts = _DROP_RE.split(text)
+        code, dropped = parts[0::2], parts[1::2]
+        for i, literal in enumerate(dropped):
+            before = code[i]
+            if before and before[-1] in "rRbBuUfF" and literal[0] != "#":
+                code[i] = _PREFIX_RE.sub("", before)
+        inside = "\n".join(dropped).replace("#", " ").replace('"', " ").replace("'", " ")
+        return " ".join(code), inside
+
+    @staticmethod
+    def tokens(text: str) -> list[str]:
+        """The tokens of ``text``; a keyword argument's name gets a dot, like an attribute's."""
+        return _TOKEN_RE.findall(_DOT_RE.sub(".", _KEYWORD_ARGUMENT_RE.sub(r"\1.", text)))
+
+    def code(self, text: str) -> str:
+        """The normalized code of ``text``, comments and strings left out (a secret's form)."""
+        return self._encode(self.tokens(self.split(text)[0]))
+
+    def views(self, text: str) -> tuple[list[str], list[list[str]]]:
+        """The normalized code of ``text``: outside comments and strings, and inside them; and the
+        raw tokens of both (for :func:`_words`)."""
+        outside, inside = self.split(text)
+        token_lists = [self.tokens(outside), self.tokens(inside)]
+        return [self._encode(tokens) for tokens in token_lists], token_lists
+
+
+def _shingles(coded: str, k: int = SHINGLE) -> set[str]:
+    return {coded[i:i + k] for i in range(len(coded) - k + 1)}
+
+
+def _shingles_in(coded: str, wanted: set[str], k: int = SHINGLE) -> set[str]:
+    """The shingles of ``coded`` that are in ``wanted`` (iterated in C: fast on large files)."""
+    n = len(coded) - k + 1
+    if n <= 0 or not wanted:
+        return set()
+    return wanted.intersection(map(coded.__getitem__, map(slice, range(n), range(k, n + k))))
+
+
+def _words(token_lists: list[list[str]]) -> set[str]:
+    """The words (``\\w+``) of a text, from its tokens."""
+    distinct = set()
+    for tokens in token_lists:
+        distinct.update(tokens)
+    return {token.lstrip(".") for token in distinct if token[-1].isalnum() or token[-1] == "_"}
+
+
+_WORD_RE = re.compile(r"\w+")
+_STRING_PREFIX_RE = re.compile(r"[rRbBuUfF]{1,2}")
+
+
+def _inner_words(line: str) -> frozenset[str]:
+    """Words of a line that any text holding the line holds whole, as :func:`_words` finds them:
+    all but the first and the last, string prefixes left out (:meth:`Normalizer.split` drops them)."""
+    return frozenset(word for word in _WORD_RE.findall(line)[1:-1] if not _STRING_PREFIX_RE.fullmatch(word))
+
+
+# ---------------------------------------------------------------------------------------------
+# The solution notebooks
+
+
+def _marked_regions(source: str, begin: str, end: str) -> list[str]:
+    """The lines between each ``begin`` line and the next ``end`` line (an open region runs to the end)."""
+    lines, inside = [], False
+    for line in source.splitlines():
+        if begin in line:
+            inside = True
+        elif end in line:
+            inside = False
+        elif inside:
+            lines.append(line)
+    return lines
+
+
+def _notebook_secrets(nb, notebook: str) -> list[tuple[str, str, str]]:
+    """(line, cell, kind) for every line of a hidden-test or reference-solution region."""
+    found = []
+    for number, cell in enumerate(nb.cells, 1):
+        name = notebooks.cell_id(cell) or f"cell {number}"
+        source = cell.get("source", "")
+        for line in _marked_regions(source, "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"):
+            found.append((line, name, "hidden-test"))
+        if "BEGIN SOLUTION" in source:
+            for line in _marked_regions(source, "BEGIN SOLUTION", "END SOLUTION"):
+                found.append((line, name, "reference-solution"))
+        elif notebooks.is_solution(cell):
+            # A solution cell without markers is replaced whole when the exercise is generated.
+            found += [(line, name, "reference-solution") for line in source.splitlines()]
+    return found
+
+
+def _solution_notebooks(root: Path) -> list[tuple[str, str, object]]:
+    """(relative path, assignment, notebook) of every notebook under ``root/solutions``."""
+    found = []
+    solutions = root / "solutions"
+    if not solutions.is_dir():
+        return found
+    for path in sorted(solutions.rglob("*.ipynb")):
+        if ".ipynb_checkpoints" in path.parts:
+            continue
+        rel = _posix(path.relative_to(root))
+        try:
+            nb = nbformat.read(str(path), as_version=4)
+        except Exception as error:  # noqa: BLE001 - an unreadable notebook stops the check
+            raise PublishError(f"cannot read {rel} to find its secrets: {error}") from None
+        inside = path.relative_to(solutions).parts
+        found.append((rel, inside[0] if len(inside) > 1 else path.stem, nb))
+    return found
+
+
+def solution_regions(root: Path = COURSE_ROOT) -> list[Region]:
+    """The code of every reference-solution region of the notebooks under ``root/solutions``:
+    the text between each pair of solution markers, or a whole solution cell without them."""
+    regions = []
+    for rel, assignment, nb in _solution_notebooks(Path(root)):
+        for number, cell in enumerate(nb.cells, 1):
+            if cell.cell_type != "code":
+                continue
+            name = notebooks.cell_id(cell) or f"cell {number}"
+            source = cell.get("source", "")
+            matches = [m.group(1) for m in notebooks.SOLUTION_RE.finditer(source)]
+            if matches:
+                regions += [Region(code, rel, assignment, name) for code in matches]
+            elif notebooks.is_solution(cell):
+                regions.append(Region(source, rel, assignment, name))
+    return regions
+
+
+def _release_of(root: Path, release: course.Release | None) -> course.Release:
+    if release is not None:
+        return release
+    try:
+        return course.release(root)
+    except course.SettingsError as error:
+        raise PublishError(f"the release settings: {error}") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# The public sources
+
+
+SOLUTION_TAG = "solution-"  # a book cell tagged solution-<assignment> (course_site.sphinx_ext)
+_FETCHED = ("book/_static/mathjax/", "book/_static/mathjax.partial/")  # third-party, fetched at build time
+_CODE_CELL_RE = re.compile(r"^(`{3,}|~{3,})[ \t]*\{code-cell\}[^\n]*\n(.*?)^\1[ \t]*$", re.M | re.S)
+_SOLUTION_TAG_RE = re.compile(re.escape(SOLUTION_TAG) + r"([A-Za-z0-9_]+)")
+
+
+def _cell_options(body: str) -> str:
+    """The options of a MyST code cell: its ``---`` YAML block or its leading ``:key: value`` lines."""
+    if body.startswith("---\n"):
+        end = body.find("\n---", 3)
+        return body[:end] if end >= 0 else ""
+    options = []
+    for line in body.splitlines():
+        if not line.startswith(":"):
+            break
+        options.append(line)
+    return "\n".join(options)
+
+
+def without_withheld_cells(text: str, suffix: str, release: course.Release) -> str:
+    """A book page's source without the code cells that the book withholds under ``release``:
+    those tagged ``solution-<assignment>`` for an assignment that is not released."""
+    if SOLUTION_TAG not in text:
+        return text
+
+    def withheld(tags) -> bool:
+        return any(not release.is_released(name) for name in tags)
+
+    if suffix == ".md":
+        return _CODE_CELL_RE.sub(
+            lambda m: "" if withheld(_SOLUTION_TAG_RE.findall(_cell_options(m.group(2)))) else m.group(0), text)
+    if suffix == ".ipynb":
+        try:
+            nb = nbformat.reads(text, as_version=4)
+        except Exception:  # noqa: BLE001 - not a notebook: kept as it is
+            return text
+        nb.cells = [cell for cell in nb.cells if not withheld(
+            tag[len(SOLUTION_TAG):] for tag in cell.get("metadata", {}).get("tags", [])
+            if tag.startswith(SOLUTION_TAG))]
+        return nbformat.writes(nb)
+    return text
+
+
+def public_sources(root: Path = COURSE_ROOT, release: course.Release | None = None) -> list[tuple[str, str]]:
+    """(path, text) of what students get legitimately under ``release`` (default: the course's
+    setting): the files of :data:`PUBLIC_SOURCES`, where the packages are the files that
+    :func:`autograder.packages.allowed` gives and the book's pages lose the cells it withholds,
+    and the reference modules of the released assignments."""
+    root = Path(root)
+    release = _release_of(root, release)
+    has_packages = all((root / package).is_dir() for package in packages.PACKAGES)
+    allowed = set(packages.allowed(release, root)) if has_packages else set()
+    sources = []
+    for rel in _source_files(root):
+        pure = PurePosixPath(rel)
+        top = pure.parts[0]
+        if top not in PUBLIC_SOURCES or rel.startswith(_FETCHED):
+            continue
+        if top in packages.PACKAGES:
+            if rel not in allowed:
+                continue
+        elif any(part in PRIVATE_DIRS for part in pure.parts):
+            continue
+        text = _read_text(root / rel)
+        if text is None:
+            continue
+        if top == "book":
+            text = without_withheld_cells(text, pure.suffix.lower(), release)
+        sources.append((rel, text))
+    for assignment in release.of(course.assignments(root)):
+        sources.append((f"{packages.SOLUTIONS}/{assignment}.py", reference.module_source(assignment, root)))
+    return sources
+
+
+def public_text(root: Path = COURSE_ROOT, release: course.Release | None = None) -> str:
+    """The public sources' text, one stripped line per line (notebooks: their JSON strings too)."""
+    parts = []
+    for rel, text in public_sources(root, release):
+        for view in text_views(text, PurePosixPath(rel).suffix.lower()):
+            parts.append("\n".join(line.strip() for line in view.splitlines()))
+    return "\n".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# The secrets
+
+
+@dataclass
+class _Fingerprint:
+    region: Region
+    coded: str  # its normalized code
+    own: frozenset[str]  # its shingles that no public source holds
+    whole: bool  # compared whole (too few own shingles)
+    _pattern: re.Pattern | None = None
+
+    def local_share(self, form: str) -> float:
+        """The largest share of :attr:`own` found in one passage of ``form``: within
+        :data:`WINDOW` times the region's length (a leak is one passage, not shingles scattered
+        over a large file)."""
+        if self._pattern is None:
+            self._pattern = re.compile("(?=(" + "|".join(map(re.escape, sorted(self.own))) + "))")
+        hits = [(m.start(), m.group(1)) for m in self._pattern.finditer(form)]
+        width = WINDOW * len(self.coded) + SHINGLE
+        best, counts, first = 0, {}, 0
+        for position, shingle in hits:
+            counts[shingle] = counts.get(shingle, 0) + 1
+            while hits[first][0] < position - width:
+                old = hits[first][1]
+                counts[old] -= 1
+                if not counts[old]:
+                    del counts[old]
+                first += 1
+            best = max(best, len(counts))
+        return best / len(self.own)
+
+
+class Secrets:
+    """What the check looks for in a course (``root``) under a release: the secret lines
+    (:attr:`lines`), and the solution regions of the assignments that are not released as
+    normalized code (:meth:`find`), the shingles of the public sources discounted.
+    :attr:`public_digests` are the digests of the public sources' files: a published copy of one
+    holds nothing secret."""
+
+    def __init__(self, root: Path = COURSE_ROOT, release: course.Release | None = None):
+        root = Path(root)
+        self.release = _release_of(root, release)
+        self.normalizer = Normalizer()
+        self.lines: list[Secret] = []
+        self.fingerprints: list[_Fingerprint] = []
+        self.unchecked: list[Region] = []
+        self.wanted: set[str] = set()
+        self.public_digests: set[str] = set()
+        found = _solution_notebooks(root)
+        if not found:
+            return
+        sources = public_sources(root, self.release)
+        for rel, text in sources:
+            path = root / rel
+            data = text.encode()
+            if path.is_file() and path.read_bytes() != data:
+                continue  # a book page without its withheld cells: a copy of the file is not public
+            self.public_digests.add(_digest(data))
+
+        # Secret lines: hidden tests always, solutions of the assignments that are not released.
+        public = "\n".join("\n".join(line.strip() for line in view.splitlines())
+                           for rel, text in sources for view in text_views(text, PurePosixPath(rel).suffix.lower()))
+        seen = set()
+        for rel, assignment, nb in found:
+            for line, cell, kind in _notebook_secrets(nb, rel):
+                text = line.strip()
+                if kind == "reference-solution" and self.release.is_released(assignment):
+                    continue
+                if len(text) < MIN_SECRET or text in seen or any(marker in text for marker in MARKERS):
+                    continue
+                if text in public:
+                    continue
+                seen.add(text)
+                self.lines.append(Secret(text, rel, cell, kind))
+
+        # Solution code.
+        regions = [r for r in solution_regions(root) if not self.release.is_released(r.assignment)]
+        coded = [self.normalizer.code(region.code) for region in regions]
+        self.normalizer.freeze()
+        every = set().union(*map(_shingles, coded)) if coded else set()
+        shared, public_coded = set(), []
+        if regions:
+            for rel, text in sources:
+                for view in text_views(text, PurePosixPath(rel).suffix.lower()):
+                    for form in self.normalizer.views(view)[0]:
+                        shared |= _shingles_in(form, every)
+                        public_coded.append(form)
+        for region, text in zip(regions, coded):
+            own = frozenset(_shingles(text) - shared)
+            if len(own) >= MIN_SHINGLES:
+                self.fingerprints.append(_Fingerprint(region, text, own, False))
+            elif len(text) >= MIN_EXACT and own and not any(text in form for form in public_coded):
+                self.fingerprints.append(_Fingerprint(region, text, own, True))
+            else:
+                self.unchecked.append(region)
+        self.wanted = set().union(*(f.own for f in self.fingerprints if not f.whole))
+
+    def forms(self, views: list[str]) -> tuple[list[str], set[str]]:
+        """A file's texts as normalized code (:meth:`find` takes them), and their words."""
+        forms, words = [], set()
+        for view in views:
+            coded, token_lists = self.normalizer.views(view)
+            forms += coded
+            words |= _words(token_lists)
+        return forms, words
+
+    def find(self, forms: list[str]) -> list[tuple[Region, float]]:
+        """The solution regions found in a file's normalized texts ``forms``, with the share found:
+        at least :data:`THRESHOLD` of a region's own shingles in one passage, or a region
+        compared whole."""
+        found = set()
+        for form in forms:
+            found |= _shingles_in(form, self.wanted)
+        hits = []
+        for fingerprint in self.fingerprints:
+            if fingerprint.whole:
+                if any(fingerprint.coded in form for form in forms):
+                    hits.append((fingerprint.region, 1.0))
+                continue
+            if len(fingerprint.own & found) < THRESHOLD * len(fingerprint.own):
+                continue
+            share = max(fingerprint.local_share(form) for form in forms)
+            if share >= THRESHOLD:
+                hits.append((fingerprint.region, share))
+        return hits
+
+
+_ASSET_DISTRIBUTIONS_RE = re.compile(r"sphinx|myst|jupyter.book|pydata", re.I)
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped_digests() -> frozenset[str]:
+    """The sha256 digests (hex) of the files that the installed Sphinx, MyST and Jupyter Book
+    distributions and their themes and extensions ship, from their RECORDs: the site's
+    third-party static files are byte-for-byte copies of them."""
+    digests = set()
+    for distribution in importlib.metadata.distributions():
+        if not _ASSET_DISTRIBUTIONS_RE.search(distribution.metadata["Name"] or ""):
+            continue
+        for file in distribution.files or ():
+            if file.hash is not None and file.hash.mode == "sha256":
+                value = file.hash.value
+                digests.add(base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)).hex())
+    return frozenset(digests)
+
+
+class _KnownFiles:
+    """Published files with nothing to look for in them: copies of the public sources (all their
+    code is public), of the book's static files (``book/_static``, MathJax included) and of the
+    assets that the Sphinx distributions ship (:func:`_shipped_digests`)."""
+
+    def __init__(self, root: Path, public_digests: set[str]):
+        self.digests = dict.fromkeys(public_digests, "a public source")
+        self.by_size: dict[int, list[Path]] = {}  # book/_static's files, hashed when a file of their size is met
+        static = root / "book" / "_static"
+        if static.is_dir():
+            for path in static.rglob("*"):
+                if path.is_file():
+                    self.by_size.setdefault(path.stat().st_size, []).append(path)
+
+    def what(self, data: bytes, digest: str) -> str | None:
+        for path in self.by_size.pop(len(data), ()):
+            self.digests.setdefault(_digest(path.read_bytes()), "a file of book/_static")
+        if digest in self.digests:
+            return self.digests[digest]
+        if digest in _shipped_digests():
+            return "a file that Sphinx or its extensions ship"
+        return None
+
+
+_CACHE: dict[tuple, Secrets] = {}
+
+
+def _state(root: Path) -> tuple:
+    """What the secrets of ``root`` depend on: its public sources' and solutions' files, as stat."""
+    stamp = []
+    files = [rel for rel in _source_files(root) if PurePosixPath(rel).parts[0] in PUBLIC_SOURCES]
+    files += [_posix(p.relative_to(root)) for p in sorted((root / "solutions").rglob("*.ipynb"))]
+    for rel in sorted(set(files)):
+        try:
+            info = (root / rel).stat()
+        except OSError:
+            continue
+        stamp.append((rel, info.st_mtime_ns, info.st_size))
+    return tuple(stamp)
+
+
+def secrets(root: Path = COURSE_ROOT, release: course.Release | None = None) -> Secrets:
+    """:class:`Secrets` of ``root`` under ``release``, made again when a source changes."""
+    root = Path(root).resolve()
+    release = _release_of(root, release)
+    key = (str(root), release.key, hash(_state(root)))
+    if key not in _CACHE:
+        if len(_CACHE) >= 4:
+            _CACHE.pop(next(iter(_CACHE)))
+        _CACHE[key] = Secrets(root, release)
+    return _CACHE[key]
+
+
+def secret_lines(root: Path = COURSE_ROOT, release: course.Release | None = None) -> list[Secret]:
+    """The secret lines of the notebooks under ``root/solutions`` (empty where there is none):
+    the hidden tests' lines, and the reference solutions' lines of the assignments that
+    ``release`` (default: the course's setting) does not release, that no public source shows."""
+    return list(secrets(root, release).lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# The check
+
+
+def _page_key(rel: str) -> str | None:
+    """``book/instructor_guide`` for ``book/instructor_guide.html`` or ``_sources/book/instructor_guide.md``."""
+    path = PurePosixPath(rel)
+    if path.parts[0] == "_sources":
+        path = PurePosixPath(*path.parts[1:])
+        while path.suffix in (".txt", ".md", ".ipynb", ".rst"):
+            path = path.with_suffix("")
+        return path.as_posix()
+    if path.suffix in (".html", ".htm"):
+        return path.with_suffix("").as_posix()
+    return None
+
+
+def _marker_documents(root: Path) -> tuple[dict[str, str], set[str]]:
+    """Where the markers may appear: the package files that explain them (path -> digest), and
+    the book pages that show them (``book/instructor_guide``); never a notebook."""
+    files, pages = {}, set()
+    for rel in _source_files(root):
+        top = PurePosixPath(rel).parts[0]
+        if top not in (*packages.PACKAGES, "book") or rel.endswith(".ipynb") or rel.startswith(_FETCHED):
+            continue
+        try:
+            data = (root / rel).read_bytes()
+        except OSError:
+            continue
+        if _is_binary(data) or not any(marker.encode() in data for marker in MARKERS):
+            continue
+        files[rel] = _digest(data)
+        if rel.startswith("book/") and rel.endswith((".md", ".rst", ".ipynb")):
+            pages.add(PurePosixPath(rel).with_suffix("").as_posix())
+    return files, pages
+
+
+def _line_of(text: str, needle: str) -> str:
+    index = text.find(needle)
+    return f"line {text.count(chr(10), 0, index) + 1}: " if index >= 0 else ""
+
+
+def _in_solutions_folder(rel: str) -> bool:
+    """Whether ``rel`` lies in a folder named ``solutions``, other than the package of the
+    released reference modules (``attention_course/solutions``, checked by its content)."""
+    parts = PurePosixPath(rel).parts[:-1]
+    package = tuple(PurePosixPath(packages.SOLUTIONS).parts)
+    return any(part == "solutions" and tuple(parts[max(0, i - len(package) + 1):i + 1]) != package
+               for i, part in enumerate(parts))
+
+
+def _assignment_of(notebook: str) -> str:
+    parts = PurePosixPath(notebook).parts
+    return parts[1] if len(parts) > 2 else PurePosixPath(notebook).stem
+
+
+def check(directory: Path, root: Path = COURSE_ROOT, release: course.Release | None = None) -> Report:
+    """Scan every file under ``directory`` for solutions, nbgrader markers, secret lines and the
+    code of the reference solutions that ``release`` (default: :func:`autograder.course.release`
+    of ``root``) does not release."""
+    started = time.perf_counter()
+    directory, root = Path(directory), Path(root)
+    if not directory.exists():
+        raise PublishError(f"check: DIR {directory} does not exist (expected a built site such as "
+                           "_build/html, or a folder written by student-repo)")
+    if not directory.is_dir():
+        raise PublishError(f"check: DIR {directory} is not a folder (expected a built site such as "
+                           "_build/html, or a folder written by student-repo)")
+    if not root.is_dir():
+        raise PublishError(f"check: --root {root} is not a folder (expected the course repository)")
+
+    release = _release_of(root, release)
+    report = Report(directory, release=release)
+    solutions = root / "solutions"
+    report.has_solutions = solutions.is_dir()
+    solution_digests = {}
+    if report.has_solutions:
+        for path in solutions.rglob("*"):
+            if path.is_file():
+                solution_digests.setdefault(_digest(path.read_bytes()), _posix(path.relative_to(root)))
+    found = secrets(root, release)
+    report.secrets, report.notebooks = len(found.lines), len({s.notebook for s in found.lines})
+    report.regions = len(found.fingerprints)
+    report.unchecked = sorted({f"{r.assignment}/{r.item}" for r in found.unchecked})
+    line_words = [_inner_words(secret.text) for secret in found.lines]
+    exempt_files, exempt_pages = _marker_documents(root)
+    known = _KnownFiles(root, found.public_digests)
+
+    for path, rel in _walk(directory):
+        problems = report.problems
+        if _in_solutions_folder(rel):
+            problems.append(Problem(rel, "a file from a solutions/ folder"))
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue  # a broken link, a file that vanished
+        digest = _digest(data)
+        if digest in solution_digests:
+            problems.append(Problem(rel, f"a copy of {solution_digests[digest]}"))
+        if _is_binary(data):
+            report.binary += 1
+            continue
+        report.files += 1
+        text = data.decode("utf-8", errors="replace")
+        is_known = known.what(data, digest) is not None
+        views = [text] if is_known else text_views(text, path.suffix.lower())
+
+        allowed = (exempt_files.get(rel) == digest) or (
+            not rel.endswith(".ipynb") and _page_key(rel) in exempt_pages)
+        if allowed:
+            if any(marker in view for view in views for marker in MARKERS):
+                report.marker_exempt.append(rel)
+        else:
+            for marker in MARKERS:
+                if any(marker in view for view in views):
+                    problems.append(Problem(rel, f"{_line_of(text, marker)}holds the nbgrader marker {marker!r}"))
+        if is_known:
+            report.known += 1
+            continue
+
+        code_hits: dict[tuple[str, str], float] = {}
+        words: set[str] = set()
+        if found.lines or found.fingerprints:
+            forms, words = found.forms(views)
+            for region, share in found.find(forms):
+                key = (region.notebook, region.item)
+                code_hits[key] = max(share, code_hits.get(key, 0.0))
+        for (notebook, item), share in sorted(code_hits.items()):
+            problems.append(Problem(
+                rel, f"{share:.0%} of the code of a reference solution of {notebook}, cell {item} "
+                "(compared with names, comments and layout ignored)", _assignment_of(notebook), item, share))
+
+        hits: dict[tuple[str, str, str], list[Secret]] = {}
+        for secret, inner in zip(found.lines, line_words):
+            if not inner <= words:
+                continue  # a word of the line is missing: the line is not there
+            if any(secret.text in view for view in views):
+                hits.setdefault((secret.notebook, secret.cell, secret.kind), []).append(secret)
+        for (notebook, cell, kind), lines in hits.items():
+            if kind == "reference-solution" and (notebook, cell) in code_hits:
+                continue  # reported above
+            count = f"{len(lines)} {kind} lines" if len(lines) > 1 else f"a {kind} line"
+            problems.append(Problem(rel, f"{_line_of(text, lines[0].text)}{count} of {notebook}, cell {cell}",
+                                    _assignment_of(notebook), cell))
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line
+
+
+def add_release_options(parser) -> None:
+    parser.add_argument("--edition", choices=course.EDITIONS,
+                        help="the edition to check for (default: EDITION, else term.yml)")
+    parser.add_argument("--released", metavar="NAMES",
+                        help="the released assignments, separated by spaces or commas, `all` or `none` "
+                             "(default: RELEASED, else term.yml; given alone: the term edition)")
+
+
+def release_from_options(args, root: Path) -> course.Release:
+    """The release that the options, the environment and ``root``'s ``term.yml`` give."""
+    environ = dict(os.environ)
+    if getattr(args, "released", None) is not None:
+        environ["RELEASED"] = args.released
+        environ.pop("EDITION", None)
+    if getattr(args, "edition", None):
+        environ["EDITION"] = args.edition
+    try:
+        return course.release(root, environ)
+    except course.SettingsError as error:
+        raise PublishError(f"the release settings: {error}") from None
+
+
+def summary(report: Report) -> str:
+    if report.has_solutions:
+        secrets = (f"{report.secrets} secret lines of {report.notebooks} solution notebooks and "
+                   f"{report.regions} solution regions compared as code")
+    else:
+        secrets = "no solutions/ to take secrets from: markers and copies only"
+    edition = f"; {report.release.describe()}" if report.release is not None else ""
+    known = (f", {report.known} of them copies of public sources or third-party assets (markers only)"
+             if report.known else "")
+    return (f"checked {report.files} text files{known} and {report.binary} binary files under "
+            f"{report.directory} in {report.seconds:.1f} s ({secrets}{edition})")
+
+
+def print_report(report: Report) -> None:
+    print(summary(report))
+    if not report.has_solutions:
+        print("note: the repository has no solutions/ folder (a student repository?): secrets are "
+              "checked where the export is made, in the instructor's repository")
+    if report.unchecked:
+        print("note: too short or too public to be told from other code, compared line by line only: "
+              + ", ".join(report.unchecked))
+    if report.marker_exempt:
+        print("markers allowed (files that explain them): " + ", ".join(report.marker_exempt))
+    if report.ok:
+        print("OK: no solution, hidden test or nbgrader marker")
+    else:
+        print(f"FAIL: {len(report.problems)} problems", file=sys.stderr)
+        for problem in report.problems:
+            print(f"  {problem}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m course_site.leaks DIR``: 0 when DIR holds nothing to withhold, 1 when it does,
+    2 for a bad argument or release setting."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m course_site.leaks", description=__doc__.split("\n\n")[0])
+    parser.add_argument("directory", type=Path, metavar="DIR", help="a built site (_build/html) or an export")
+    parser.add_argument("--root", type=Path, default=COURSE_ROOT,
+                        help="the course repository, with solutions/ (default: %(default)s)")
+    add_release_options(parser)
+    args = parser.parse_args(argv)
+    try:
+        report = check(args.directory, args.root, release_from_options(args, args.root))
+    except PublishError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print_report(report)
+    return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
