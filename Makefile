@@ -14,6 +14,9 @@ ASSIGNMENT ?=
 JOBS ?= 2
 NOTEBOOK ?=
 PYTEST_ARGS ?=
+# `make book BOOK_OUT=_build/term` builds into _build/term/_build/html (executed notebooks are shared)
+BOOK_OUT ?= .
+SITE ?= _build/html
 DEST ?=
 
 .PHONY: help venv sandbox browser book linkcheck check-site student-repo test exercises check-exercises grade check validate similarity bench-grading train bench-transformer clean
@@ -47,17 +50,17 @@ $(MATHJAX): course_site/mathjax.py | $(VENV)/.installed
 
 book: venv $(MATHJAX)  ## build the book into _build/html, open or term edition (EDITION, RELEASED; term.yml)
 	@$(BIN)/python -c "from autograder import course; raise SystemExit(course.main())"
-	$(BIN)/jupyter-book build $(BOOK_FLAGS) .
-	@echo "The book is at file://$(CURDIR)/_build/html/index.html"
+	$(BIN)/jupyter-book build $(BOOK_FLAGS) --path-output $(BOOK_OUT) .
+	@echo "The book is at file://$(abspath $(BOOK_OUT))/_build/html/index.html"
 
 linkcheck: venv $(MATHJAX)  ## check the book's external links (needs a network; `make test` checks the internal ones)
 	@status=0; $(BIN)/jupyter-book build --builder linkcheck . || status=$$?; \
 	mkdir -p _build/linkcheck && mv -f _build/html/output.txt _build/html/output.json _build/linkcheck/ 2>/dev/null; \
 	echo "Report: _build/linkcheck/output.txt"; exit $$status
 
-check-site: venv  ## fail if the built site holds a hidden test, a marker or an unreleased solution (even renamed)
-	$(BIN)/python -m course_site.links _build/html
-	$(BIN)/python -m course_site.leaks _build/html
+check-site: venv  ## fail if the built site (SITE) has a broken link, a hidden test, a marker or an unreleased solution
+	$(BIN)/python -m course_site.links $(SITE)
+	$(BIN)/python -m course_site.leaks $(SITE)
 
 student-repo: venv  ## write the students' repository (exercises, packages, released solutions only) into DEST
 	@test -n "$(DEST)" || { echo "usage: make student-repo DEST=../attention-course-student [RELEASED=\"ch01_bahdanau ...\"]   (an empty or new folder, outside this repository)"; exit 2; }

@@ -491,54 +491,11 @@ def _release_of(root: Path, release: course.Release | None) -> course.Release:
 # The public sources
 
 
-SOLUTION_TAG = "solution-"  # a book cell tagged solution-<assignment> (course_site.sphinx_ext)
 _FETCHED = ("book/_static/mathjax/", "book/_static/mathjax.partial/")  # third-party, fetched at build time
-_CODE_CELL_RE = re.compile(r"^(`{3,}|~{3,})[ \t]*\{code-cell\}[^\n]*\n(.*?)^\1[ \t]*$", re.M | re.S)
-_SOLUTION_TAG_RE = re.compile(re.escape(SOLUTION_TAG) + r"([A-Za-z0-9_]+)")
-
-
-def _cell_options(body: str) -> str:
-    """The options of a MyST code cell: its ``---`` YAML block or its leading ``:key: value`` lines."""
-    if body.startswith("---\n"):
-        end = body.find("\n---", 3)
-        return body[:end] if end >= 0 else ""
-    options = []
-    for line in body.splitlines():
-        if not line.startswith(":"):
-            break
-        options.append(line)
-    return "\n".join(options)
-
-
-def without_withheld_cells(text: str, suffix: str, release: course.Release) -> str:
-    """A book page's source without the code cells that the book withholds under ``release``:
-    those tagged ``solution-<assignment>`` for an assignment that is not released."""
-    if SOLUTION_TAG not in text:
-        return text
-
-    def withheld(tags) -> bool:
-        return any(not release.is_released(name) for name in tags)
-
-    if suffix == ".md":
-        return _CODE_CELL_RE.sub(
-            lambda m: "" if withheld(_SOLUTION_TAG_RE.findall(_cell_options(m.group(2)))) else m.group(0), text)
-    if suffix == ".ipynb":
-        try:
-            nb = nbformat.reads(text, as_version=4)
-        except Exception:  # noqa: BLE001 - not a notebook: kept as it is
-            return text
-        nb.cells = [cell for cell in nb.cells if not withheld(
-            tag[len(SOLUTION_TAG):] for tag in cell.get("metadata", {}).get("tags", [])
-            if tag.startswith(SOLUTION_TAG))]
-        return nbformat.writes(nb)
-    return text
-
-
 def public_sources(root: Path = COURSE_ROOT, release: course.Release | None = None) -> list[tuple[str, str]]:
     """(path, text) of what students get legitimately under ``release`` (default: the course's
-    setting): the files of :data:`PUBLIC_SOURCES`, where the packages are the files that
-    :func:`autograder.packages.allowed` gives and the book's pages lose the cells it withholds,
-    and the reference modules of the released assignments."""
+    setting): the exercises, the package files that :func:`autograder.packages.allowed` gives, and
+    the reference modules of the released assignments."""
     root = Path(root)
     release = _release_of(root, release)
     has_packages = all((root / package).is_dir() for package in packages.PACKAGES)
@@ -557,8 +514,6 @@ def public_sources(root: Path = COURSE_ROOT, release: course.Release | None = No
         text = _read_text(root / rel)
         if text is None:
             continue
-        if top == "book":
-            text = without_withheld_cells(text, pure.suffix.lower(), release)
         sources.append((rel, text))
     for assignment in release.of(course.assignments(root)):
         sources.append((f"{packages.SOLUTIONS}/{assignment}.py", reference.module_source(assignment, root)))
@@ -631,7 +586,7 @@ class Secrets:
             path = root / rel
             data = text.encode()
             if path.is_file() and path.read_bytes() != data:
-                continue  # a book page without its withheld cells: a copy of the file is not public
+                continue
             self.public_digests.add(_digest(data))
 
         # Secret lines: hidden tests always, solutions of the assignments that are not released.

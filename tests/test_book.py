@@ -7,15 +7,22 @@ resolve, and each chapter's download and Colab links name the exercise notebook 
 repository. Screenshots of the landing page and of a chapter are saved in _build/test-artifacts/.
 """
 
+import ast
+import html
+import os
+import re
 import subprocess
 from urllib.parse import urlsplit
 
 import pytest
 import yaml
 
+from autograder import course, notebooks, reference
+from autograder.grader import grade_notebook
 from autograder.notebooks import COURSE_ROOT
 from course_site import exercise_path, leaks, links, logo, repository
 from tests import browser
+from tests.submissions import fill
 
 pytestmark = [pytest.mark.slow]
 
@@ -28,12 +35,62 @@ REQUIRED_REFERENCES = [("Bahdanau", "2015"), ("Luong", "2015"), ("Vaswani", "201
                        ("Dao", "2022")]
 
 
+TERM = course.Release("term", {"ch01_bahdanau"})
+TERM_OUT = COURSE_ROOT / "_build" / "term"
+
+
+def build(*variables: str) -> None:
+    """`make book` with these make variables, and no release settings from the environment."""
+    env = {k: v for k, v in os.environ.items() if k not in ("EDITION", "RELEASED")}
+    result = subprocess.run(["make", "--no-print-directory", "book", *variables], cwd=COURSE_ROOT,
+                            capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
+
+
 @pytest.fixture(scope="module")
 def site():
-    result = subprocess.run(["make", "--no-print-directory", "book"], cwd=COURSE_ROOT,
-                            capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
+    """The open edition (the committed term.yml), in _build/html."""
+    build()
     return HTML
+
+
+@pytest.fixture(scope="module")
+def term_site(site):
+    """The term edition with only chapter 1's solutions released, beside the open one (the executed
+    chapters are shared, so this build executes nothing again)."""
+    build("EDITION=term", "RELEASED=ch01_bahdanau", f"BOOK_OUT={TERM_OUT}")
+    return TERM_OUT / "_build" / "html"
+
+
+def graded_items(assignment: str) -> list[str]:
+    nb = notebooks.read(notebooks.assignment_notebook(assignment))
+    return [name for cell in nb.cells if notebooks.is_solution(cell) for name in notebooks.defined_names(cell.source)]
+
+
+def code_blocks(page: str) -> list[str]:
+    """The text of every highlighted code block of a built page."""
+    return [html.unescape(re.sub(r"<[^>]+>", "", block))
+            for block in re.findall(r'<div class="highlight"><pre>(.*?)</pre>', page, re.S)]
+
+
+def admonitions(page: str) -> list[tuple[str, str, str]]:
+    """(kind, target, text) of the exercise and solution blocks of a built page, in order: an
+    exercise's target is its own label, a solution's the label of the exercise it answers; the
+    text is what the reader sees (tags dropped, until the next exercise or solution block)."""
+    starts = list(re.finditer(r'<div class="(exercise|solution)[^"]*admonition"[^>]*id="([^"]+)"', page))
+    found = []
+    for match, following in zip(starts, starts[1:] + [None]):
+        body = page[match.end():following.start() if following else len(page)]
+        if match.group(1) == "exercise":
+            target = match.group(2)
+        else:
+            target = re.search(r'href="#([^"]+)"', body).group(1)
+        found.append((match.group(1), target, html.unescape(re.sub(r"<[^>]+>", "", body))))
+    return found
+
+
+def squeezed(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
 
 
 @pytest.fixture(scope="module")
@@ -53,10 +110,10 @@ def test_book_builds_strictly(site):
     assert "[0.90965265 1.40965265 0.5       ]" in chapter
     # Chapter 1 trains its models at build time and asserts >= 99% exact match there.
     assert "exact match" in (site / "book" / "ch01_bahdanau.html").read_text()
-    # Chapter 3 times its three attention paths at build time and compares with nn.MultiheadAttention.
+    # Chapter 3 times its attention paths at build time and compares with nn.MultiheadAttention.
     multi_head = (site / "book" / "ch03_multi_head.html").read_text()
-    assert "course module, fused=True" in multi_head and "nn.MultiheadAttention" in multi_head
-    # Chapter 4 shows the code of the package's masks (literalinclude) and the NaN of a fully masked row.
+    assert "FusedMultiHeadAttention" in multi_head and "nn.MultiheadAttention" in multi_head
+    # Chapter 4 shows the code of its masks (in solution blocks) and the NaN of a fully masked row.
     masking = (site / "book" / "ch04_masking.html").read_text()
     assert '<span class="nf">decoder_self_attention_mask</span>' in masking and "nan" in masking
     # Chapter 5 runs its extrapolation experiment at build time and shows the rotary code.
@@ -217,7 +274,7 @@ def test_screenshots_of_landing_page_and_a_chapter(chromium):
 
 
 def test_pages_workflow_builds_checks_and_uploads_the_site():
-    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "pages.yml").read_text())
+    workflow = yaml.safe_load((COURSE_ROOT / ".github" / "workflows" / "pages.yml").read_text())
     triggers = workflow.get("on", workflow.get(True))  # YAML 1.1 reads the key `on` as True
     assert triggers["push"]["branches"] == ["main"] and "workflow_dispatch" in triggers
     assert workflow["permissions"] == {"contents": "read", "pages": "write", "id-token": "write"}
@@ -245,3 +302,55 @@ def test_pages_workflow_builds_checks_and_uploads_the_site():
     assert any(u.startswith("actions/checkout@") for u in uses)
     assert any(u.startswith("actions/configure-pages@") for u in uses)
     assert any(u.startswith("actions/deploy-pages@") for u in uses)
+
+
+# ----------------------------------------------------------------------------- the two editions
+
+
+def test_the_open_edition_shows_every_solution_after_its_exercise(site):
+    for assignment in CHAPTERS:
+        blocks = admonitions((site / "book" / f"{assignment}.html").read_text())
+        for name in graded_items(assignment):
+            code = squeezed(reference.item_source(assignment, name))
+            shown = [i for i, (kind, _, text) in enumerate(blocks) if kind == "solution" and code in squeezed(text)]
+            assert shown, f"{assignment}: no solution block shows the code of {name}"
+            kind, target, _ = blocks[shown[0]]
+            before = blocks[shown[0] - 1] if shown[0] else (None, None, None)
+            assert before[0] == "exercise" and before[1] == target, (
+                f"{assignment}: the solution of {name} does not follow the exercise prompt it answers")
+        assert 'class="solution dropdown' in (site / "book" / f"{assignment}.html").read_text()  # collapsed
+
+
+def test_the_term_edition_holds_no_unreleased_solution(term_site):
+    report = leaks.check(term_site, COURSE_ROOT, TERM)
+    assert report.regions > 10 and report.files > 50, "the check looked for almost nothing"
+    assert report.ok, "the term site must not be published:\n" + "\n".join(map(str, report.problems))
+    assert not (term_site / "_sources").exists(), "the term edition publishes no page sources"
+    for assignment in CHAPTERS:
+        page = (term_site / "book" / f"{assignment}.html").read_text()
+        codes = [squeezed(reference.item_source(assignment, name)) for name in graded_items(assignment)]
+        texts = [squeezed(text) for kind, _, text in admonitions(page) if kind == "solution"]
+        if TERM.is_released(assignment):
+            assert all(any(code in text for text in texts) for code in codes), assignment
+        else:
+            assert texts and all("once your instructor releases the solutions" in text for text in texts)
+            assert not any(code[:60] in squeezed(html.unescape(re.sub(r"<[^>]+>", "", page))) for code in codes)
+    search = (term_site / "searchindex.js").read_text()
+    assert "ch03_multi_head" in search  # the pages are indexed, without the withheld code
+
+
+def test_pasting_the_term_sites_code_scores_nothing(term_site):
+    """A student in the term copies every function, class and import that the chapter shows."""
+    page = (term_site / "book" / "ch03_multi_head.html").read_text()
+    pasted = []
+    for block in code_blocks(page):
+        try:
+            tree = ast.parse(block)
+        except SyntaxError:
+            continue
+        pasted += [ast.get_source_segment(block, node) for node in tree.body
+                   if isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef))]
+    assert len(pasted) > 5
+    code = "\n\n".join(pasted)
+    answers = {name: code for name in ("split_heads", "merge_heads", "MultiHeadAttention")}
+    assert grade_notebook("ch03_multi_head", fill("ch03_multi_head", answers), release=TERM).score == 0

@@ -275,7 +275,8 @@ def test_a_solution_kept_in_a_comment_or_a_string_is_found(tmp_path):
 
 
 COPIED_CAUSAL = "def lower(n, dev=None):\n    return torch.ones(n, n,\n        dtype=torch.bool, device=dev).tril()\n"
-OWN_CAUSAL = "def lower(n, dev=None):\n    return torch.tril(torch.ones(n, n, dtype=torch.bool, device=dev))\n"
+OWN_CAUSAL = ("def lower(n, dev=None):\n    positions = torch.arange(n, device=dev)\n"
+              "    return positions[:, None] >= positions[None, :]\n")
 
 
 def test_a_one_line_solution_is_found_and_an_honest_one_is_not(tmp_path):

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbformat.v4 import new_code_cell
 
 from autograder import course, notebooks, packages, reference
 from autograder.grader import grade_notebook
