@@ -18,8 +18,9 @@ c.CourseDirectory.submitted_directory = "submitted"
 c.CourseDirectory.autograded_directory = "autograded"
 c.CourseDirectory.feedback_directory = "feedback"
 c.CourseDirectory.db_url = "sqlite:///gradebook.db"
-# Only the notebooks are assignment material; nothing else in solutions/ is released.
-c.CourseDirectory.include = ["*.ipynb"]
+# nbgrader's own files travel with every submission (timestamp.txt: late penalties;
+# submission_secret.txt: fetching feedback), so its default `include` (every file) and
+# `ignore` (checkpoints, caches) stay; solutions/<assignment>/ holds the notebook only.
 # A student's folder larger than this (in KiB) is not copied for grading.
 c.CourseDirectory.max_file_size = 10_000
 
@@ -32,6 +33,9 @@ c.CourseDirectory.max_file_size = 10_000
 # self-learners the same verdicts.
 c.Autograde.autograde_preprocessors = [
     "autograder.sandboxed.SandboxedExecute",
+    # The autograded notebook (which the formgrader shows you) keeps no live HTML or script
+    # that a submission's markdown or raw cells hold.
+    "nbconvert.preprocessors.sanitize.SanitizeHTML",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
     "nbgrader.preprocessors.SaveAutoGrades",
@@ -57,5 +61,18 @@ c.Autograde.create_student = True
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "autograder.feedback.HideHiddenTests",
+    "nbconvert.preprocessors.sanitize.SanitizeHTML",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
+# Markdown and raw cells that a submission holds are escaped (bleach, through nbconvert), never
+# rendered as live HTML, in the autograded notebook and in the feedback.
+c.SanitizeHTML.enabled = True
+c.SanitizeHTML.strip = False
+c.HTMLExporter.sanitize_html = True
+
+# SQLAlchemy's warnings about nbgrader's own gradebook sessions say nothing to an instructor.
+import warnings  # noqa: E402
+
+from sqlalchemy.exc import SAWarning  # noqa: E402
+
+warnings.filterwarnings("ignore", category=SAWarning)

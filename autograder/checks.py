@@ -71,10 +71,16 @@ class _Call:
         self.weights = None  # a state_dict to load into the student's object before the call
 
     def use_reference_weights(self) -> None:
-        """Build the reference object (seeded) and keep its weights for the student's object."""
+        """Build the reference object (seeded) and keep its parameters for the student's object.
+
+        Only parameters cross, never buffers: a buffer can hold the answer (the table of a
+        positional encoding), which the student's object must compute itself.
+        """
         with _TORCH_RNG:
             torch.manual_seed(self.seed)
-            self.weights = reference.get(self.item.assignment, self.item.name)(*self.init).state_dict()
+            built = reference.get(self.item.assignment, self.item.name)(*self.init)
+        parameters = dict(built.named_parameters())
+        self.weights = {key: value.detach().clone() for key, value in built.state_dict().items() if key in parameters}
 
     def build(self, cls):
         """The object the call goes to: an instance of ``cls`` with the weights, and its ``method``."""
@@ -90,11 +96,17 @@ class _Call:
             self.fail(f"{name}({', '.join(map(repr, self.init))}) raised {type(exc).__name__}: {exc}")
         if self.weights is not None:
             # The reference object gets them too: it computes with exactly what the student's got.
+            # Parameters and buffers that the object has besides the contract's keep their own values.
             try:
-                instance.load_state_dict(self.weights)
+                missing, unexpected = instance.load_state_dict(self.weights, strict=False)
+                unexpected = [str(key) for key in unexpected]
             except Exception as exc:
-                self.fail(f"loading the reference weights with load_state_dict failed: {exc}",
-                          "name the submodules and give them the shapes the assignment says")
+                self.fail(f"loading the weights into it with load_state_dict failed: {exc}",
+                          "give the submodules the shapes the assignment says")
+            if unexpected:
+                self.fail(f"it has no parameter {', '.join(unexpected[:4])}"
+                          f"{' and others' if len(unexpected) > 4 else ''}, which the assignment names",
+                          "the grader loads weights by name: give the submodules the names the assignment says")
         if self.method is None:
             return instance
         try:

@@ -3,13 +3,21 @@
     python -m autograder.grade ch02_scaled_dot_product --jobs 4
 
 1. records the assignment's test cells in the gradebook (as ``make exercises`` does);
-2. grades every ``submitted/<student>/<assignment>/`` in a sandbox, ``--jobs`` at a
-   time, with a progress bar, leaving a report per notebook in ``grades/reports/``;
-3. ``nbgrader autograde``, which takes the scores from those reports (one process
+2. checks that the sandbox works at all, with a program known to be right (the
+   preflight): if it does not, it stops with what to fix, and no student is scored;
+3. grades every ``submitted/<student>/<assignment>/`` in a sandbox, ``--jobs`` at a
+   time, with a progress bar, leaving a report per notebook in ``grades/reports/``.
+   A submission that holds a symbolic link is refused (it scores nothing); one that the
+   grader could not grade (its own failure) is marked "not graded", never scored;
+4. ``nbgrader autograde``, which takes the scores from those reports (one process
    writes the gradebook, so it stays consistent);
-4. ``nbgrader generate_feedback`` into ``feedback/<student>/<assignment>/``;
-5. writes ``grades/<assignment>.csv`` (one row per student, one column per test
-   cell) and prints a summary table with each student's failed tests and notes.
+5. ``nbgrader generate_feedback`` into ``feedback/<student>/<assignment>/``;
+6. writes ``grades/<assignment>.csv`` (one row per student, one column per test
+   cell, in the notebook's order) and prints a summary table with each student's
+   failed tests and notes.
+
+Every phase says what it is doing; no text from a submission reaches the terminal
+without its control characters removed.
 """
 
 from __future__ import annotations
@@ -27,15 +35,21 @@ from nbgrader.api import Gradebook, MissingEntry
 from tqdm import tqdm
 
 from autograder import _nbgrader, course, release
-from autograder.grader import Report, grade_notebook
+from autograder.grader import Report, Source, grade_notebook, preflight
+from autograder.sandbox import clean_text
 from autograder.notebooks import COURSE_ROOT
 from autograder.sandboxed import report_path
 
 
 @dataclass
+class GradingUnavailable(SystemExit):
+    """Grading cannot start (the preflight failed): nothing was scored."""
+
+
+@dataclass
 class Result:
     student: str
-    score: float | None = None
+    score: float | None = None  # None: not graded (the grader's failure), never a score
     max_score: float = 0.0
     tests: dict[str, tuple[float, float]] = field(default_factory=dict)  # grade_id -> (score, max)
     note: str = ""
@@ -46,7 +60,8 @@ class Result:
 
 
 def submitted_students(assignment: str, root: Path = COURSE_ROOT) -> list[str]:
-    return sorted(p.parent.name for p in (Path(root) / "submitted").glob(f"*/{assignment}") if p.is_dir())
+    return sorted(p.parent.name for p in (Path(root) / "submitted").glob(f"*/{assignment}")
+                  if p.is_dir() or p.is_symlink())
 
 
 def db_url(root: Path) -> str:
@@ -57,22 +72,46 @@ def notebook_names(assignment: str, root: Path = COURSE_ROOT) -> list[str]:
     return sorted(p.stem for p in (Path(root) / "solutions" / assignment).glob("*.ipynb"))
 
 
+def symbolic_links(root: Path, student: str, assignment: str) -> list[str]:
+    """The symbolic links of a submission (its folders included), relative to ``submitted/``."""
+    base = Path(root) / "submitted"
+    found = [path for path in (base / student, base / student / assignment) if path.is_symlink()]
+    folder = base / student / assignment
+    if not found and folder.is_dir():
+        found = [path for path in folder.rglob("*") if path.is_symlink()]
+    return [path.relative_to(base).as_posix() for path in found]
+
+
+@dataclass
+class Precomputed:
+    """What the sandboxed pass found: notes per student, and the students that nbgrader must not grade."""
+
+    notes: dict[str, list[str]]
+    refused: dict[str, str] = field(default_factory=dict)  # student -> why (scored 0)
+    not_graded: dict[str, str] = field(default_factory=dict)  # student -> why (the grader's failure)
+
+
 def precompute(assignment: str, students: list[str], root: Path, jobs: int, progress: bool = True,
-               isolation: str = "bwrap", settings: course.Release | None = None) -> dict[str, list[str]]:
-    """Grade every submitted notebook in a sandbox, ``jobs`` at a time; save the reports. Returns notes."""
+               isolation: str = "bwrap", settings: course.Release | None = None) -> Precomputed:
+    """Grade every submitted notebook in a sandbox, ``jobs`` at a time; save the reports."""
     names = notebook_names(assignment, root)
-    notes: dict[str, list[str]] = {student: [] for student in students}
+    found = Precomputed({student: [] for student in students})
     work = []
     for student in students:
+        links = symbolic_links(root, student, assignment)
+        if links:
+            found.refused[student] = (f"refused: the submission holds a symbolic link ({', '.join(links[:3])}); "
+                                      "submit the notebook file itself")
+            continue
         folder = Path(root) / "submitted" / student / assignment
-        found = sorted(p.name for p in folder.glob("*.ipynb"))
+        present = sorted(p.name for p in folder.glob("*.ipynb"))
         for name in names:
             path = folder / f"{name}.ipynb"
             if path.is_file():
                 work.append((student, name, path))
             else:
-                others = f" (found: {', '.join(found)}; rename it and grade again)" if found else ""
-                notes[student].append(f"missing {name}.ipynb{others}")
+                others = f" (found: {', '.join(present)}; rename it and grade again)" if present else ""
+                found.notes[student].append(f"missing {name}.ipynb{others}")
 
     def run(student: str, name: str, path: Path) -> tuple[str, Report]:
         report = grade_notebook(assignment, path, notebook=name, isolation=isolation,
@@ -88,12 +127,15 @@ def precompute(assignment: str, students: list[str], root: Path, jobs: int, prog
                    disable=not progress, file=sys.stderr)
         for future in bar:
             student, report = future.result()
-            notes[student] += report.notes
-            notes[student] += [error.splitlines()[0][:160] if "skipped" in error
-                               else f"cell {i + 1}: {error.splitlines()[0][:120]}"
-                               for i, error in sorted(report.cell_errors.items())
-                               if "skipped" in error or error.startswith(("MemoryError", "BlockingIOError"))]
-    return notes
+            if report.not_graded:
+                found.not_graded[student] = report.not_graded
+                continue
+            found.notes[student] += report.notes
+            found.notes[student] += [f"cell {i + 1}: {report.cell_errors[i].splitlines()[0][:160]}"
+                                     for i in sorted(report.cell_errors)
+                                     if i in report.skipped or report.cell_errors[i].startswith(
+                                         ("MemoryError", "BlockingIOError"))]
+    return found
 
 
 def collect(assignment: str, students: list[str], root: Path = COURSE_ROOT) -> list[Result]:
@@ -119,9 +161,37 @@ def collect(assignment: str, students: list[str], root: Path = COURSE_ROOT) -> l
     return results
 
 
-def write_csv(path: Path, results: list[Result]) -> None:
+def test_order(assignment: str, root: Path = COURSE_ROOT) -> list[str]:
+    """The grade_ids of the assignment's test cells, in the notebooks' order."""
+    order = []
+    with _course_root(root):
+        for name in notebook_names(assignment, root):
+            order += [gid for gid, _, _ in Source.load(assignment, name).tests]
+    return order
+
+
+class _course_root:
+    """``AUTOGRADER_COURSE_ROOT`` set to ``root`` for a moment (Source reads the notebooks there)."""
+
+    def __init__(self, root: Path):
+        self.root = str(Path(root).resolve())
+
+    def __enter__(self):
+        self.saved = os.environ.get("AUTOGRADER_COURSE_ROOT")
+        os.environ["AUTOGRADER_COURSE_ROOT"] = self.root
+
+    def __exit__(self, *exc):
+        if self.saved is None:
+            os.environ.pop("AUTOGRADER_COURSE_ROOT", None)
+        else:
+            os.environ["AUTOGRADER_COURSE_ROOT"] = self.saved
+
+
+def write_csv(path: Path, results: list[Result], order: list[str] | None = None) -> None:
+    """One row per student; the test columns in ``order`` (the notebook's), others after them."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tests = sorted({name for r in results for name in r.tests})
+    seen = {name for r in results for name in r.tests}
+    tests = [name for name in (order or []) if name in seen] + sorted(seen - set(order or []))
     with path.open("w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["student", "score", "max_score", *tests, "note"])
@@ -131,19 +201,28 @@ def write_csv(path: Path, results: list[Result]) -> None:
 
 
 def summary(assignment: str, results: list[Result]) -> str:
-    width = max([7, *(len(r.student) for r in results)])
+    width = max([7, *(len(clean_text(r.student, 80)) for r in results)])
     lines = [f"Grades for {assignment}: {len(results)} submission(s)",
              f"{'student':<{width}}  {'score':>11}  failed tests / notes"]
     for r in results:
-        score = "-" if r.score is None else f"{r.score:g} / {r.max_score:g}"
+        score = "not graded" if r.score is None else f"{r.score:g} / {r.max_score:g}"
         notes = ", ".join(filter(None, [", ".join(r.failed), r.note])) or "all passed"
-        lines.append(f"{r.student:<{width}}  {score:>11}  {notes}")
+        notes = clean_text(notes, 1000).replace("\n", " ")
+        lines.append(f"{clean_text(r.student, 80):<{width}}  {score:>11}  {notes}")
     graded = [r for r in results if r.score is not None]
     if graded:
         mean = sum(r.score for r in graded) / len(graded)
         full = sum(r.score == r.max_score for r in graded)
         lines.append(f"mean {mean:.2f} / {graded[0].max_score:g}; full marks: {full} of {len(graded)}")
+    missing = len(results) - len(graded)
+    if missing:
+        lines.append(f"not graded: {missing} (the grader's failure, see the notes; grade them again once fixed)")
     return "\n".join(lines)
+
+
+def _say(quiet: bool, text: str) -> None:
+    if not quiet:
+        print(text, file=sys.stderr, flush=True)
 
 
 def grade(assignment: str, root: Path = COURSE_ROOT, quiet: bool = False, jobs: int = 1,
@@ -153,7 +232,8 @@ def grade(assignment: str, root: Path = COURSE_ROOT, quiet: bool = False, jobs: 
     ``sandbox=False`` skips the parallel sandboxed pass and leaves execution to
     whatever ``nbgrader autograde`` is configured with (for comparisons). ``settings``: the
     release whose packages the sandbox offers (default: the course's ``term.yml`` and
-    environment); nbgrader's own run is given the same.
+    environment); nbgrader's own run is given the same. Raises :class:`GradingUnavailable`
+    when the sandbox does not work; then nothing is scored.
     """
     root = Path(root)
     settings = settings or course.release(root)
@@ -161,19 +241,40 @@ def grade(assignment: str, root: Path = COURSE_ROOT, quiet: bool = False, jobs: 
     students = submitted_students(assignment, root)
     if not students:
         raise SystemExit(f"nothing to grade: no folder submitted/<student>/{assignment}/ under {root}")
+    _say(quiet, f"[1/6] recording the tests of {assignment} in the gradebook")
     with tempfile.TemporaryDirectory() as tmp:  # the test cells go into the gradebook; exercises/ is left alone
         release.generate([assignment], release_dir=Path(tmp), db_url=db_url(root), root=root, quiet=True)
-    notes = precompute(assignment, students, root, jobs, progress=not quiet, settings=settings) if sandbox else {}
+    found = Precomputed({student: [] for student in students})
+    if sandbox:
+        _say(quiet, "[2/6] checking that the sandbox works (a program known to be right)")
+        problem = preflight(settings)
+        if problem:
+            raise GradingUnavailable(f"grading cannot start, and nothing was scored: {problem}")
+        _say(quiet, f"[3/6] grading {len(students)} submission(s) in the sandbox, {jobs} at a time")
+        found = precompute(assignment, students, root, jobs, progress=not quiet, settings=settings)
     # nbgrader warns about every test cell with hidden tests (its checksum changes on release),
-    # so only its errors are shown; the summary lists what each student lost.
-    _nbgrader.run("autograde", assignment, "--force", root=root, check=False, quiet=quiet, log_level="ERROR",
-                  env=env)
-    _nbgrader.run("generate_feedback", assignment, "--force", root=root, check=False, quiet=quiet,
+    # so only its errors are shown; the summary lists what each student lost. Refused and
+    # not-graded submissions are not given to nbgrader: it would follow a link, or record a zero.
+    excluded = sorted({*found.refused, *found.not_graded})
+    exclude = [f"--CourseDirectory.student_id_exclude={','.join(excluded)}"] if excluded else []
+    _say(quiet, "[4/6] recording the scores in the gradebook (nbgrader autograde)")
+    _nbgrader.run("autograde", assignment, "--force", *exclude, root=root, check=False, quiet=quiet,
                   log_level="ERROR", env=env)
+    _say(quiet, "[5/6] writing each student's feedback (nbgrader generate_feedback)")
+    _nbgrader.run("generate_feedback", assignment, "--force", *exclude, root=root, check=False, quiet=quiet,
+                  log_level="ERROR", env=env)
+    _say(quiet, f"[6/6] writing grades/{assignment}.csv")
     results = collect(assignment, students, root)
     for result in results:
-        result.note = "; ".join(filter(None, [result.note, *notes.get(result.student, [])]))
-    write_csv(root / "grades" / f"{assignment}.csv", results)
+        if result.student in found.not_graded:
+            result.score, result.tests = None, {}
+            result.note = f"not graded: {found.not_graded[result.student]}"
+            continue
+        if result.student in found.refused:
+            result.score, result.tests = 0.0, {}
+        extra = [found.refused.get(result.student, ""), *found.notes.get(result.student, [])]
+        result.note = clean_text("; ".join(filter(None, [result.note, *extra])), 4000)
+    write_csv(root / "grades" / f"{assignment}.csv", results, test_order(assignment, root))
     return results
 
 
@@ -202,7 +303,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"the solutions of {args.assignment} are released ({settings.describe()}), so a submission "
                      f"could import them: grade before the release, or name the releases without it for this "
                      f"command (RELEASED=\"...\"), or pass --allow-released")
-    results = grade(args.assignment, args.root, jobs=args.jobs, settings=settings)
+    try:
+        results = grade(args.assignment, args.root, jobs=args.jobs, settings=settings)
+    except GradingUnavailable as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     print()
     print(summary(args.assignment, results))
     print(f"\nFeedback: {args.root / 'feedback'}/<student>/{args.assignment}/")

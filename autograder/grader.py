@@ -36,11 +36,14 @@ import torch
 from autograder import course, notebooks, reference, wire
 from autograder.packages import sandbox_packages
 from autograder.checks import CheckFailed
-from autograder.sandbox import Limits, Sandbox, SandboxError, SandboxTimeout
+from autograder.sandbox import Limits, Sandbox, SandboxError, SandboxTimeout, SandboxUnavailable, clean_text
 
 MAX_RESTARTS = 5
 UNGRADED = "ungraded"  # a cell tag: long, optional work (training) that grading does not run
 TOTAL_SECONDS = 600.0  # one submission's whole grading, restarts included
+MAX_NOTEBOOK_BYTES = 10 * 2**20  # a larger submission is not read
+MAX_CODE_CELLS = 500  # a submission with more code cells is not run
+MAX_MESSAGE_CHARS = 2000  # of one test's message, one cell's error, one note
 
 
 @dataclass
@@ -59,10 +62,12 @@ class Report:
     notebook: str
     tests: dict[str, TestResult] = field(default_factory=dict)
     cell_errors: dict[int, str] = field(default_factory=dict)  # submission cell index -> error
+    skipped: list[int] = field(default_factory=list)  # submission cells that hung or killed the process
     notes: list[str] = field(default_factory=list)
     output: str = ""
     seconds: float = 0.0
     key: str = ""
+    not_graded: str = ""  # why the grader could not grade it (its failure, not the student's); scores mean nothing
 
     @property
     def score(self) -> float:
@@ -122,13 +127,17 @@ def released_source(code: str) -> str:
 
 
 def tampered_tests(source: Source, nb) -> list[str]:
-    """Notes on test cells a submission deleted or changed (grading uses the instructor's anyway)."""
+    """Notes on test cells a submission deleted or changed (grading uses the instructor's anyway).
+
+    A test cell as released, or as the instructor wrote it (``nbgrader autograde`` puts that
+    back before grading), is untouched.
+    """
     found = {notebooks.cell_id(c): c.source for c in nb.cells if c.get("cell_type") == "code"}
     notes = []
     for gid, code, _ in source.tests:
         if gid not in found:
             notes.append(f"test cell {gid} was deleted; the original was graded")
-        elif found[gid].strip() != released_source(code):
+        elif found[gid].strip() not in (released_source(code), code.strip()):
             notes.append(f"test cell {gid} was changed; the original was graded")
     return notes
 
@@ -186,8 +195,13 @@ class _Session:
                     self.report.notes.append(f"the notebook could not start: {exc}")
                     raise
                 self.skipped.add(exc.cell)
+                if self.where[exc.cell] >= 0:
+                    self.report.skipped.append(self.where[exc.cell])
                 self._cell_error(exc.cell, f"{exc}; the cell was skipped and the notebook run again without it")
                 continue
+            except BaseException:
+                sandbox.close()
+                raise
             for i, error in enumerate(errors):
                 if error and i not in self.skipped:
                     self._cell_error(i, error)
@@ -201,6 +215,7 @@ class _Session:
         return self.sandbox
 
     def _cell_error(self, i: int, message: str) -> None:
+        message = clean_text(message, MAX_MESSAGE_CHARS)
         index = self.where[i]
         if index >= 0:
             self.report.cell_errors.setdefault(index, message)
@@ -232,21 +247,30 @@ class _Session:
         except SandboxError as exc:
             self._keep_output(sandbox)
             self.sandbox = None
-            note = f"{item}: {exc}"
+            note = clean_text(f"{item}: {exc}", MAX_MESSAGE_CHARS)
             if note not in self.report.notes:
                 self.report.notes.append(note)
             if isinstance(exc, SandboxTimeout):
                 self.stuck[item] = f"an earlier call of {item} did not finish within {self.limits.call_timeout:g} s"
+            raise
+        except BaseException:
+            sandbox.close()
+            self.sandbox = None
             raise
 
     def result(self, reply: dict, item: str, args=(), kwargs=None):
         """The value of a reply, as plain data here; objects that stay in the sandbox become RemoteObjects."""
         if not reply.get("ok"):
             raise _student_exception(str(reply.get("error_type", "Exception")), str(reply.get("error", "")))
-        for arg, after in zip(args, reply.get("args_after") or []):
-            _copy_back(arg, after)
-        for key, after in (reply.get("kwargs_after") or {}).items():
-            _copy_back((kwargs or {}).get(key), after)
+        # The arguments as they are after the call: an array argument whose state is missing or does
+        # not fit fails the call (the worker always reports it; only tampering with it would not).
+        after = list(reply.get("args_after") or [])
+        after += [None] * (len(args) - len(after))
+        pairs = [*zip(args, after),
+                 *(((kwargs or {}).get(key), (reply.get("kwargs_after") or {}).get(key)) for key in (kwargs or {}))]
+        for original, state in pairs:
+            if isinstance(original, (np.ndarray, torch.Tensor)) and not _copy_back(original, state):
+                raise TypeError(f"the state of {item}'s arguments after the call could not be read back")
         generation = self.generation
         try:
             return wire.decode(reply.get("value"),
@@ -310,18 +334,22 @@ class RemoteObject:
         return f"<{self._kind} of {self._item}, in the sandbox>"
 
 
-def _copy_back(original, after) -> None:
-    """Apply the sandbox's in-place changes of an argument to the grader's copy."""
-    if after is None or not isinstance(original, (np.ndarray, torch.Tensor)):
-        return
+def _copy_back(original, after) -> bool:
+    """Apply the sandbox's in-place changes of an array argument to the grader's copy; False when
+    ``after`` is not that argument's state (missing, another kind, another shape)."""
+    if after is None:
+        return False
     try:
         changed = wire.decode(after)
     except Exception:
-        return
+        return False
     if isinstance(original, torch.Tensor) and isinstance(changed, torch.Tensor) and changed.shape == original.shape:
         original.copy_(changed.to(original.dtype))
-    elif isinstance(original, np.ndarray) and isinstance(changed, np.ndarray) and changed.shape == original.shape:
+        return True
+    if isinstance(original, np.ndarray) and isinstance(changed, np.ndarray) and changed.shape == original.shape:
         original[...] = changed
+        return True
+    return False
 
 
 def _student_exception(name: str, message: str) -> Exception:
@@ -342,26 +370,87 @@ def program_key(source: Source, program: list[str], limits: Limits, release: cou
     return hashlib.sha256(data).hexdigest()
 
 
+PROBE = ["import numpy\nimport torch\nimport attention_course\nfrom autograder import *\n",
+         "def probe(x):\n    return x * 2\n"]
+
+
+def preflight(release: course.Release | None = None, isolation: str = "bwrap", limits: Limits = Limits()) -> str | None:
+    """Start one sandbox with a program known to be right and call it once: None when that works,
+    else what went wrong, written for the instructor (grading must not start then)."""
+    release = release or course.release()
+    try:
+        with Sandbox(limits, isolation, sandbox_packages(release)) as sandbox:
+            errors = sandbox.run_cells(PROBE, ["the probe's imports", "the probe's function"])
+            if any(errors):
+                return ("in the sandbox, the course's packages cannot be imported: "
+                        + "; ".join(error for error in errors if error)
+                        + ". Check that `make venv` installed them into the environment that grades")
+            reply = sandbox.call("probe", [torch.arange(3.0)], {})
+            value = wire.decode(reply.get("value")) if reply.get("ok") else None
+            if not isinstance(value, torch.Tensor) or not torch.equal(value, torch.arange(3.0) * 2):
+                return f"the sandbox's worker answered a call wrongly: {clean_text(reply, 300)}"
+    except SandboxUnavailable as exc:
+        return (f"{exc}. Check that bubblewrap is installed (`make sandbox`) and may create user namespaces "
+                "(sysctl user.max_user_namespaces > 0; on Debian and Ubuntu, kernel.unprivileged_userns_clone=1), "
+                "and, in a container, that it allows them")
+    except SandboxError as exc:
+        return f"the sandbox stopped during a program known to be right: {exc}"
+    return None
+
+
+def _refused(source: Source, report: Report, why: str) -> Report:
+    """A submission that is not run: every test fails with ``why`` (the student's doing)."""
+    report.notes.append(why)
+    for gid, _, points in source.tests:
+        report.tests[gid] = TestResult(gid, points, False, f"no test ran: {why}")
+    return report
+
+
+def _read_submission(submission, source: Source, report: Report):
+    """The submitted notebook, or None (with the report filled in) for one that is not run."""
+    if not isinstance(submission, (str, Path)):
+        return submission
+    path = Path(submission)
+    if path.is_symlink():
+        _refused(source, report, "the notebook is a symbolic link, not a file; submit the notebook itself")
+        return None
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        _refused(source, report, clean_text(f"could not read the notebook: {exc}", MAX_MESSAGE_CHARS))
+        return None
+    if size > MAX_NOTEBOOK_BYTES:
+        _refused(source, report, f"the notebook is larger than {MAX_NOTEBOOK_BYTES // 2**20} MiB "
+                 f"({size // 2**20} MiB); clear its outputs and submit it again")
+        return None
+    return nbformat.read(str(path), as_version=4)
+
+
 def grade_notebook(assignment: str, submission, *, notebook: str | None = None, limits: Limits = Limits(),
                    isolation: str = "bwrap", release: course.Release | None = None) -> Report:
     """Grade one submitted notebook (a path or a NotebookNode) against the instructor's tests.
 
     The student's code can import the course's packages as students get them under ``release``
     (default: the term's settings), so never the solution of a chapter that is not released.
+    Where the sandbox cannot be used (:class:`~autograder.sandbox.SandboxUnavailable`), the report's
+    ``not_graded`` says why and its scores mean nothing: the failure is the grader's.
     """
     started = time.monotonic()
     release = release or course.release()
     source = Source.load(assignment, notebook)
     report = Report(assignment, source.notebook)
     try:
-        nb = submission if not isinstance(submission, (str, Path)) else nbformat.read(str(submission), as_version=4)
+        nb = _read_submission(submission, source, report)
+        if nb is None:
+            return report
+        code_cells = sum(1 for cell in nb.cells if cell.get("cell_type") == "code")
+        if code_cells > MAX_CODE_CELLS:
+            return _refused(source, report, f"the notebook has {code_cells} code cells, more than the "
+                            f"{MAX_CODE_CELLS} allowed")
         program, where = student_program(source, nb)
         report.notes += tampered_tests(source, nb)
     except Exception as exc:
-        report.notes.append(f"could not read the notebook: {type(exc).__name__}: {exc}"[:500])
-        for gid, _, points in source.tests:
-            report.tests[gid] = TestResult(gid, points, False, "the notebook could not be read, so no test ran")
-        return report
+        return _refused(source, report, clean_text(f"could not read the notebook: {type(exc).__name__}: {exc}", 500))
     report.key = program_key(source, program, limits, release)
     session = _Session(program, where, report, limits, isolation, started + TOTAL_SECONDS,
                        sandbox_packages(release))
@@ -383,12 +472,16 @@ def grade_notebook(assignment: str, submission, *, notebook: str | None = None, 
                 exec(compile(code, f"<test {gid}>", "exec"), namespace)
                 report.tests[gid] = TestResult(gid, points, True)
             except CheckFailed as exc:
-                report.tests[gid] = TestResult(gid, points, False, str(exc))
+                report.tests[gid] = TestResult(gid, points, False, clean_text(exc, MAX_MESSAGE_CHARS))
             except SandboxError as exc:
-                report.tests[gid] = TestResult(gid, points, False, f"{gid}: {exc}")
+                report.tests[gid] = TestResult(gid, points, False, clean_text(f"{gid}: {exc}", MAX_MESSAGE_CHARS))
+            except SandboxUnavailable:
+                raise
             except Exception as exc:  # a test that cannot run scores nothing, and says why
-                report.tests[gid] = TestResult(gid, points, False,
-                                               f"{gid}: the test could not run: {type(exc).__name__}: {exc}")
+                report.tests[gid] = TestResult(gid, points, False, clean_text(
+                    f"{gid}: the test could not run: {type(exc).__name__}: {exc}", MAX_MESSAGE_CHARS))
+    except SandboxUnavailable as exc:
+        report.not_graded = clean_text(f"the sandbox could not be used: {exc}", MAX_MESSAGE_CHARS)
     finally:
         session.close()
     report.seconds = round(time.monotonic() - started, 3)

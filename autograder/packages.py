@@ -155,5 +155,7 @@ def sandbox_packages(release: course.Release, root: Path | None = None) -> Path:
             if folder.exists():
                 shutil.rmtree(folder)
             write(folder, release, root, files)  # root None: code here, notebooks in course_root()
+            for path in [folder, *folder.rglob("*")]:  # readable by the sandbox's unprivileged uid
+                path.chmod(0o755 if path.is_dir() else 0o644)
             _CACHE[key] = folder
         return _CACHE[key]

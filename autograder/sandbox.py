@@ -1,21 +1,38 @@
 """Running a student's code in a sandbox, from the trusted grader.
 
 :class:`Sandbox` starts :mod:`autograder.worker` under bubblewrap (``bwrap``):
-new user, PID, network, IPC and UTS namespaces (no network at all), every
-capability dropped, a read-only view of the Python installation and of the
-course's two packages as students get them (:mod:`autograder.packages`: no
-reference solution of a chapter that is not released) and nothing else of the
-course: no ``solutions/``, no gradebook, no other student.
-Its home and ``/tmp`` are empty and private. Resource limits: address space
-(memory), CPU seconds, file size, and the number of processes (an ``RLIMIT_NPROC``
-for unprivileged graders and a cgroup ``pids.max`` where the grader may create
-one). The student's output goes to a pipe that is drained and truncated here.
-Closing the sandbox kills it and, through its PID namespace, every process it
-started.
 
-Without bubblewrap (``isolation="none"``) the worker is still a separate
-process with the same limits, but it can read what the grader's user can read:
-use that only for your own notebooks.
+- **never as root.** A grader that runs as root (in CI, in a container) gives every sandbox a
+  uid of its own (:data:`UIDS`, one per sandbox at a time), and drops to it before bwrap starts;
+  bwrap then makes an unprivileged user namespace, so the student's uid 0 inside maps to that
+  uid outside, never to root, and ``/proc/sys`` and the like are read-only. What the sandbox
+  must see of the host (the Python installation, which may live under ``/root``) is bound, while
+  still root, into a private mount namespace of the launcher, at places the uid may read.
+- new PID, network, IPC, UTS, mount and user namespaces (no network at all), every capability
+  dropped, no nested user namespaces, a read-only view of the Python installation and of the
+  course's two packages as students get them (:mod:`autograder.packages`: no reference solution
+  of a chapter that is not released) and nothing else of the course: no ``solutions/``, no
+  gradebook, no other student. Its home, ``/tmp`` and ``/dev/shm`` are private, size-capped
+  in-memory file systems.
+- **limits**: resource limits on address space, CPU seconds, file size, core files and (for an
+  unprivileged uid) processes, and, where the grader may create cgroups (v1 or v2), a cgroup
+  per sandbox with a process cap (``pids.max``), a CPU quota (``cpus`` CPUs, so that spinning
+  background processes cannot starve a student graded beside them) and a memory cap that also
+  counts the in-memory file systems. Without cgroups (an unprivileged grader with no delegated
+  cgroup) the resource limits remain and the CPU quota is not enforced: grade with ``JOBS=1``
+  there (the instructor guide says so).
+
+The worker speaks :mod:`autograder.wire` on a private pair of pipes. Every message it sends is
+size-capped and checked against what the grader expects before it is used; anything else
+(forged, malformed, oversized, out of order) ends the conversation as the student's failure,
+never the grader's. Every wait on the sandbox has a deadline. Until the worker says it is ready
+(before any student code runs) a failure is the grader's: :class:`SandboxUnavailable`, never
+scored. Closing the sandbox kills it and, through its PID namespace, every process it started,
+and removes its cgroups and temporary folders.
+
+Without bubblewrap (``isolation="none"``) the worker is still a separate process with the same
+limits, but it runs as the grader's user and can read what the grader can read: use that only
+for your own notebooks.
 """
 
 from __future__ import annotations
@@ -37,26 +54,52 @@ from pathlib import Path
 from autograder import wire
 
 PACKAGES_MOUNT = "/opt/course-packages"  # where the students' packages are, inside the sandbox
+UIDS = range(61000, 62000)  # host uids for sandboxes when the grader runs as root
+LAUNCH_FAILED = 125  # the launcher's exit status when it could not set the sandbox up
 
-# Runs first in the new process (no threads yet, unlike the grader): join the
-# cgroup, set the resource limits, then become the sandbox. Inherited by all it starts.
-_LAUNCHER = """
-import json, os, resource, sys
-limits, procs, command = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3:]
-if procs:
+# Runs first in the new process (no threads yet, unlike the grader): join the cgroups; as root,
+# bind what the sandbox needs where its uid may read it (in a private mount namespace) and drop
+# to that uid; set the resource limits; then become bwrap. Inherited by all it starts.
+_LAUNCHER = r"""
+import ctypes, json, os, resource, sys, warnings  # everything it needs, before it may no longer read them
+config, command = json.loads(sys.argv[1]), sys.argv[2:]
+def fail(what):
+    sys.stderr.write(f"sandbox launcher: {what}\n")
+    sys.stderr.flush()
+    os._exit(125)
+for procs in config["cgroups"]:
     try:
         with open(procs, "w") as f:
             f.write(str(os.getpid()))
-    except OSError:
-        pass
-mb = 2 ** 20
+    except OSError as error:
+        fail(f"cannot join the cgroup {procs}: {error}")
+if config["stage"]:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mount.argtypes = [ctypes.c_char_p] * 3 + [ctypes.c_ulong, ctypes.c_void_p]
+    if libc.unshare(0x00020000) != 0:  # CLONE_NEWNS
+        fail(f"unshare(CLONE_NEWNS): {os.strerror(ctypes.get_errno())}")
+    if libc.mount(b"none", b"/", None, 16384 | (1 << 18), None) != 0:  # MS_REC | MS_PRIVATE
+        fail(f"making the mounts private: {os.strerror(ctypes.get_errno())}")
+    for source, target in config["stage"]:
+        if libc.mount(source.encode(), target.encode(), None, 4096 | 16384, None) != 0:  # MS_BIND | MS_REC
+            fail(f"binding {source}: {os.strerror(ctypes.get_errno())}")
+limits, mb = config["limits"], 2 ** 20
 resource.setrlimit(resource.RLIMIT_AS, (limits["memory_mb"] * mb,) * 2)
 resource.setrlimit(resource.RLIMIT_CPU, (limits["cpu_seconds"], limits["cpu_seconds"] + 5))
 resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_mb"] * mb,) * 2)
 resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+if config["uid"] is not None:
+    try:
+        os.setgroups([])
+        os.setgid(config["uid"])
+        os.setuid(config["uid"])
+    except OSError as error:
+        fail(f"dropping to uid {config['uid']}: {error}")
+    if os.getuid() == 0 or os.geteuid() == 0:
+        fail("still root after dropping privileges")
 if os.getuid() != 0:  # root is exempt from RLIMIT_NPROC; the cgroup covers it
     resource.setrlimit(resource.RLIMIT_NPROC, (limits["processes"],) * 2)
-os.execvpe(command[0], command, os.environ)
+os.execve(command[0], command, os.environ)  # an absolute path: no lookup, no import
 """
 
 
@@ -66,15 +109,19 @@ class Limits:
 
     cell_timeout: float = 30.0  # seconds for one notebook cell
     call_timeout: float = 20.0  # seconds for one call of a graded function
-    memory_mb: int = 4096  # address space of the worker
+    startup_timeout: float = 120.0  # seconds for the worker to start, before any student code
+    memory_mb: int = 4096  # address space of the worker; and, with cgroups, memory of the whole sandbox
     cpu_seconds: int = 900  # CPU time of the worker, in total
+    cpus: float = 1.0  # CPUs the sandbox may use at once (a cgroup quota)
     processes: int = 64  # processes and threads in the sandbox
     output_kb: int = 256  # student output kept (the rest is counted and dropped)
-    file_mb: int = 64  # largest file the student's code may write (in its private /tmp)
+    file_mb: int = 64  # largest file the student's code may write
+    tmpfs_mb: int = 128  # size of each in-memory file system: /tmp, /home, /dev/shm
+    message_kb: int = 8192  # largest message the grader accepts from the sandbox
 
 
 class SandboxError(Exception):
-    """The student's process stopped answering: it timed out or died."""
+    """The student's process failed: it timed out, died or broke the protocol. Scored as the student's."""
 
     def __init__(self, message: str, cell: int | None = None):
         super().__init__(message)
@@ -89,15 +136,51 @@ class SandboxDied(SandboxError):
     pass
 
 
+class SandboxProtocolError(SandboxDied):
+    """The process sent something the grader did not ask for, or in a form it does not accept."""
+
+
+class SandboxUnavailable(RuntimeError):
+    """The sandbox could not be started, before any student code ran: the grader's failure, not the
+    student's. The message says what went wrong, for the instructor."""
+
+
 def bwrap_available() -> bool:
     return shutil.which("bwrap") is not None
 
 
-def _bwrap_command(python: str, packages: Path) -> list[str]:
+class _UidPool:
+    """Host uids for sandboxes, one per sandbox at a time (so that RLIMIT_NPROC is per sandbox)."""
+
+    def __init__(self, uids: range):
+        self._free, self._lock = list(uids), threading.Lock()
+
+    def take(self) -> int:
+        with self._lock:
+            if not self._free:
+                raise SandboxUnavailable("every sandbox uid is in use; grade fewer notebooks at once")
+            return self._free.pop(0)
+
+    def give_back(self, uid: int) -> None:
+        with self._lock:
+            self._free.append(uid)
+
+
+_UID_POOL = _UidPool(UIDS)
+
+
+def _mounts(packages: Path) -> list[tuple[str, str]]:
+    """(host path, path in the sandbox) of what the sandbox sees besides /usr and /etc."""
     prefixes = sorted({Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()})
-    command = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-               "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev",
-               "--tmpfs", "/tmp", "--tmpfs", "/dev/shm", "--tmpfs", "/home"]
+    return [*((str(p), str(p)) for p in prefixes), (str(Path(packages).resolve()), PACKAGES_MOUNT)]
+
+
+def _bwrap_command(python: str, binds: list[tuple[str, str]], limits: Limits) -> list[str]:
+    size = str(limits.tmpfs_mb * 2 ** 20)
+    command = [shutil.which("bwrap"), "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
+               "--new-session", "--cap-drop", "ALL", "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev",
+               "--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", "/dev/shm",
+               "--size", size, "--tmpfs", "/home"]
     for link in ("bin", "lib", "lib64", "sbin"):
         target = Path("/") / link
         if target.is_symlink():
@@ -107,9 +190,8 @@ def _bwrap_command(python: str, packages: Path) -> list[str]:
     for etc in ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "passwd", "group",
                 "nsswitch.conf", "alternatives", "fonts"):
         command += ["--ro-bind-try", f"/etc/{etc}", f"/etc/{etc}"]
-    for path in prefixes:
-        command += ["--ro-bind", str(path), str(path)]
-    command += ["--ro-bind", str(packages), PACKAGES_MOUNT]
+    for source, target in binds:
+        command += ["--ro-bind", source, target]
     command += ["--dir", "/home/student", "--chdir", "/home/student"]
     return [*command, python, "-m", "autograder.worker"]
 
@@ -130,38 +212,68 @@ def _environment(home: str) -> dict:
     }
 
 
-class _PidsCgroup:
-    """A cgroup capping the number of processes (v1 ``pids`` hierarchy, or v2 with the pids
-    controller); a no-op where the grader may not create one."""
+class _Cgroups:
+    """The cgroups of one sandbox: processes, CPU and memory, in cgroup v2 or the v1 hierarchies.
 
-    def __init__(self, limit: int):
-        self.path = None
+    Each controller that the grader may not use is left out (see :attr:`capped`); nothing fails.
+    """
+
+    ROOT = Path("/sys/fs/cgroup")
+    PERIOD_US = 100_000
+
+    def __init__(self, limits: Limits):
+        self.paths: list[Path] = []
+        self.procs: list[str] = []
+        self.capped: list[str] = []
         name = f"attention-grader-{uuid.uuid4().hex[:12]}"
-        for base in (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup")):
-            if not (base / "cgroup.procs").exists():
-                continue
-            path = base / name
-            try:
-                path.mkdir()
-                (path / "pids.max").write_text(str(limit))
-            except OSError:
-                try:
-                    path.rmdir()
-                except OSError:
-                    pass
-                continue
-            self.path = path
+        memory = str(limits.memory_mb * 2 ** 20)
+        quota = str(max(1000, int(self.PERIOD_US * limits.cpus)))
+        if (self.ROOT / "cgroup.controllers").is_file():  # v2: one hierarchy
+            self._make(self.ROOT / name, {"pids": {"pids.max": str(limits.processes)},
+                                          "cpu": {"cpu.max": f"{quota} {self.PERIOD_US}"},
+                                          "memory": {"memory.max": memory, "memory.swap.max": "0"}})
             return
+        for controller, settings in (("pids", {"pids.max": str(limits.processes)}),
+                                     ("cpu", {"cpu.cfs_period_us": str(self.PERIOD_US), "cpu.cfs_quota_us": quota}),
+                                     ("memory", {"memory.limit_in_bytes": memory})):
+            if (self.ROOT / controller / "cgroup.procs").is_file():
+                self._make(self.ROOT / controller / name, {controller: settings})
 
-    def remove(self) -> None:
-        if self.path is None:
+    def _make(self, path: Path, controllers: dict[str, dict[str, str]]) -> None:
+        try:
+            path.mkdir()
+        except OSError:
             return
-        for _ in range(50):
+        applied = []
+        for controller, settings in controllers.items():
             try:
-                self.path.rmdir()
-                return
+                for key, value in settings.items():
+                    if (path / key).exists() or not key.endswith("swap.max"):
+                        (path / key).write_text(value)
+                applied.append(controller)
+            except OSError:
+                continue
+        if not applied:
+            self._remove(path)
+            return
+        self.paths.append(path)
+        self.procs.append(str(path / "cgroup.procs"))
+        self.capped += applied
+
+    @staticmethod
+    def _remove(path: Path) -> bool:
+        for _ in range(100):
+            try:
+                path.rmdir()
+                return True
+            except FileNotFoundError:
+                return True
             except OSError:
                 time.sleep(0.02)
+        return False
+
+    def remove(self) -> None:
+        self.paths = [path for path in self.paths if not self._remove(path)]
 
 
 class Sandbox:
@@ -172,29 +284,51 @@ class Sandbox:
         if isolation not in ("bwrap", "none"):
             raise ValueError(f"isolation must be 'bwrap' or 'none', got {isolation!r}")
         if isolation == "bwrap" and not bwrap_available():
-            raise RuntimeError("bubblewrap (bwrap) is not installed: `apt-get install bubblewrap`, "
-                               "or grade with isolation='none' on a machine you trust the code on")
+            raise SandboxUnavailable("bubblewrap (bwrap) is not installed: `make sandbox` (or `apt-get install "
+                                     "bubblewrap`), or grade with isolation='none' on a machine you trust the code on")
         self.limits = limits
-        self._home = None
+        self._home = self._stage = None
+        self._uid = None
+        self._closed = False
+        self._close_lock = threading.Lock()
+        self._sequence = 0
+        self.ready = False
         if packages is None:
             from autograder import course
             from autograder.packages import sandbox_packages
 
             packages = sandbox_packages(course.release())
-        if isolation == "bwrap":
-            command, env = _bwrap_command(sys.executable, Path(packages)), _environment("/home/student")
-            env["AUTOGRADER_PID_NAMESPACE"] = "1"
-            env["PYTHONPATH"] = PACKAGES_MOUNT
-            cwd = None
-        else:
-            self._home = tempfile.mkdtemp(prefix="attention-grader-")
-            command, env, cwd = [sys.executable, "-m", "autograder.worker"], _environment(self._home), self._home
-            env["PYTHONPATH"] = str(packages)
-        self._cgroup = _PidsCgroup(limits.processes)
-        procs = str(self._cgroup.path / "cgroup.procs") if self._cgroup.path else ""
-        launch = [sys.executable, "-S", "-c", _LAUNCHER, json.dumps(asdict(limits)), procs, *command]
-        self.process = subprocess.Popen(launch, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, env=env, cwd=cwd, start_new_session=True)
+        self._cgroups = _Cgroups(limits)
+        stage = []
+        try:
+            if isolation == "bwrap":
+                binds = _mounts(Path(packages))
+                if os.geteuid() == 0:
+                    self._uid = _UID_POOL.take()
+                    self._stage = tempfile.mkdtemp(prefix="attention-stage-")
+                    os.chmod(self._stage, 0o711)
+                    staged = []
+                    for index, (source, target) in enumerate(binds):
+                        point = Path(self._stage) / str(index)
+                        point.mkdir(mode=0o755)
+                        stage.append((source, str(point)))
+                        staged.append((str(point), target))
+                    binds = staged
+                command, env = _bwrap_command(sys.executable, binds, limits), _environment("/home/student")
+                env["AUTOGRADER_PID_NAMESPACE"] = "1"
+                env["PYTHONPATH"] = PACKAGES_MOUNT
+                cwd = None
+            else:
+                self._home = tempfile.mkdtemp(prefix="attention-grader-")
+                command, env, cwd = [sys.executable, "-m", "autograder.worker"], _environment(self._home), self._home
+                env["PYTHONPATH"] = str(packages)
+            config = {"limits": asdict(limits), "cgroups": self._cgroups.procs, "stage": stage, "uid": self._uid}
+            launch = [sys.executable, "-S", "-c", _LAUNCHER, json.dumps(config), *command]
+            self.process = subprocess.Popen(launch, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                            stderr=subprocess.PIPE, env=env, cwd=cwd, start_new_session=True)
+        except BaseException:
+            self._release()
+            raise
         self._messages: queue.Queue = queue.Queue()
         self.output = bytearray()
         self.output_dropped = 0
@@ -202,20 +336,26 @@ class Sandbox:
         threading.Thread(target=self._read_messages, daemon=True).start()
         threading.Thread(target=self._drain_output, daemon=True).start()
 
+    # ------------------------------------------------------------------ the channel
+
     def _read_messages(self) -> None:
         try:
             while True:
-                message = wire.receive(self.process.stdout)
+                message = wire.receive(self.process.stdout, self.limits.message_kb * 1024)
                 self._messages.put(message)
                 if message is None:
                     return
-        except Exception:  # a malformed message ends the conversation
-            self._messages.put(None)
+        except Exception as error:  # an oversized or malformed message ends the conversation
+            self._messages.put(SandboxProtocolError(f"the process running your code sent a malformed message "
+                                                    f"({type(error).__name__})"))
 
     def _drain_output(self) -> None:
         keep = self.limits.output_kb * 1024
         while True:
-            chunk = self.process.stderr.read1(65536)
+            try:
+                chunk = self.process.stderr.read1(65536)
+            except (OSError, ValueError):
+                return
             if not chunk:
                 return
             room = keep - len(self.output)
@@ -227,75 +367,159 @@ class Sandbox:
             message = self._messages.get(timeout=max(0.0, deadline - time.monotonic()))
         except queue.Empty:
             self.close()
+            if not self.ready:
+                raise SandboxUnavailable(f"the sandbox did not start within {self.limits.startup_timeout:g} s"
+                                         f"{self._launcher_said()}") from None
             raise SandboxTimeout(f"{what} did not finish within its time limit", cell) from None
-        if message is None:
-            code = self.process.wait()
+        if isinstance(message, SandboxProtocolError):
             self.close()
+            raise SandboxProtocolError(str(message), cell)
+        if message is None:
+            try:
+                code = self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                code = -signal.SIGKILL
+            self.close()
+            if not self.ready:
+                raise SandboxUnavailable(f"the sandbox exited with status {code} before it was ready"
+                                         f"{self._launcher_said()}")
             signal_number = -code if code < 0 else code - 128 if code > 128 else 0  # bwrap reports 128 + signal
             how = (f"was killed by signal {signal_number} ({_signal_name(signal_number)})"
                    if signal_number else f"exited with status {code}")
             raise SandboxDied(f"the process running your code {how} during {what}", cell)
         return message
 
+    def _launcher_said(self) -> str:
+        time.sleep(0.1)  # let the output thread take the last of it
+        text = bytes(self.output[-2000:]).decode(errors="replace").strip()
+        return f"; it said: {text}" if text else ""
+
+    def _protocol_error(self, what: str, cell: int | None = None) -> SandboxProtocolError:
+        self.close()
+        return SandboxProtocolError(f"the process running your code broke the grading protocol ({what})", cell)
+
+    def _wait_ready(self) -> None:
+        if self.ready:
+            return
+        message = self._next(time.monotonic() + self.limits.startup_timeout, "the start-up")
+        if message != {"event": "ready"}:
+            self.close()
+            raise SandboxUnavailable(f"the sandbox's worker did not start as expected{self._launcher_said()}")
+        self.ready = True
+
     def run_cells(self, cells: list[str | None], labels: list[str] | None = None) -> list[str | None]:
         """Run the notebook's cells in order; return each cell's error (or None).
 
         ``None`` in place of a source skips that cell; ``labels`` name the cells in
         messages. Raises :class:`SandboxError` (with ``.cell``, an index into
-        ``cells``) if a cell hangs past ``cell_timeout`` or kills the process.
+        ``cells``) if a cell hangs past ``cell_timeout``, kills the process or breaks the
+        protocol, and :class:`SandboxUnavailable` if the sandbox cannot start.
         """
-        self._send({"op": "run_cells", "cells": cells})
+        self._send({"op": "run_cells", "cells": cells}, self.limits.startup_timeout)
+        self._wait_ready()
         errors: list[str | None] = [None] * len(cells)
-        current, deadline = None, time.monotonic() + self.limits.cell_timeout
+        current, deadline, expected = None, time.monotonic() + self.limits.cell_timeout, 0
         while True:
             what = ("the notebook's start-up" if current is None
                     else labels[current] if labels else f"cell {current + 1}")
             message = self._next(deadline, what, current)
-            event = message.get("event")
-            if event == "cell_start":
-                current, deadline = int(message["index"]), time.monotonic() + self.limits.cell_timeout
-            elif event == "cell_done":
-                errors[int(message["index"])] = message.get("error")
-            elif event == "cells_done":
-                self.background = int(message.get("others") or 0)
+            event, index = message.get("event"), message.get("index")
+            if event == "cell_start" and set(message) == {"event", "index"} and index == expected:
+                current, deadline = index, time.monotonic() + self.limits.cell_timeout
+            elif event == "cell_done" and set(message) == {"event", "index", "error"} and index == current \
+                    and current is not None and (message["error"] is None or isinstance(message["error"], str)):
+                errors[current] = None if message["error"] is None else clean_text(message["error"], 2000)
+                current, expected = None, expected + 1
+            elif event == "cells_done" and set(message) == {"event", "others"} and expected == len(cells) \
+                    and type(message["others"]) is int and 0 <= message["others"] < 10 ** 6:
+                self.background = message["others"]
                 return errors
+            else:
+                raise self._protocol_error(f"an unexpected {str(event)[:40]!r} message", current)
 
     def call(self, target: str | int, args: list, kwargs: dict, timeout: float | None = None,
              attr: str | None = None, label: str | None = None) -> dict:
         """Call the student's object (a name, or a handle number), or its attribute ``attr``.
 
-        The reply is described in :mod:`autograder.worker`.
+        The reply is described in :mod:`autograder.worker`; it is checked here.
         """
         request = {"op": "call", "attr": attr, "args": [wire.encode(a) for a in args],
                    "kwargs": {k: wire.encode(v) for k, v in kwargs.items()}}
         request["name" if isinstance(target, str) else "handle"] = target
-        return self._request(request, timeout, f"a call of {label or target}")
+        return self._request(request, timeout, f"a call of {label or target}", len(args), set(kwargs))
 
     def getattr(self, handle: int, attr: str, timeout: float | None = None, label: str | None = None) -> dict:
         """An attribute of an object that stays in the sandbox."""
-        return self._request({"op": "getattr", "handle": handle, "attr": attr}, timeout, label or f".{attr}")
+        return self._request({"op": "getattr", "handle": handle, "attr": attr}, timeout, label or f".{attr}", 0,
+                             set())
 
-    def _request(self, request: dict, timeout: float | None, what: str) -> dict:
-        self._send(request)
+    def _request(self, request: dict, timeout: float | None, what: str, nargs: int, kwargs: set) -> dict:
         limit = self.limits.call_timeout if timeout is None else min(timeout, self.limits.call_timeout)
-        return self._next(time.monotonic() + limit, what)
+        deadline = time.monotonic() + limit
+        self._sequence += 1
+        request["seq"] = self._sequence
+        self._send(request, limit)
+        reply = self._next(deadline, what)
+        return self._checked_reply(reply, nargs, kwargs)
 
-    def _send(self, message: dict) -> None:
-        try:
-            wire.send(self.process.stdin, message)
-        except (BrokenPipeError, OSError, ValueError):
+    def _checked_reply(self, reply: dict, nargs: int, kwargs: set) -> dict:
+        """The reply, if it has the form a reply of the worker has; else the student broke the protocol."""
+        if reply.get("seq") != self._sequence or type(reply.get("ok")) is not bool:
+            raise self._protocol_error("a reply to a request it was not sent")
+        if reply["ok"]:
+            allowed = {"seq", "ok", "value", "args_after", "kwargs_after"}
+            after, kwargs_after = reply.get("args_after"), reply.get("kwargs_after")
+            if not set(reply) <= allowed or "value" not in reply \
+                    or not (after is None or (isinstance(after, list) and len(after) <= nargs)) \
+                    or not (kwargs_after is None or (isinstance(kwargs_after, dict) and set(kwargs_after) <= kwargs)):
+                raise self._protocol_error("a reply of the wrong form")
+            return reply
+        if not set(reply) <= {"seq", "ok", "error_type", "error"} or not isinstance(reply.get("error_type"), str) \
+                or not isinstance(reply.get("error"), str):
+            raise self._protocol_error("an error reply of the wrong form")
+        return {"seq": reply["seq"], "ok": False, "error_type": clean_text(reply["error_type"], 80),
+                "error": clean_text(reply["error"], 2000)}
+
+    def _send(self, message: dict, timeout: float) -> None:
+        """Write a request; a process that does not read it within ``timeout`` is killed."""
+        failed = []
+
+        def write():
+            try:
+                wire.send(self.process.stdin, message)
+            except (BrokenPipeError, OSError, ValueError) as error:
+                failed.append(error)
+
+        writer = threading.Thread(target=write, daemon=True)
+        writer.start()
+        writer.join(max(0.1, timeout))
+        if writer.is_alive():
             self.close()
-            raise SandboxDied("the process running your code had already stopped") from None
+            writer.join(5)
+            if not self.ready:
+                raise SandboxUnavailable("the sandbox did not take its first request")
+            raise SandboxTimeout("the process running your code stopped reading its requests")
+        if failed:
+            self.close()
+            if not self.ready:
+                raise SandboxUnavailable(f"the sandbox stopped before it was ready{self._launcher_said()}")
+            raise SandboxDied("the process running your code had already stopped")
+
+    # ------------------------------------------------------------------ the end
 
     @property
     def alive(self) -> bool:
         return self.process.poll() is None
 
     def close(self) -> None:
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
         if self.process.poll() is None:
             try:
                 os.killpg(self.process.pid, signal.SIGKILL)
-            except ProcessLookupError:
+            except (ProcessLookupError, PermissionError):
                 pass
         try:
             self.process.wait(timeout=10)
@@ -306,16 +530,45 @@ class Sandbox:
                 stream.close()
             except Exception:
                 pass
-        self._cgroup.remove()
+        self._release()
+
+    def _release(self) -> None:
+        self._cgroups.remove()
         if self._home:
             shutil.rmtree(self._home, ignore_errors=True)
             self._home = None
+        if self._stage:
+            for child in Path(self._stage).iterdir():
+                try:
+                    child.rmdir()  # only mount points, empty outside the launcher's mount namespace
+                except OSError:
+                    pass
+            try:
+                Path(self._stage).rmdir()
+            except OSError:
+                pass
+            self._stage = None
+        if self._uid is not None:
+            _UID_POOL.give_back(self._uid)
+            self._uid = None
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.close()
+
+
+_CONTROL = {code: None for code in [*range(0, 9), *range(11, 32), 127]}  # all but \t and \n
+
+
+def clean_text(text, limit: int) -> str:
+    """Text that came from a sandbox, safe to keep, store and show: at most ``limit`` characters,
+    valid UTF-8 (a lone surrogate becomes '?'), no control characters but tabs and newlines (so no
+    terminal escapes)."""
+    text = str(text)[:limit]
+    text = text.encode("utf-8", "replace").decode("utf-8", "replace")
+    return text.translate(_CONTROL)
 
 
 def _signal_name(number: int) -> str:

@@ -10,23 +10,35 @@ the scores from those outputs as usual (``SaveAutoGrades``).
 
 ``make grade`` grades the submissions in parallel first and leaves a report per
 notebook under ``grades/reports/``; a report whose key matches (the same
-student code, instructor notebook and limits) is used instead of grading again.
+student code, instructor notebook, limits and release) is used instead of grading
+again, and a report that cannot be used is said so in nbgrader's log.
+
+A notebook that is a symbolic link (nbgrader would have read its target: perhaps a
+file of ``solutions/``) is refused: its cells are replaced by a note, so that
+nothing of the target reaches the autograded notebook or the feedback. A notebook
+that the grader could not grade (:class:`~autograder.sandbox.SandboxUnavailable`)
+raises :class:`NotGraded`, so that nbgrader reports it for that student instead of
+recording a score.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from nbformat.v4 import new_output
+from nbformat.v4 import new_markdown_cell, new_output
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Unicode
 
 from autograder import course
 from autograder.grader import Report, Source, grade_notebook, program_key, student_program
 from autograder.notebooks import cell_id, is_test
-from autograder.sandbox import Limits
+from autograder.sandbox import Limits, clean_text
 
 REPORTS = Path("grades") / "reports"
+
+
+class NotGraded(RuntimeError):
+    """The grader could not grade this notebook (its failure, not the student's)."""
 
 
 def report_path(root: Path, assignment: str, student: str, notebook: str) -> Path:
@@ -69,12 +81,22 @@ class SandboxedExecute(NbGraderPreprocessor):
     def preprocess(self, nb, resources):
         info = resources["nbgrader"]
         assignment, notebook, student = info["assignment"], info["notebook"], info["student"]
+        submitted = Path.cwd() / "submitted" / student
+        linked = [p for p in (submitted, submitted / assignment, submitted / assignment / f"{notebook}.ipynb")
+                  if p.is_symlink()]
+        if linked:
+            why = "refused: the submission holds a symbolic link; submit the notebook file itself"
+            self.log.warning("%s/%s: %s", student, assignment, why)
+            nb.cells = [new_markdown_cell(why)]
+            return nb, resources
         report = self._saved_report(nb, assignment, notebook, student)
         if report is None:
             report = grade_notebook(assignment, nb, notebook=notebook, isolation=self.isolation,
                                     release=course.release(Path.cwd()))
+        if report.not_graded:
+            raise NotGraded(f"{student}/{assignment}/{notebook}: not graded: {report.not_graded}")
         for note in report.notes:
-            self.log.warning("%s/%s: %s", student, assignment, note)
+            self.log.warning("%s/%s: %s", student, assignment, clean_text(note, 500))
         apply_report(nb, report)
         return nb, resources
 
@@ -86,6 +108,12 @@ class SandboxedExecute(NbGraderPreprocessor):
             report = Report.from_json(path.read_text())
             source = Source.load(assignment, notebook)
             key = program_key(source, student_program(source, nb)[0], Limits(), course.release(Path.cwd()))
-        except Exception:
+        except Exception as error:
+            self.log.warning("%s/%s: the saved report %s cannot be used (%s); grading the notebook again",
+                             student, assignment, path, type(error).__name__)
             return None
-        return report if report.key == key else None
+        if report.key != key:
+            self.log.info("%s/%s: the saved report is for other code, tests, limits or release; grading again",
+                          student, assignment)
+            return None
+        return report

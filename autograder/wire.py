@@ -122,14 +122,15 @@ def send(stream, message: dict) -> None:
     stream.flush()
 
 
-def receive(stream) -> dict | None:
-    """The next message, or None at end of stream."""
+def receive(stream, max_size: int = MAX_MESSAGE) -> dict | None:
+    """The next message, or None at end of stream. A message larger than ``max_size`` bytes is
+    refused before it is read."""
     header = stream.read(4)
     if len(header) < 4:
         return None
     (size,) = struct.unpack(">I", header)
-    if size > MAX_MESSAGE:
-        raise WireError(f"message of {size} bytes is larger than the limit")
+    if size > max_size:
+        raise WireError(f"message of {size} bytes is larger than the limit of {max_size}")
     payload = stream.read(size)
     if len(payload) < size:
         return None

@@ -1,7 +1,8 @@
 """The process that runs a student's code, inside the sandbox.
 
 It is started by :mod:`autograder.sandbox` and speaks :mod:`autograder.wire`
-messages: requests on its standard input, replies on its standard output.
+messages: requests on its standard input, replies on its standard output. Once its own
+start-up is done, before any student code runs, it sends ``{"event": "ready"}``.
 Before any student code runs, it moves those two channels to private file
 descriptors and points the student's ``print`` (fd 1 and 2) at the output pipe
 that the grader drains and truncates. It never sees a reference solution, a
@@ -14,14 +15,18 @@ Requests:
   syntax, magics allowed). For each it sends ``{"event": "cell_start", "index": i}``
   and then ``{"event": "cell_done", "index": i, "error": null | "Type: message"}``;
   finally ``{"event": "cells_done", "others": n}`` (processes the cells left running).
-* ``{"op": "call", "name": str | "handle": int, "attr": str?, "args": [...], "kwargs": {...}}``:
+* ``{"op": "call", "seq": int, "name": str | "handle": int, "attr": str?, "args": [...], "kwargs": {...}}``:
   call the student's object ``name`` (or a handle from an earlier reply, or its
   attribute ``attr``); reply ``{"ok": true, "value": ..., "args_after": [...],
   "kwargs_after": {...}}`` (array arguments as they are after the call, so the
-  grader sees in-place changes) or ``{"ok": false, "error_type": str, "error": str}``.
+  grader sees in-place changes) or ``{"ok": false, "error_type": str, "error": str}``; every
+  reply carries the request's ``seq``.
   Values that are not plain data (a module the student's class built, a bound
   method) stay here and are returned as handles.
-* ``{"op": "getattr", "handle": int, "attr": str}``: an attribute of a handle.
+* ``{"op": "getattr", "seq": int, "handle": int, "attr": str}``: an attribute of a handle.
+
+The grader checks every message against this description and ends the conversation at the
+first that does not fit, so a message forged by student code only fails that student's work.
 """
 
 from __future__ import annotations
@@ -78,6 +83,7 @@ def main() -> None:
     _seed_everything()
     shell = _shell()
     handles = _Handles()
+    wire.send(replies, {"event": "ready"})
     while True:
         request = wire.receive(requests)
         if request is None:
@@ -92,9 +98,10 @@ def main() -> None:
                 wire.send(replies, {"event": "cell_done", "index": index, "error": error})
             wire.send(replies, {"event": "cells_done", "others": _other_processes()})
         elif op in ("call", "getattr"):
-            wire.send(replies, _call(shell.user_ns, request, wire, handles))
+            wire.send(replies, {"seq": request.get("seq"), **_call(shell.user_ns, request, wire, handles)})
         else:
-            wire.send(replies, {"ok": False, "error_type": "ProtocolError", "error": f"unknown op {op!r}"})
+            wire.send(replies, {"seq": request.get("seq"), "ok": False, "error_type": "ProtocolError",
+                                "error": f"unknown op {op!r}"})
 
 
 class _Handles:
