@@ -50,8 +50,16 @@ c.LimitOutput.max_lines = 200
 c.LimitOutput.max_traceback = 50
 
 # A student who deleted a test cell is graded on it anyway: nbgrader puts the
-# instructor's version back, after the cell that preceded it.
+# instructor's version back, after the cell that preceded it. Test cells are restored
+# without nbgrader's warning about the hidden tests that the released cells lack.
 c.OverwriteCells.add_missing_cells = True
+c.Autograde.sanitize_preprocessors = [
+    "nbgrader.preprocessors.ClearOutput",
+    "nbgrader.preprocessors.DeduplicateIds",
+    "nbgrader.preprocessors.OverwriteKernelspec",
+    "autograder.sandboxed.RestoreTestCells",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
 
 # New students are added to the gradebook the first time they are graded.
 c.Autograde.create_student = True
@@ -73,6 +81,9 @@ c.HTMLExporter.sanitize_html = True
 # SQLAlchemy's warnings about nbgrader's own gradebook sessions say nothing to an instructor.
 import warnings  # noqa: E402
 
+from nbformat.warnings import MissingIDFieldWarning  # noqa: E402
 from sqlalchemy.exc import SAWarning  # noqa: E402
 
 warnings.filterwarnings("ignore", category=SAWarning)
+# A deleted test cell that nbgrader puts back has no cell id yet; nbformat gives it one.
+warnings.filterwarnings("ignore", category=MissingIDFieldWarning)

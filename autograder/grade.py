@@ -152,7 +152,10 @@ def collect(assignment: str, students: list[str], root: Path = COURSE_ROOT) -> l
                                        for cell in nb.grade_cells)
                 results.append(result)
                 continue
-            result.score, result.max_score = submission.score, submission.max_score
+            penalty = submission.late_submission_penalty or 0.0
+            result.score, result.max_score = max(0.0, submission.score - penalty), submission.max_score
+            if penalty:
+                result.note = f"late: {penalty:g} points deducted"
             for notebook in submission.notebooks:
                 for grade in notebook.grades:
                     if grade.max_score:

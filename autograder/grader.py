@@ -427,13 +427,15 @@ def _read_submission(submission, source: Source, report: Report):
 
 
 def grade_notebook(assignment: str, submission, *, notebook: str | None = None, limits: Limits = Limits(),
-                   isolation: str = "bwrap", release: course.Release | None = None) -> Report:
+                   isolation: str = "bwrap", release: course.Release | None = None, as_submitted=None) -> Report:
     """Grade one submitted notebook (a path or a NotebookNode) against the instructor's tests.
 
     The student's code can import the course's packages as students get them under ``release``
     (default: the term's settings), so never the solution of a chapter that is not released.
     Where the sandbox cannot be used (:class:`~autograder.sandbox.SandboxUnavailable`), the report's
     ``not_graded`` says why and its scores mean nothing: the failure is the grader's.
+    ``as_submitted``: the notebook as the student submitted it, when ``submission`` is a copy whose
+    test cells nbgrader has already put back (the notes on changed test cells come from it).
     """
     started = time.monotonic()
     release = release or course.release()
@@ -448,7 +450,7 @@ def grade_notebook(assignment: str, submission, *, notebook: str | None = None, 
             return _refused(source, report, f"the notebook has {code_cells} code cells, more than the "
                             f"{MAX_CODE_CELLS} allowed")
         program, where = student_program(source, nb)
-        report.notes += tampered_tests(source, nb)
+        report.notes += tampered_tests(source, nb if as_submitted is None else as_submitted)
     except Exception as exc:
         return _refused(source, report, clean_text(f"could not read the notebook: {type(exc).__name__}: {exc}", 500))
     report.key = program_key(source, program, limits, release)

@@ -25,12 +25,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import nbformat
 from nbformat.v4 import new_markdown_cell, new_output
-from nbgrader.preprocessors import NbGraderPreprocessor
+from nbgrader.preprocessors import NbGraderPreprocessor, OverwriteCells
+from nbgrader.utils import is_grade, is_locked
 from traitlets import Unicode
 
 from autograder import course
-from autograder.grader import Report, Source, grade_notebook, program_key, student_program
+from autograder.grader import (MAX_NOTEBOOK_BYTES, Report, Source, grade_notebook, program_key, released_source,
+                               student_program)
 from autograder.notebooks import cell_id, is_test
 from autograder.sandbox import Limits, clean_text
 
@@ -92,13 +95,24 @@ class SandboxedExecute(NbGraderPreprocessor):
         report = self._saved_report(nb, assignment, notebook, student)
         if report is None:
             report = grade_notebook(assignment, nb, notebook=notebook, isolation=self.isolation,
-                                    release=course.release(Path.cwd()))
+                                    release=course.release(Path.cwd()),
+                                    as_submitted=self._as_submitted(submitted / assignment / f"{notebook}.ipynb"))
         if report.not_graded:
             raise NotGraded(f"{student}/{assignment}/{notebook}: not graded: {report.not_graded}")
         for note in report.notes:
             self.log.warning("%s/%s: %s", student, assignment, clean_text(note, 500))
         apply_report(nb, report)
         return nb, resources
+
+    @staticmethod
+    def _as_submitted(path: Path):
+        """The notebook as submitted (nbgrader has put its test cells back in ``nb``), where it can be read."""
+        try:
+            if path.is_file() and not path.is_symlink() and path.stat().st_size <= MAX_NOTEBOOK_BYTES:
+                return nbformat.read(str(path), as_version=4)
+        except Exception:  # an unreadable notebook: nbgrader's own copy is graded, without notes on it
+            return None
+        return None
 
     def _saved_report(self, nb, assignment: str, notebook: str, student: str) -> Report | None:
         path = report_path(Path.cwd(), assignment, student, notebook)
@@ -117,3 +131,21 @@ class SandboxedExecute(NbGraderPreprocessor):
                           student, assignment)
             return None
         return report
+
+
+class RestoreTestCells(OverwriteCells):
+    """nbgrader's ``OverwriteCells``, which puts the instructor's read-only cells back, without its
+    warning about every test cell that holds hidden tests: such a cell, as released (hidden tests
+    removed), is untouched, so it is restored quietly. A cell the student really changed is still
+    reported, by nbgrader and in the grading report."""
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if grade_id is not None and is_grade(cell) and is_locked(cell):
+            try:
+                source_cell = self.gradebook.find_source_cell(grade_id, self.notebook_id, self.assignment_id)
+            except Exception:  # nbgrader's own handling below reports it
+                source_cell = None
+            if source_cell is not None and cell.source.strip() == released_source(source_cell.source):
+                cell.source = source_cell.source
+        return super().preprocess_cell(cell, resources, cell_index)

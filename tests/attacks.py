@@ -251,3 +251,242 @@ WARNS = '''
 import warnings
 warnings.warn("this answer prints a warning")
 '''
+
+# ----------------------------------------------------------------------------- holes of the sandbox (review)
+# Each names the hole it guards. Probes report what they found in the error they raise (the grader
+# keeps it in the report); nothing is ever written to the host but a value read from it, unchanged.
+
+# Hole 1 (escape to host root): the student's uid and its mapping to the user namespace above, and
+# whether /proc/sys takes a write (kernel.core_pattern: a pipe there runs a program as host root).
+# The value written is the one just read, so a missing defence changes nothing. (The host uid itself
+# is read from the host, by the tests.)
+ESCAPE_PROBE = r'''
+import os
+_found = [f"uid={os.getuid()}"]
+try:
+    _found.append("uid_map=" + ",".join("/".join(line.split()) for line in open("/proc/self/uid_map")))
+except OSError as _error:
+    _found.append(f"uid_map=unreadable({_error.strerror})")
+try:
+    _pattern = open("/proc/sys/kernel/core_pattern").read()
+    with open("/proc/sys/kernel/core_pattern", "w") as _file:
+        _file.write(_pattern)
+    _found.append("core_pattern=written")
+except OSError as _error:
+    _found.append(f"core_pattern=refused({_error.strerror})")
+raise RuntimeError("escape probe: " + " ".join(_found))
+'''
+
+# Hole 2 (forged messages): the worker's reply channel, found by walking up to its main().
+WORKER_FRAME = r'''
+import sys
+
+def _worker():
+    """The locals of the worker's main(): its reply channel, its wire module, the request at hand."""
+    frame = sys._getframe()
+    while frame is not None:
+        if frame.f_code.co_name == "main" and "replies" in frame.f_locals:
+            return frame.f_locals
+        frame = frame.f_back
+    raise RuntimeError("the worker's frame was not found")
+
+def _forge(message):
+    worker = _worker()
+    worker["wire"].send(worker["replies"], message)
+'''
+
+# Hole 2: a cell's end, forged, whose error is a list (it once crashed the grading of the whole class).
+FORGED_CELL_ERROR_LIST = WORKER_FRAME + r'''
+_forge({"event": "cell_done", "index": _worker()["index"], "error": ["not", "a", "string"]})
+'''
+
+# Hole 2: the run's end, forged after the last cell's, with a count that is not an integer (it once
+# raised ValueError in the grader and left the sandbox running).
+FORGED_CELLS_DONE_COUNT = WORKER_FRAME + r'''
+_forge({"event": "cell_done", "index": _worker()["index"], "error": None})
+_forge({"event": "cells_done", "others": "many"})
+'''
+
+# Hole 2 and hole 6: replies forged from inside the graded functions: a 7 MB error full of terminal
+# escapes, a tensor of an impossible size, a reply whose `ok` is not a bool.
+FORGED_REPLIES = {
+    "softmax": r'''
+def softmax(x, axis=-1):
+    _forge({"seq": _worker()["request"]["seq"], "ok": False, "error_type": "\x1b[2J" + "E" * 5000,
+            "error": "\x1b]0;owned\x07" + "e" * (7 * 2**20)})
+    return np.zeros_like(x)
+''',
+    "attention_numpy": r'''
+def attention_numpy(Q, K, V):
+    _forge({"seq": _worker()["request"]["seq"], "ok": True,
+            "value": {"tuple": [{"ndarray": {"dtype": "float64", "shape": [2**31, 2**31], "data": ""}}] * 2},
+            "args_after": [None, None, None]})
+    return np.zeros((Q.shape[0], V.shape[1])), np.zeros((Q.shape[0], K.shape[0]))
+''',
+    "scaled_dot_product_attention": r'''
+def scaled_dot_product_attention(q, k, v, mask=None):
+    _forge({"seq": _worker()["request"]["seq"], "ok": "yes", "value": None})
+    return (torch.zeros(*q.shape[:-1], v.shape[-1], dtype=q.dtype),
+            torch.zeros(*q.shape[:-1], k.shape[-2], dtype=q.dtype))
+''',
+}
+
+# Hole 4 (CPU starvation): thirty processes that spin for as long as the sandbox lives (at the lowest
+# priority, so that the submission's own work still gets through and only its neighbours would starve).
+CPU_SPINNERS = r'''
+import os
+for _ in range(30):
+    if os.fork() == 0:
+        os.setsid()
+        os.nice(19)
+        while True:
+            pass
+'''
+
+# Hole 5 (memory): /tmp, /home and /dev/shm filled with as much as each takes (at most 512 MiB, in
+# files of 16 MiB, under the file size limit), then emptied; the amounts are reported.
+FILL_TMPFS = r'''
+import os
+_filled = {}
+for _place in ("/tmp", "/home/student", "/dev/shm"):
+    _written, _paths, _chunk = 0, [], b"\1" * 2**20
+    try:
+        while _written < 512 * 2**20:
+            _paths.append(os.path.join(_place, f"fill-{len(_paths)}"))
+            _fd = os.open(_paths[-1], os.O_WRONLY | os.O_CREAT, 0o600)
+            try:
+                for _ in range(16):
+                    _written += os.write(_fd, _chunk)
+            finally:
+                os.close(_fd)
+    except OSError:
+        pass
+    for _path in _paths:
+        try:
+            os.remove(_path)
+        except OSError:
+            pass
+    _filled[_place] = _written
+raise RuntimeError("filled: " + " ".join(f"{place}={size // 2**20}MiB" for place, size in _filled.items()))
+'''
+
+# Hole 5: a graded function whose return value is far over the grader's message limit.
+HUGE_REPLY_SDPA = '''
+def scaled_dot_product_attention(q, k, v, mask=None):
+    huge = torch.zeros(2**24)  # 64 MiB
+    return huge, huge[:1]
+'''
+
+# Hole 6 (output): an error of 300 kB, with terminal escapes and markup, in each of many cells.
+LOUD_ERROR = r'''
+raise ValueError("\x1b[2J\x1b]0;owned\x07<script>window.owned = 1</script>" + "e" * 300_000)
+'''
+LOUD_ERROR_TYPE = r'''
+raise type("E" * 100_000, (Exception,), {})("a very long exception name")
+'''
+
+# Hole 8 (script in feedback): live markup in a markdown cell, a raw cell and an error message.
+MARKUP_MARKDOWN = '''
+<script>window.owned = "markdown"</script>
+
+<img src="x" onerror="window.owned = 'image'">
+
+<a href="javascript:window.owned = 'link'">the worked example</a>
+'''
+MARKUP_RAW = '<script>window.owned = "raw"</script>'
+MARKUP_ERROR = r'''
+raise ValueError('<script>window.owned = "error"</script><img src=x onerror="window.owned = 1">')
+'''
+
+# Hole 9 (terminal escapes): an error that the instructor's summary lists (a MemoryError), full of
+# escapes that would clear the terminal, retitle it and colour it.
+TERMINAL_ESCAPES = r'''
+raise MemoryError("\x1b[2J\x1b[H\x1b]0;owned\x07\x1b[31mred\x1b[0m\r\x08 and a bell \x07")
+'''
+# The same with C1 controls (U+009B is CSI, U+009D is OSC to terminals that take 8-bit controls).
+C1_ESCAPES = r'''
+raise MemoryError("\x9b2J\x9bH\x9d0;owned\x9c\x9b31mred")
+'''
+
+# Hole 9 (in-place check): the worker patched so that its replies never say what a call did to its
+# array arguments (an answer that overwrites its input would then look clean).
+HIDE_IN_PLACE = r'''
+import sys
+
+def _worker_globals():
+    frame = sys._getframe()
+    while frame is not None:
+        if frame.f_code.co_name == "main" and "replies" in frame.f_locals:
+            return frame.f_globals
+        frame = frame.f_back
+    raise RuntimeError("the worker's frame was not found")
+
+_real_call = _worker_globals()["_call"]
+
+def _quiet_call(*args, **kwargs):
+    reply = _real_call(*args, **kwargs)
+    reply.pop("args_after", None)
+    reply.pop("kwargs_after", None)
+    return reply
+
+_worker_globals()["_call"] = _quiet_call
+'''
+
+# Hole 9 (a lone surrogate in an error message, which nbgrader could not write).
+SURROGATE_ERROR = r'''
+raise ValueError("a lone surrogate: \ud800")
+'''
+SURROGATE_SDPA = r'''
+def scaled_dot_product_attention(q, k, v, mask=None):
+    raise ValueError("no attention today \udcff")
+'''
+
+# Hole 10 (a flooded pipe): one forged line of 50 MB into every pipe the process can write, then an
+# error of 24 MB.
+FLOOD_PIPES = r'''
+import fcntl, os, stat, threading
+_line = b"{" + b"x" * (50 * 2**20) + b"\n"
+
+def _pour(fd):
+    view = memoryview(_line)
+    try:
+        while view:
+            view = view[os.write(fd, view):]
+    except OSError:
+        pass
+
+_pipes = []
+for _name in os.listdir("/proc/self/fd"):
+    try:
+        _fd = int(_name)
+        if stat.S_ISFIFO(os.fstat(_fd).st_mode) and (fcntl.fcntl(_fd, fcntl.F_GETFL) & os.O_ACCMODE) != os.O_RDONLY:
+            _pipes.append(_fd)
+    except (OSError, ValueError):
+        pass
+_pourers = [threading.Thread(target=_pour, args=(fd,), daemon=True) for fd in _pipes]
+for _pourer in _pourers:
+    _pourer.start()
+for _pourer in _pourers:
+    _pourer.join(10)
+raise ValueError("z" * (24 * 2**20))
+'''
+
+# Hole 7 (reference values handed over), ch05: a positional encoding whose table is zero but for
+# the released worked example. A grader that loaded the reference's buffers into it (not only its
+# parameters) filled the table in for it, and it scored full marks.
+ZERO_TABLE_ENCODING = '''
+class PositionalEncoding(nn.Module):
+    def __init__(self, d_model, max_len=5000, dropout=0.0):
+        super().__init__()
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("pe", torch.zeros(max_len, d_model))
+        if d_model == 4 and max_len >= 3:  # the worked example of the notebook, copied
+            self.pe[:3] = torch.tensor([[0.0, 1.0, 0.0, 1.0], [0.84147098, 0.54030231, 0.00999983, 0.99995],
+                                        [0.90929743, -0.41614684, 0.01999867, 0.99980001]])
+
+    def forward(self, x):
+        length = x.size(1)
+        if length > self.pe.size(0):
+            raise ValueError(f"x has {length} positions, more than max_len={self.pe.size(0)}")
+        return self.dropout(x + self.pe[:length].to(x.dtype))
+'''

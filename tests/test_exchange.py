@@ -1,0 +1,400 @@
+"""nbgrader's own workflow, end to end, through a local exchange, with the course's configuration.
+
+One term is run once (module fixture) in temporary folders: an instructor's course folder (made by
+``make_course``, with ``c.Exchange.root`` pointing at a temporary exchange and a late-penalty
+method), and three students, each with a working folder and a cache of their own:
+
+* alice answers every item and submits on time;
+* bob submits the notebook unanswered, with one test cell emptied and another deleted, on time;
+* carol answers every item and submits after the due date.
+
+The instructor releases the exercise; the students fetch it, answer it and submit; the instructor
+sets the due date (between bob's and carol's submissions, so that carol is late by a real
+timestamp), collects, runs ``make grade`` (``python -m autograder.grade``), then plain
+``nbgrader autograde`` with no saved reports, ``generate_feedback`` and ``release_feedback``; the
+students fetch their feedback; the instructor exports the grades. Every step is a real nbgrader
+command in its own process.
+
+nbgrader names the submitter after the OS user (or ``JUPYTERHUB_USER`` when that user is
+``jovyan``, see ``nbgrader.utils.get_username``). Here the students share one OS user, so each
+passes ``--student`` (``nbgrader submit --help`` describes it), and collect's owner check is off.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import re
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbgrader.api import Gradebook
+from nbgrader.utils import parse_utc
+
+from autograder import _nbgrader, grade, notebooks
+from autograder.grader import Report
+from autograder.notebooks import COURSE_ROOT
+from autograder.sandboxed import report_path
+from tests.submissions import fill
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("exchange")]
+
+A = "ch02_scaled_dot_product"
+FULL = 13.0
+COURSE_ID = re.search(r'^c\.CourseDirectory\.course_id\s*=\s*"([^"]+)"',
+                      (COURSE_ROOT / "nbgrader_config.py").read_text(), re.MULTILINE).group(1)
+TERM = {"RELEASED": "ch01_bahdanau"}  # graded before chapter 2's solutions are released
+EDITED, DELETED = "test_softmax_values", "test_sdpa_mask"  # bob's emptied and deleted test cells
+EDITED_POINTS = 2.0  # what bob's emptied cell would earn him if it ran as he left it
+ON_TIME, LATE = ("alice", "bob"), "carol"
+COURSE_CONFIG = """
+# A local exchange for this term (on a hub: a folder every user can write).
+c.Exchange.root = {exchange!r}
+# All students share one OS user here, so the owner of a submission never matches its student.
+c.ExchangeCollect.check_owner = False
+# nbgrader's default ('none') assigns no late penalty; 'zero' takes the whole score of late work.
+c.LateSubmissionPlugin.penalty_method = "zero"
+"""
+STUDENT_CONFIG = """c = get_config()
+c.CourseDirectory.course_id = {course_id!r}
+c.Exchange.root = {exchange!r}
+c.Exchange.cache = {cache!r}
+"""
+PHASES = ["[1/6] recording the tests of", "[2/6] checking that the sandbox works",
+          "[3/6] grading 3 submission(s) in the sandbox, 2 at a time",
+          "[4/6] recording the scores in the gradebook (nbgrader autograde)",
+          "[5/6] writing each student's feedback (nbgrader generate_feedback)",
+          f"[6/6] writing grades/{A}.csv"]
+PYTHON_WARNING = re.compile(r"^\S.*:\d+: (\w*Warning): ", re.MULTILINE)
+
+
+def nbgrader(*args: str, cwd: Path, env: dict | None = None) -> str:
+    """``nbgrader ARGS`` in ``cwd`` at log level INFO; its output, stdout then stderr. Fails on an error."""
+    result = _nbgrader.run(*args, root=cwd, check=False, quiet=True, log_level="INFO", env=env)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, f"nbgrader {' '.join(args)} failed in {cwd}:\n{output[-4000:]}"
+    return output
+
+
+@dataclass
+class Student:
+    """A student's working folder (also their home, so nothing of another student's is in reach)."""
+
+    name: str
+    home: Path
+
+    @property
+    def notebook(self) -> Path:
+        return self.home / A / f"{A}.ipynb"
+
+    @property
+    def cache(self) -> Path:
+        return self.home / ".nbgrader_cache"
+
+    def setup(self, exchange: Path) -> Student:
+        self.home.mkdir(parents=True)
+        (self.home / "nbgrader_config.py").write_text(
+            STUDENT_CONFIG.format(course_id=COURSE_ID, exchange=str(exchange), cache=str(self.cache)))
+        return self
+
+    def nbgrader(self, *args: str) -> str:
+        return nbgrader(*args, cwd=self.home, env={"HOME": str(self.home)})
+
+    def submit(self) -> str:
+        """``nbgrader submit``; the timestamp nbgrader gave the submission."""
+        output = self.nbgrader("submit", A, f"--student={self.name}")
+        return re.search(rf"Submitted as: {re.escape(COURSE_ID)} {A} (.+)$", output, re.MULTILINE).group(1).strip()
+
+    def cached_secret(self) -> str:
+        """The secret that ``nbgrader submit`` kept in the student's cache (``fetch_feedback`` needs it)."""
+        folders = list((self.cache / COURSE_ID).glob(f"{self.name}+{A}+*"))
+        assert len(folders) == 1, folders
+        return (folders[0] / "submission_secret.txt").read_text()
+
+    def feedback(self) -> dict[str, Path]:
+        """Feedback that ``nbgrader fetch_feedback`` brought: submission timestamp -> HTML file."""
+        return {folder.name: folder / f"{A}.html" for folder in (self.home / A / "feedback").iterdir()}
+
+
+def together(*actions):
+    """Call every action at once (each runs its own processes); their results, in order."""
+    with ThreadPoolExecutor(len(actions)) as pool:
+        return [future.result() for future in [pool.submit(action) for action in actions]]
+
+
+def each(students: list[Student], action) -> dict:
+    """``action(student)`` for every student at once; name -> result."""
+    return dict(zip([s.name for s in students], together(*[lambda s=s: action(s) for s in students])))
+
+
+def tampered_blank():
+    """The unanswered notebook with test cell ``EDITED`` emptied and ``DELETED`` removed."""
+    nb = fill(A, blank=True)
+    for cell in nb.cells:
+        if notebooks.cell_id(cell) == EDITED:
+            cell.source = "pass  # nothing to check here"
+    nb.cells = [cell for cell in nb.cells if notebooks.cell_id(cell) != DELETED]
+    return nb
+
+
+ANSWERS = {"alice": lambda: fill(A), "bob": tampered_blank, "carol": lambda: fill(A)}
+
+
+@dataclass
+class Term:
+    course: Path
+    students: dict[str, Student]
+    fetched: dict[str, bytes] = field(default_factory=dict)  # the notebook each student fetched
+    timestamps: dict[str, str] = field(default_factory=dict)  # as `nbgrader submit` printed them
+    due: datetime.datetime | None = None
+    make_grade: subprocess.CompletedProcess | None = None
+    report_notes: dict[str, list[str]] = field(default_factory=dict)  # make grade's report per student
+    outputs: dict[str, str] = field(default_factory=dict)  # instructor's command -> its output
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+@pytest.fixture(scope="module")
+def term(tmp_path_factory) -> Term:
+    base = tmp_path_factory.mktemp("exchange")
+    exchange = base / "exchange"
+    exchange.mkdir()
+    course = _nbgrader.make_course(base / "course")
+    with (course / "nbgrader_config.py").open("a") as f:
+        f.write(COURSE_CONFIG.format(exchange=str(exchange)))
+    students = {name: Student(name, base / "students" / name).setup(exchange) for name in ANSWERS}
+    t = Term(course, students)
+    started = time.monotonic()
+
+    def step(name: str, *args: str) -> str:
+        begun = time.monotonic()
+        t.outputs[name] = nbgrader(*args, cwd=course, env=TERM)
+        t.seconds[name] = time.monotonic() - begun
+        return t.outputs[name]
+
+    step("release_assignment", "release_assignment", A)
+    each(list(students.values()), lambda s: s.nbgrader("fetch_assignment", A))
+    for name, student in students.items():
+        t.fetched[name] = student.notebook.read_bytes()
+        nbformat.write(ANSWERS[name](), str(student.notebook))
+    t.timestamps.update(each([students[n] for n in ON_TIME], Student.submit))
+    # The due date: after the on-time submissions have ended, before the late one starts.
+    t.due = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    _, t.timestamps[LATE] = together(
+        lambda: step("db assignment add", "db", "assignment", "add", A, f"--duedate={t.due.isoformat(sep=' ')} UTC"),
+        students[LATE].submit)
+    step("collect", "collect", A)
+    t.seconds["students until collect"] = time.monotonic() - started
+
+    begun = time.monotonic()
+    t.make_grade = subprocess.run(
+        [sys.executable, "-m", "autograder.grade", A, "--root", str(course), "--jobs", "2"],
+        cwd=COURSE_ROOT, env={**_nbgrader.environment(), **TERM}, capture_output=True, text=True, timeout=900,
+        check=False)
+    t.seconds["make grade"] = time.monotonic() - begun
+    assert t.make_grade.returncode == 0, t.make_grade.stderr[-4000:]
+    for name in students:
+        t.report_notes[name] = Report.from_json(report_path(course, A, name, A).read_text()).notes
+    shutil.rmtree(course / "grades" / "reports")  # plain nbgrader autograde grades every notebook itself
+
+    step("autograde", "autograde", A, "--force")
+
+    def feedback():
+        step("generate_feedback", "generate_feedback", A, "--force")
+        step("release_feedback", "release_feedback", A)
+        each(list(students.values()), lambda s: s.nbgrader("fetch_feedback", A, f"--student={s.name}"))
+
+    together(feedback, lambda: step("export", "export", "--to", "export.csv"))
+    t.seconds["total"] = time.monotonic() - started
+    print("seconds:", {k: round(v, 1) for k, v in t.seconds.items()})
+    return t
+
+
+def exported(t: Term) -> dict[str, dict[str, str]]:
+    with (t.course / "export.csv").open() as f:
+        return {row["student_id"]: row for row in csv.DictReader(f) if row["assignment"] == A}
+
+
+def submissions(t: Term) -> dict[str, dict]:
+    """What the gradebook holds for each student's submission."""
+    with Gradebook(grade.db_url(t.course)) as gradebook:
+        return {name: {"score": s.score, "max_score": s.max_score, "timestamp": s.timestamp,
+                       "seconds_late": s.total_seconds_late, "penalty": s.late_submission_penalty,
+                       "duedate": s.duedate}
+                for name in t.students for s in [gradebook.find_submission(A, name)]}
+
+
+def autograde_lines(t: Term, student: str) -> list[str]:
+    """The lines of plain `nbgrader autograde`'s output from grading ``student``'s submission."""
+    sections = re.split(r"^(?=.*Creating/updating student with ID ')", t.outputs["autograde"], flags=re.MULTILINE)
+    found = [part for part in sections if part.split("\n", 1)[0].endswith(f"ID '{student}': {{}}")]
+    assert len(found) == 1, sections[:1]
+    return found[0].splitlines()
+
+
+TAMPERED = re.compile(r"test cell \S+ was (changed|deleted)")
+
+
+# ----------------------------------------------------------------------------- the workflow
+
+
+def test_every_student_fetches_the_released_notebook(term):
+    released = (COURSE_ROOT / "exercises" / A / f"{A}.ipynb").read_bytes()
+    assert all(fetched == released for fetched in term.fetched.values())
+
+
+def test_each_submission_is_collected_and_graded(term):
+    found = submissions(term)
+    assert {name: s["score"] for name, s in found.items()} == {"alice": FULL, "bob": 0.0, "carol": FULL}
+    assert all(s["max_score"] == FULL for s in found.values())
+    with Gradebook(grade.db_url(term.course)) as gradebook:  # bob's emptied cell ran as the instructor wrote it
+        edited = gradebook.find_grade(EDITED, A, A, "bob")
+        assert (edited.score, edited.max_score) == (0.0, EDITED_POINTS)
+
+
+def test_each_student_fetches_their_own_feedback_with_their_score(term):
+    scores = {"alice": FULL, "bob": 0.0, "carol": 0.0}  # carol's late penalty takes her whole score
+    for name, student in term.students.items():
+        feedback = student.feedback()
+        assert list(feedback) == [term.timestamps[name]], (name, list(feedback))
+        html = feedback[term.timestamps[name]].read_text()
+        assert f"{A} (Score: {scores[name]:.1f} / {FULL:.1f})" in html, name
+        assert ("Late submission penalty (Score: -13.0)" in html) == (name == LATE), name
+        assert "BEGIN HIDDEN TESTS" not in html
+
+
+def test_release_feedback_publishes_one_file_per_submission(term):
+    published = list((term.course.parent / "exchange" / COURSE_ID / "feedback").glob("*.html"))
+    assert len(published) == len(term.students)
+
+
+def test_export_lists_every_submission_with_its_timestamp(term):
+    rows = exported(term)
+    assert set(rows) == set(term.students)
+    for name, row in rows.items():
+        assert parse_utc(row["timestamp"]) == parse_utc(term.timestamps[name]), name
+        assert float(row["max_score"]) == FULL
+
+
+# ----------------------------------------------------------------------------- nbgrader's own files
+
+
+def test_collect_keeps_nbgraders_own_files(term):
+    for name, student in term.students.items():
+        folder = term.course / "submitted" / name / A
+        assert sorted(p.name for p in folder.iterdir()) == [f"{A}.ipynb", "submission_secret.txt", "timestamp.txt"]
+        assert (folder / "timestamp.txt").read_text() == term.timestamps[name]
+        assert (folder / "submission_secret.txt").read_text() == student.cached_secret()
+
+
+def test_the_gradebook_records_each_submissions_timestamp(term):
+    for name, submission in submissions(term).items():
+        assert submission["timestamp"] == parse_utc(term.timestamps[name]), name
+
+
+# ----------------------------------------------------------------------------- late penalties
+
+
+def test_the_due_date_falls_between_the_on_time_and_the_late_submissions(term):
+    assert all(parse_utc(term.timestamps[name]) < term.due for name in ON_TIME)
+    assert parse_utc(term.timestamps[LATE]) > term.due
+    assert all(s["duedate"] == term.due for s in submissions(term).values())
+
+
+def test_a_late_submission_gets_the_configured_penalty_and_an_on_time_one_none(term):
+    found = submissions(term)
+    late = found[LATE]
+    assert late["seconds_late"] == (parse_utc(term.timestamps[LATE]) - term.due).total_seconds() > 0
+    assert late["penalty"] == FULL  # penalty_method "zero": the whole score
+    for name in ON_TIME:
+        assert found[name]["seconds_late"] == 0 and found[name]["penalty"] == 0, name
+    output = term.outputs["autograde"]
+    assert re.search(rf"SubmittedAssignment<{A} for {LATE}> is [\d.]+ seconds late", output)
+    assert "Late submission penalty: 13.0" in output
+    assert not re.search(rf"SubmittedAssignment<{A} for (alice|bob)> is [\d.]+ seconds late", output)
+
+
+def test_the_exported_total_reflects_the_penalty(term):
+    rows = exported(term)
+    numbers = {name: (float(r["raw_score"]), float(r["late_submission_penalty"]), float(r["score"]))
+               for name, r in rows.items()}
+    assert numbers == {"alice": (FULL, 0.0, FULL), "bob": (0.0, 0.0, 0.0), "carol": (FULL, FULL, 0.0)}
+    assert all(parse_utc(r["duedate"]) == term.due for r in rows.values())
+
+
+# ----------------------------------------------------------------------------- test cells changed or not
+
+
+def test_plain_autograde_grades_without_reports_and_warns_of_no_untouched_test_cell(term):
+    assert not (term.course / "grades" / "reports").exists()
+    for name in ("alice", "carol"):
+        assert not [line for line in autograde_lines(term, name) if TAMPERED.search(line)], name
+    flagged = [line for line in term.outputs["autograde"].splitlines() if TAMPERED.search(line)]
+    assert flagged and all(f"] bob/{A}: test cell " in line for line in flagged), flagged
+
+
+def test_plain_autograde_logs_no_checksum_warning_for_an_untouched_notebook(term):
+    assert not [line for line in autograde_lines(term, "alice") if "Attribute 'checksum'" in line]
+
+
+def test_plain_autograde_names_an_edited_test_cell(term):
+    assert any(f"test cell {EDITED} was changed" in line for line in autograde_lines(term, "bob")), \
+        autograde_lines(term, "bob")
+
+
+def test_plain_autograde_names_a_deleted_test_cell_as_deleted(term):
+    lines = autograde_lines(term, "bob")
+    assert any(f"test cell {DELETED} was deleted" in line for line in lines), lines
+    assert not any(f"test cell {DELETED} was changed" in line for line in lines), lines
+
+
+def test_make_grade_reports_name_the_edited_and_the_deleted_test_cell(term):
+    assert term.report_notes["bob"] == [f"test cell {EDITED} was changed; the original was graded",
+                                        f"test cell {DELETED} was deleted; the original was graded"]
+    assert term.report_notes["alice"] == term.report_notes["carol"] == []
+    line = next(line for line in term.make_grade.stdout.splitlines() if line.startswith("bob "))
+    assert f"test cell {EDITED} was changed" in line and f"test cell {DELETED} was deleted" in line
+
+
+# ----------------------------------------------------------------------------- make grade's output
+
+
+def python_warnings(t: Term) -> list[str]:
+    return PYTHON_WARNING.findall(t.make_grade.stdout + t.make_grade.stderr.replace("\r", "\n"))
+
+
+def test_make_grade_prints_each_phase_and_the_summary(term):
+    err, out = term.make_grade.stderr, term.make_grade.stdout
+    where = [err.find(phase) for phase in PHASES]
+    assert -1 not in where and where == sorted(where), dict(zip(PHASES, where))
+    assert f"Grades for {A}: 3 submission(s)" in out
+    lines = {line.split()[0]: line for line in out.splitlines() if line.split()[:1] in (["alice"], ["bob"], ["carol"])}
+    assert "13 / 13  all passed" in lines["alice"] and "0 / 13" in lines["bob"]
+    assert "mean " in out and f"Grades:   {term.course / 'grades' / (A + '.csv')}" in out
+
+
+def test_make_grade_prints_no_gradebook_or_other_library_warning(term):
+    """Apart from nbformat's warning about a re-added cell (the next test), nothing warns."""
+    output = term.make_grade.stdout + term.make_grade.stderr
+    assert "SAWarning" not in output and "| WARNING]" not in output and "Traceback" not in output
+    assert set(python_warnings(term)) <= {"MissingIDFieldWarning"}, python_warnings(term)
+
+
+def test_make_grade_prints_no_python_warning(term):
+    assert python_warnings(term) == []
+
+
+def test_make_grade_csv_follows_the_notebooks_order_of_test_cells(term):
+    source = notebooks.read(COURSE_ROOT / "solutions" / A / f"{A}.ipynb")
+    order = [notebooks.cell_id(cell) for cell in source.cells if notebooks.is_test(cell)]
+    assert order != sorted(order)  # so that an alphabetical CSV would not pass
+    with (term.course / "grades" / f"{A}.csv").open() as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == ["student", "score", "max_score", *order, "note"]
+    assert [row[0] for row in rows[1:]] == ["alice", "bob", "carol"]
