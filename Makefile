@@ -19,7 +19,7 @@ BOOK_OUT ?= .
 SITE ?= _build/html
 DEST ?=
 
-.PHONY: help venv sandbox browser book linkcheck check-site student-repo test exercises check-exercises grade check validate similarity bench-grading train bench-transformer clean
+.PHONY: help venv sandbox browser book linkcheck check-site student-repo test exercises check-exercises grade check validate similarity bench-grading grading-accuracy train bench-transformer clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -90,6 +90,9 @@ validate: venv  ## run NOTEBOOK top to bottom and list its visible tests' verdic
 similarity: venv  ## report near-identical submissions of ASSIGNMENT, and copies of the open edition (grades/similarity/)
 	@test -n "$(ASSIGNMENT)" || { echo "usage: make similarity ASSIGNMENT=ch03_multi_head"; exit 2; }
 	$(BIN)/python -m autograder.similarity $(ASSIGNMENT)
+
+grading-accuracy: venv sandbox  ## correct answers at full marks, wrong ones caught in their item, per assignment
+	$(BIN)/python -m benchmarks.grading_accuracy $(ARGS)
 
 bench-grading: venv sandbox  ## seconds per notebook, plain nbgrader vs sandboxed grading (N=8)
 	$(BIN)/python benchmarks/grading.py $(or $(N),8) --jobs 1 2

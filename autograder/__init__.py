@@ -11,6 +11,8 @@ per property::
 from autograder.checks import (
     CheckFailed,
     Item,
+    Mistake,
+    check_buffer,
     check_causal,
     check_dtype_follows_input,
     check_equals,
@@ -21,15 +23,19 @@ from autograder.checks import (
     check_matches,
     check_matches_reference,
     check_matches_torch,
+    check_output_device,
     check_output_shapes,
     check_raises,
     check_rows_sum_to_one,
+    mistakes,
 )
 from autograder.specs import array, fixture, literal, mask, padded_tokens, tensor, tokens
 
 __all__ = [
     "CheckFailed",
     "Item",
+    "Mistake",
+    "check_buffer",
     "array",
     "check_causal",
     "check_dtype_follows_input",
@@ -41,12 +47,14 @@ __all__ = [
     "check_matches",
     "check_matches_reference",
     "check_matches_torch",
+    "check_output_device",
     "check_output_shapes",
     "check_raises",
     "check_rows_sum_to_one",
     "fixture",
     "literal",
     "mask",
+    "mistakes",
     "padded_tokens",
     "tensor",
     "tokens",

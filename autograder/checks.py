@@ -18,11 +18,13 @@ that runs the student's code in another process.
 from __future__ import annotations
 
 import builtins
+import functools
 import importlib
 import inspect
 import threading
+import types
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -31,7 +33,15 @@ from autograder import reference, specs
 
 
 class CheckFailed(AssertionError):
-    """A graded property does not hold. The message is written for the student."""
+    """A graded property does not hold. The message is written for the student: what was called,
+    the property, the inputs, the problem and a hint."""
+
+    def __init__(self, what: str, prop: str, inputs: str, problem: str, hint: str):
+        self.what, self.prop, self.inputs, self.problem, self.hint = what, prop, inputs, problem, hint
+        super().__init__(f"{what}: {prop} failed\n  inputs: {inputs}\n  problem: {problem}\n  hint: {hint}")
+
+    def with_hint(self, hint: str) -> "CheckFailed":
+        return CheckFailed(self.what, self.prop, self.inputs, self.problem, hint)
 
 
 @dataclass(frozen=True)
@@ -40,12 +50,53 @@ class Item:
 
     ``outputs`` names the values the item returns, in order, when it returns a
     tuple (``("output", "weights")``); leave it empty for a single value.
+    ``returns`` is the library of the result (``"torch"`` or ``"numpy"``) where no input says it.
+
+    An item may be built on other graded items. Its checks grade its own code only: where a check
+    fails, the grader compares it with the reference solution built on the student's own helpers
+    (a *hybrid*), and an item that computes exactly what that gives keeps its points; the helper
+    loses them in its own tests. ``uses`` maps the names that the reference looks up to the
+    student's helpers (``{"split_heads": split_heads}``); ``parts`` names submodules of a class item
+    that are graded items of their own (``("ff", "self_attn")``): the hybrid calls the student's; a
+    ``hybrid(student_object, reference_object)`` function builds anything else.
     """
 
     assignment: str
     name: str
     obj: Any = field(compare=False, repr=False)
     outputs: tuple[str, ...] = ()
+    returns: str | None = None
+    uses: dict = field(default_factory=dict, compare=False, repr=False)
+    parts: tuple[str, ...] = ()
+    hybrid: Callable | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def depends(self) -> bool:
+        return bool(self.uses or self.parts or self.hybrid)
+
+
+class Mistake:
+    """A realistic wrong answer to an item, as changes to the reference solution's code, and its
+    cause in words: a check that fails with the values this gives names the cause in its hint.
+
+    ``Mistake("the scores are divided by the square root of d_model, not of one head's size",
+    ("math.sqrt(q.size(-1))", "math.sqrt(query.size(-1))"))``
+    """
+
+    def __init__(self, cause: str, *replacements: tuple[str, str]):
+        if not replacements:
+            raise ValueError("a Mistake needs at least one (old, new) replacement")
+        self.cause, self.replacements = cause, tuple(tuple(r) for r in replacements)
+
+
+_MISTAKES: dict[tuple[str, str], tuple[Mistake, ...]] = {}
+
+
+def mistakes(item: Item, *known: Mistake) -> None:
+    """Register the known mistakes of ``item`` (in a hidden test: the grader's knowledge only)."""
+    for mistake in known:
+        reference.variant(item.assignment, item.name, mistake.replacements)  # each must apply to the reference
+    _MISTAKES[(item.assignment, item.name)] = tuple(known)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -60,8 +111,10 @@ class _Call:
     """One call of the student's code: its inputs (as plain data) and what it returned."""
 
     def __init__(self, item: Item, prop: str, args, kwargs, seed: int, hint: str,
-                 init=None, method: str | None = None):
-        self.item, self.prop, self.hint, self.seed = item, prop, hint, seed
+                 init=None, method: str | None = None, mode: str | None = None):
+        if mode not in (None, "train", "eval"):
+            raise ValueError(f"mode must be 'train' or 'eval', got {mode!r}")
+        self.item, self.prop, self.hint, self.seed, self.mode = item, prop, hint, seed, mode
         self.args = [specs.as_spec(a) for a in args]
         self.kwargs = {k: specs.as_spec(v) for k, v in (kwargs or {}).items()}
         self.inputs, self.keywords = specs.materialize(self.args, self.kwargs, seed)
@@ -79,11 +132,14 @@ class _Call:
         with _TORCH_RNG:
             torch.manual_seed(self.seed)
             built = reference.get(self.item.assignment, self.item.name)(*self.init)
-        parameters = dict(built.named_parameters())
-        self.weights = {key: value.detach().clone() for key, value in built.state_dict().items() if key in parameters}
+        self.weights = _randomised(dict(built.named_parameters()), self.seed)
 
     def build(self, cls):
         """The object the call goes to: an instance of ``cls`` with the weights, and its ``method``."""
+        return self.bound(self.instance(cls))
+
+    def instance(self, cls):
+        """An instance of ``cls`` built with ``init``, holding the weights, in ``mode``."""
         name = self.item.name
         try:
             with _TORCH_RNG:
@@ -107,22 +163,29 @@ class _Call:
                 self.fail(f"it has no parameter {', '.join(unexpected[:4])}"
                           f"{' and others' if len(unexpected) > 4 else ''}, which the assignment names",
                           "the grader loads weights by name: give the submodules the names the assignment says")
+        if self.mode is not None:
+            try:
+                instance.train(self.mode == "train")
+            except Exception as exc:
+                self.fail(f"{name}.train() raised {type(exc).__name__}: {exc}",
+                          f"{name} must be an nn.Module (class {name}(nn.Module)) that calls super().__init__()")
+        return instance
+
+    def bound(self, instance):
+        """``instance``, or its ``method`` where the call goes to a method."""
         if self.method is None:
             return instance
         try:
             return getattr(instance, self.method)
         except AttributeError:
-            self.fail(f"{name} has no method {self.method}", f"define {name}.{self.method} as the assignment says")
+            self.fail(f"{self.item.name} has no method {self.method}",
+                      f"define {self.item.name}.{self.method} as the assignment says")
 
     def fail(self, problem: str, hint: str | None = None):
         what = self.item.name if self.init is None else \
             f"{self.item.name}({', '.join(map(repr, self.init))}){'.' + self.method if self.method else ''}"
-        raise CheckFailed(
-            f"{what}: {self.prop} failed\n"
-            f"  inputs: {self.describe_inputs()}\n"
-            f"  problem: {problem}\n"
-            f"  hint: {hint or self.hint}"
-        )
+        prop = self.prop if self.mode is None else f"{self.prop} (in {self.mode} mode)"
+        raise CheckFailed(what, prop, self.describe_inputs(), problem, hint or self.hint)
 
     def describe_inputs(self) -> str:
         names = _parameter_names(self.item.obj)
@@ -186,7 +249,7 @@ class _Call:
         for spec in [*self.args, *self.kwargs.values()]:
             if getattr(spec, "library", "python") in specs.LIBRARIES:
                 return spec.library
-        return None
+        return self.item.returns
 
     def as_numpy(self, value, name: str) -> np.ndarray:
         """A returned tensor or array as a NumPy array (float64, or bool), checking its kind."""
@@ -217,6 +280,19 @@ class _Call:
     def input_value(self, which: int | str):
         """One of the made inputs, by position or keyword."""
         return self.keywords[which] if isinstance(which, str) else self.inputs[which]
+
+
+def _randomised(parameters: dict, seed: int) -> dict:
+    """The parameters, as plain tensors; those that start out constant (a layer norm's weight 1 and
+    bias 0) are drawn at random around their value, so that a norm used in the wrong place shows."""
+    generator = torch.Generator().manual_seed(seed + 7919)
+    weights = {}
+    for key, value in parameters.items():
+        value = value.detach().clone()
+        if value.numel() > 1 and bool((value == value.reshape(-1)[0]).all()):
+            value = value + 0.5 * torch.randn(value.shape, generator=generator).to(value.dtype)
+        weights[key] = value
+    return weights
 
 
 def _parameter_names(obj) -> list[str]:
@@ -253,14 +329,149 @@ def _compare(call: _Call, name: str, got: np.ndarray, want: np.ndarray, rtol: fl
         )
 
 
+# --------------------------------------------------------------------------- each item's own code
+
+
+class _StudentPart(torch.nn.Module):
+    """A submodule of a hybrid reference that calls the student's own submodule (in the sandbox)."""
+
+    def __init__(self, part):
+        super().__init__()
+        self.__dict__["part"] = part  # an object of the student's, not a submodule of this one
+
+    def forward(self, *args, **kwargs):
+        return self.part(*args, **kwargs)
+
+
+def _with_helpers(obj, uses: dict):
+    """The reference ``obj`` (a function or a class) calling ``uses`` in place of its own helpers."""
+    if not uses:
+        return obj
+
+    def rebind(function):
+        return types.FunctionType(function.__code__, {**function.__globals__, **uses}, function.__name__,
+                                  function.__defaults__, function.__closure__)
+
+    if isinstance(obj, types.FunctionType):
+        return rebind(obj)
+    methods = {name: rebind(value) for name, value in vars(obj).items() if isinstance(value, types.FunctionType)}
+    return type(obj.__name__, (obj,), methods)
+
+
+def _reference_outputs(call: _Call, obj, student) -> dict:
+    """What ``obj`` (the reference, or a known mistake of it), built on the student's helpers, returns
+    on the call's inputs; ``student`` is the student's object for a class item."""
+    obj = _with_helpers(obj, call.item.uses)
+    inputs, keywords = specs.materialize(call.args, call.kwargs, call.seed)
+    if call.init is None:
+        return call.outputs(call.invoke(obj, inputs, keywords))
+    instance = call.instance(obj)
+    for part in call.item.parts:
+        instance._modules[part] = _StudentPart(getattr(student, part))
+    if call.item.hybrid is not None:
+        instance = call.item.hybrid(student, instance)
+    return call.outputs(call.invoke(call.bound(instance), inputs, keywords))
+
+
+def _same(call: _Call, got: dict, want: dict) -> bool:
+    if set(got) != set(want):
+        return False
+    for name in want:
+        a, b = call.as_numpy(got[name], name), call.as_numpy(want[name], name)
+        if a.shape != b.shape or (a.dtype == bool) != (b.dtype == bool):
+            return False
+        if not (np.array_equal(a, b) if b.dtype == bool else np.allclose(a, b, rtol=1e-4, atol=1e-5, equal_nan=True)):
+            return False
+    return True
+
+
+def _replay(item: Item, arguments: dict):
+    """A call that replays a failed check's call of the item with the reference's weights: (call,
+    the student's object or None, the student's outputs); None where that cannot be done here."""
+    try:
+        reference.get(item.assignment, item.name)
+    except reference.ReferenceUnavailable:  # a student's machine: the visible tests only
+        return None
+    call = _Call(item, "replay", arguments.get("args", ()), arguments.get("kwargs"), arguments.get("seed", 0), "",
+                 init=arguments.get("init"), method=arguments.get("method"), mode=arguments.get("mode"))
+    try:
+        student = None
+        if call.init is not None:
+            call.use_reference_weights()
+            student = call.instance(item.obj)
+            inputs, keywords = specs.materialize(call.args, call.kwargs, call.seed)
+            got = call.outputs(call.invoke(call.bound(student), inputs, keywords))
+        else:
+            got = call.outputs(call.run())
+    except Exception:  # the student's code cannot even be replayed: nothing to compare
+        return None
+    return call, student, got
+
+
+def _own_code_is_right(item: Item, arguments: dict) -> bool:
+    """Whether the item computes, on the failed check's inputs, exactly what the reference computes
+    when it is built on the student's own helpers: then the helpers, not the item, are wrong."""
+    replay = _replay(item, arguments)
+    if replay is None:
+        return False
+    call, student, got = replay
+    try:
+        return _same(call, got, _reference_outputs(call, reference.get(item.assignment, item.name), student))
+    except Exception:
+        return False
+
+
+def _diagnosis(item: Item, arguments: dict) -> str | None:
+    """The cause of a failure: the first known mistake of the item whose values the student's match."""
+    known = _MISTAKES.get((item.assignment, item.name))
+    replay = _replay(item, arguments) if known else None
+    if replay is None:
+        return None
+    call, student, got = replay
+    for mistake in known:
+        try:
+            wrong = _reference_outputs(call, reference.variant(item.assignment, item.name, mistake.replacements),
+                                       student)
+            if _same(call, got, wrong):
+                return mistake.cause
+        except Exception:
+            continue
+    return None
+
+
+def _grades_own_code(check):
+    """A check that grades the item's own code: a failure caused only by the student's helpers is
+    not the item's (see :class:`Item`), and a failure that matches a known mistake names its cause."""
+    signature = inspect.signature(check)
+
+    @functools.wraps(check)
+    def graded(*args, **kwargs):
+        try:
+            return check(*args, **kwargs)
+        except CheckFailed as failure:
+            arguments = signature.bind(*args, **kwargs)
+            arguments.apply_defaults()
+            arguments = dict(arguments.arguments)
+            item = arguments["item"]
+            if item.depends and _own_code_is_right(item, arguments):
+                return None
+            cause = _diagnosis(item, arguments)
+            if cause:
+                raise failure.with_hint(cause) from None
+            raise
+
+    return graded
+
+
 # --------------------------------------------------------------------------- checks
 
 
+@_grades_own_code
 def check_output_shapes(item: Item, args, kwargs=None, *, shapes, seed: int = 0,
                         hint: str = "check the shape of each returned value against the assignment",
-                        init=None, method: str | None = None):
+                        init=None, method: str | None = None, mode: str | None = None):
     """The item returns the right structure (a value, or a tuple of ``item.outputs``) with these shapes."""
-    call = _Call(item, "output shapes", args, kwargs, seed, hint, init=init, method=method)
+    call = _Call(item, "output shapes", args, kwargs, seed, hint, init=init, method=method, mode=mode)
     values = call.outputs(call.run())
     shapes = [tuple(s) for s in shapes]
     if len(shapes) != len(values):
@@ -271,13 +482,14 @@ def check_output_shapes(item: Item, args, kwargs=None, *, shapes, seed: int = 0,
             call.fail(f"{name} has shape {got}; expected {shape}")
 
 
+@_grades_own_code
 def check_matches_reference(item: Item, args, kwargs=None, *, seed: int = 0, rtol: float = 1e-5,
                             atol: float = 1e-6, outputs: tuple[str, ...] | None = None,
                             hint: str = "compare your steps with the formula in the assignment",
-                            init=None, method: str | None = None):
+                            init=None, method: str | None = None, mode: str | None = None):
     """Every returned value (or those named in ``outputs``) equals the reference solution's."""
     call = _Call(item, "agreement with the reference solution", args, kwargs, seed, hint,
-                 init=init, method=method)
+                 init=init, method=method, mode=mode)
     if init is not None:
         call.use_reference_weights()
     got = call.outputs(call.run())
@@ -286,6 +498,7 @@ def check_matches_reference(item: Item, args, kwargs=None, *, seed: int = 0, rto
         _compare(call, name, call.as_numpy(got[name], name), call.as_numpy(want[name], name), rtol, atol)
 
 
+@_grades_own_code
 def check_matches(item: Item, other: str, args, kwargs=None, *, output: str | None = None,
                   rename: dict | None = None, seed: int = 0, rtol: float = 1e-5, atol: float = 1e-6,
                   hint: str = "compare your steps with the formula in the assignment"):
@@ -304,10 +517,11 @@ def check_matches(item: Item, other: str, args, kwargs=None, *, output: str | No
     _compare(call, name, got, want, rtol, atol, against=other)
 
 
+@_grades_own_code
 def check_matches_torch(item: Item, builtin: str, args, kwargs=None, *, init, seed: int = 0,
                         rtol: float = 1e-5, atol: float = 1e-6, outputs: tuple[str, ...] | None = None,
                         hint: str = "name the submodules as the assignment says and follow its formula",
-                        method: str | None = None):
+                        method: str | None = None, mode: str | None = None):
     """A class item returns what the ``torch.nn`` built-in returns, both holding the same weights.
 
     ``builtin`` names a converter in :mod:`autograder.torch_builtins` (e.g.
@@ -319,7 +533,7 @@ def check_matches_torch(item: Item, builtin: str, args, kwargs=None, *, init, se
     from autograder import torch_builtins
 
     converter = torch_builtins.CONVERTERS[builtin]
-    call = _Call(item, f"agreement with {converter.label}", args, kwargs, seed, hint, init=init, method=method)
+    call = _Call(item, f"agreement with {converter.label}", args, kwargs, seed, hint, init=init, method=method, mode=mode)
     call.weights = converter.weights(tuple(init), seed)
     got = call.outputs(call.run())
     inputs, keywords = specs.materialize(call.args, call.kwargs, seed)
@@ -371,7 +585,8 @@ def _perturbation(call: _Call, change: int | str, output: str | None, where_fn, 
     return name, before, results
 
 
-def check_causal(item: Item, args, kwargs=None, *, change: int | str, init=None, method: str | None = None,
+@_grades_own_code
+def check_causal(item: Item, args, kwargs=None, *, change: int | str, init=None, method: str | None = None, mode: str | None = None,
                  output: str | None = None, seed: int = 0, atol: float = 1e-5,
                  hint: str = "the output at position t must not depend on later inputs: the look-ahead mask "
                              "has to reach every attention over these positions"):
@@ -379,7 +594,7 @@ def check_causal(item: Item, args, kwargs=None, *, change: int | str, init=None,
 
     The output must also depend on that input at all, so that ignoring it does not pass.
     """
-    call = _Call(item, "causality", args, kwargs, seed, hint, init=init, method=method)
+    call = _Call(item, "causality", args, kwargs, seed, hint, init=init, method=method, mode=mode)
     length = call.input_value(change).size(1)
     cuts = sorted({0, length // 2, max(0, length - 2)})
 
@@ -403,13 +618,14 @@ def check_causal(item: Item, args, kwargs=None, *, change: int | str, init=None,
                   f"the output at position t must be computed from {changed}[:, :t+1]")
 
 
+@_grades_own_code
 def check_ignores_masked(item: Item, args, kwargs=None, *, change: int | str, mask: int | str, init=None,
-                         method: str | None = None, output: str | None = None, seed: int = 0, atol: float = 1e-5,
+                         method: str | None = None, mode: str | None = None, output: str | None = None, seed: int = 0, atol: float = 1e-5,
                          hint: str = "masked (padding) positions must have no influence: the padding mask has "
                                      "to reach every attention over these positions"):
     """The output does not change when input ``change`` changes where ``mask`` is False (padding),
     and does change when it changes where ``mask`` is True."""
-    call = _Call(item, "masked positions have no influence", args, kwargs, seed, hint, init=init, method=method)
+    call = _Call(item, "masked positions have no influence", args, kwargs, seed, hint, init=init, method=method, mode=mode)
     keep = call.input_value(mask)
 
     def masked_then_visible(value):
@@ -428,29 +644,31 @@ def check_ignores_masked(item: Item, args, kwargs=None, *, change: int | str, ma
                   f"the output must be computed from the visible positions of {changed}")
 
 
+@_grades_own_code
 def check_equals(item: Item, args, expected, kwargs=None, *, output: str | None = None,
                  rtol: float = 1e-6, atol: float = 1e-8,
                  hint: str = "work the example by hand and compare each step",
-                 init=None, method: str | None = None):
+                 init=None, method: str | None = None, mode: str | None = None):
     """One returned value equals ``expected`` (plain nested lists), e.g. a published worked example.
 
     A class item is built with ``init`` and keeps its own weights and buffers.
     """
-    call = _Call(item, "the worked example", args, kwargs, 0, hint, init=init, method=method)
+    call = _Call(item, "the worked example", args, kwargs, 0, hint, init=init, method=method, mode=mode)
     name, got = call.select(call.run(), output)
     want = np.asarray(expected)
     want = want if want.dtype == bool else want.astype(np.float64)
     _compare(call, name, got, want, rtol, atol, against="the known answer")
 
 
+@_grades_own_code
 def check_rows_sum_to_one(item: Item, args, kwargs=None, *, output: str | None = None, dim: int = -1,
                           seed: int = 0, atol: float = 1e-5,
                           hint: str = "each query's weights over the keys (the last axis) must be non-negative "
                                       "and sum to one",
-                          init=None, method: str | None = None):
+                          init=None, method: str | None = None, mode: str | None = None):
     """The chosen output is non-negative and sums to one along ``dim``."""
     call = _Call(item, f"{output or 'result'} sum to one along dim {dim}", args, kwargs, seed, hint,
-                 init=init, method=method)
+                 init=init, method=method, mode=mode)
     name, got = call.select(call.run(), output)
     if got.ndim == 0 or not -got.ndim <= dim < got.ndim:
         call.fail(f"{name} has shape {got.shape}, which has no dimension {dim}")
@@ -463,14 +681,15 @@ def check_rows_sum_to_one(item: Item, args, kwargs=None, *, output: str | None =
         call.fail(f"{name} sums to values between {sums.min():.4g} and {sums.max():.4g} along dim {dim}")
 
 
+@_grades_own_code
 def check_masked_get_zero_weight(item: Item, args, kwargs=None, *, mask: int | str = "mask",
                                  output: str = "weights", seed: int = 0, atol: float = 1e-7,
                                  hint: str = "keys where the mask is False must get exactly zero weight "
                                              "(True in the mask means 'may attend'); a masked score set to "
                                              "zero still gets a share",
-                                             init=None, method: str | None = None):
+                                 init=None, method: str | None = None, mode: str | None = None):
     """Where the mask is False the weight is zero, and every row still sums to one."""
-    call = _Call(item, "masked keys get zero weight", args, kwargs, seed, hint, init=init, method=method)
+    call = _Call(item, "masked keys get zero weight", args, kwargs, seed, hint, init=init, method=method, mode=mode)
     name, got = call.select(call.run(), output)
     keep = np.asarray(call.input_value(mask))
     try:
@@ -490,18 +709,20 @@ def check_masked_get_zero_weight(item: Item, args, kwargs=None, *, mask: int | s
                   "the visible keys must share all of the weight: a masked key takes none of it")
 
 
+@_grades_own_code
 def check_finite(item: Item, args, kwargs=None, *, seed: int = 0,
                  hint: str = "every returned value must be finite: look for an exponential of a large number "
                              "that overflows, or a 0/0 in a row with nothing left to weigh",
-                 init=None, method: str | None = None):
+                 init=None, method: str | None = None, mode: str | None = None):
     """No returned value contains NaN or inf."""
-    call = _Call(item, "finite outputs", args, kwargs, seed, hint, init=init, method=method)
+    call = _Call(item, "finite outputs", args, kwargs, seed, hint, init=init, method=method, mode=mode)
     for name, value in call.outputs(call.run()).items():
         got = call.as_numpy(value, name)
         if not np.isfinite(got).all():
             call.fail(f"{name} contains NaN or inf")
 
 
+@_grades_own_code
 def check_inputs_unchanged(item: Item, args, kwargs=None, *, seed: int = 0,
                            hint: str = "the arguments must be the same after the call: compute new arrays or "
                                        "tensors instead of writing into an argument in place"):
@@ -519,12 +740,13 @@ def check_inputs_unchanged(item: Item, args, kwargs=None, *, seed: int = 0,
                 call.fail(f"argument {name} was modified")
 
 
+@_grades_own_code
 def check_dtype_follows_input(item: Item, args, kwargs=None, *, seed: int = 0,
                               hint: str = "the outputs must have the dtype of the inputs: a tensor made with a "
                                           "fixed dtype, or with the default one, changes it",
-                                          init=None, method: str | None = None):
+                                          init=None, method: str | None = None, mode: str | None = None):
     """Every floating-point output has the dtype of the first floating-point input."""
-    call = _Call(item, "output dtype follows the inputs", args, kwargs, seed, hint, init=init, method=method)
+    call = _Call(item, "output dtype follows the inputs", args, kwargs, seed, hint, init=init, method=method, mode=mode)
     want = next((v.dtype for v in [*call.inputs, *call.keywords.values()]
                  if isinstance(v, (np.ndarray, torch.Tensor)) and v.dtype not in (torch.bool, np.bool_)), None)
     if want is None:
@@ -535,17 +757,54 @@ def check_dtype_follows_input(item: Item, args, kwargs=None, *, seed: int = 0,
             call.fail(f"{name} has dtype {value.dtype}; the inputs have dtype {want}")
 
 
+@_grades_own_code
+def check_output_device(item: Item, args, kwargs=None, *, device: str = "meta", seed: int = 0,
+                        hint: str = "make the result on the device you are given, not on the default one",
+                        init=None, method: str | None = None, mode: str | None = None):
+    """Every returned tensor lies on ``device`` (``"meta"``: a device with no data, so the check runs on
+    any machine, with or without a GPU)."""
+    call = _Call(item, f"result on the device {device!r}", args, kwargs, seed, hint, init=init, method=method,
+                 mode=mode)
+    for name, value in call.outputs(call.run()).items():
+        if not isinstance(value, torch.Tensor):
+            call.fail(f"{name} is a {type(value).__name__}, not a torch tensor")
+        if value.device.type != torch.device(device).type:
+            call.fail(f"{name} is on the device {value.device.type!r}")
+
+
+def check_buffer(item: Item, name: str, *, init, shape=None,
+                 hint: str = "keep it as a buffer of the module: saved and moved with it, but not trained"):
+    """A class item's object holds ``name`` as a buffer (in its state, not among its parameters), of
+    ``shape`` where given."""
+    call = _Call(item, f"{name} is a buffer", [], None, 0, hint, init=init)
+    instance = call.instance(item.obj)
+    try:
+        value = instance.get_buffer(name)
+    except Exception:
+        try:
+            instance.get_parameter(name)
+            call.fail(f"{name} is a parameter, which the optimiser would train")
+        except CheckFailed:
+            raise
+        except Exception:
+            call.fail(f"{item.name} has no buffer {name!r}")
+    if not isinstance(value, torch.Tensor):
+        call.fail(f"{name} is a {type(value).__name__}, not a tensor")
+    if shape is not None and tuple(value.shape) != tuple(shape):
+        call.fail(f"{name} has shape {tuple(value.shape)}; expected {tuple(shape)}")
+
+
 def check_raises(item: Item, args, kwargs=None, *, exception: str = "ValueError",
                  mentions: tuple[str, ...] = (), seed: int = 0,
                  hint: str = "check the arguments first and raise an error that names the wrong one",
-                 init=None, method: str | None = None):
+                 init=None, method: str | None = None, mode: str | None = None):
     """Calling the item raises ``exception`` (a builtin's name) whose message mentions each of ``mentions``.
 
     Without ``init`` the item itself is called (for a class: its constructor, with ``args``);
     with ``init`` an object is built first and its ``method`` (default: forward) gets ``args``.
     """
     expected = getattr(builtins, exception)
-    call = _Call(item, f"{exception} for bad arguments", args, kwargs, seed, hint, init=init, method=method)
+    call = _Call(item, f"{exception} for bad arguments", args, kwargs, seed, hint, init=init, method=method, mode=mode)
     inputs, keywords = specs.materialize(call.args, call.kwargs, seed)
     target = item.obj if init is None else call.build(item.obj)
     try:

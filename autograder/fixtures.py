@@ -19,7 +19,9 @@ class ScriptedTranslator(torch.nn.Module):
     depends on the token fed at t, on the first source token and, through the
     number of visible source positions, on ``memory_mask`` (None: all visible). Sequence b produces
     ``eos_id`` when its output is as long as its visible source, so the sequences
-    of a batch end at different steps; fed more tokens, it goes on with words.
+    of a batch end at different steps; fed more tokens, it goes on with words. Without a
+    look-ahead ``tgt_mask`` (True on and below the diagonal, broadcastable to (B, H, T, T)) it
+    predicts other words, as a trained model would that sees the future.
     """
 
     def __init__(self, vocab_size: int = 16, bos_id: int = 1, eos_id: int = 2):
@@ -38,13 +40,21 @@ class ScriptedTranslator(torch.nn.Module):
         length = visible.sum(dim=1, keepdim=True)  # (B, 1): output length before eos
         words = self.vocab_size - 3  # ids 3 .. V-1 are words
         step = torch.arange(tgt_in.size(1), device=tgt_in.device)[None, :]  # position t predicts token t + 1
-        word = 3 + (tgt_in * 5 + src[:, :1] + length) % words
+        word = 3 + (tgt_in * 5 + src[:, :1] + length + (0 if self._causal(tgt_mask, tgt_in.size(1)) else 1)) % words
         # eos once the output is as long as the visible source; after that, words again (as an undertrained
         # model would), so a decoder must fill finished sequences with eos itself.
         next_token = torch.where(step == length, torch.full_like(word, self.eos_id), word)
         logits = torch.full((*tgt_in.shape, self.vocab_size), -4.0, device=tgt_in.device)
         logits.scatter_(-1, next_token[..., None], 4.0)
         return logits
+
+
+    @staticmethod
+    def _causal(tgt_mask, length: int) -> bool:
+        if not isinstance(tgt_mask, torch.Tensor) or tgt_mask.dtype != torch.bool or tgt_mask.shape[-2:] != (length, length):
+            return False
+        lower = torch.ones(length, length, dtype=torch.bool, device=tgt_mask.device).tril()
+        return bool((tgt_mask == lower).all())
 
 
 FIXTURES = {"ScriptedTranslator": ScriptedTranslator}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import threading
 from pathlib import Path
 
 from autograder import course, notebooks
@@ -105,3 +106,25 @@ def item_source(assignment: str, name: str, root: Path | None = None) -> str:
         if notebooks.is_solution(cell) and name in notebooks.defined_names(cell.source):
             return notebooks.solution_body(cell).strip()
     raise ReferenceUnavailable(f"no solution cell of {assignment!r} defines {name!r}")
+
+
+_VARIANTS: dict[tuple, object] = {}
+_VARIANTS_LOCK = threading.Lock()
+
+
+def variant(assignment: str, name: str, replacements: tuple[tuple[str, str], ...]):
+    """The reference item ``name`` with ``replacements`` ((old, new) pieces of its code) made: a
+    known mistake, for the grader to recognise in a student's values. Each ``old`` must be there."""
+    key = (assignment, name, tuple(map(tuple, replacements)))
+    with _VARIANTS_LOCK:
+        if key in _VARIANTS:
+            return _VARIANTS[key]
+        code = item_source(assignment, name)
+        for old, new in key[2]:
+            if old not in code:
+                raise ValueError(f"{assignment}/{name}: {old!r} is not in the reference solution")
+            code = code.replace(old, new)
+        namespace = dict(vars(load(assignment)))
+        exec(compile(code, f"<{assignment}/{name}, a known mistake>", "exec"), namespace)
+        _VARIANTS[key] = namespace[name]
+        return _VARIANTS[key]

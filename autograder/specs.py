@@ -33,13 +33,16 @@ def _check_library(library: str) -> None:
 
 @dataclass(frozen=True)
 class Random:
-    """A standard-normal array or tensor, times ``scale``, plus ``shift``."""
+    """A standard-normal array or tensor, times ``scale``, plus ``shift``; with ``spread``, each row
+    (the last dimension) is also moved by its own offset, drawn with that standard deviation, so
+    that rows sit at very different heights (a softmax must treat each on its own)."""
 
     shape: tuple[int, ...]
     scale: float = 1.0
     shift: float = 0.0
     dtype: str = "float32"
     library: str = "torch"
+    spread: float = 0.0
 
     def __post_init__(self):
         object.__setattr__(self, "shape", _check_shape(self.shape))
@@ -47,10 +50,13 @@ class Random:
 
     def make(self, rng: np.random.Generator):
         data = rng.standard_normal(self.shape) * self.scale + self.shift
+        if self.spread and self.shape:
+            data = data + rng.standard_normal((*self.shape[:-1], 1)) * self.spread
         return _convert(data, self.dtype, self.library)
 
     def describe(self) -> str:
-        return f"{self.library} {self.dtype} {self.shape}"
+        spread = f", rows spread by {self.spread:g}" if self.spread else ""
+        return f"{self.library} {self.dtype} {self.shape}{spread}"
 
 
 @dataclass(frozen=True)
@@ -219,14 +225,14 @@ def _convert(data: np.ndarray, dtype: str, library: str):
 
 
 # Short constructors, so that tests read as one line per property.
-def tensor(*shape: int, scale: float = 1.0, shift: float = 0.0, dtype: str = "float32") -> Random:
+def tensor(*shape: int, scale: float = 1.0, shift: float = 0.0, dtype: str = "float32", spread: float = 0.0) -> Random:
     """A random torch tensor of this shape."""
-    return Random(shape, scale=scale, shift=shift, dtype=dtype, library="torch")
+    return Random(shape, scale=scale, shift=shift, dtype=dtype, library="torch", spread=spread)
 
 
-def array(*shape: int, scale: float = 1.0, shift: float = 0.0, dtype: str = "float64") -> Random:
+def array(*shape: int, scale: float = 1.0, shift: float = 0.0, dtype: str = "float64", spread: float = 0.0) -> Random:
     """A random NumPy array of this shape."""
-    return Random(shape, scale=scale, shift=shift, dtype=dtype, library="numpy")
+    return Random(shape, scale=scale, shift=shift, dtype=dtype, library="numpy", spread=spread)
 
 
 def tokens(*shape: int, high: int, low: int = 0) -> RandomInts:

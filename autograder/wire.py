@@ -49,6 +49,11 @@ def encode(value, depth: int = 0, make_handle=None):
         return {"int": str(int(value))}
     if isinstance(value, float):
         return {"float": repr(float(value))}
+    if isinstance(value, torch.Tensor) and value.device.type == "meta":  # no data: its shape, dtype and place
+        dtype = str(value.dtype).removeprefix("torch.")
+        if dtype not in DTYPES:
+            raise WireError(f"tensors of dtype {value.dtype} cannot be returned")
+        return {"tensor": {"dtype": dtype, "shape": list(value.shape), "device": "meta", "data": ""}}
     if isinstance(value, torch.Tensor):
         data = value.detach().cpu().contiguous()
         dtype = str(data.dtype).removeprefix("torch.")
@@ -89,8 +94,10 @@ def decode(data, depth: int = 0, resolve=None):
         return float(str(body)[:64]) if str(body) not in ("nan", "inf", "-inf") else float(body)
     if kind in ("tensor", "ndarray"):
         dtype, shape = str(body["dtype"]), [int(n) for n in body["shape"]]
-        if dtype not in DTYPES or any(n < 0 for n in shape):
+        if dtype not in DTYPES or any(n < 0 for n in shape) or len(shape) > MAX_DEPTH:
             raise WireError(f"malformed array of dtype {dtype!r}")
+        if kind == "tensor" and body.get("device") == "meta":
+            return torch.empty(shape, dtype=getattr(torch, dtype), device="meta")
         raw = base64.b64decode(str(body["data"]), validate=True)
         storage = "int16" if dtype == "bfloat16" else dtype
         count = math.prod(shape)

@@ -1,24 +1,29 @@
 """End to end through nbgrader: a class of submissions graded by `autograder.grade`.
 
 One course folder is graded once (module fixture); the tests read its
-gradebook results, its CSV and its feedback. Every bug of tests/buggy/ is one
-student, so the run proves that each realistic mistake loses points.
+gradebook results, its reports, its CSV and its feedback. Every bug of tests/buggy/ is one
+student, so the run proves that each realistic mistake loses points in its own item and in no
+other, with a hint that names its cause; the correct answers of tests/correct/, several per
+notebook, prove that right answers in other idioms keep full marks.
 """
 
 from __future__ import annotations
 
 import csv
 import importlib
+import json
 
 import pytest
 
 from autograder import _nbgrader, course, grade, notebooks
+from tests.correct import notebooks as correct_notebooks
 from tests.submissions import fill, submit
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("grading")]
 
 ASSIGNMENTS = _nbgrader.assignments()
 BUG_MODULES = {a: importlib.import_module(f"tests.buggy.{a}") for a in ASSIGNMENTS}
+CORRECT = {a: correct_notebooks(importlib.import_module(f"tests.correct.{a}").ANSWERS) for a in ASSIGNMENTS}
 WARNING_SOFTMAX = '''
 import warnings
 
@@ -55,6 +60,8 @@ def graded(tmp_path_factory):
             submit(folder, f"bug_{bug.name}", assignment, fill(assignment, {bug.item: bug.code}))
         first = BUG_MODULES[assignment].BUGS[0]
         submit(folder, "emptied_tests", assignment, _with_tests_emptied(fill(assignment, {first.item: first.code})))
+        for k, answers in enumerate(CORRECT[assignment]):
+            submit(folder, f"correct_{k}", assignment, fill(assignment, {item: a.code for item, a in answers.items()}))
         if assignment == "ch02_scaled_dot_product":
             submit(folder, "warns", assignment, fill(assignment, {"softmax": WARNING_SOFTMAX}))
         # As in a term: the chapters before this one are released, this one is not.
@@ -83,18 +90,53 @@ def test_unfilled_exercise_scores_zero_and_the_rest_are_graded(graded, assignmen
     [(a, b) for a in ASSIGNMENTS for b in BUG_MODULES[a].BUGS],
     ids=lambda v: getattr(v, "name", v),
 )
-def test_each_buggy_submission_loses_points_on_its_item(graded, assignment, bug):
+def test_each_buggy_submission_loses_points_in_its_item_and_no_other(graded, assignment, bug):
     result = graded[1][assignment][f"bug_{bug.name}"]
     assert result.score < result.max_score, f"{bug.name} ({bug.why}) kept full marks"
-    item_tests = BUG_MODULES[assignment].TESTS[bug.item]
-    assert set(result.failed) & set(item_tests), (
-        f"{bug.name} lost points only in {result.failed}, none of which grade {bug.item}")
+    item_tests = set(BUG_MODULES[assignment].TESTS[bug.item])
+    assert set(result.failed) <= item_tests, (
+        f"{bug.name} ({bug.why}), a mistake in {bug.item}, also lost points in {sorted(set(result.failed) - item_tests)}")
 
 
-def test_every_item_has_at_least_three_bugs():
+def _messages(course, assignment: str, student: str) -> dict[str, str]:
+    """grade_id -> the message of each failed test, from the student's grading report."""
+    report = json.loads((course / "grades" / "reports" / assignment / student / f"{assignment}.json").read_text())
+    return {gid: test["message"] for gid, test in report["tests"].items() if not test["passed"]}
+
+
+@pytest.mark.parametrize(
+    "assignment,bug",
+    [(a, b) for a in ASSIGNMENTS for b in BUG_MODULES[a].BUGS],
+    ids=lambda v: getattr(v, "name", v),
+)
+def test_the_hint_names_the_cause_of_each_buggy_submission(graded, assignment, bug):
+    messages = _messages(graded[0], assignment, f"bug_{bug.name}")
+    hints = [line for message in messages.values() for line in message.splitlines() if line.strip().startswith("hint:")]
+    assert any(bug.cause.lower() in hint.lower() for hint in hints), (
+        f"{bug.name} ({bug.why}): no hint names its cause ({bug.cause!r}); the hints were {hints}")
+
+
+def test_every_item_has_at_least_three_bugs_each_with_its_cause():
     for assignment, module in BUG_MODULES.items():
         for item in module.TESTS:
             assert sum(b.item == item for b in module.BUGS) >= 3, (assignment, item)
+        assert all(bug.cause for bug in module.BUGS), [b.name for b in module.BUGS if not b.cause]
+
+
+@pytest.mark.parametrize("assignment,k", [(a, k) for a in ASSIGNMENTS for k in range(len(CORRECT[a]))])
+def test_correct_answers_in_other_idioms_get_full_marks(graded, assignment, k):
+    result = graded[1][assignment][f"correct_{k}"]
+    answers = CORRECT[assignment][k]
+    assert result.score == result.max_score, (
+        f"correct answers lost points in {result.failed}: "
+        + "; ".join(f"{a.item} ({a.idiom})" for a in answers.values())
+        + f"\n{_messages(graded[0], assignment, f'correct_{k}')}")
+
+
+def test_every_item_has_correct_answers_in_at_least_four_idioms():
+    for assignment, module in BUG_MODULES.items():
+        for item in module.TESTS:
+            assert sum(item in answers for answers in CORRECT[assignment]) >= 4, (assignment, item)
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)

@@ -1,15 +1,21 @@
 """Realistic wrong answers, one module per assignment.
 
 Each module defines ``BUGS``: a list of :class:`Bug` (a name, the graded item it
-breaks, the code a student might write for it) and ``TESTS``: for each graded
-item, the grade_ids of the test cells that grade it. The suite in
-``tests/test_grading.py`` submits each bug as its own student and proves that
-it loses points in the tests of its item.
+breaks, the code a student might write for it, why it is wrong, and the words that
+the grader's hint must use to name its cause) and ``TESTS``: for each graded item,
+the grade_ids of the test cells that grade it. ``tests/test_grading.py`` submits each
+bug as its own student and proves that it loses points in the tests of its item and
+in no other, and that the hint of a failing test names its cause.
+
+:func:`variant` writes a wrong answer as the reference solution with one checked
+change, so that a bug cannot silently become the right answer.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from tests.submissions import solution_bodies
 
 
 @dataclass(frozen=True)
@@ -18,3 +24,14 @@ class Bug:
     item: str
     code: str
     why: str
+    cause: str = ""  # words that the hint of a failing test of the item must hold (its diagnosis)
+
+
+def variant(assignment: str, item: str, *replacements: tuple[str, str]) -> str:
+    """The reference answer to ``item`` with each ``(old, new)`` replacement made; each ``old`` must be there."""
+    code = solution_bodies(assignment)[item]
+    for old, new in replacements:
+        if old not in code:
+            raise ValueError(f"{assignment}/{item}: {old!r} is not in the reference solution")
+        code = code.replace(old, new)
+    return code
