@@ -19,7 +19,7 @@ BOOK_OUT ?= .
 SITE ?= _build/html
 DEST ?=
 
-.PHONY: help venv sandbox browser book linkcheck check-site student-repo test exercises check-exercises grade check validate similarity bench-grading grading-accuracy train bench-transformer clean
+.PHONY: help venv lint test-fast sandbox browser book linkcheck check-site student-repo test exercises check-exercises grade check validate similarity bench-grading grading-accuracy train bench-transformer clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -66,42 +66,49 @@ student-repo: venv  ## write the students' repository (exercises, packages, rele
 	@test -n "$(DEST)" || { echo "usage: make student-repo DEST=../attention-course-student [RELEASED=\"ch01_bahdanau ...\"]   (an empty or new folder, outside this repository)"; exit 2; }
 	$(BIN)/python -m course_site.export $(DEST)
 
-test: venv sandbox browser  ## the whole test suite: book build and site in Chromium, grading end to end, unit tests
+lint: venv  ## ruff: lint and format check of the code (notebooks and book pages have their own tests)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+test-fast: venv  ## the unit tests: no book build, no browser, no class graded end to end (under 2 minutes)
+	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not slow" $(PYTEST_ARGS)
+
+test: venv sandbox browser lint  ## everything: lint, book build and site in Chromium, grading end to end, unit tests
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
 exercises: venv  ## regenerate exercises/ from solutions/ (nbgrader generate_assignment)
-	$(BIN)/python -m autograder.release
+	$(BIN)/python -m autograder.cli.release
 
 check-exercises: venv  ## fail if exercises/ differs from what `make exercises` generates
-	$(BIN)/python -m autograder.release --check
+	$(BIN)/python -m autograder.cli.release --check
 
 grade: venv sandbox  ## autograde (sandboxed, JOBS at a time) submitted/*/$(ASSIGNMENT), write feedback and grades/$(ASSIGNMENT).csv
 	@test -n "$(ASSIGNMENT)" || { echo "usage: make grade ASSIGNMENT=ch02_scaled_dot_product"; exit 2; }
-	$(BIN)/python -m autograder.grade $(ASSIGNMENT) --jobs $(JOBS)
+	$(BIN)/python -m autograder.cli.grade $(ASSIGNMENT) --jobs $(JOBS)
 
 check: venv sandbox  ## check NOTEBOOK=path against the hidden tests, as grading would
 	@test -n "$(NOTEBOOK)" || { echo "usage: make check NOTEBOOK=exercises/ch02_scaled_dot_product/ch02_scaled_dot_product.ipynb"; exit 2; }
-	$(BIN)/python -m autograder.check $(NOTEBOOK)
+	$(BIN)/python -m autograder.cli.check $(NOTEBOOK)
 
 validate: venv  ## run NOTEBOOK top to bottom and list its visible tests' verdicts (no solutions needed)
 	@test -n "$(NOTEBOOK)" || { echo "usage: make validate NOTEBOOK=exercises/ch02_scaled_dot_product/ch02_scaled_dot_product.ipynb"; exit 2; }
-	$(BIN)/python -m autograder.validate $(NOTEBOOK)
+	$(BIN)/python -m autograder.cli.validate $(NOTEBOOK)
 
 similarity: venv  ## report near-identical submissions of ASSIGNMENT, and copies of the open edition (grades/similarity/)
 	@test -n "$(ASSIGNMENT)" || { echo "usage: make similarity ASSIGNMENT=ch03_multi_head"; exit 2; }
-	$(BIN)/python -m autograder.similarity $(ASSIGNMENT)
+	$(BIN)/python -m autograder.cli.similarity $(ASSIGNMENT)
 
 grading-accuracy: venv sandbox  ## correct answers at full marks, wrong ones caught in their item, per assignment
 	$(BIN)/python -m benchmarks.grading_accuracy $(ARGS)
 
 bench-grading: venv sandbox  ## seconds per notebook, plain nbgrader vs sandboxed grading (N=8)
-	$(BIN)/python benchmarks/grading.py $(or $(N),8) --jobs 1 2
+	$(BIN)/python -m benchmarks.grading $(or $(N),8) --jobs 1 2
 
 train: venv  ## train the capstone Transformer (dates task, best device); options: ARGS="--help"
 	$(BIN)/python -m attention_course.trainer $(ARGS)
 
 bench-transformer: venv  ## tokens/s of the course's Transformer vs the same model from torch.nn layers
-	$(BIN)/python benchmarks/transformer.py $(ARGS)
+	$(BIN)/python -m benchmarks.transformer $(ARGS)
 
 clean:  ## remove the built book and grading state (keeps .venv and submitted/)
 	rm -rf _build autograded feedback grades gradebook.db .pytest_cache runs

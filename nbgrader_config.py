@@ -9,7 +9,12 @@ The course layout maps onto nbgrader's folders:
     autograded/, feedback/, gradebook.db             grading state            (git-ignored)
 """
 
-c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)
+import warnings
+
+from nbformat.warnings import MissingIDFieldWarning
+from sqlalchemy.exc import SAWarning
+
+c = get_config()  # provided by traitlets when nbgrader loads this file
 
 c.CourseDirectory.course_id = "attention-course"
 c.CourseDirectory.source_directory = "solutions"
@@ -32,7 +37,7 @@ c.CourseDirectory.max_file_size = 10_000
 # The limits live in autograder/sandbox.py (Limits), so that `make check` gives
 # self-learners the same verdicts.
 c.Autograde.autograde_preprocessors = [
-    "autograder.sandboxed.SandboxedExecute",
+    "autograder.nbgrader_plugins.SandboxedExecute",
     # The autograded notebook (which the formgrader shows you) keeps no live HTML or script
     # that a submission's markdown or raw cells hold.
     "nbconvert.preprocessors.sanitize.SanitizeHTML",
@@ -57,7 +62,7 @@ c.Autograde.sanitize_preprocessors = [
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
-    "autograder.sandboxed.RestoreTestCells",
+    "autograder.nbgrader_plugins.RestoreTestCells",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 
@@ -68,7 +73,7 @@ c.Autograde.create_student = True
 # test code or a traceback through it.
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
-    "autograder.feedback.HideHiddenTests",
+    "autograder.nbgrader_plugins.HideHiddenTests",
     "nbconvert.preprocessors.sanitize.SanitizeHTML",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
@@ -79,11 +84,6 @@ c.SanitizeHTML.strip = False
 c.HTMLExporter.sanitize_html = True
 
 # SQLAlchemy's warnings about nbgrader's own gradebook sessions say nothing to an instructor.
-import warnings  # noqa: E402
-
-from nbformat.warnings import MissingIDFieldWarning  # noqa: E402
-from sqlalchemy.exc import SAWarning  # noqa: E402
-
 warnings.filterwarnings("ignore", category=SAWarning)
 # A deleted test cell that nbgrader puts back has no cell id yet; nbformat gives it one.
 warnings.filterwarnings("ignore", category=MissingIDFieldWarning)

@@ -10,8 +10,8 @@ holds a chapter's reference solutions only once they are released.
 
 from attention_course.dates import DateTask
 from attention_course.devices import best_device, seed_everything
-from attention_course.memory import attention_score_bytes, format_bytes
 from attention_course.interop import to_torch_attn_mask, to_torch_multihead
+from attention_course.memory import attention_score_bytes, format_bytes
 from attention_course.plotting import plot_attention
 from attention_course.toy import FOUR_WORDS, four_word_example
 from attention_course.training import (

@@ -46,8 +46,9 @@ def download_cached(url: str, sha256: str, filename: str, directory: Path | None
     target = directory / filename
     if target.exists():
         if _sha256(target) != sha256:
-            raise ChecksumError(f"{target} is in the cache but its SHA-256 is not {sha256}; delete it to download "
-                                "it again")
+            raise ChecksumError(
+                f"{target} is in the cache but its SHA-256 is not {sha256}; delete it to download it again"
+            )
         return target
     directory.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile(dir=directory, delete=False, suffix=".part") as part:

@@ -20,8 +20,20 @@ from dataclasses import dataclass
 import torch
 
 FIRST, LAST = datetime.date(1950, 1, 1), datetime.date(2049, 12, 31)
-MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-          "november", "december"]
+MONTHS = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+]
 WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 
 
@@ -127,8 +139,9 @@ class DateTask:
         return out
 
 
-def batch(examples: Sequence[Example], source_vocab: CharVocab = SOURCE_VOCAB,
-          target_vocab: CharVocab = TARGET_VOCAB) -> dict[str, torch.Tensor]:
+def batch(
+    examples: Sequence[Example], source_vocab: CharVocab = SOURCE_VOCAB, target_vocab: CharVocab = TARGET_VOCAB
+) -> dict[str, torch.Tensor]:
     """Pad a list of examples into tensors.
 
     ``src`` (B, S) and ``src_mask`` (B, S) with True at real characters; ``tgt``
@@ -142,6 +155,6 @@ def batch(examples: Sequence[Example], source_vocab: CharVocab = SOURCE_VOCAB,
     src = torch.full((len(examples), max(map(len, sources))), source_vocab.pad_id, dtype=torch.long)
     tgt = torch.full((len(examples), max(map(len, targets))), target_vocab.pad_id, dtype=torch.long)
     for i, (s, t) in enumerate(zip(sources, targets)):
-        src[i, :len(s)] = torch.tensor(s)
-        tgt[i, :len(t)] = torch.tensor(t)
+        src[i, : len(s)] = torch.tensor(s)
+        tgt[i, : len(t)] = torch.tensor(t)
     return {"src": src, "src_mask": src != source_vocab.pad_id, "tgt": tgt}

@@ -70,8 +70,9 @@ def _load_layer(builtin: nn.Module, state: dict, norms: int, attentions: dict[st
 def encoder_layer_from_state(state: dict, num_heads: int, norm_first: bool = False) -> nn.TransformerEncoderLayer:
     """An ``nn.TransformerEncoderLayer(batch_first=True, activation="relu", dropout=0)`` with these weights."""
     d_ff, d_model = state["ff.linear1.weight"].shape
-    builtin = nn.TransformerEncoderLayer(d_model, num_heads, d_ff, dropout=0.0, activation="relu",
-                                         batch_first=True, norm_first=norm_first)
+    builtin = nn.TransformerEncoderLayer(
+        d_model, num_heads, d_ff, dropout=0.0, activation="relu", batch_first=True, norm_first=norm_first
+    )
     builtin = builtin.to(**_like(state, "norm1.weight"))
     return _load_layer(builtin, state, 2, {"self_attn": "self_attn"}).eval()
 
@@ -79,8 +80,9 @@ def encoder_layer_from_state(state: dict, num_heads: int, norm_first: bool = Fal
 def decoder_layer_from_state(state: dict, num_heads: int, norm_first: bool = False) -> nn.TransformerDecoderLayer:
     """An ``nn.TransformerDecoderLayer(batch_first=True, activation="relu", dropout=0)`` with these weights."""
     d_ff, d_model = state["ff.linear1.weight"].shape
-    builtin = nn.TransformerDecoderLayer(d_model, num_heads, d_ff, dropout=0.0, activation="relu",
-                                         batch_first=True, norm_first=norm_first)
+    builtin = nn.TransformerDecoderLayer(
+        d_model, num_heads, d_ff, dropout=0.0, activation="relu", batch_first=True, norm_first=norm_first
+    )
     builtin = builtin.to(**_like(state, "norm1.weight"))
     return _load_layer(builtin, state, 3, {"self_attn": "self_attn", "cross_attn": "multihead_attn"}).eval()
 

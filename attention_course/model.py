@@ -34,8 +34,10 @@ class FusedMultiHeadAttention(MultiHeadAttention):
     """
 
     def forward(self, query, key, value, mask=None):
-        q, k, v = (split_heads(project(x), self.num_heads)
-                   for project, x in ((self.W_q, query), (self.W_k, key), (self.W_v, value)))
+        q, k, v = (
+            split_heads(project(x), self.num_heads)
+            for project, x in ((self.W_q, query), (self.W_k, key), (self.W_v, value))
+        )
         return self.W_o(merge_heads(F.scaled_dot_product_attention(q, k, v, attn_mask=mask))), None
 
 
@@ -65,7 +67,7 @@ class TokenEmbedding(nn.Module):
         super().__init__()
         self.scale = math.sqrt(d_model)
         self.tokens = nn.Embedding(vocab_size, d_model)
-        nn.init.normal_(self.tokens.weight, std=d_model ** -0.5)
+        nn.init.normal_(self.tokens.weight, std=d_model**-0.5)
         self.positions = PositionalEncoding(d_model, max_len, dropout)
 
     def forward(self, ids):
@@ -75,8 +77,19 @@ class TokenEmbedding(nn.Module):
 class EncoderDecoder(nn.Module):
     """The encoder-decoder Transformer: encode(src) once, decode(tgt_in, memory) to next-token logits."""
 
-    def __init__(self, src_vocab_size: int, tgt_vocab_size: int, d_model: int, num_heads: int, num_layers: int,
-                 d_ff: int, dropout: float = 0.1, max_len: int = 512, norm_first: bool = False, fused: bool = False):
+    def __init__(
+        self,
+        src_vocab_size: int,
+        tgt_vocab_size: int,
+        d_model: int,
+        num_heads: int,
+        num_layers: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        max_len: int = 512,
+        norm_first: bool = False,
+        fused: bool = False,
+    ):
         super().__init__()
         self.src_embed = TokenEmbedding(src_vocab_size, d_model, max_len, dropout)
         self.tgt_embed = TokenEmbedding(tgt_vocab_size, d_model, max_len, dropout)
@@ -109,12 +122,23 @@ class EncoderDecoder(nn.Module):
 class DecoderOnly(nn.Module):
     """A GPT-style language model: causal self-attention layers over one stream of tokens."""
 
-    def __init__(self, vocab_size: int, d_model: int, num_heads: int, num_layers: int, d_ff: int,
-                 dropout: float = 0.1, max_len: int = 512, norm_first: bool = True, fused: bool = False):
+    def __init__(
+        self,
+        vocab_size: int,
+        d_model: int,
+        num_heads: int,
+        num_layers: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        max_len: int = 512,
+        norm_first: bool = True,
+        fused: bool = False,
+    ):
         super().__init__()
         self.embed = TokenEmbedding(vocab_size, d_model, max_len, dropout)
-        self.layers = nn.ModuleList(EncoderLayer(d_model, num_heads, d_ff, dropout, norm_first)
-                                    for _ in range(num_layers))
+        self.layers = nn.ModuleList(
+            EncoderLayer(d_model, num_heads, d_ff, dropout, norm_first) for _ in range(num_layers)
+        )
         self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
         self.generator = nn.Linear(d_model, vocab_size)
         self.max_len = max_len
@@ -131,7 +155,7 @@ class DecoderOnly(nn.Module):
     def generate(self, ids, new_tokens: int, temperature: float = 1.0, generator: torch.Generator | None = None):
         """Sample ``new_tokens`` tokens after ``ids`` (B, L); temperature 0 takes the most likely one."""
         for _ in range(new_tokens):
-            logits = self(ids[:, -self.max_len:])[:, -1]
+            logits = self(ids[:, -self.max_len :])[:, -1]
             if temperature == 0:
                 next_token = logits.argmax(dim=-1, keepdim=True)
             else:

@@ -35,18 +35,21 @@ from tqdm import tqdm
 from attention_course.corpora import course_text, tiny_shakespeare
 from attention_course.dates import SOURCE_VOCAB, TARGET_VOCAB, DateTask, batch
 from attention_course.devices import best_device
-from attention_course.training import exact_match
 from attention_course.model import DecoderOnly, EncoderDecoder
 from attention_course.solutions.ch04_masking import decoder_self_attention_mask
 from attention_course.solutions.ch06_transformer import greedy_decode
+from attention_course.training import exact_match
 
 # Dense bf16 peak FLOP/s of GPUs, from their vendors' data sheets, for model FLOPs utilisation.
 PEAK_BF16_FLOPS = {"H100": 989e12, "H200": 989e12, "A100": 312e12, "L4": 121e12, "A10": 125e12, "4090": 165e12}
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m attention_course.trainer", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m attention_course.trainer",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     p.add_argument("--task", choices=("dates", "chars"), default="dates")
     p.add_argument("--corpus", choices=("course", "shakespeare"), default="course", help="text of the chars task")
     p.add_argument("--text", type=Path, help="a text file for the chars task (instead of --corpus)")
@@ -59,21 +62,37 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--norm", choices=("pre", "post"), default="pre", help="layer norm before or after each block")
     p.add_argument("--steps", type=int, default=1500)
     p.add_argument("--time-budget", type=float, default=None, help="stop training after this many seconds")
-    p.add_argument("--stop-after", type=int, default=None,
-                   help="stop after this step and save a checkpoint (the schedule still plans --steps); "
-                        "continue later with --resume")
+    p.add_argument(
+        "--stop-after",
+        type=int,
+        default=None,
+        help="stop after this step and save a checkpoint (the schedule still plans --steps); "
+        "continue later with --resume",
+    )
     p.add_argument("--batch-size", type=int, default=128, help="global batch, split between processes")
     p.add_argument("--lr", type=float, default=2e-3, help="peak learning rate")
-    p.add_argument("--schedule", choices=("cosine", "noam"), default="cosine",
-                   help="warm-up then cosine decay, or the paper's warm-up then 1/sqrt(step)")
+    p.add_argument(
+        "--schedule",
+        choices=("cosine", "noam"),
+        default="cosine",
+        help="warm-up then cosine decay, or the paper's warm-up then 1/sqrt(step)",
+    )
     p.add_argument("--warmup", type=int, default=150, help="warm-up steps")
     p.add_argument("--label-smoothing", type=float, default=0.1)
     p.add_argument("--clip", type=float, default=1.0, help="gradient norm clipping (0: none)")
-    p.add_argument("--precision", choices=("fp32", "bf16", "fp16"), default="fp32",
-                   help="bf16/fp16: mixed precision with autocast (fp16 on cuda only)")
+    p.add_argument(
+        "--precision",
+        choices=("fp32", "bf16", "fp16"),
+        default="fp32",
+        help="bf16/fp16: mixed precision with autocast (fp16 on cuda only)",
+    )
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
-    p.add_argument("--attention", choices=("course", "fused"), default="fused",
-                   help="the course's attention, or F.scaled_dot_product_attention's fused kernels")
+    p.add_argument(
+        "--attention",
+        choices=("course", "fused"),
+        default="fused",
+        help="the course's attention, or F.scaled_dot_product_attention's fused kernels",
+    )
     p.add_argument("--device", default=None, help="cuda, mps or cpu (default: the best available)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=Path("runs/train"), help="directory for checkpoints and metrics")
@@ -155,8 +174,18 @@ class DatesTask:
 
     def model(self, fused: bool) -> torch.nn.Module:
         a = self.args
-        return EncoderDecoder(len(SOURCE_VOCAB), len(TARGET_VOCAB), a.d_model, a.heads, a.layers, a.d_ff, a.dropout,
-                           max_len=64, norm_first=a.norm == "pre", fused=fused)
+        return EncoderDecoder(
+            len(SOURCE_VOCAB),
+            len(TARGET_VOCAB),
+            a.d_model,
+            a.heads,
+            a.layers,
+            a.d_ff,
+            a.dropout,
+            max_len=64,
+            norm_first=a.norm == "pre",
+            fused=fused,
+        )
 
     def batch(self, indices: torch.Tensor, examples=None) -> dict:
         return batch([(examples or self.train_examples)[i] for i in indices.tolist()])
@@ -165,8 +194,12 @@ class DatesTask:
         tgt_in, target = b["tgt"][:, :-1], b["tgt"][:, 1:]
         tgt_mask = decoder_self_attention_mask(tgt_in, TARGET_VOCAB.pad_id)
         logits = model(b["src"], tgt_in, b["src_mask"], tgt_mask)
-        loss = F.cross_entropy(logits.flatten(0, 1).float(), target.flatten(), ignore_index=TARGET_VOCAB.pad_id,
-                               label_smoothing=label_smoothing)
+        loss = F.cross_entropy(
+            logits.flatten(0, 1).float(),
+            target.flatten(),
+            ignore_index=TARGET_VOCAB.pad_id,
+            label_smoothing=label_smoothing,
+        )
         return loss, int(b["src_mask"].sum() + (target != TARGET_VOCAB.pad_id).sum())
 
     @torch.no_grad()
@@ -178,12 +211,15 @@ class DatesTask:
     def evaluate(self, model, device) -> dict:
         predictions = []
         for start in range(0, len(self.test_examples), 500):
-            b = {k: v.to(device) for k, v in batch(self.test_examples[start:start + 500]).items()}
+            b = {k: v.to(device) for k, v in batch(self.test_examples[start : start + 500]).items()}
             ids = greedy_decode(model, b["src"], b["src_mask"], TARGET_VOCAB.bos_id, TARGET_VOCAB.eos_id, self.max_len)
             predictions += [TARGET_VOCAB.decode(row) for row in ids.tolist()]
         score = exact_match(predictions, [e.target for e in self.test_examples])
-        return {"exact_match": score, "test_examples": len(self.test_examples),
-                "val_loss": self.validation_loss(model, device)}
+        return {
+            "exact_match": score,
+            "test_examples": len(self.test_examples),
+            "val_loss": self.validation_loss(model, device),
+        }
 
 
 class CharsTask:
@@ -210,11 +246,20 @@ class CharsTask:
 
     def model(self, fused: bool) -> torch.nn.Module:
         a = self.args
-        return DecoderOnly(len(self.chars), a.d_model, a.heads, a.layers, a.d_ff, a.dropout, max_len=a.block_size,
-                           norm_first=a.norm == "pre", fused=fused)
+        return DecoderOnly(
+            len(self.chars),
+            a.d_model,
+            a.heads,
+            a.layers,
+            a.d_ff,
+            a.dropout,
+            max_len=a.block_size,
+            norm_first=a.norm == "pre",
+            fused=fused,
+        )
 
     def _windows(self, data: torch.Tensor, starts: torch.Tensor) -> dict:
-        windows = torch.stack([data[s:s + self.args.block_size + 1] for s in starts.tolist()])
+        windows = torch.stack([data[s : s + self.args.block_size + 1] for s in starts.tolist()])
         return {"x": windows[:, :-1], "y": windows[:, 1:]}
 
     def batch(self, indices: torch.Tensor) -> dict:
@@ -228,8 +273,9 @@ class CharsTask:
     @torch.no_grad()
     def validation_loss(self, model, device) -> float:
         generator = torch.Generator().manual_seed(1234)
-        starts = torch.randint(len(self.val_data) - self.args.block_size - 1, (min(self.args.eval_examples, 256),),
-                               generator=generator)
+        starts = torch.randint(
+            len(self.val_data) - self.args.block_size - 1, (min(self.args.eval_examples, 256),), generator=generator
+        )
         b = {k: v.to(device) for k, v in self._windows(self.val_data, starts).items()}
         return self.loss(model, b, 0.0)[0].item()
 
@@ -237,10 +283,15 @@ class CharsTask:
     def evaluate(self, model, device) -> dict:
         val_loss = self.validation_loss(model, device)
         prompt = torch.zeros(1, 1, dtype=torch.long, device=device)
-        sample = model.generate(prompt, 200, temperature=0.8, generator=None if device.type != "cpu" else
-                                torch.Generator().manual_seed(0))
-        return {"val_loss": val_loss, "val_bits_per_char": val_loss / math.log(2), "corpus": self.corpus,
-                "sample": "".join(self.chars[i] for i in sample[0, 1:].tolist())}
+        sample = model.generate(
+            prompt, 200, temperature=0.8, generator=None if device.type != "cpu" else torch.Generator().manual_seed(0)
+        )
+        return {
+            "val_loss": val_loss,
+            "val_bits_per_char": val_loss / math.log(2),
+            "corpus": self.corpus,
+            "sample": "".join(self.chars[i] for i in sample[0, 1:].tolist()),
+        }
 
 
 # --------------------------------------------------------------------------- training
@@ -294,9 +345,16 @@ def plot_losses(history: list[dict], validation: list[dict], path: Path) -> None
 
 
 def save_checkpoint(path: Path, model, optimizer, step: int, args, history, validation, tokens, seconds) -> None:
-    state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
-             "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
-             "history": history, "validation": validation, "tokens": tokens, "train_seconds": seconds}
+    state = {
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "step": step,
+        "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        "history": history,
+        "validation": validation,
+        "tokens": tokens,
+        "train_seconds": seconds,
+    }
     partial = path.with_suffix(".part")
     torch.save(state, partial)
     partial.replace(path)
@@ -307,8 +365,9 @@ def main(argv=None) -> dict:
     started = time.perf_counter()
     procs = Processes(args.device)
     if args.batch_size % procs.world:
-        raise SystemExit(f"--batch-size ({args.batch_size}) must be divisible by the number of processes "
-                         f"({procs.world})")
+        raise SystemExit(
+            f"--batch-size ({args.batch_size}) must be divisible by the number of processes ({procs.world})"
+        )
     if args.precision == "fp16" and procs.device.type != "cuda":
         raise SystemExit("--precision fp16 needs a cuda device; use bf16 on other devices")
     device = procs.device
@@ -325,18 +384,29 @@ def main(argv=None) -> dict:
         tokens, train_seconds = state["tokens"], state["train_seconds"]
     raw_model = model
     if procs.world > 1:
-        model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda"
-                                                          else None)
+        model = torch.nn.parallel.DistributedDataParallel(
+            model, device_ids=[device.index] if device.type == "cuda" else None
+        )
     step_model = torch.compile(model) if args.compile else model
-    autocast = (torch.autocast(device.type, dtype=torch.bfloat16 if args.precision == "bf16" else torch.float16)
-                if args.precision != "fp32" else contextlib.nullcontext())
+    autocast = (
+        torch.autocast(device.type, dtype=torch.bfloat16 if args.precision == "bf16" else torch.float16)
+        if args.precision != "fp32"
+        else contextlib.nullcontext()
+    )
     scaler = torch.amp.GradScaler("cuda", enabled=args.precision == "fp16")
     if procs.main:
         args.out.mkdir(parents=True, exist_ok=True)
     metrics = (args.out / "metrics.jsonl").open("a") if procs.main else None
     share = args.batch_size // procs.world
-    bar = tqdm(total=args.steps, initial=start_step, desc=f"{task.name} on {device.type}", file=sys.stderr,
-               disable=args.no_progress or not procs.main, mininterval=1.0, dynamic_ncols=True)
+    bar = tqdm(
+        total=args.steps,
+        initial=start_step,
+        desc=f"{task.name} on {device.type}",
+        file=sys.stderr,
+        disable=args.no_progress or not procs.main,
+        mininterval=1.0,
+        dynamic_ncols=True,
+    )
     step, window_tokens, window_start, length = start_step, 0, time.perf_counter(), 0
     model.train()
     last_step = min(args.steps, args.stop_after or args.steps)
@@ -345,7 +415,7 @@ def main(argv=None) -> dict:
             break
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(step, args)
-        indices = global_indices(step, args, len(task.train_examples))[procs.rank * share:(procs.rank + 1) * share]
+        indices = global_indices(step, args, len(task.train_examples))[procs.rank * share : (procs.rank + 1) * share]
         b = {k: v.to(device, non_blocking=True) for k, v in task.batch(indices).items()}
         with autocast:
             loss, step_tokens = task.loss(step_model, b, args.label_smoothing)
@@ -377,8 +447,17 @@ def main(argv=None) -> dict:
                 raw_model.eval()
                 validation.append({"step": step, "val_loss": task.validation_loss(raw_model, device)})
                 raw_model.train()
-                save_checkpoint(args.out / "checkpoint.pt", raw_model, optimizer, step, args, history, validation,
-                                tokens, train_seconds)
+                save_checkpoint(
+                    args.out / "checkpoint.pt",
+                    raw_model,
+                    optimizer,
+                    step,
+                    args,
+                    history,
+                    validation,
+                    tokens,
+                    train_seconds,
+                )
             procs.barrier()
             window_tokens, window_start = 0, time.perf_counter()
     bar.close()
@@ -391,15 +470,26 @@ def main(argv=None) -> dict:
         raw_model.eval()
         result = task.evaluate(raw_model, device)
         validation.append({"step": step, "val_loss": result["val_loss"]})
-        save_checkpoint(args.out / "checkpoint.pt", raw_model, optimizer, step, args, history, validation, tokens,
-                        train_seconds)
+        save_checkpoint(
+            args.out / "checkpoint.pt", raw_model, optimizer, step, args, history, validation, tokens, train_seconds
+        )
         plot_losses(history, validation, args.out / "loss_curve.png")
         rate = tokens / max(train_seconds, 1e-9)
-        result = {"task": task.name, "device": str(device), "processes": procs.world, "steps": step, **result,
-                  "tokens_per_second": round(rate, 1), "train_seconds": round(train_seconds, 2),
-                  "wall_seconds": round(time.perf_counter() - started, 2),
-                  "parameters": sum(p.numel() for p in raw_model.parameters()), "precision": args.precision,
-                  "compile": args.compile, "attention": args.attention, "out": str(args.out)}
+        result = {
+            "task": task.name,
+            "device": str(device),
+            "processes": procs.world,
+            "steps": step,
+            **result,
+            "tokens_per_second": round(rate, 1),
+            "train_seconds": round(train_seconds, 2),
+            "wall_seconds": round(time.perf_counter() - started, 2),
+            "parameters": sum(p.numel() for p in raw_model.parameters()),
+            "precision": args.precision,
+            "compile": args.compile,
+            "attention": args.attention,
+            "out": str(args.out),
+        }
         utilisation = mfu(rate, raw_model, args, length, device)
         if utilisation is not None:
             result["mfu"] = round(utilisation, 4)

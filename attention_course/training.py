@@ -30,8 +30,14 @@ def _positive_int(name: str, value) -> int:
     return value
 
 
-def epoch_batches(items: Sequence, batch_size: int, collate: Callable[[list], Any] | None = None, *,
-                  shuffle: bool = True, seed: int = 0) -> Callable[[], Iterable]:
+def epoch_batches(
+    items: Sequence,
+    batch_size: int,
+    collate: Callable[[list], Any] | None = None,
+    *,
+    shuffle: bool = True,
+    seed: int = 0,
+) -> Callable[[], Iterable]:
     """A function that returns one epoch of batches each time it is called.
 
     Each call goes once through ``items`` in a new order (drawn from a generator
@@ -52,7 +58,7 @@ def epoch_batches(items: Sequence, batch_size: int, collate: Callable[[list], An
         order = torch.randperm(len(items), generator=generator).tolist() if shuffle else range(len(items))
         order = list(order)
         for start in range(0, len(order), batch_size):
-            yield collate([items[i] for i in order[start:start + batch_size]])
+            yield collate([items[i] for i in order[start : start + batch_size]])
 
     return one_epoch
 
@@ -73,8 +79,9 @@ def sequence_cross_entropy(logits: torch.Tensor, targets: torch.Tensor, pad_id: 
     if logits.dim() != 3:
         raise ValueError(f"logits must have shape (batch, time, vocab), got {tuple(logits.shape)}")
     if targets.shape != logits.shape[:2]:
-        raise ValueError(f"targets must have shape {tuple(logits.shape[:2])} to match logits, "
-                         f"got {tuple(targets.shape)}")
+        raise ValueError(
+            f"targets must have shape {tuple(logits.shape[:2])} to match logits, got {tuple(targets.shape)}"
+        )
     return F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1), ignore_index=pad_id)
 
 
@@ -110,9 +117,18 @@ def _progress_file():
     return sys.stdout
 
 
-def train(model: torch.nn.Module, batches_fn: Callable[[], Iterable], loss_fn: Callable[[torch.nn.Module, Any], torch.Tensor],
-          optimizer: torch.optim.Optimizer, steps: int, device: torch.device | str, *, progress: bool = True,
-          clip_grad_norm: float | None = 1.0, desc: str = "training") -> list[float]:
+def train(
+    model: torch.nn.Module,
+    batches_fn: Callable[[], Iterable],
+    loss_fn: Callable[[torch.nn.Module, Any], torch.Tensor],
+    optimizer: torch.optim.Optimizer,
+    steps: int,
+    device: torch.device | str,
+    *,
+    progress: bool = True,
+    clip_grad_norm: float | None = 1.0,
+    desc: str = "training",
+) -> list[float]:
     """Take ``steps`` optimisation steps and return the loss of each.
 
     ``batches_fn()`` returns one epoch of batches; it is called again whenever an
@@ -135,9 +151,14 @@ def train(model: torch.nn.Module, batches_fn: Callable[[], Iterable], loss_fn: C
     device = torch.device(device)
     model.train()
     losses: list[float] = []
-    bar = tqdm(total=steps, desc=desc, file=_progress_file() if progress else sys.stdout,
-               disable=not progress, mininterval=0.5,
-               bar_format="{desc}: {percentage:3.0f}%|{bar:30}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]")
+    bar = tqdm(
+        total=steps,
+        desc=desc,
+        file=_progress_file() if progress else sys.stdout,
+        disable=not progress,
+        mininterval=0.5,
+        bar_format="{desc}: {percentage:3.0f}%|{bar:30}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]",
+    )
     try:
         while len(losses) < steps:
             empty_epoch = True
@@ -167,8 +188,16 @@ def train(model: torch.nn.Module, batches_fn: Callable[[], Iterable], loss_fn: C
 
 
 @torch.no_grad()
-def greedy_decode_rnn(model: torch.nn.Module, src: torch.Tensor, src_mask: torch.Tensor | None, *, bos_id: int,
-                      eos_id: int, max_len: int, pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor | None]:
+def greedy_decode_rnn(
+    model: torch.nn.Module,
+    src: torch.Tensor,
+    src_mask: torch.Tensor | None,
+    *,
+    bos_id: int,
+    eos_id: int,
+    max_len: int,
+    pad_id: int = 0,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Decode a batch greedily: at each step feed back the most likely token.
 
     ``model.encode(src, src_mask)`` must return ``(enc_outputs, hidden)`` and
@@ -218,6 +247,7 @@ def exact_match(predictions: Sequence, targets: Sequence) -> float:
 
 class LengthBucket(NamedTuple):
     """Examples with ``low <= length < high``: how many, and the fraction correct (nan if none)."""
+
     low: int
     high: int
     accuracy: float
@@ -246,8 +276,15 @@ def accuracy_by_length(lengths: Sequence[int], correct: Sequence[bool], edges: S
     return buckets
 
 
-def plot_loss_curve(losses: Sequence[float], ax=None, *, label: str | None = None, window: int = 20,
-                    log: bool = True, title: str | None = "training loss"):
+def plot_loss_curve(
+    losses: Sequence[float],
+    ax=None,
+    *,
+    label: str | None = None,
+    window: int = 20,
+    log: bool = True,
+    title: str | None = "training loss",
+):
     """Plot losses per step, faint, with a moving average over ``window`` steps on top. Returns the axes."""
     import matplotlib.pyplot as plt
     import numpy as np
@@ -259,10 +296,10 @@ def plot_loss_curve(losses: Sequence[float], ax=None, *, label: str | None = Non
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 3.4))
     steps = np.arange(1, values.size + 1)
-    line, = ax.plot(steps, values, alpha=0.3, linewidth=0.8)
+    (line,) = ax.plot(steps, values, alpha=0.3, linewidth=0.8)
     window = min(window, values.size)
     smooth = np.convolve(values, np.ones(window) / window, mode="valid")
-    ax.plot(steps[window - 1:], smooth, color=line.get_color(), label=label)
+    ax.plot(steps[window - 1 :], smooth, color=line.get_color(), label=label)
     if log:
         ax.set_yscale("log")
     ax.set_xlabel("step")

@@ -1,4 +1,6 @@
-"""The course's autograder: checks that tests call, and the nbgrader tooling around them.
+"""The course's autograder. This package's own namespace is the API of the notebooks' test cells:
+the checks, the input specs, :class:`Item` and :class:`Mistake` (the rest of the grader lives in its
+subpackages: ``grading``, ``sandbox``, ``cli``; see ARCHITECTURE.md).
 
 Test cells in the notebooks read ``from autograder import *`` and then one line
 per property::

@@ -23,8 +23,9 @@ import importlib
 import inspect
 import threading
 import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -40,7 +41,7 @@ class CheckFailed(AssertionError):
         self.what, self.prop, self.inputs, self.problem, self.hint = what, prop, inputs, problem, hint
         super().__init__(f"{what}: {prop} failed\n  inputs: {inputs}\n  problem: {problem}\n  hint: {hint}")
 
-    def with_hint(self, hint: str) -> "CheckFailed":
+    def with_hint(self, hint: str) -> CheckFailed:
         return CheckFailed(self.what, self.prop, self.inputs, self.problem, hint)
 
 
@@ -110,8 +111,18 @@ _TORCH_RNG = threading.Lock()
 class _Call:
     """One call of the student's code: its inputs (as plain data) and what it returned."""
 
-    def __init__(self, item: Item, prop: str, args, kwargs, seed: int, hint: str,
-                 init=None, method: str | None = None, mode: str | None = None):
+    def __init__(
+        self,
+        item: Item,
+        prop: str,
+        args,
+        kwargs,
+        seed: int,
+        hint: str,
+        init=None,
+        method: str | None = None,
+        mode: str | None = None,
+    ):
         if mode not in (None, "train", "eval"):
             raise ValueError(f"mode must be 'train' or 'eval', got {mode!r}")
         self.item, self.prop, self.hint, self.seed, self.mode = item, prop, hint, seed, mode
@@ -146,8 +157,10 @@ class _Call:
                 torch.manual_seed(self.seed)
                 instance = cls(*self.init)
         except NotImplementedError:
-            self.fail(f"{name}({', '.join(map(repr, self.init))}) raised NotImplementedError",
-                      f"write your implementation of {name}")
+            self.fail(
+                f"{name}({', '.join(map(repr, self.init))}) raised NotImplementedError",
+                f"write your implementation of {name}",
+            )
         except Exception as exc:
             self.fail(f"{name}({', '.join(map(repr, self.init))}) raised {type(exc).__name__}: {exc}")
         if self.weights is not None:
@@ -157,18 +170,24 @@ class _Call:
                 missing, unexpected = instance.load_state_dict(self.weights, strict=False)
                 unexpected = [str(key) for key in unexpected]
             except Exception as exc:
-                self.fail(f"loading the weights into it with load_state_dict failed: {exc}",
-                          "give the submodules the shapes the assignment says")
+                self.fail(
+                    f"loading the weights into it with load_state_dict failed: {exc}",
+                    "give the submodules the shapes the assignment says",
+                )
             if unexpected:
-                self.fail(f"it has no parameter {', '.join(unexpected[:4])}"
-                          f"{' and others' if len(unexpected) > 4 else ''}, which the assignment names",
-                          "the grader loads weights by name: give the submodules the names the assignment says")
+                self.fail(
+                    f"it has no parameter {', '.join(unexpected[:4])}"
+                    f"{' and others' if len(unexpected) > 4 else ''}, which the assignment names",
+                    "the grader loads weights by name: give the submodules the names the assignment says",
+                )
         if self.mode is not None:
             try:
                 instance.train(self.mode == "train")
             except Exception as exc:
-                self.fail(f"{name}.train() raised {type(exc).__name__}: {exc}",
-                          f"{name} must be an nn.Module (class {name}(nn.Module)) that calls super().__init__()")
+                self.fail(
+                    f"{name}.train() raised {type(exc).__name__}: {exc}",
+                    f"{name} must be an nn.Module (class {name}(nn.Module)) that calls super().__init__()",
+                )
         return instance
 
     def bound(self, instance):
@@ -178,12 +197,17 @@ class _Call:
         try:
             return getattr(instance, self.method)
         except AttributeError:
-            self.fail(f"{self.item.name} has no method {self.method}",
-                      f"define {self.item.name}.{self.method} as the assignment says")
+            self.fail(
+                f"{self.item.name} has no method {self.method}",
+                f"define {self.item.name}.{self.method} as the assignment says",
+            )
 
     def fail(self, problem: str, hint: str | None = None):
-        what = self.item.name if self.init is None else \
-            f"{self.item.name}({', '.join(map(repr, self.init))}){'.' + self.method if self.method else ''}"
+        what = (
+            self.item.name
+            if self.init is None
+            else f"{self.item.name}({', '.join(map(repr, self.init))}){'.' + self.method if self.method else ''}"
+        )
         prop = self.prop if self.mode is None else f"{self.prop} (in {self.mode} mode)"
         raise CheckFailed(what, prop, self.describe_inputs(), problem, hint or self.hint)
 
@@ -209,8 +233,10 @@ class _Call:
     def invoke(self, target, inputs, keywords):
         """Call ``target`` (the student's function, or a method of an object built for this call)."""
         if not callable(target):
-            self.fail(f"{self.item.name} is {type(target).__name__}, not a function or class",
-                      f"define {self.item.name} as the assignment describes")
+            self.fail(
+                f"{self.item.name} is {type(target).__name__}, not a function or class",
+                f"define {self.item.name} as the assignment describes",
+            )
         try:
             return target(*inputs, **keywords)
         except NotImplementedError:
@@ -256,18 +282,23 @@ class _Call:
         library = self.expected_library()
         if isinstance(value, torch.Tensor):
             if library == "numpy":
-                self.fail(f"{name} is a torch tensor; this function works in NumPy",
-                          "use NumPy operations only, and return a NumPy array")
+                self.fail(
+                    f"{name} is a torch tensor; this function works in NumPy",
+                    "use NumPy operations only, and return a NumPy array",
+                )
             value = value.detach().cpu()
             return value.numpy() if value.dtype == torch.bool else value.double().numpy()
         if isinstance(value, (np.ndarray, np.generic)):
             if library == "torch":
-                self.fail(f"{name} is a NumPy array; this function works in torch",
-                          "use torch operations, and return a torch.Tensor")
+                self.fail(
+                    f"{name} is a NumPy array; this function works in torch",
+                    "use torch operations, and return a torch.Tensor",
+                )
             value = np.asarray(value)
             return value if value.dtype == bool else value.astype(np.float64)
-        self.fail(f"{name} is a {type(value).__name__}, not a "
-                  f"{'NumPy array' if library == 'numpy' else 'torch tensor'}")
+        self.fail(
+            f"{name} is a {type(value).__name__}, not a {'NumPy array' if library == 'numpy' else 'torch tensor'}"
+        )
 
     def select(self, returned, output: str | None) -> tuple[str, np.ndarray]:
         values = self.outputs(returned)
@@ -297,29 +328,45 @@ def _randomised(parameters: dict, seed: int) -> dict:
 
 def _parameter_names(obj) -> list[str]:
     try:
-        return [p.name for p in inspect.signature(obj).parameters.values()
-                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        return [
+            p.name
+            for p in inspect.signature(obj).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
     except (TypeError, ValueError):
         return []
 
 
-def _compare(call: _Call, name: str, got: np.ndarray, want: np.ndarray, rtol: float, atol: float,
-             against: str = "the reference solution"):
+def _compare(
+    call: _Call,
+    name: str,
+    got: np.ndarray,
+    want: np.ndarray,
+    rtol: float,
+    atol: float,
+    against: str = "the reference solution",
+):
     if got.shape != want.shape:
         call.fail(f"{name} has shape {got.shape}, but {against} gives shape {want.shape}")
     if want.dtype == bool:
         if got.dtype != bool:
-            call.fail(f"{name} has a numeric dtype; expected a boolean mask (torch.bool, True = may attend)",
-                      "a mask is boolean from start to end: True where a query may attend, never 0/1 numbers")
+            call.fail(
+                f"{name} has a numeric dtype; expected a boolean mask (torch.bool, True = may attend)",
+                "a mask is boolean from start to end: True where a query may attend, never 0/1 numbers",
+            )
         extra, missing = int((got & ~want).sum()), int((~got & want).sum())
         if extra or missing:
-            call.fail(f"{name} differs from {against}: {extra} entries are True where they should be False "
-                      f"and {missing} are False where they should be True, of {want.size}")
+            call.fail(
+                f"{name} differs from {against}: {extra} entries are True where they should be False "
+                f"and {missing} are False where they should be True, of {want.size}"
+            )
         return
     got_bad, want_bad = ~np.isfinite(got), ~np.isfinite(want)
     if (got_bad & ~want_bad).any():
-        call.fail(f"{name} contains NaN or inf where {against} is finite",
-                  "NaN and inf come from exponentials of large numbers, or from a row whose entries are all masked")
+        call.fail(
+            f"{name} contains NaN or inf where {against} is finite",
+            "NaN and inf come from exponentials of large numbers, or from a row whose entries are all masked",
+        )
     if not np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True):
         diff = np.abs(np.where(want_bad | got_bad, 0.0, got - want))
         wrong = ~np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
@@ -349,8 +396,13 @@ def _with_helpers(obj, uses: dict):
         return obj
 
     def rebind(function):
-        return types.FunctionType(function.__code__, {**function.__globals__, **uses}, function.__name__,
-                                  function.__defaults__, function.__closure__)
+        return types.FunctionType(
+            function.__code__,
+            {**function.__globals__, **uses},
+            function.__name__,
+            function.__defaults__,
+            function.__closure__,
+        )
 
     if isinstance(obj, types.FunctionType):
         return rebind(obj)
@@ -392,8 +444,17 @@ def _replay(item: Item, arguments: dict):
         reference.get(item.assignment, item.name)
     except reference.ReferenceUnavailable:  # a student's machine: the visible tests only
         return None
-    call = _Call(item, "replay", arguments.get("args", ()), arguments.get("kwargs"), arguments.get("seed", 0), "",
-                 init=arguments.get("init"), method=arguments.get("method"), mode=arguments.get("mode"))
+    call = _Call(
+        item,
+        "replay",
+        arguments.get("args", ()),
+        arguments.get("kwargs"),
+        arguments.get("seed", 0),
+        "",
+        init=arguments.get("init"),
+        method=arguments.get("method"),
+        mode=arguments.get("mode"),
+    )
     try:
         student = None
         if call.init is not None:
@@ -430,8 +491,9 @@ def _diagnosis(item: Item, arguments: dict) -> str | None:
     call, student, got = replay
     for mistake in known:
         try:
-            wrong = _reference_outputs(call, reference.variant(item.assignment, item.name, mistake.replacements),
-                                       student)
+            wrong = _reference_outputs(
+                call, reference.variant(item.assignment, item.name, mistake.replacements), student
+            )
             if _same(call, got, wrong):
                 return mistake.cause
         except Exception:
@@ -467,9 +529,18 @@ def _grades_own_code(check):
 
 
 @_grades_own_code
-def check_output_shapes(item: Item, args, kwargs=None, *, shapes, seed: int = 0,
-                        hint: str = "check the shape of each returned value against the assignment",
-                        init=None, method: str | None = None, mode: str | None = None):
+def check_output_shapes(
+    item: Item,
+    args,
+    kwargs=None,
+    *,
+    shapes,
+    seed: int = 0,
+    hint: str = "check the shape of each returned value against the assignment",
+    init=None,
+    method: str | None = None,
+    mode: str | None = None,
+):
     """The item returns the right structure (a value, or a tuple of ``item.outputs``) with these shapes."""
     call = _Call(item, "output shapes", args, kwargs, seed, hint, init=init, method=method, mode=mode)
     values = call.outputs(call.run())
@@ -483,13 +554,24 @@ def check_output_shapes(item: Item, args, kwargs=None, *, shapes, seed: int = 0,
 
 
 @_grades_own_code
-def check_matches_reference(item: Item, args, kwargs=None, *, seed: int = 0, rtol: float = 1e-5,
-                            atol: float = 1e-6, outputs: tuple[str, ...] | None = None,
-                            hint: str = "compare your steps with the formula in the assignment",
-                            init=None, method: str | None = None, mode: str | None = None):
+def check_matches_reference(
+    item: Item,
+    args,
+    kwargs=None,
+    *,
+    seed: int = 0,
+    rtol: float = 1e-5,
+    atol: float = 1e-6,
+    outputs: tuple[str, ...] | None = None,
+    hint: str = "compare your steps with the formula in the assignment",
+    init=None,
+    method: str | None = None,
+    mode: str | None = None,
+):
     """Every returned value (or those named in ``outputs``) equals the reference solution's."""
-    call = _Call(item, "agreement with the reference solution", args, kwargs, seed, hint,
-                 init=init, method=method, mode=mode)
+    call = _Call(
+        item, "agreement with the reference solution", args, kwargs, seed, hint, init=init, method=method, mode=mode
+    )
     if init is not None:
         call.use_reference_weights()
     got = call.outputs(call.run())
@@ -499,9 +581,19 @@ def check_matches_reference(item: Item, args, kwargs=None, *, seed: int = 0, rto
 
 
 @_grades_own_code
-def check_matches(item: Item, other: str, args, kwargs=None, *, output: str | None = None,
-                  rename: dict | None = None, seed: int = 0, rtol: float = 1e-5, atol: float = 1e-6,
-                  hint: str = "compare your steps with the formula in the assignment"):
+def check_matches(
+    item: Item,
+    other: str,
+    args,
+    kwargs=None,
+    *,
+    output: str | None = None,
+    rename: dict | None = None,
+    seed: int = 0,
+    rtol: float = 1e-5,
+    atol: float = 1e-6,
+    hint: str = "compare your steps with the formula in the assignment",
+):
     """One returned value equals what another function (a dotted path, e.g. a torch built-in) returns.
 
     ``rename`` maps the item's keyword names to the other function's
@@ -518,10 +610,21 @@ def check_matches(item: Item, other: str, args, kwargs=None, *, output: str | No
 
 
 @_grades_own_code
-def check_matches_torch(item: Item, builtin: str, args, kwargs=None, *, init, seed: int = 0,
-                        rtol: float = 1e-5, atol: float = 1e-6, outputs: tuple[str, ...] | None = None,
-                        hint: str = "name the submodules as the assignment says and follow its formula",
-                        method: str | None = None, mode: str | None = None):
+def check_matches_torch(
+    item: Item,
+    builtin: str,
+    args,
+    kwargs=None,
+    *,
+    init,
+    seed: int = 0,
+    rtol: float = 1e-5,
+    atol: float = 1e-6,
+    outputs: tuple[str, ...] | None = None,
+    hint: str = "name the submodules as the assignment says and follow its formula",
+    method: str | None = None,
+    mode: str | None = None,
+):
     """A class item returns what the ``torch.nn`` built-in returns, both holding the same weights.
 
     ``builtin`` names a converter in :mod:`autograder.torch_builtins` (e.g.
@@ -533,14 +636,23 @@ def check_matches_torch(item: Item, builtin: str, args, kwargs=None, *, init, se
     from autograder import torch_builtins
 
     converter = torch_builtins.CONVERTERS[builtin]
-    call = _Call(item, f"agreement with {converter.label}", args, kwargs, seed, hint, init=init, method=method, mode=mode)
+    call = _Call(
+        item, f"agreement with {converter.label}", args, kwargs, seed, hint, init=init, method=method, mode=mode
+    )
     call.weights = converter.weights(tuple(init), seed)
     got = call.outputs(call.run())
     inputs, keywords = specs.materialize(call.args, call.kwargs, seed)
     want = converter(call.weights, call.init, inputs, keywords)
     for name in outputs or want:
-        _compare(call, name, call.as_numpy(got[name], name), call.as_numpy(want[name], name), rtol, atol,
-                 against=converter.label)
+        _compare(
+            call,
+            name,
+            call.as_numpy(got[name], name),
+            call.as_numpy(want[name], name),
+            rtol,
+            atol,
+            against=converter.label,
+        )
 
 
 def _changed(value: torch.Tensor, where: torch.Tensor, seed: int) -> torch.Tensor:
@@ -586,10 +698,21 @@ def _perturbation(call: _Call, change: int | str, output: str | None, where_fn, 
 
 
 @_grades_own_code
-def check_causal(item: Item, args, kwargs=None, *, change: int | str, init=None, method: str | None = None, mode: str | None = None,
-                 output: str | None = None, seed: int = 0, atol: float = 1e-5,
-                 hint: str = "the output at position t must not depend on later inputs: the look-ahead mask "
-                             "has to reach every attention over these positions"):
+def check_causal(
+    item: Item,
+    args,
+    kwargs=None,
+    *,
+    change: int | str,
+    init=None,
+    method: str | None = None,
+    mode: str | None = None,
+    output: str | None = None,
+    seed: int = 0,
+    atol: float = 1e-5,
+    hint: str = "the output at position t must not depend on later inputs: the look-ahead mask "
+    "has to reach every attention over these positions",
+):
     """Output position t (dim 1) does not change when input ``change`` changes after position t.
 
     The output must also depend on that input at all, so that ignoring it does not pass.
@@ -601,31 +724,49 @@ def check_causal(item: Item, args, kwargs=None, *, change: int | str, init=None,
     def later_than(value):
         for t in cuts:
             where = torch.zeros_like(value, dtype=torch.bool)
-            where[:, t + 1:] = True
+            where[:, t + 1 :] = True
             yield t, where
 
     name, before, results = _perturbation(call, change, output, later_than, seed + 1)
     changed = _name_of(call, change)
     depends = False
     for t, after in results:
-        diff = np.abs(after[:, :t + 1] - before[:, :t + 1]).max()
+        diff = np.abs(after[:, : t + 1] - before[:, : t + 1]).max()
         if diff > atol:
-            call.fail(f"changing {changed}[:, {t + 1}:] (later positions) changed {name}[:, :{t + 1}] "
-                      f"(earlier positions) by up to {diff:.3g}")
+            call.fail(
+                f"changing {changed}[:, {t + 1}:] (later positions) changed {name}[:, :{t + 1}] "
+                f"(earlier positions) by up to {diff:.3g}"
+            )
         depends = depends or np.abs(after - before).max() > atol
     if not depends:
-        call.fail(f"{name} does not change at all when {changed} changes",
-                  f"the output at position t must be computed from {changed}[:, :t+1]")
+        call.fail(
+            f"{name} does not change at all when {changed} changes",
+            f"the output at position t must be computed from {changed}[:, :t+1]",
+        )
 
 
 @_grades_own_code
-def check_ignores_masked(item: Item, args, kwargs=None, *, change: int | str, mask: int | str, init=None,
-                         method: str | None = None, mode: str | None = None, output: str | None = None, seed: int = 0, atol: float = 1e-5,
-                         hint: str = "masked (padding) positions must have no influence: the padding mask has "
-                                     "to reach every attention over these positions"):
+def check_ignores_masked(
+    item: Item,
+    args,
+    kwargs=None,
+    *,
+    change: int | str,
+    mask: int | str,
+    init=None,
+    method: str | None = None,
+    mode: str | None = None,
+    output: str | None = None,
+    seed: int = 0,
+    atol: float = 1e-5,
+    hint: str = "masked (padding) positions must have no influence: the padding mask has "
+    "to reach every attention over these positions",
+):
     """The output does not change when input ``change`` changes where ``mask`` is False (padding),
     and does change when it changes where ``mask`` is True."""
-    call = _Call(item, "masked positions have no influence", args, kwargs, seed, hint, init=init, method=method, mode=mode)
+    call = _Call(
+        item, "masked positions have no influence", args, kwargs, seed, hint, init=init, method=method, mode=mode
+    )
     keep = call.input_value(mask)
 
     def masked_then_visible(value):
@@ -640,15 +781,27 @@ def check_ignores_masked(item: Item, args, kwargs=None, *, change: int | str, ma
     if diff > atol:
         call.fail(f"changing {changed} where {mask_name} is False changed {name} by up to {diff:.3g}")
     if np.abs(after_visible - before).max() <= atol:
-        call.fail(f"{name} does not change when {changed} changes where {mask_name} is True",
-                  f"the output must be computed from the visible positions of {changed}")
+        call.fail(
+            f"{name} does not change when {changed} changes where {mask_name} is True",
+            f"the output must be computed from the visible positions of {changed}",
+        )
 
 
 @_grades_own_code
-def check_equals(item: Item, args, expected, kwargs=None, *, output: str | None = None,
-                 rtol: float = 1e-6, atol: float = 1e-8,
-                 hint: str = "work the example by hand and compare each step",
-                 init=None, method: str | None = None, mode: str | None = None):
+def check_equals(
+    item: Item,
+    args,
+    expected,
+    kwargs=None,
+    *,
+    output: str | None = None,
+    rtol: float = 1e-6,
+    atol: float = 1e-8,
+    hint: str = "work the example by hand and compare each step",
+    init=None,
+    method: str | None = None,
+    mode: str | None = None,
+):
     """One returned value equals ``expected`` (plain nested lists), e.g. a published worked example.
 
     A class item is built with ``init`` and keeps its own weights and buffers.
@@ -661,14 +814,32 @@ def check_equals(item: Item, args, expected, kwargs=None, *, output: str | None 
 
 
 @_grades_own_code
-def check_rows_sum_to_one(item: Item, args, kwargs=None, *, output: str | None = None, dim: int = -1,
-                          seed: int = 0, atol: float = 1e-5,
-                          hint: str = "each query's weights over the keys (the last axis) must be non-negative "
-                                      "and sum to one",
-                          init=None, method: str | None = None, mode: str | None = None):
+def check_rows_sum_to_one(
+    item: Item,
+    args,
+    kwargs=None,
+    *,
+    output: str | None = None,
+    dim: int = -1,
+    seed: int = 0,
+    atol: float = 1e-5,
+    hint: str = "each query's weights over the keys (the last axis) must be non-negative and sum to one",
+    init=None,
+    method: str | None = None,
+    mode: str | None = None,
+):
     """The chosen output is non-negative and sums to one along ``dim``."""
-    call = _Call(item, f"{output or 'result'} sum to one along dim {dim}", args, kwargs, seed, hint,
-                 init=init, method=method, mode=mode)
+    call = _Call(
+        item,
+        f"{output or 'result'} sum to one along dim {dim}",
+        args,
+        kwargs,
+        seed,
+        hint,
+        init=init,
+        method=method,
+        mode=mode,
+    )
     name, got = call.select(call.run(), output)
     if got.ndim == 0 or not -got.ndim <= dim < got.ndim:
         call.fail(f"{name} has shape {got.shape}, which has no dimension {dim}")
@@ -682,12 +853,22 @@ def check_rows_sum_to_one(item: Item, args, kwargs=None, *, output: str | None =
 
 
 @_grades_own_code
-def check_masked_get_zero_weight(item: Item, args, kwargs=None, *, mask: int | str = "mask",
-                                 output: str = "weights", seed: int = 0, atol: float = 1e-7,
-                                 hint: str = "keys where the mask is False must get exactly zero weight "
-                                             "(True in the mask means 'may attend'); a masked score set to "
-                                             "zero still gets a share",
-                                 init=None, method: str | None = None, mode: str | None = None):
+def check_masked_get_zero_weight(
+    item: Item,
+    args,
+    kwargs=None,
+    *,
+    mask: int | str = "mask",
+    output: str = "weights",
+    seed: int = 0,
+    atol: float = 1e-7,
+    hint: str = "keys where the mask is False must get exactly zero weight "
+    "(True in the mask means 'may attend'); a masked score set to "
+    "zero still gets a share",
+    init=None,
+    method: str | None = None,
+    mode: str | None = None,
+):
     """Where the mask is False the weight is zero, and every row still sums to one."""
     call = _Call(item, "masked keys get zero weight", args, kwargs, seed, hint, init=init, method=method, mode=mode)
     name, got = call.select(call.run(), output)
@@ -700,20 +881,31 @@ def check_masked_get_zero_weight(item: Item, args, kwargs=None, *, mask: int | s
         call.fail(f"{name} contains NaN or inf")
     leaked = np.abs(np.where(keep, 0.0, got))
     if leaked.max() > atol:
-        call.fail(f"masked keys get weight up to {leaked.max():.3g}, "
-                  f"in {(leaked > atol).mean() / max(1e-12, (~keep).mean()):.0%} of the masked positions")
+        call.fail(
+            f"masked keys get weight up to {leaked.max():.3g}, "
+            f"in {(leaked > atol).mean() / max(1e-12, (~keep).mean()):.0%} of the masked positions"
+        )
     sums = got.sum(axis=-1)
     if not np.allclose(sums, 1.0, atol=1e-5):
-        call.fail(f"with the mask applied, rows of {name} sum to values between "
-                  f"{sums.min():.4g} and {sums.max():.4g}",
-                  "the visible keys must share all of the weight: a masked key takes none of it")
+        call.fail(
+            f"with the mask applied, rows of {name} sum to values between {sums.min():.4g} and {sums.max():.4g}",
+            "the visible keys must share all of the weight: a masked key takes none of it",
+        )
 
 
 @_grades_own_code
-def check_finite(item: Item, args, kwargs=None, *, seed: int = 0,
-                 hint: str = "every returned value must be finite: look for an exponential of a large number "
-                             "that overflows, or a 0/0 in a row with nothing left to weigh",
-                 init=None, method: str | None = None, mode: str | None = None):
+def check_finite(
+    item: Item,
+    args,
+    kwargs=None,
+    *,
+    seed: int = 0,
+    hint: str = "every returned value must be finite: look for an exponential of a large number "
+    "that overflows, or a 0/0 in a row with nothing left to weigh",
+    init=None,
+    method: str | None = None,
+    mode: str | None = None,
+):
     """No returned value contains NaN or inf."""
     call = _Call(item, "finite outputs", args, kwargs, seed, hint, init=init, method=method, mode=mode)
     for name, value in call.outputs(call.run()).items():
@@ -723,9 +915,15 @@ def check_finite(item: Item, args, kwargs=None, *, seed: int = 0,
 
 
 @_grades_own_code
-def check_inputs_unchanged(item: Item, args, kwargs=None, *, seed: int = 0,
-                           hint: str = "the arguments must be the same after the call: compute new arrays or "
-                                       "tensors instead of writing into an argument in place"):
+def check_inputs_unchanged(
+    item: Item,
+    args,
+    kwargs=None,
+    *,
+    seed: int = 0,
+    hint: str = "the arguments must be the same after the call: compute new arrays or "
+    "tensors instead of writing into an argument in place",
+):
     """The item does not modify its arguments."""
     call = _Call(item, "inputs left unchanged", args, kwargs, seed, hint)
     inputs, keywords = specs.materialize(call.args, call.kwargs, seed)
@@ -735,20 +933,35 @@ def check_inputs_unchanged(item: Item, args, kwargs=None, *, seed: int = 0,
     pairs = [(names[i] if i < len(names) else f"argument {i + 1}", a, b) for i, (a, b) in enumerate(zip(inputs, fresh))]
     pairs += [(k, keywords[k], fresh_kw[k]) for k in keywords]
     for name, used, original in pairs:
-        if isinstance(original, (np.ndarray, torch.Tensor)):
-            if not np.array_equal(np.asarray(used), np.asarray(original), equal_nan=True):
-                call.fail(f"argument {name} was modified")
+        if isinstance(original, (np.ndarray, torch.Tensor)) and not np.array_equal(
+            np.asarray(used), np.asarray(original), equal_nan=True
+        ):
+            call.fail(f"argument {name} was modified")
 
 
 @_grades_own_code
-def check_dtype_follows_input(item: Item, args, kwargs=None, *, seed: int = 0,
-                              hint: str = "the outputs must have the dtype of the inputs: a tensor made with a "
-                                          "fixed dtype, or with the default one, changes it",
-                                          init=None, method: str | None = None, mode: str | None = None):
+def check_dtype_follows_input(
+    item: Item,
+    args,
+    kwargs=None,
+    *,
+    seed: int = 0,
+    hint: str = "the outputs must have the dtype of the inputs: a tensor made with a "
+    "fixed dtype, or with the default one, changes it",
+    init=None,
+    method: str | None = None,
+    mode: str | None = None,
+):
     """Every floating-point output has the dtype of the first floating-point input."""
     call = _Call(item, "output dtype follows the inputs", args, kwargs, seed, hint, init=init, method=method, mode=mode)
-    want = next((v.dtype for v in [*call.inputs, *call.keywords.values()]
-                 if isinstance(v, (np.ndarray, torch.Tensor)) and v.dtype not in (torch.bool, np.bool_)), None)
+    want = next(
+        (
+            v.dtype
+            for v in [*call.inputs, *call.keywords.values()]
+            if isinstance(v, (np.ndarray, torch.Tensor)) and v.dtype not in (torch.bool, np.bool_)
+        ),
+        None,
+    )
     if want is None:
         raise ValueError("check_dtype_follows_input needs a floating-point input")
     for name, value in call.outputs(call.run()).items():
@@ -758,13 +971,23 @@ def check_dtype_follows_input(item: Item, args, kwargs=None, *, seed: int = 0,
 
 
 @_grades_own_code
-def check_output_device(item: Item, args, kwargs=None, *, device: str = "meta", seed: int = 0,
-                        hint: str = "make the result on the device you are given, not on the default one",
-                        init=None, method: str | None = None, mode: str | None = None):
+def check_output_device(
+    item: Item,
+    args,
+    kwargs=None,
+    *,
+    device: str = "meta",
+    seed: int = 0,
+    hint: str = "make the result on the device you are given, not on the default one",
+    init=None,
+    method: str | None = None,
+    mode: str | None = None,
+):
     """Every returned tensor lies on ``device`` (``"meta"``: a device with no data, so the check runs on
     any machine, with or without a GPU)."""
-    call = _Call(item, f"result on the device {device!r}", args, kwargs, seed, hint, init=init, method=method,
-                 mode=mode)
+    call = _Call(
+        item, f"result on the device {device!r}", args, kwargs, seed, hint, init=init, method=method, mode=mode
+    )
     for name, value in call.outputs(call.run()).items():
         if not isinstance(value, torch.Tensor):
             call.fail(f"{name} is a {type(value).__name__}, not a torch tensor")
@@ -772,8 +995,14 @@ def check_output_device(item: Item, args, kwargs=None, *, device: str = "meta", 
             call.fail(f"{name} is on the device {value.device.type!r}")
 
 
-def check_buffer(item: Item, name: str, *, init, shape=None,
-                 hint: str = "keep it as a buffer of the module: saved and moved with it, but not trained"):
+def check_buffer(
+    item: Item,
+    name: str,
+    *,
+    init,
+    shape=None,
+    hint: str = "keep it as a buffer of the module: saved and moved with it, but not trained",
+):
     """A class item's object holds ``name`` as a buffer (in its state, not among its parameters), of
     ``shape`` where given."""
     call = _Call(item, f"{name} is a buffer", [], None, 0, hint, init=init)
@@ -794,10 +1023,19 @@ def check_buffer(item: Item, name: str, *, init, shape=None,
         call.fail(f"{name} has shape {tuple(value.shape)}; expected {tuple(shape)}")
 
 
-def check_raises(item: Item, args, kwargs=None, *, exception: str = "ValueError",
-                 mentions: tuple[str, ...] = (), seed: int = 0,
-                 hint: str = "check the arguments first and raise an error that names the wrong one",
-                 init=None, method: str | None = None, mode: str | None = None):
+def check_raises(
+    item: Item,
+    args,
+    kwargs=None,
+    *,
+    exception: str = "ValueError",
+    mentions: tuple[str, ...] = (),
+    seed: int = 0,
+    hint: str = "check the arguments first and raise an error that names the wrong one",
+    init=None,
+    method: str | None = None,
+    mode: str | None = None,
+):
     """Calling the item raises ``exception`` (a builtin's name) whose message mentions each of ``mentions``.
 
     Without ``init`` the item itself is called (for a class: its constructor, with ``args``);

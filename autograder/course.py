@@ -1,7 +1,11 @@
-"""The course's layout and its term settings: where each assignment lives, and whose solutions are released.
+"""The course's layout and its settings: where each assignment lives, which public repository
+students use, and whose solutions are released.
 
 Every assignment is a folder ``solutions/<name>/`` holding the instructor notebook
 ``<name>.ipynb`` (nbgrader's source) and ``exercises/<name>/<name>.ipynb`` (its release).
+
+The public repository that students open exercises from (Colab links, ``pip install`` on Colab)
+is set in one place, ``repository:`` in ``_config.yml``; :func:`repository` reads it.
 
 Which reference solutions students may see is one setting, :class:`Release`: the committed
 defaults in ``term.yml``, overridden by the environment variables ``EDITION`` and ``RELEASED``
@@ -34,12 +38,51 @@ def assignments(root: Path | None = None) -> list[str]:
     return sorted(p.parent.name for p in (root / "solutions").glob("*/*.ipynb") if p.stem == p.parent.name)
 
 
+def exercise_path(assignment: str) -> str:
+    """The released notebook of an assignment, relative to the course folder."""
+    return f"exercises/{assignment}/{assignment}.ipynb"
+
+
 def notebook_path(assignment: str, folder: str = "solutions", root: Path | None = None) -> Path:
     """``<root>/<folder>/<assignment>/<assignment>.ipynb``, which must exist."""
     path = Path(root or course_root()) / folder / assignment / f"{assignment}.ipynb"
     if not path.is_file():
         raise FileNotFoundError(f"no notebook for assignment {assignment!r} at {path}")
     return path
+
+
+@dataclass(frozen=True)
+class Repository:
+    """The course's public GitHub repository, as ``_config.yml`` names it."""
+
+    url: str  # https://github.com/<owner>/<name>
+    branch: str
+
+    @property
+    def slug(self) -> str:
+        """``owner/name``."""
+        return self.url.removeprefix("https://github.com/").strip("/")
+
+    def colab_url(self, path: str) -> str:
+        """The address that opens ``path`` (a notebook in the repository) in Google Colab."""
+        return f"https://colab.research.google.com/github/{self.slug}/blob/{self.branch}/{path}"
+
+    def blob_url(self, path: str) -> str:
+        """The address of ``path`` on GitHub."""
+        return f"{self.url}/blob/{self.branch}/{path}"
+
+    def pip_spec(self) -> str:
+        """What ``pip install`` takes to install the course's packages from the repository."""
+        return f"attention-course @ git+{self.url}@{self.branch}"
+
+
+def repository(root: Path | None = None) -> Repository:
+    config = yaml.safe_load((Path(root or COURSE_ROOT) / "_config.yml").read_text())
+    repo = config.get("repository") or {}
+    url, branch = repo.get("url"), repo.get("branch", "main")
+    if not isinstance(url, str) or not url.startswith("https://github.com/") or url.rstrip("/").count("/") != 4:
+        raise ValueError(f"_config.yml: repository.url must be https://github.com/<owner>/<name>, got {url!r}")
+    return Repository(url.rstrip("/"), str(branch))
 
 
 class SettingsError(ValueError):
@@ -75,13 +118,13 @@ class Release:
         return "open" if self.edition == "open" else "term:" + ",".join(sorted(self.released))
 
     @classmethod
-    def from_key(cls, key: str) -> "Release":
+    def from_key(cls, key: str) -> Release:
         """The release that :attr:`key` describes."""
         if key == "open":
             return cls("open")
         if not key.startswith("term:"):
             raise SettingsError(f"not a release key: {key!r}")
-        return cls("term", frozenset(filter(None, key[len("term:"):].split(","))))
+        return cls("term", frozenset(filter(None, key[len("term:") :].split(","))))
 
     def describe(self) -> str:
         if self.edition == "open":
@@ -135,8 +178,10 @@ def release(root: Path | None = None, environ=None) -> Release:
         names = []
     unknown = [name for name in names if name not in known]
     if unknown and known:
-        raise SettingsError(f"{source} names {', '.join(map(repr, unknown))}, which is not an assignment; "
-                            f"choose from: {', '.join(known)}")
+        raise SettingsError(
+            f"{source} names {', '.join(map(repr, unknown))}, which is not an assignment; "
+            f"choose from: {', '.join(known)}"
+        )
     return Release(edition, frozenset(names))
 
 

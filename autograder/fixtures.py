@@ -48,10 +48,13 @@ class ScriptedTranslator(torch.nn.Module):
         logits.scatter_(-1, next_token[..., None], 4.0)
         return logits
 
-
     @staticmethod
     def _causal(tgt_mask, length: int) -> bool:
-        if not isinstance(tgt_mask, torch.Tensor) or tgt_mask.dtype != torch.bool or tgt_mask.shape[-2:] != (length, length):
+        if (
+            not isinstance(tgt_mask, torch.Tensor)
+            or tgt_mask.dtype != torch.bool
+            or tgt_mask.shape[-2:] != (length, length)
+        ):
             return False
         lower = torch.ones(length, length, dtype=torch.bool, device=tgt_mask.device).tril()
         return bool((tgt_mask == lower).all())

@@ -1,17 +1,30 @@
-"""Reading nbgrader notebooks: which cells are setup, solutions and tests."""
+"""The rules of the course's nbgrader notebooks: which cells are setup, solutions and tests, and the
+one parser of their marked regions (``### BEGIN/END SOLUTION``, ``### BEGIN/END HIDDEN TESTS``).
+
+Grading, feedback, the reference modules, the leak check and the export all read notebooks through
+this module. Cell roles come from nbgrader's own metadata helpers (:mod:`nbgrader.utils`).
+nbformat and nbgrader are imported when first needed: the sandbox's worker imports this package
+and must start quickly (nbformat's schema validation costs seconds to import).
+"""
 
 from __future__ import annotations
 
 import ast
-import re
+import functools
 from pathlib import Path
 
-import nbformat
+COLAB_CELL = "colab_setup"  # the grade_id of the first cell of every notebook (autograder.colab)
+# The markers, as nbgrader finds them: anywhere in a line (the course writes them as `### BEGIN SOLUTION`).
+SOLUTION = ("BEGIN SOLUTION", "END SOLUTION")
+HIDDEN_TESTS = ("BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
+MARKERS = (*SOLUTION, *HIDDEN_TESTS)
 
-from autograder.course import COURSE_ROOT
 
-COLAB_CELL = "colab_setup"  # the grade_id of the first cell of every notebook (course_site.colab)
-SOLUTION_RE = re.compile(r"^[ \t]*### BEGIN SOLUTION[ \t]*\n(.*?)^[ \t]*### END SOLUTION[ \t]*$\n?", re.S | re.M)
+@functools.cache
+def _nbgrader_utils():
+    from nbgrader import utils
+
+    return utils
 
 
 def nbgrader_meta(cell) -> dict:
@@ -19,22 +32,24 @@ def nbgrader_meta(cell) -> dict:
 
 
 def is_solution(cell) -> bool:
-    return cell.cell_type == "code" and bool(nbgrader_meta(cell).get("solution"))
+    """An answer cell: the student writes its code."""
+    return cell.get("cell_type") == "code" and _nbgrader_utils().is_solution(cell)
 
 
 def is_test(cell) -> bool:
-    meta = nbgrader_meta(cell)
-    return cell.cell_type == "code" and bool(meta.get("grade")) and not meta.get("solution")
+    """A test cell: read-only, with points, run by the grader."""
+    utils = _nbgrader_utils()
+    return cell.get("cell_type") == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
 
 
 def is_setup(cell) -> bool:
     """A read-only code cell that is neither a solution nor a test (imports, helpers)."""
-    meta = nbgrader_meta(cell)
+    utils = _nbgrader_utils()
     return (
-        cell.cell_type == "code"
-        and bool(meta.get("locked"))
-        and not meta.get("solution")
-        and not meta.get("grade")
+        cell.get("cell_type") == "code"
+        and utils.is_locked(cell)
+        and not utils.is_solution(cell)
+        and not utils.is_grade(cell)
     )
 
 
@@ -42,22 +57,10 @@ def cell_id(cell) -> str | None:
     return nbgrader_meta(cell).get("grade_id")
 
 
-def assignment_notebook(assignment: str, folder: str = "solutions", root: Path = COURSE_ROOT) -> Path:
-    """The one notebook of an assignment: ``<root>/<folder>/<assignment>/<assignment>.ipynb``."""
-    path = Path(root) / folder / assignment / f"{assignment}.ipynb"
-    if not path.is_file():
-        raise FileNotFoundError(f"no notebook for assignment {assignment!r} at {path}")
-    return path
-
-
 def read(path: Path):
+    import nbformat
+
     return nbformat.read(str(path), as_version=4)
-
-
-def reference_source(nb) -> str:
-    """The code that defines the reference solution: setup cells and solution cells, in order."""
-    parts = [cell.source for cell in nb.cells if is_setup(cell) or is_solution(cell)]
-    return "\n\n".join(parts) + "\n"
 
 
 def defined_names(source: str) -> list[str]:
@@ -66,6 +69,50 @@ def defined_names(source: str) -> list[str]:
     return [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
 
 
+def split_regions(source: str, markers: tuple[str, str]) -> list[tuple[bool, list[str]]]:
+    """The lines of ``source`` in runs, each ``(inside, lines)``: inside a marked region or not.
+
+    As nbgrader reads them: a line that holds a marker belongs to no run (an end marker outside a
+    region too); a region that is never closed runs to the end.
+    """
+    begin, end = markers
+    runs: list[tuple[bool, list[str]]] = [(False, [])]
+    for line in source.split("\n"):
+        if begin in line:
+            runs.append((True, []))
+        elif end in line:
+            if runs[-1][0]:
+                runs.append((False, []))
+        else:
+            runs[-1][1].append(line)
+    return [(inside, lines) for inside, lines in runs if lines or not inside]
+
+
+def region_lines(source: str, markers: tuple[str, str]) -> list[str]:
+    """Every line inside the regions that ``markers`` mark."""
+    return [line for inside, lines in split_regions(source, markers) if inside for line in lines]
+
+
 def solution_body(cell) -> str:
-    """A solution cell's source with the ``### BEGIN/END SOLUTION`` markers removed."""
-    return SOLUTION_RE.sub(lambda m: m.group(1), cell.source)
+    """A solution cell's source with the ``### BEGIN/END SOLUTION`` marker lines removed."""
+    return "\n".join(line for _, lines in split_regions(cell.source, SOLUTION) for line in lines)
+
+
+def without_hidden_tests(source: str, placeholder: str | None = None) -> str:
+    """A test cell's source as students get it: the hidden-test regions removed (each replaced by
+    ``placeholder``, indented like its marker, where one is given)."""
+    kept, indent = [], ""
+    for line in source.split("\n"):
+        if HIDDEN_TESTS[0] in line:
+            indent = line[: len(line) - len(line.lstrip())]
+    for inside, lines in split_regions(source, HIDDEN_TESTS):
+        if not inside:
+            kept += lines
+        elif placeholder is not None:
+            kept.append(indent + placeholder)
+    return "\n".join(kept)
+
+
+def released_source(code: str) -> str:
+    """A test cell as students receive it (hidden tests removed), stripped, for comparisons."""
+    return without_hidden_tests(code).strip()

@@ -74,7 +74,7 @@ def requirements(root: Path | None = None, files: list[str] | None = None) -> di
     prefix = reference.PACKAGE + "."
     for module, rel in by_module.items():
         imported = _imported((root / rel).read_text(), module, rel.endswith("/__init__.py"))
-        direct[module] = {name[len(prefix):].split(".")[0] for name in imported if name.startswith(prefix)}
+        direct[module] = {name[len(prefix) :].split(".")[0] for name in imported if name.startswith(prefix)}
         uses[module] = {name for name in imported if name in by_module and name != module}
     needed: dict[str, frozenset[str]] = {}
 
@@ -105,8 +105,7 @@ def allowed(release: course.Release, root: Path | None = None, files: list[str] 
     return kept
 
 
-def write(dest: Path, release: course.Release, root: Path | None = None,
-          files: list[str] | None = None) -> list[str]:
+def write(dest: Path, release: course.Release, root: Path | None = None, files: list[str] | None = None) -> list[str]:
     """Write the students' packages under ``dest``; return the files written (relative to ``dest``).
 
     The packages' code comes from ``root`` (default: where this code is), the solutions from

@@ -44,7 +44,8 @@ def _setup_code(source: str) -> str:
             isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "autograder"
         ) or (isinstance(node, ast.Import) and any(a.name.split(".")[0] == "autograder" for a in node.names))
         names_assignment = isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == "ASSIGNMENT" for t in node.targets)
+            isinstance(t, ast.Name) and t.id == "ASSIGNMENT" for t in node.targets
+        )
         if imports_autograder or names_assignment:
             drop.update(range(node.lineno, node.end_lineno + 1))
     lines = source.splitlines()

@@ -11,7 +11,7 @@ comparison with the reference in another.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 import torch
@@ -201,7 +201,7 @@ class Fixture:
         return f"{self.name}({', '.join(map(repr, _thaw(self.args)))})"
 
 
-Spec = Union[Random, RandomInts, RandomMask, PaddedTokens, Literal, Fixture]
+Spec = Random | RandomInts | RandomMask | PaddedTokens | Literal | Fixture
 
 
 def _freeze(value):

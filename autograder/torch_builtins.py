@@ -18,8 +18,12 @@ import math
 import torch
 import torch.nn as nn
 
-from attention_course.interop import (decoder_layer_from_state, encoder_layer_from_state, multihead_from_state,
-                                      to_torch_attn_mask)
+from attention_course.interop import (
+    decoder_layer_from_state,
+    encoder_layer_from_state,
+    multihead_from_state,
+    to_torch_attn_mask,
+)
 
 
 def _linear(state: dict, name: str, n_in: int, n_out: int, bias: bool, generator: torch.Generator) -> None:
@@ -55,7 +59,8 @@ def _argument(inputs, keywords, index: int, name: str, default=None):
 
 
 class Converter:
-    """``label``: the built-in's name; ``make_weights(init, generator)``; ``function(weights, init, inputs, keywords)``."""
+    """A built-in: ``label`` its name, ``make_weights(init, generator)`` random weights under the
+    contract's names, ``function(weights, init, inputs, keywords)`` its outputs by name."""
 
     def __init__(self, label: str, make_weights, function):
         self.label, self.make_weights, self.function = label, make_weights, function
@@ -85,8 +90,7 @@ def _multihead_attention(weights, init, inputs, keywords):
     attn_mask = None
     if mask is not None:
         attn_mask = to_torch_attn_mask(mask, query.size(0), num_heads, query.size(1), key.size(1))
-    output, per_head = builtin(query, key, value, attn_mask=attn_mask, need_weights=True,
-                               average_attn_weights=False)
+    output, per_head = builtin(query, key, value, attn_mask=attn_mask, need_weights=True, average_attn_weights=False)
     return {"output": output, "weights": per_head}
 
 

@@ -1,7 +1,7 @@
 """Seconds per notebook: plain nbgrader against the course's sandboxed grading, in one run.
 
-    python benchmarks/grading.py            # 8 correct submissions of ch02, JOBS 1 and 2
-    python benchmarks/grading.py 40 --jobs 1 2 4
+    python -m benchmarks.grading            # 8 correct submissions of ch02, JOBS 1 and 2 (make bench-grading)
+    python -m benchmarks.grading 40 --jobs 1 2 4
 
 Both pipelines grade the same submissions end to end, as `make grade` does
 (gradebook, autograde, feedback, CSV): "plain nbgrader" executes each notebook
@@ -15,21 +15,19 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from autograder import _nbgrader, grade  # noqa: E402
-from tests.submissions import fill, submit  # noqa: E402
+from autograder.cli import grade
+from tests.submissions import fill, submit
+from tests.support.course import make_course
 
 ASSIGNMENT = "ch02_scaled_dot_product"
 
 
 def run(n: int, *, plain: bool, jobs: int, folder: Path) -> float:
-    course = _nbgrader.make_course(folder, plain=plain)
+    course = make_course(folder, plain=plain)
     notebook = fill(ASSIGNMENT)
     for i in range(n):
         submit(course, f"student{i:03d}", ASSIGNMENT, notebook)
@@ -49,14 +47,21 @@ def main() -> None:
     args = parser.parse_args()
     if args.n < 1 or min(args.jobs) < 1:
         parser.error("n and every --jobs value must be at least 1")
-    print(f"{args.n} correct submissions of {ASSIGNMENT}; {os.cpu_count()} CPU cores, "
-          f"{platform.processor() or platform.machine()}, Python {platform.python_version()}")
+    print(
+        f"{args.n} correct submissions of {ASSIGNMENT}; {os.cpu_count()} CPU cores, "
+        f"{platform.processor() or platform.machine()}, Python {platform.python_version()}"
+    )
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         rows.append(("plain nbgrader (kernel)", 1, run(args.n, plain=True, jobs=1, folder=Path(tmp) / "plain")))
         for jobs in args.jobs:
-            rows.append((f"sandboxed, JOBS={jobs}", jobs,
-                         run(args.n, plain=False, jobs=jobs, folder=Path(tmp) / f"sandboxed{jobs}")))
+            rows.append(
+                (
+                    f"sandboxed, JOBS={jobs}",
+                    jobs,
+                    run(args.n, plain=False, jobs=jobs, folder=Path(tmp) / f"sandboxed{jobs}"),
+                )
+            )
     base = rows[0][2] / args.n
     print(f"{'pipeline':<26} {'total s':>8} {'s/notebook':>11} {'vs plain':>9}")
     for name, _, seconds in rows:

@@ -25,14 +25,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from autograder import course
-from autograder.grader import grade_notebook
+from autograder.grading.notebook import grade_notebook
 from tests.correct import notebooks as correct_notebooks
 from tests.submissions import fill
 
 
 def _term_for(assignment: str) -> course.Release:
     names = course.assignments()
-    return course.Release("term", set(names[:names.index(assignment)]))
+    return course.Release("term", set(names[: names.index(assignment)]))
 
 
 def measure(assignment: str, jobs: int) -> dict:
@@ -40,8 +40,9 @@ def measure(assignment: str, jobs: int) -> dict:
     correct = correct_notebooks(importlib.import_module(f"tests.correct.{assignment}").ANSWERS)
     release = _term_for(assignment)
     work = [("bug", bug, fill(assignment, {bug.item: bug.code})) for bug in bugs.BUGS]
-    work += [("correct", answers, fill(assignment, {item: a.code for item, a in answers.items()}))
-             for answers in correct]
+    work += [
+        ("correct", answers, fill(assignment, {item: a.code for item, a in answers.items()})) for answers in correct
+    ]
 
     def grade(job):
         kind, what, nb = job
@@ -81,8 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'assignment':<26} {'correct at full marks':>22} {'wrong caught':>13} {'cause named':>12}  cascades")
     for name in names:
         f = measure(name, args.jobs)
-        print(f"{name:<26} {f['correct']:>11} of {f['correct_total']:<8} {f['caught']:>5} of {f['bugs']:<5} "
-              f"{f['named']:>4} of {f['bugs']:<5}  {len(f['cascades'])}")
+        print(
+            f"{name:<26} {f['correct']:>11} of {f['correct_total']:<8} {f['caught']:>5} of {f['bugs']:<5} "
+            f"{f['named']:>4} of {f['bugs']:<5}  {len(f['cascades'])}"
+        )
         for line in f["cascades"]:
             print(f"    cascade: {line}")
     print(f"({time.monotonic() - started:.0f} s)")

@@ -7,8 +7,8 @@ nn.TransformerDecoderLayer). The two are timed in alternating rounds in one run,
 and the script prints tokens per second for each, the ratio, and on a GPU the
 model FLOPs utilisation.
 
-    python benchmarks/transformer.py                 # CPU or the best device, defaults
-    python benchmarks/transformer.py --precision bf16 --compile --batch-size 512
+    python -m benchmarks.transformer                 # CPU or the best device, defaults
+    python -m benchmarks.transformer --precision bf16 --compile --batch-size 512
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ import torch.nn.functional as F
 
 from attention_course import best_device
 from attention_course.dates import SOURCE_VOCAB, TARGET_VOCAB, DateTask, batch
-from attention_course.trainer import flops_per_token, mfu
 from attention_course.model import EncoderDecoder, TokenEmbedding
 from attention_course.solutions.ch04_masking import causal_mask
+from attention_course.trainer import flops_per_token, mfu
 
 
 class TorchLayersTransformer(nn.Module):
@@ -37,20 +37,32 @@ class TorchLayersTransformer(nn.Module):
         super().__init__()
         self.src_embed = TokenEmbedding(src_vocab_size, d_model, 64, dropout)
         self.tgt_embed = TokenEmbedding(tgt_vocab_size, d_model, 64, dropout)
-        common = dict(dim_feedforward=d_ff, dropout=dropout, activation="relu", batch_first=True,
-                      norm_first=norm_first)
-        self.encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(d_model, num_heads, **common), num_layers,
-                                             norm=nn.LayerNorm(d_model) if norm_first else None,
-                                             enable_nested_tensor=False)
-        self.decoder = nn.TransformerDecoder(nn.TransformerDecoderLayer(d_model, num_heads, **common), num_layers,
-                                             norm=nn.LayerNorm(d_model) if norm_first else None)
+        common = {
+            "dim_feedforward": d_ff,
+            "dropout": dropout,
+            "activation": "relu",
+            "batch_first": True,
+            "norm_first": norm_first,
+        }
+        self.encoder = nn.TransformerEncoder(
+            nn.TransformerEncoderLayer(d_model, num_heads, **common),
+            num_layers,
+            norm=nn.LayerNorm(d_model) if norm_first else None,
+            enable_nested_tensor=False,
+        )
+        self.decoder = nn.TransformerDecoder(
+            nn.TransformerDecoderLayer(d_model, num_heads, **common),
+            num_layers,
+            norm=nn.LayerNorm(d_model) if norm_first else None,
+        )
         self.generator = nn.Linear(d_model, tgt_vocab_size)
 
     def forward(self, src, tgt_in, src_mask, tgt_mask):
         # torch.nn's masks say where NOT to attend: invert the course's.
         memory = self.encoder(self.src_embed(src), src_key_padding_mask=~src_mask)
-        x = self.decoder(self.tgt_embed(tgt_in), memory, tgt_mask=~tgt_mask, tgt_is_causal=True,
-                         memory_key_padding_mask=~src_mask)
+        x = self.decoder(
+            self.tgt_embed(tgt_in), memory, tgt_mask=~tgt_mask, tgt_is_causal=True, memory_key_padding_mask=~src_mask
+        )
         return self.generator(x)
 
 
@@ -88,14 +100,15 @@ def main() -> None:
     examples = DateTask(seed=0).examples("train", args.batch_size * args.steps)
     batches = []
     for i in range(args.steps):
-        b = batch(examples[i * args.batch_size:(i + 1) * args.batch_size])
+        b = batch(examples[i * args.batch_size : (i + 1) * args.batch_size])
         b = {k: v.to(device) for k, v in b.items()}
         b["tgt_in"], b["target"] = b["tgt"][:, :-1], b["tgt"][:, 1:]
         b["tgt_mask"] = causal_mask(b["tgt_in"].size(1), device=device)
         batches.append(b)
     tokens_per_step = [int(b["src_mask"].sum() + b["target"].numel()) for b in batches]
-    autocast = (torch.autocast(device.type, dtype=torch.bfloat16) if args.precision == "bf16"
-                else contextlib.nullcontext())
+    autocast = (
+        torch.autocast(device.type, dtype=torch.bfloat16) if args.precision == "bf16" else contextlib.nullcontext()
+    )
 
     def one_round(name: str) -> float:
         model, optimizer = steppers[name], optimizers[name]
@@ -120,13 +133,17 @@ def main() -> None:
         for name in models:
             rates[name].append(one_round(name))
 
-    name_of_device = torch.cuda.get_device_name(device) if device.type == "cuda" else f"{device.type}, " \
-        f"{torch.get_num_threads()} threads"
-    print(f"device: {name_of_device}; PyTorch {torch.__version__}; precision {args.precision}; "
-          f"compile {args.compile}")
-    print(f"model: d_model {args.d_model}, {args.heads} heads, {args.layers}+{args.layers} layers, d_ff {args.d_ff}, "
-          f"{args.norm}-norm, {next(iter(parameters.values())):,} parameters; batch {args.batch_size}; "
-          f"median of {args.rounds} rounds of {args.steps} training steps")
+    name_of_device = (
+        torch.cuda.get_device_name(device)
+        if device.type == "cuda"
+        else f"{device.type}, {torch.get_num_threads()} threads"
+    )
+    print(f"device: {name_of_device}; PyTorch {torch.__version__}; precision {args.precision}; compile {args.compile}")
+    print(
+        f"model: d_model {args.d_model}, {args.heads} heads, {args.layers}+{args.layers} layers, d_ff {args.d_ff}, "
+        f"{args.norm}-norm, {next(iter(parameters.values())):,} parameters; batch {args.batch_size}; "
+        f"median of {args.rounds} rounds of {args.steps} training steps"
+    )
     baseline = statistics.median(rates["torch.nn layers"])
     length = max(b["src"].size(1) for b in batches)
     summary = {}
@@ -136,8 +153,15 @@ def main() -> None:
         extra = f"   MFU {utilisation:.1%}" if utilisation is not None else ""
         print(f"  {name:26} {rate:12,.0f} tokens/s   x{rate / baseline:.2f} of torch.nn{extra}")
         summary[name] = {"tokens_per_second": round(rate, 1), "ratio_to_torch_nn": round(rate / baseline, 3)}
-    print(json.dumps({"device": name_of_device, "flops_per_token": flops_per_token(models["torch.nn layers"], args,
-                                                                                    length), **summary}))
+    print(
+        json.dumps(
+            {
+                "device": name_of_device,
+                "flops_per_token": flops_per_token(models["torch.nn layers"], args, length),
+                **summary,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

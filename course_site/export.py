@@ -31,14 +31,27 @@ from pathlib import Path
 import yaml
 
 from autograder import course, packages
-from course_site import COURSE_ROOT, repository
+from autograder.course import COURSE_ROOT, repository
 
 TEMPLATES = Path(__file__).resolve().parent / "templates" / "student"
-GENERATED = {"README.md": "README.md", "Makefile": "Makefile", "pyproject.toml": "pyproject.toml",
-             "gitignore": ".gitignore"}
+GENERATED = {
+    "README.md": "README.md",
+    "Makefile": "Makefile",
+    "pyproject.toml": "pyproject.toml",
+    "gitignore": ".gitignore",
+}
 # The instructor's pins that students need: the exercises' libraries and Jupyter.
-STUDENT_REQUIREMENTS = ("torch", "numpy", "matplotlib", "tqdm", "pyyaml", "nbformat", "nbclient", "ipykernel",
-                        "jupyterlab")
+STUDENT_REQUIREMENTS = (
+    "torch",
+    "numpy",
+    "matplotlib",
+    "tqdm",
+    "pyyaml",
+    "nbformat",
+    "nbclient",
+    "ipykernel",
+    "jupyterlab",
+)
 
 
 class ExportError(Exception):
@@ -51,20 +64,25 @@ class LeakFound(ExportError):
 
 def _git_files(root: Path, *paths: str) -> list[str]:
     try:
-        result = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--", *paths],
-                                capture_output=True, text=True)
+        result = subprocess.run(
+            ["git", "-C", str(root), "ls-files", "-z", "--", *paths], capture_output=True, text=True
+        )
     except FileNotFoundError:
         raise ExportError("git is not installed: the export takes the files that git tracks") from None
     if result.returncode != 0:
-        raise ExportError(f"{root} is not a git repository that git can read (the export takes the files that "
-                          f"git tracks): {result.stderr.strip()}")
+        raise ExportError(
+            f"{root} is not a git repository that git can read (the export takes the files that "
+            f"git tracks): {result.stderr.strip()}"
+        )
     return sorted(name for name in result.stdout.split("\0") if name and (root / name).is_file())
 
 
 def student_requirements(root: Path) -> str:
     """The lines of the instructor's requirements.txt that students need, pins unchanged."""
-    lines = ["# The exercises' libraries, pinned as in the course's own repository.",
-             "# torch: on a machine with a GPU, pip installs the matching CUDA build of this version."]
+    lines = [
+        "# The exercises' libraries, pinned as in the course's own repository.",
+        "# torch: on a machine with a GPU, pip installs the matching CUDA build of this version.",
+    ]
     found = set()
     for line in (root / "requirements.txt").read_text().splitlines():
         name = line.split("==")[0].split(">=")[0].strip().lower()
@@ -73,8 +91,9 @@ def student_requirements(root: Path) -> str:
             found.add(name)
     missing = sorted(set(STUDENT_REQUIREMENTS) - found)
     if missing:
-        raise ExportError(f"requirements.txt pins no version of {', '.join(missing)}, which the students' "
-                          "requirements need")
+        raise ExportError(
+            f"requirements.txt pins no version of {', '.join(missing)}, which the students' requirements need"
+        )
     lines += ["# This repository's packages (attention_course, autograder), editable.", "-e ."]
     return "\n".join(lines) + "\n"
 
@@ -83,15 +102,19 @@ def _fill(template: str, values: dict[str, str]) -> str:
     for key, value in values.items():
         template = template.replace("{{" + key + "}}", value)
     if "{{" in template:
-        raise ExportError(f"a student template has an unknown placeholder near {template[template.index('{{'):][:40]!r}")
+        raise ExportError(
+            f"a student template has an unknown placeholder near {template[template.index('{{') :][:40]!r}"
+        )
     return template
 
 
 def _values(root: Path, release: course.Release) -> dict[str, str]:
     config = yaml.safe_load((root / "_config.yml").read_text())
     project = (root / "pyproject.toml").read_text()
-    version = next((line.split("=", 1)[1].strip().strip('"') for line in project.splitlines()
-                    if line.startswith("version")), "0.1.0")
+    version = next(
+        (line.split("=", 1)[1].strip().strip('"') for line in project.splitlines() if line.startswith("version")),
+        "0.1.0",
+    )
     repo = repository(root)
     released = release.of(course.assignments(root))
     return {
@@ -111,12 +134,16 @@ def _check_dest(dest: Path, root: Path) -> None:
         entries = sorted(p.name for p in dest.iterdir())
         if entries:
             shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
-            raise ExportError(f"student-repo: DEST {dest} is not empty ({len(entries)} entries: {shown}); "
-                              "expected an empty folder or a new path, so that nothing else is published")
+            raise ExportError(
+                f"student-repo: DEST {dest} is not empty ({len(entries)} entries: {shown}); "
+                "expected an empty folder or a new path, so that nothing else is published"
+            )
     resolved = dest.resolve()
     if resolved == root or root in resolved.parents:
-        raise ExportError(f"student-repo: DEST {dest} is inside the course repository {root}; expected a folder "
-                          "outside it (the student repository is a git repository of its own)")
+        raise ExportError(
+            f"student-repo: DEST {dest} is inside the course repository {root}; expected a folder "
+            "outside it (the student repository is a git repository of its own)"
+        )
 
 
 def write(dest: Path, release: course.Release, root: Path = COURSE_ROOT) -> list[str]:
@@ -128,8 +155,9 @@ def write(dest: Path, release: course.Release, root: Path = COURSE_ROOT) -> list
         raise ExportError(f"student-repo: git tracks no exercises/ in {root}; run `make exercises` and commit")
     dest.mkdir(parents=True, exist_ok=True)
     written = []
-    for rel in exercises + [name for name in _git_files(root, ".") if name.upper().startswith(("LICENSE", "COPYING"))
-                            and "/" not in name]:
+    for rel in exercises + [
+        name for name in _git_files(root, ".") if name.upper().startswith(("LICENSE", "COPYING")) and "/" not in name
+    ]:
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(root / rel, dest / rel)
         written.append(rel)
@@ -163,8 +191,10 @@ def student_repo(dest: Path, release: course.Release | None = None, root: Path =
         else:
             for child in dest.iterdir():
                 shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
-        raise LeakFound("student-repo: the export failed the leak check and was removed; fix the sources:\n"
-                          + "\n".join(f"  {problem}" for problem in report.problems))
+        raise LeakFound(
+            "student-repo: the export failed the leak check and was removed; fix the sources:\n"
+            + "\n".join(f"  {problem}" for problem in report.problems)
+        )
     return files, report
 
 
@@ -187,8 +217,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"wrote {len(files)} files into {args.dest} for {release.describe()}")
     print("the leak check found nothing to withhold in it")
-    print(f"Next: cd {args.dest} && git init -b main && git add -A && git commit -m 'Course release' "
-          "&& git remote add origin <student repository URL> && git push")
+    print(
+        f"Next: cd {args.dest} && git init -b main && git add -A && git commit -m 'Course release' "
+        "&& git remote add origin <student repository URL> && git push"
+    )
     return 0
 
 

@@ -29,9 +29,9 @@ an answer that students must not see?
 The *public sources* (:func:`public_sources`) are what students get legitimately under the term's
 release: the exercises, the package files that :func:`autograder.packages.allowed` gives, and the
 reference modules of the released assignments. The book's sources are not among them: what a
-chapter shows is checked on the built site, like any other published file. Which assignments are released is the course's setting
-(:func:`autograder.course.release`: ``term.yml``, ``EDITION``, ``RELEASED``); their reference
-solutions are published by design and not looked for.
+chapter shows is checked on the built site, like any other published file. Which assignments are
+released is the course's setting (:func:`autograder.course.release`: ``term.yml``, ``EDITION``,
+``RELEASED``); their reference solutions are published by design and not looked for.
 
 The texts of a file (:func:`text_views`): an HTML page's text (tags dropped, entities decoded,
 so highlighted code is whole again) and its comments, scripts and attribute values; a notebook's,
@@ -64,16 +64,30 @@ from pathlib import Path, PurePosixPath
 import nbformat
 
 from autograder import course, notebooks, packages, reference
-from course_site import COURSE_ROOT
+from autograder.course import COURSE_ROOT
 
 # The folders of the repository whose files students get (public_sources): the exercises, and the
 # packages as autograder.packages gives them for the release. Not the book's sources (the term
 # edition publishes no page sources), not the instructor's README or tools.
 PUBLIC_SOURCES = ("exercises", "attention_course", "autograder")
 # Folders whose files are never public sources.
-PRIVATE_DIRS = frozenset({"solutions", "tests", "submitted", "autograded", "feedback", "grades", "_build",
-                          ".venv", "__pycache__", ".ipynb_checkpoints", ".pytest_cache", "runs"})
-MARKERS = ("BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "BEGIN SOLUTION", "END SOLUTION")
+PRIVATE_DIRS = frozenset(
+    {
+        "solutions",
+        "tests",
+        "submitted",
+        "autograded",
+        "feedback",
+        "grades",
+        "_build",
+        ".venv",
+        "__pycache__",
+        ".ipynb_checkpoints",
+        ".pytest_cache",
+        "runs",
+    }
+)
+MARKERS = notebooks.MARKERS
 MIN_SECRET = 25  # characters of a secret line
 
 # Comparing solution code (measured on the course's solutions: see tests/test_leaks.py).
@@ -168,14 +182,20 @@ def _walk(directory: Path):
 def _source_files(root: Path) -> list[str]:
     """The repository's files that are not ignored (tracked or not), or all of them outside git."""
     try:
-        result = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--cached", "--others",
-                                 "--exclude-standard"], capture_output=True, text=True)
+        result = subprocess.run(
+            ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            capture_output=True,
+            text=True,
+        )
     except FileNotFoundError:
         result = None
     if result is not None and result.returncode == 0:
         return [name for name in result.stdout.split("\0") if name]
-    return [rel for _, rel in _walk(root)
-            if not any(part in PRIVATE_DIRS or part.startswith(".") for part in PurePosixPath(rel).parts)]
+    return [
+        rel
+        for _, rel in _walk(root)
+        if not any(part in PRIVATE_DIRS or part.startswith(".") for part in PurePosixPath(rel).parts)
+    ]
 
 
 def _is_binary(data: bytes) -> bool:
@@ -224,7 +244,8 @@ def _html_text(text: str) -> str:
 
 _HIDDEN_HTML_RE = re.compile(
     r"""<!--(.*?)-->|<(?:script|style)\b[^>]*>(.*?)</(?:script|style)\s*>|=\s*"([^"<>]{3,})"|=\s*'([^'<>]{3,})'""",
-    re.S | re.I)
+    re.S | re.I,
+)
 
 
 def _html_hidden(text: str) -> str:
@@ -262,13 +283,16 @@ def text_views(text: str, suffix: str) -> list[str]:
 
 # Comments and string literals (Python's, and the double- and single-quoted ones of JSON and
 # scripts), as one capturing group so that re.split returns them between the code around them.
-_DROP_RE = re.compile(r"""(
+_DROP_RE = re.compile(
+    r"""(
     \#[^\n]*
   | \"\"\"[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*\"\"\"
   | '''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*'''
   | "[^"\\\n]*(?:\\.[^"\\\n]*)*"
   | '[^'\\\n]*(?:\\.[^'\\\n]*)*'
-)""", re.X | re.S)
+)""",
+    re.X | re.S,
+)
 _PREFIX_RE = re.compile(r"(?<!\w)[rRbBuUfF]{1,2}$")  # a string's prefix, left at the end of the code before it
 _DOT_RE = re.compile(r"\.[ \t]+(?=[^\W\d])")  # `x. name` is `x.name`
 _KEYWORD_ARGUMENT_RE = re.compile(r"([(,][ \t\n]*)(?=[^\W\d]\w*[ \t]*=(?!=))")  # `f(x, axis=1)`: `axis`
@@ -378,7 +402,7 @@ class Normalizer:
 
 
 def _shingles(coded: str, k: int = SHINGLE) -> set[str]:
-    return {coded[i:i + k] for i in range(len(coded) - k + 1)}
+    return {coded[i : i + k] for i in range(len(coded) - k + 1)}
 
 
 def _shingles_in(coded: str, wanted: set[str], k: int = SHINGLE) -> set[str]:
@@ -411,29 +435,16 @@ def _inner_words(line: str) -> frozenset[str]:
 # The solution notebooks
 
 
-def _marked_regions(source: str, begin: str, end: str) -> list[str]:
-    """The lines between each ``begin`` line and the next ``end`` line (an open region runs to the end)."""
-    lines, inside = [], False
-    for line in source.splitlines():
-        if begin in line:
-            inside = True
-        elif end in line:
-            inside = False
-        elif inside:
-            lines.append(line)
-    return lines
-
-
 def _notebook_secrets(nb, notebook: str) -> list[tuple[str, str, str]]:
     """(line, cell, kind) for every line of a hidden-test or reference-solution region."""
     found = []
     for number, cell in enumerate(nb.cells, 1):
         name = notebooks.cell_id(cell) or f"cell {number}"
         source = cell.get("source", "")
-        for line in _marked_regions(source, "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"):
+        for line in notebooks.region_lines(source, notebooks.HIDDEN_TESTS):
             found.append((line, name, "hidden-test"))
-        if "BEGIN SOLUTION" in source:
-            for line in _marked_regions(source, "BEGIN SOLUTION", "END SOLUTION"):
+        if notebooks.SOLUTION[0] in source:
+            for line in notebooks.region_lines(source, notebooks.SOLUTION):
                 found.append((line, name, "reference-solution"))
         elif notebooks.is_solution(cell):
             # A solution cell without markers is replaced whole when the exercise is generated.
@@ -453,7 +464,7 @@ def _solution_notebooks(root: Path) -> list[tuple[str, str, object]]:
         rel = _posix(path.relative_to(root))
         try:
             nb = nbformat.read(str(path), as_version=4)
-        except Exception as error:  # noqa: BLE001 - an unreadable notebook stops the check
+        except Exception as error:  # an unreadable notebook stops the check
             raise PublishError(f"cannot read {rel} to find its secrets: {error}") from None
         inside = path.relative_to(solutions).parts
         found.append((rel, inside[0] if len(inside) > 1 else path.stem, nb))
@@ -470,7 +481,9 @@ def solution_regions(root: Path = COURSE_ROOT) -> list[Region]:
                 continue
             name = notebooks.cell_id(cell) or f"cell {number}"
             source = cell.get("source", "")
-            matches = [m.group(1) for m in notebooks.SOLUTION_RE.finditer(source)]
+            matches = [
+                "\n".join(lines) for inside, lines in notebooks.split_regions(source, notebooks.SOLUTION) if inside
+            ]
             if matches:
                 regions += [Region(code, rel, assignment, name) for code in matches]
             elif notebooks.is_solution(cell):
@@ -492,6 +505,8 @@ def _release_of(root: Path, release: course.Release | None) -> course.Release:
 
 
 _FETCHED = ("book/_static/mathjax/", "book/_static/mathjax.partial/")  # third-party, fetched at build time
+
+
 def public_sources(root: Path = COURSE_ROOT, release: course.Release | None = None) -> list[tuple[str, str]]:
     """(path, text) of what students get legitimately under ``release`` (default: the course's
     setting): the exercises, the package files that :func:`autograder.packages.allowed` gives, and
@@ -590,8 +605,11 @@ class Secrets:
             self.public_digests.add(_digest(data))
 
         # Secret lines: hidden tests always, solutions of the assignments that are not released.
-        public = "\n".join("\n".join(line.strip() for line in view.splitlines())
-                           for rel, text in sources for view in text_views(text, PurePosixPath(rel).suffix.lower()))
+        public = "\n".join(
+            "\n".join(line.strip() for line in view.splitlines())
+            for rel, text in sources
+            for view in text_views(text, PurePosixPath(rel).suffix.lower())
+        )
         seen = set()
         for rel, assignment, nb in found:
             for line, cell, kind in _notebook_secrets(nb, rel):
@@ -783,8 +801,10 @@ def _in_solutions_folder(rel: str) -> bool:
     released reference modules (``attention_course/solutions``, checked by its content)."""
     parts = PurePosixPath(rel).parts[:-1]
     package = tuple(PurePosixPath(packages.SOLUTIONS).parts)
-    return any(part == "solutions" and tuple(parts[max(0, i - len(package) + 1):i + 1]) != package
-               for i, part in enumerate(parts))
+    return any(
+        part == "solutions" and tuple(parts[max(0, i - len(package) + 1) : i + 1]) != package
+        for i, part in enumerate(parts)
+    )
 
 
 def _assignment_of(notebook: str) -> str:
@@ -799,11 +819,15 @@ def check(directory: Path, root: Path = COURSE_ROOT, release: course.Release | N
     started = time.perf_counter()
     directory, root = Path(directory), Path(root)
     if not directory.exists():
-        raise PublishError(f"check: DIR {directory} does not exist (expected a built site such as "
-                           "_build/html, or a folder written by student-repo)")
+        raise PublishError(
+            f"check: DIR {directory} does not exist (expected a built site such as "
+            "_build/html, or a folder written by student-repo)"
+        )
     if not directory.is_dir():
-        raise PublishError(f"check: DIR {directory} is not a folder (expected a built site such as "
-                           "_build/html, or a folder written by student-repo)")
+        raise PublishError(
+            f"check: DIR {directory} is not a folder (expected a built site such as "
+            "_build/html, or a folder written by student-repo)"
+        )
     if not root.is_dir():
         raise PublishError(f"check: --root {root} is not a folder (expected the course repository)")
 
@@ -843,8 +867,7 @@ def check(directory: Path, root: Path = COURSE_ROOT, release: course.Release | N
         is_known = known.what(data, digest) is not None
         views = [text] if is_known else text_views(text, path.suffix.lower())
 
-        allowed = (exempt_files.get(rel) == digest) or (
-            not rel.endswith(".ipynb") and _page_key(rel) in exempt_pages)
+        allowed = (exempt_files.get(rel) == digest) or (not rel.endswith(".ipynb") and _page_key(rel) in exempt_pages)
         if allowed:
             if any(marker in view for view in views for marker in MARKERS):
                 report.marker_exempt.append(rel)
@@ -864,9 +887,16 @@ def check(directory: Path, root: Path = COURSE_ROOT, release: course.Release | N
                 key = (region.notebook, region.item)
                 code_hits[key] = max(share, code_hits.get(key, 0.0))
         for (notebook, item), share in sorted(code_hits.items()):
-            problems.append(Problem(
-                rel, f"{share:.0%} of the code of a reference solution of {notebook}, cell {item} "
-                "(compared with names, comments and layout ignored)", _assignment_of(notebook), item, share))
+            problems.append(
+                Problem(
+                    rel,
+                    f"{share:.0%} of the code of a reference solution of {notebook}, cell {item} "
+                    "(compared with names, comments and layout ignored)",
+                    _assignment_of(notebook),
+                    item,
+                    share,
+                )
+            )
 
         hits: dict[tuple[str, str, str], list[Secret]] = {}
         for secret, inner in zip(found.lines, line_words):
@@ -878,8 +908,14 @@ def check(directory: Path, root: Path = COURSE_ROOT, release: course.Release | N
             if kind == "reference-solution" and (notebook, cell) in code_hits:
                 continue  # reported above
             count = f"{len(lines)} {kind} lines" if len(lines) > 1 else f"a {kind} line"
-            problems.append(Problem(rel, f"{_line_of(text, lines[0].text)}{count} of {notebook}, cell {cell}",
-                                    _assignment_of(notebook), cell))
+            problems.append(
+                Problem(
+                    rel,
+                    f"{_line_of(text, lines[0].text)}{count} of {notebook}, cell {cell}",
+                    _assignment_of(notebook),
+                    cell,
+                )
+            )
     report.seconds = time.perf_counter() - started
     return report
 
@@ -889,11 +925,15 @@ def check(directory: Path, root: Path = COURSE_ROOT, release: course.Release | N
 
 
 def add_release_options(parser) -> None:
-    parser.add_argument("--edition", choices=course.EDITIONS,
-                        help="the edition to check for (default: EDITION, else term.yml)")
-    parser.add_argument("--released", metavar="NAMES",
-                        help="the released assignments, separated by spaces or commas, `all` or `none` "
-                             "(default: RELEASED, else term.yml; given alone: the term edition)")
+    parser.add_argument(
+        "--edition", choices=course.EDITIONS, help="the edition to check for (default: EDITION, else term.yml)"
+    )
+    parser.add_argument(
+        "--released",
+        metavar="NAMES",
+        help="the released assignments, separated by spaces or commas, `all` or `none` "
+        "(default: RELEASED, else term.yml; given alone: the term edition)",
+    )
 
 
 def release_from_options(args, root: Path) -> course.Release:
@@ -912,25 +952,36 @@ def release_from_options(args, root: Path) -> course.Release:
 
 def summary(report: Report) -> str:
     if report.has_solutions:
-        secrets = (f"{report.secrets} secret lines of {report.notebooks} solution notebooks and "
-                   f"{report.regions} solution regions compared as code")
+        secrets = (
+            f"{report.secrets} secret lines of {report.notebooks} solution notebooks and "
+            f"{report.regions} solution regions compared as code"
+        )
     else:
         secrets = "no solutions/ to take secrets from: markers and copies only"
     edition = f"; {report.release.describe()}" if report.release is not None else ""
-    known = (f", {report.known} of them copies of public sources or third-party assets (markers only)"
-             if report.known else "")
-    return (f"checked {report.files} text files{known} and {report.binary} binary files under "
-            f"{report.directory} in {report.seconds:.1f} s ({secrets}{edition})")
+    known = (
+        f", {report.known} of them copies of public sources or third-party assets (markers only)"
+        if report.known
+        else ""
+    )
+    return (
+        f"checked {report.files} text files{known} and {report.binary} binary files under "
+        f"{report.directory} in {report.seconds:.1f} s ({secrets}{edition})"
+    )
 
 
 def print_report(report: Report) -> None:
     print(summary(report))
     if not report.has_solutions:
-        print("note: the repository has no solutions/ folder (a student repository?): secrets are "
-              "checked where the export is made, in the instructor's repository")
+        print(
+            "note: the repository has no solutions/ folder (a student repository?): secrets are "
+            "checked where the export is made, in the instructor's repository"
+        )
     if report.unchecked:
-        print("note: too short or too public to be told from other code, compared line by line only: "
-              + ", ".join(report.unchecked))
+        print(
+            "note: too short or too public to be told from other code, compared line by line only: "
+            + ", ".join(report.unchecked)
+        )
     if report.marker_exempt:
         print("markers allowed (files that explain them): " + ", ".join(report.marker_exempt))
     if report.ok:
@@ -948,8 +999,9 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m course_site.leaks", description=__doc__.split("\n\n")[0])
     parser.add_argument("directory", type=Path, metavar="DIR", help="a built site (_build/html) or an export")
-    parser.add_argument("--root", type=Path, default=COURSE_ROOT,
-                        help="the course repository, with solutions/ (default: %(default)s)")
+    parser.add_argument(
+        "--root", type=Path, default=COURSE_ROOT, help="the course repository, with solutions/ (default: %(default)s)"
+    )
     add_release_options(parser)
     args = parser.parse_args(argv)
     try:

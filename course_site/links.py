@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from course_site import COURSE_ROOT
+from autograder.course import COURSE_ROOT
 
 LINK_ATTRIBUTES = {"a": "href", "link": "href", "img": "src", "script": "src", "source": "src", "iframe": "src"}
 
@@ -36,7 +36,7 @@ class _Page(HTMLParser):
             self.links.append((tag, url))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _parse(path: Path) -> _Page:
     page = _Page()
     page.feed(path.read_text(errors="replace"))

@@ -13,7 +13,7 @@ import sys
 import torch
 
 from attention_course.solutions.ch05_positional_encoding import sinusoidal_positional_encoding
-from course_site import COURSE_ROOT
+from autograder.course import COURSE_ROOT
 
 PATH = COURSE_ROOT / "book" / "_static" / "logo.svg"
 POSITIONS, D_MODEL, SHARPNESS = 8, 16, 3.0
@@ -34,12 +34,15 @@ def svg() -> str:
     for i in range(POSITIONS):
         for j in range(POSITIONS):
             opacity = 0.08 + 0.92 * float(w[i, j])
-            rects.append(f'<rect x="{GAP + j * (CELL + GAP)}" y="{GAP + i * (CELL + GAP)}" width="{CELL}" '
-                         f'height="{CELL}" rx="2" fill="#3b4cc0" fill-opacity="{opacity:.3f}"/>')
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {size} {size}" width="{size}" height="{size}" '
-            f'role="img" aria-label="Course logo: a grid of attention weights">\n'
-            f'<title>Attention: from Bahdanau to Transformers</title>\n'
-            + "\n".join(rects) + "\n</svg>\n")
+            rects.append(
+                f'<rect x="{GAP + j * (CELL + GAP)}" y="{GAP + i * (CELL + GAP)}" width="{CELL}" '
+                f'height="{CELL}" rx="2" fill="#3b4cc0" fill-opacity="{opacity:.3f}"/>'
+            )
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {size} {size}" width="{size}" height="{size}" '
+        f'role="img" aria-label="Course logo: a grid of attention weights">\n'
+        f"<title>Attention: from Bahdanau to Transformers</title>\n" + "\n".join(rects) + "\n</svg>\n"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,7 +17,7 @@ import tarfile
 import urllib.request
 from pathlib import Path
 
-from course_site import COURSE_ROOT
+from autograder.course import COURSE_ROOT
 
 VERSION = "3.2.2"
 TARBALL = f"https://registry.npmjs.org/mathjax/-/mathjax-{VERSION}.tgz"
@@ -35,8 +35,11 @@ def _wanted(name: str) -> bool:
 
 
 def installed(target: Path = TARGET) -> bool:
-    return (target / ENTRY).is_file() and (target / "VERSION").is_file() \
+    return (
+        (target / ENTRY).is_file()
+        and (target / "VERSION").is_file()
         and (target / "VERSION").read_text().strip() == VERSION
+    )
 
 
 def fetch(target: Path = TARGET) -> None:

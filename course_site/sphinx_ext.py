@@ -50,7 +50,7 @@ from sphinx import addnodes
 from sphinx.util.docutils import SphinxDirective
 
 from autograder import course, packages, reference
-from course_site import exercise_path, repository
+from autograder.course import exercise_path, repository
 
 
 class ExerciseLinks(SphinxDirective):
@@ -69,13 +69,22 @@ class ExerciseLinks(SphinxDirective):
             raise self.error(f"exercise-links: {error}") from None
 
         download = addnodes.download_reference(
-            "", "", refdoc=self.env.docname, reftarget="/" + path, refexplicit=True,
-            refdomain="", reftype="download", classes=["exercise-download"])
+            "",
+            "",
+            refdoc=self.env.docname,
+            reftarget="/" + path,
+            refexplicit=True,
+            refdomain="",
+            reftype="download",
+            classes=["exercise-download"],
+        )
         download += nodes.inline("", f"Download {assignment}.ipynb")
-        colab = nodes.reference("", "", nodes.inline("", "Open in Colab"),
-                                refuri=repo.colab_url(path), classes=["exercise-colab"])
-        github = nodes.reference("", "", nodes.inline("", "View on GitHub"),
-                                 refuri=repo.blob_url(path), classes=["exercise-github"])
+        colab = nodes.reference(
+            "", "", nodes.inline("", "Open in Colab"), refuri=repo.colab_url(path), classes=["exercise-colab"]
+        )
+        github = nodes.reference(
+            "", "", nodes.inline("", "View on GitHub"), refuri=repo.blob_url(path), classes=["exercise-github"]
+        )
         links = nodes.paragraph("", "", download, nodes.Text(" "), colab, nodes.Text(" "), github)
         return [nodes.container("", links, classes=["exercise-links"])]
 
@@ -86,9 +95,15 @@ def _release(env) -> course.Release:
 
 def _withheld(what: str, name: str, assignments: list[str]) -> nodes.Node:
     """A note in place of code that is not released: ``<what> `name` is shown here once ...``."""
-    paragraph = nodes.paragraph("", f"{what} ", nodes.literal(name, name), nodes.Text(
-        " is shown here once your instructor releases the solutions of exercise"
-        + ("s " if len(assignments) > 1 else " ")))
+    paragraph = nodes.paragraph(
+        "",
+        f"{what} ",
+        nodes.literal(name, name),
+        nodes.Text(
+            " is shown here once your instructor releases the solutions of exercise"
+            + ("s " if len(assignments) > 1 else " ")
+        ),
+    )
     for i, assignment in enumerate(assignments):
         if i:
             paragraph += nodes.Text(" and " if i == len(assignments) - 1 else ", ")
@@ -149,15 +164,20 @@ class PackageCode(SphinxDirective):
         source = path.read_text()
         node = ast.parse(source)
         for part in name.split("."):
-            found = next((child for child in getattr(node, "body", [])
-                          if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                          and child.name == part), None)
+            found = next(
+                (
+                    child
+                    for child in getattr(node, "body", [])
+                    if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and child.name == part
+                ),
+                None,
+            )
             if found is None:
                 raise self.error(f"package-code: {rel} defines no {name}")
             node = found
         lines = source.splitlines()
         first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-        code = "\n".join(lines[first - 1:node.end_lineno])
+        code = "\n".join(lines[first - 1 : node.end_lineno])
         indent = len(code) - len(code.lstrip(" "))
         return [_code_block("\n".join(line[indent:] for line in code.splitlines()))]
 
@@ -172,8 +192,11 @@ def withhold_tagged_cells(app, doctree) -> None:
         if "cell" not in cell.get("classes", []):
             continue
         tags = (cell.get("cell_metadata") or {}).get("tags", [])
-        withheld = sorted(tag[len(SOLUTION_TAG):] for tag in tags if tag.startswith(SOLUTION_TAG)
-                          and not release.is_released(tag[len(SOLUTION_TAG):]))
+        withheld = sorted(
+            tag[len(SOLUTION_TAG) :]
+            for tag in tags
+            if tag.startswith(SOLUTION_TAG) and not release.is_released(tag[len(SOLUTION_TAG) :])
+        )
         if not withheld:
             continue
         for child in list(cell.children):
@@ -232,9 +255,10 @@ def complete_root_redirect(app, exception):
     favicon = app.config.html_favicon
     icon = f'  <link rel="icon" href="_static/{html.escape(Path(favicon).name)}">\n' if favicon else ""
     index.write_text(
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n  <meta charset=\"utf-8\">\n"
-        f"  <title>{title}</title>\n  <meta http-equiv=\"Refresh\" content=\"0; url={url}\">\n{icon}"
-        f"</head>\n<body>\n  <p>The course begins at <a href=\"{url}\">{title}</a>.</p>\n</body>\n</html>\n")
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n  <meta charset="utf-8">\n'
+        f'  <title>{title}</title>\n  <meta http-equiv="Refresh" content="0; url={url}">\n{icon}'
+        f'</head>\n<body>\n  <p>The course begins at <a href="{url}">{title}</a>.</p>\n</body>\n</html>\n'
+    )
 
 
 def setup(app):

@@ -7,17 +7,17 @@ from pathlib import Path
 
 import nbformat
 
-from autograder import notebooks
+from autograder import course, notebooks
 
 
 def solution_bodies(assignment: str) -> dict[str, str]:
     """grade_id -> the reference code of each solution cell, without the solution markers."""
-    nb = notebooks.read(notebooks.assignment_notebook(assignment, "solutions"))
+    nb = notebooks.read(course.notebook_path(assignment, "solutions"))
     return {notebooks.cell_id(c): notebooks.solution_body(c) for c in nb.cells if notebooks.is_solution(c)}
 
 
 def released(assignment: str):
-    return notebooks.read(notebooks.assignment_notebook(assignment, "exercises"))
+    return notebooks.read(course.notebook_path(assignment, "exercises"))
 
 
 def fill(assignment: str, answers: dict[str, str] | None = None, *, blank: bool = False):

@@ -13,7 +13,7 @@ import pytest
 
 from autograder import notebooks
 from autograder.notebooks import COURSE_ROOT
-from course_site import Repository, colab, exercise_path, repository
+from autograder.course import Repository, colab, exercise_path, repository
 
 ASSIGNMENTS = sorted(p.name for p in (COURSE_ROOT / "solutions").iterdir() if p.is_dir())
 

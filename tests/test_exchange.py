@@ -41,7 +41,7 @@ from nbgrader.utils import parse_utc
 from autograder import _nbgrader, grade, notebooks
 from autograder.grader import Report
 from autograder.notebooks import COURSE_ROOT
-from autograder.sandboxed import report_path
+from autograder.nbgrader_plugins import report_path
 from tests.submissions import fill
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("exchange")]

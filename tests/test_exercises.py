@@ -42,7 +42,7 @@ def test_visible_tests_run_without_the_solutions(assignment, tmp_path, monkeypat
     chapters' solutions released and this one's not. The released notebook, answered correctly, passes
     its visible tests (`make validate`, which students run, says so)."""
     from autograder import course, packages
-    from autograder.validate import validate
+    from autograder.cli.validate import validate
     from tests.submissions import fill
 
     earlier = ASSIGNMENTS[:ASSIGNMENTS.index(assignment)]

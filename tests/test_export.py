@@ -15,7 +15,8 @@ import nbformat
 import pytest
 
 from autograder import course, packages, reference
-from course_site import COURSE_ROOT, export, leaks
+from autograder.course import COURSE_ROOT
+from course_site import export, leaks
 from tests.submissions import fill
 
 ROOT = COURSE_ROOT

@@ -21,7 +21,8 @@ from pygments.lexers import PythonLexer
 
 from autograder import course, notebooks, packages
 from autograder.course import Release
-from course_site import COURSE_ROOT, export, leaks
+from autograder.course import COURSE_ROOT
+from course_site import export, leaks
 
 ROOT = COURSE_ROOT
 SOLUTION = ROOT / "solutions" / "ch02_scaled_dot_product" / "ch02_scaled_dot_product.ipynb"

@@ -35,12 +35,12 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_raw_cell
 
 from autograder import _nbgrader, checks, grade, notebooks, reference
 from autograder import course as course_settings
-from autograder.check import format_report
+from autograder.cli.check import format_report
 from autograder.grader import Report, grade_notebook
 from autograder.notebooks import COURSE_ROOT
 from autograder.packages import sandbox_packages
-from autograder.sandbox import UIDS, Limits, Sandbox, bwrap_available
-from autograder.sandboxed import report_path
+from autograder.sandbox.process import UIDS, Limits, Sandbox, bwrap_available
+from autograder.nbgrader_plugins import report_path
 from tests import attacks
 from tests.buggy.ch02_scaled_dot_product import BUGS, TESTS
 from tests.submissions import fill, solution_bodies, submit
@@ -223,7 +223,7 @@ def test_the_class_is_graded_in_bounded_time(graded):
 
 def grade_report_seconds(course, student) -> float:
     from autograder.grader import Report
-    from autograder.sandboxed import report_path
+    from autograder.nbgrader_plugins import report_path
 
     return Report.from_json(report_path(course, A, student, A).read_text()).seconds
 
@@ -278,7 +278,7 @@ def test_self_check_gives_the_instructors_verdicts_and_messages(graded):
     import sys
 
     from autograder.grader import Report
-    from autograder.sandboxed import report_path
+    from autograder.nbgrader_plugins import report_path
 
     course, results, _ = graded
     student = "honest_mask_with_zero"
@@ -705,7 +705,7 @@ def test_a_running_sandbox_runs_under_an_unprivileged_uid_in_capped_cgroups():
             started = watch.started[-1]
             tree = [host.process(started.pid), *host.descendants(started.pid)]
             tree = [p for p in tree if p is not None and p.alive]
-            assert any("autograder.worker" in p.command for p in tree), [p.command for p in tree]
+            assert any("autograder.sandbox.worker" in p.command for p in tree), [p.command for p in tree]
             assert any(p.command == "sleep 4246" for p in tree), [p.command for p in tree]
             assert [(p.pid, p.uid, p.command) for p in tree if p.uid == 0] == []
             if AS_ROOT:
@@ -748,7 +748,7 @@ def test_an_unprivileged_grader_gives_the_student_no_way_to_host_root():
 
         def look(pid: int) -> None:  # the sandbox's processes, seen from the host while it runs
             for process in host.descendants(pid):
-                if process.alive and ("autograder.worker" in process.command or "bwrap" in process.command):
+                if process.alive and ("autograder.sandbox.worker" in process.command or "bwrap" in process.command):
                     seen.setdefault(process.pid, process)
 
         run = unprivileged.run_as([sys.executable, "-m", "autograder.check", str(path)], env=env,
@@ -758,7 +758,7 @@ def test_an_unprivileged_grader_gives_the_student_no_way_to_host_root():
         probe = next((line for line in run.stdout.splitlines() if "escape probe:" in line), None)
         assert probe is not None, run.stdout
         assert "core_pattern=refused" in probe, probe
-        assert any("autograder.worker" in p.command for p in seen.values()), [p.command for p in seen.values()]
+        assert any("autograder.sandbox.worker" in p.command for p in seen.values()), [p.command for p in seen.values()]
         assert {p.uid for p in seen.values()} == {unprivileged.NOBODY}, [(p.uid, p.command) for p in seen.values()]
         assert [p.name for p in home.iterdir() if p.name.startswith(host.TEMP_PREFIXES)] == []
     finally:
@@ -812,7 +812,7 @@ def test_nothing_is_scored_when_the_sandbox_cannot_start(sandbox_that_cannot_sta
                    "so its generated __init__ takes no message; grade() raises GradingUnavailable(f'grading cannot "
                    "start...') when the preflight fails and gets a TypeError instead, which main() does not catch: "
                    "`make grade` ends with a traceback and exit status 1, not one error line and status 2. "
-                   "Reproduce: python -c \"from autograder.grade import GradingUnavailable; GradingUnavailable('x')\"")
+                   "Reproduce: python -c \"from autograder.cli.grade import GradingUnavailable; GradingUnavailable('x')\"")
 def test_make_grade_stops_with_one_clear_error_when_the_sandbox_cannot_start(sandbox_that_cannot_start, monkeypatch,
                                                                            capsys):
     """Hole 11: `make grade` (autograder.grade.main) says what is wrong in one error line for the instructor,

@@ -39,9 +39,9 @@ class _NotebookFinder(importlib.abc.MetaPathFinder):
 
     def find_spec(self, fullname, path=None, target=None):
         prefix = __name__ + "."
-        if not fullname.startswith(prefix) or "." in fullname[len(prefix):]:
+        if not fullname.startswith(prefix) or "." in fullname[len(prefix) :]:
             return None
-        assignment = fullname[len(prefix):]
+        assignment = fullname[len(prefix) :]
         try:
             from autograder import course
 

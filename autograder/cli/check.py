@@ -1,6 +1,6 @@
 """Check a notebook against the hidden tests, as the instructor's grading would (``make check``).
 
-    python -m autograder.check exercises/ch02_scaled_dot_product/ch02_scaled_dot_product.ipynb
+    python -m autograder.cli.check exercises/ch02_scaled_dot_product/ch02_scaled_dot_product.ipynb
 
 Runs the notebook in the same sandbox, with the same tests and limits, as
 ``make grade``, and prints each test's verdict and message and the score.
@@ -14,8 +14,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from autograder import _nbgrader
-from autograder.grader import grade_notebook
+from autograder import course
+from autograder.grading.notebook import grade_notebook
 from autograder.reference import ReferenceUnavailable
 
 
@@ -39,14 +39,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("notebook", type=Path, help="the notebook to check")
     parser.add_argument("--assignment", help="the assignment (default: from the notebook's name or folder)")
-    parser.add_argument("--no-sandbox", action="store_true",
-                        help="run without bubblewrap (a separate process only), where bwrap is not installed")
+    parser.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="run without bubblewrap (a separate process only), where bwrap is not installed",
+    )
     args = parser.parse_args(argv)
     if not args.notebook.is_file():
         parser.error(f"no notebook at {args.notebook}")
-    known = _nbgrader.assignments()
+    known = course.assignments()
     assignment = args.assignment or next(
-        (name for name in (args.notebook.stem, args.notebook.resolve().parent.name) if name in known), None)
+        (name for name in (args.notebook.stem, args.notebook.resolve().parent.name) if name in known), None
+    )
     if assignment not in known:
         parser.error(f"cannot tell the assignment of {args.notebook}; pass --assignment, one of: {', '.join(known)}")
     try:

@@ -1,6 +1,6 @@
 """Run an exercise notebook top to bottom and report its visible tests (``make validate NOTEBOOK=...``).
 
-    python -m autograder.validate exercises/ch02_scaled_dot_product/ch02_scaled_dot_product.ipynb
+    python -m autograder.cli.validate exercises/ch02_scaled_dot_product/ch02_scaled_dot_product.ipynb
 
 This is what a student runs before submitting, on any machine: it needs no ``solutions/`` and no
 sandbox. It executes every cell in a fresh kernel (cells tagged ``ungraded``, the optional
@@ -41,8 +41,13 @@ def validate(path: Path, *, run_all: bool = False, timeout: int = 600) -> tuple[
     nb = nbformat.read(str(path), as_version=4)
     if not run_all:
         nb.cells = [c for c in nb.cells if UNGRADED not in c.get("metadata", {}).get("tags", [])]
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
-                            resources={"metadata": {"path": str(path.parent.resolve())}})
+    client = NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        allow_errors=True,
+        resources={"metadata": {"path": str(path.parent.resolve())}},
+    )
     client.execute()
     lines, passed, tests = [f"{path.name}: visible tests"], True, 0
     code_index = 0
@@ -65,8 +70,11 @@ def validate(path: Path, *, run_all: bool = False, timeout: int = 600) -> tuple[
             lines.append(f"  error in {_label(cell, code_index)}: {error.splitlines()[0][:200]}")
     if tests == 0:
         lines.append("  this notebook has no test cells")
-    lines.append("All visible tests passed. Hidden tests run when your work is graded." if passed and tests
-                 else "Some visible tests failed or a cell raised an error: see above.")
+    lines.append(
+        "All visible tests passed. Hidden tests run when your work is graded."
+        if passed and tests
+        else "Some visible tests failed or a cell raised an error: see above."
+    )
     return lines, passed and tests > 0
 
 

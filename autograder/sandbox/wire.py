@@ -60,15 +60,26 @@ def encode(value, depth: int = 0, make_handle=None):
         if dtype not in DTYPES:
             raise WireError(f"tensors of dtype {data.dtype} cannot be returned")
         raw = data.view(torch.int16) if dtype == "bfloat16" else data
-        return {"tensor": {"dtype": dtype, "shape": list(data.shape),
-                           "data": base64.b64encode(raw.numpy().tobytes()).decode()}}
+        return {
+            "tensor": {
+                "dtype": dtype,
+                "shape": list(data.shape),
+                "data": base64.b64encode(raw.numpy().tobytes()).decode(),
+            }
+        }
     if isinstance(value, (np.ndarray, np.generic)):
         data = np.asarray(value)
         data = np.ascontiguousarray(data) if data.ndim else data
         if str(data.dtype) not in DTYPES:
             raise WireError(f"arrays of dtype {data.dtype} cannot be returned")
-        return {"ndarray": {"dtype": str(data.dtype), "shape": list(data.shape), "scalar": isinstance(value, np.generic),
-                            "data": base64.b64encode(data.astype(data.dtype.newbyteorder("<")).tobytes()).decode()}}
+        return {
+            "ndarray": {
+                "dtype": str(data.dtype),
+                "shape": list(data.shape),
+                "scalar": isinstance(value, np.generic),
+                "data": base64.b64encode(data.astype(data.dtype.newbyteorder("<")).tobytes()).decode(),
+            }
+        }
     if isinstance(value, (list, tuple)):
         return {"list" if isinstance(value, list) else "tuple": [encode(v, depth + 1, make_handle) for v in value]}
     if isinstance(value, dict) and all(isinstance(k, str) for k in value):
@@ -87,7 +98,7 @@ def decode(data, depth: int = 0, resolve=None):
         return data
     if not isinstance(data, dict) or len(data) != 1:
         raise WireError("malformed value")
-    (kind, body), = data.items()
+    ((kind, body),) = data.items()
     if kind == "int":
         return int(str(body)[:400])
     if kind == "float":
@@ -101,7 +112,9 @@ def decode(data, depth: int = 0, resolve=None):
         raw = base64.b64decode(str(body["data"]), validate=True)
         storage = "int16" if dtype == "bfloat16" else dtype
         count = math.prod(shape)
-        array = np.frombuffer(raw, dtype=np.dtype(storage).newbyteorder("<"), count=count).astype(storage).reshape(shape)
+        array = (
+            np.frombuffer(raw, dtype=np.dtype(storage).newbyteorder("<"), count=count).astype(storage).reshape(shape)
+        )
         if kind == "ndarray":
             array = np.array(array)
             return array[()] if body.get("scalar") else array

@@ -1,12 +1,12 @@
 """Generate ``exercises/`` from ``solutions/`` (``make exercises``), or check that it is up to date.
 
 Every notebook starts with the Colab set-up cell for the repository that ``_config.yml`` names
-(``course_site.colab``); generating writes it into ``solutions/`` first, and the check fails
+(:mod:`autograder.colab`); generating writes it into ``solutions/`` first, and the check fails
 while a solution notebook's cell is out of date.
 
-    python -m autograder.release            # regenerate exercises/ (all assignments)
-    python -m autograder.release NAME ...   # only these assignments
-    python -m autograder.release --check    # exit 1 if exercises/ differs from a fresh generation
+    python -m autograder.cli.release            # regenerate exercises/ (all assignments)
+    python -m autograder.cli.release NAME ...   # only these assignments
+    python -m autograder.cli.release --check    # exit 1 if exercises/ differs from a fresh generation
 """
 
 from __future__ import annotations
@@ -19,18 +19,17 @@ from pathlib import Path
 
 import nbformat
 
-from autograder import _nbgrader, notebooks
-from autograder.notebooks import COURSE_ROOT
+from autograder import colab, course, notebooks
+from autograder.cli import run_nbgrader
+from autograder.course import COURSE_ROOT, repository
 
 
 def sync_colab_cells(assignments: list[str] | None = None, root: Path = COURSE_ROOT) -> list[str]:
     """Give each solution notebook the current Colab set-up cell as its first cell; return those changed."""
-    from course_site import colab, repository
-
     repo = repository(root)
     changed = []
-    for name in assignments or _nbgrader.assignments(root):
-        path = notebooks.assignment_notebook(name, root=root)
+    for name in assignments or course.assignments(root):
+        path = course.notebook_path(name, root=root)
         nb = notebooks.read(path)
         if colab.put_first(nb, repo):
             nbformat.write(nb, str(path))
@@ -39,24 +38,30 @@ def sync_colab_cells(assignments: list[str] | None = None, root: Path = COURSE_R
 
 
 def stale_colab_cells(root: Path = COURSE_ROOT) -> list[str]:
-    from course_site import colab, repository
-
     repo = repository(root)
-    return [f"out of date: solutions/{name}/{name}.ipynb does not start with the Colab set-up cell for {repo.url}"
-            for name in _nbgrader.assignments(root)
-            if not colab.is_current(notebooks.read(notebooks.assignment_notebook(name, root=root)), repo)]
+    return [
+        f"out of date: solutions/{name}/{name}.ipynb does not start with the Colab set-up cell for {repo.url}"
+        for name in course.assignments(root)
+        if not colab.is_current(notebooks.read(course.notebook_path(name, root=root)), repo)
+    ]
 
 
-def generate(assignments: list[str] | None = None, *, release_dir: Path | None = None,
-             db_url: str | None = None, root: Path = COURSE_ROOT, quiet: bool = False) -> None:
+def generate(
+    assignments: list[str] | None = None,
+    *,
+    release_dir: Path | None = None,
+    db_url: str | None = None,
+    root: Path = COURSE_ROOT,
+    quiet: bool = False,
+) -> None:
     """Run ``nbgrader generate_assignment`` for each assignment, into ``release_dir`` (default exercises/)."""
-    for name in assignments or _nbgrader.assignments(root):
+    for name in assignments or course.assignments(root):
         args = ["generate_assignment", name, "--force"]
         if release_dir is not None:
             args.append(f"--CourseDirectory.release_directory={release_dir}")
         if db_url is not None:
             args.append(f"--CourseDirectory.db_url={db_url}")
-        result = _nbgrader.run(*args, root=root, check=False, quiet=quiet)
+        result = run_nbgrader.run(*args, root=root, check=False, quiet=quiet)
         if result.returncode != 0:
             detail = (result.stdout or "") + (result.stderr or "") if quiet else ""
             raise RuntimeError(f"nbgrader generate_assignment {name} failed\n{detail}")
@@ -70,12 +75,17 @@ def differences(root: Path = COURSE_ROOT) -> list[str]:
         generate(release_dir=fresh, db_url=f"sqlite:///{tmp}/gradebook.db", root=root, quiet=True)
         committed = root / "exercises"
         ours = {p.relative_to(fresh) for p in fresh.rglob("*") if p.is_file()}
-        theirs = {p.relative_to(committed) for p in committed.rglob("*") if p.is_file()} if committed.exists() else set()
+        theirs = (
+            {p.relative_to(committed) for p in committed.rglob("*") if p.is_file()} if committed.exists() else set()
+        )
         problems = stale_colab_cells(root)
         problems += [f"missing: exercises/{p}" for p in sorted(ours - theirs)]
         problems += [f"not generated from solutions/: exercises/{p}" for p in sorted(theirs - ours)]
-        problems += [f"out of date: exercises/{p}" for p in sorted(ours & theirs)
-                     if not filecmp.cmp(fresh / p, committed / p, shallow=False)]
+        problems += [
+            f"out of date: exercises/{p}"
+            for p in sorted(ours & theirs)
+            if not filecmp.cmp(fresh / p, committed / p, shallow=False)
+        ]
         return problems
 
 
@@ -93,13 +103,13 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print("exercises/ is up to date with solutions/.")
         return 0
-    unknown = sorted(set(args.assignments) - set(_nbgrader.assignments()))
+    unknown = sorted(set(args.assignments) - set(course.assignments()))
     if unknown:
         parser.error(f"no such assignment under solutions/: {', '.join(unknown)}")
     for name in sync_colab_cells(args.assignments or None):
         print(f"Updated the Colab set-up cell of solutions/{name}/{name}.ipynb")
     generate(args.assignments or None)
-    print(f"Generated exercises/ for: {', '.join(args.assignments or _nbgrader.assignments())}")
+    print(f"Generated exercises/ for: {', '.join(args.assignments or course.assignments())}")
     return 0
 
 

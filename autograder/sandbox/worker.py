@@ -78,7 +78,7 @@ def _error(result) -> str | None:
 
 def main() -> None:
     requests, replies = _private_channels()
-    from autograder import wire
+    from autograder.sandbox import wire
 
     _seed_everything()
     shell = _shell()
@@ -100,8 +100,10 @@ def main() -> None:
         elif op in ("call", "getattr"):
             wire.send(replies, {"seq": request.get("seq"), **_call(shell.user_ns, request, wire, handles)})
         else:
-            wire.send(replies, {"seq": request.get("seq"), "ok": False, "error_type": "ProtocolError",
-                                "error": f"unknown op {op!r}"})
+            wire.send(
+                replies,
+                {"seq": request.get("seq"), "ok": False, "error_type": "ProtocolError", "error": f"unknown op {op!r}"},
+            )
 
 
 class _Handles:

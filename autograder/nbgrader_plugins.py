@@ -1,9 +1,10 @@
-"""nbgrader's "execute" step, done by the sandboxed grader (``nbgrader_config.py`` enables it).
+"""The course's plugins for nbgrader (``nbgrader_config.py`` enables them).
 
+:class:`SandboxedExecute` is nbgrader's "execute" step, done by the sandboxed grader.
 ``nbgrader autograde`` still sanitises each submission (restoring test cells,
-read-only cells and points from the gradebook), then calls this preprocessor
+read-only cells and points from the gradebook, with :class:`RestoreTestCells`), then calls it
 instead of running the notebook in a Jupyter kernel. It grades the notebook
-with :func:`autograder.grader.grade_notebook` and writes the outcome as cell
+with :func:`autograder.grading.notebook.grade_notebook` and writes the outcome as cell
 outputs: nothing in a test cell that passed, the check's message as an error
 in one that failed, and each student cell's error, if any. nbgrader then reads
 the scores from those outputs as usual (``SaveAutoGrades``).
@@ -19,6 +20,11 @@ nothing of the target reaches the autograded notebook or the feedback. A noteboo
 that the grader could not grade (:class:`~autograder.sandbox.SandboxUnavailable`)
 raises :class:`NotGraded`, so that nbgrader reports it for that student instead of
 recording a score.
+
+:class:`HideHiddenTests` shapes the feedback students read: nbgrader's own feedback shows each
+test cell as it ran, hidden tests included, and a failing hidden test's traceback quotes the
+hidden code. It leaves, for each test cell, the visible tests, a one-line placeholder where the
+hidden tests were, and the failing check's message without the traceback.
 """
 
 from __future__ import annotations
@@ -29,13 +35,14 @@ import nbformat
 from nbformat.v4 import new_markdown_cell, new_output
 from nbgrader.preprocessors import NbGraderPreprocessor, OverwriteCells
 from nbgrader.utils import is_grade, is_locked
-from traitlets import Unicode
+from traitlets import List, Unicode
 
 from autograder import course
-from autograder.grader import (MAX_NOTEBOOK_BYTES, Report, Source, grade_notebook, program_key, released_source,
-                               student_program)
-from autograder.notebooks import cell_id, is_test
-from autograder.sandbox import Limits, clean_text
+from autograder.grading.notebook import MAX_NOTEBOOK_BYTES, grade_notebook, program_key
+from autograder.grading.report import Report
+from autograder.grading.source import Source, student_program
+from autograder.notebooks import cell_id, is_test, released_source, without_hidden_tests
+from autograder.sandbox.process import Limits, clean_text
 
 REPORTS = Path("grades") / "reports"
 
@@ -76,17 +83,19 @@ def apply_report(nb, report: Report) -> None:
 
 
 class SandboxedExecute(NbGraderPreprocessor):
-    """Grade the notebook in a sandbox (see :mod:`autograder.grader`) and record the outcome as outputs."""
+    """Grade the notebook in a sandbox (see :mod:`autograder.grading`) and record the outcome as outputs."""
 
-    isolation = Unicode("bwrap", help="'bwrap' (bubblewrap sandbox) or 'none' (separate process only)").tag(
-        config=True)
+    isolation = Unicode("bwrap", help="'bwrap' (bubblewrap sandbox) or 'none' (separate process only)").tag(config=True)
 
     def preprocess(self, nb, resources):
         info = resources["nbgrader"]
         assignment, notebook, student = info["assignment"], info["notebook"], info["student"]
         submitted = Path.cwd() / "submitted" / student
-        linked = [p for p in (submitted, submitted / assignment, submitted / assignment / f"{notebook}.ipynb")
-                  if p.is_symlink()]
+        linked = [
+            p
+            for p in (submitted, submitted / assignment, submitted / assignment / f"{notebook}.ipynb")
+            if p.is_symlink()
+        ]
         if linked:
             why = "refused: the submission holds a symbolic link; submit the notebook file itself"
             self.log.warning("%s/%s: %s", student, assignment, why)
@@ -94,9 +103,14 @@ class SandboxedExecute(NbGraderPreprocessor):
             return nb, resources
         report = self._saved_report(nb, assignment, notebook, student)
         if report is None:
-            report = grade_notebook(assignment, nb, notebook=notebook, isolation=self.isolation,
-                                    release=course.release(Path.cwd()),
-                                    as_submitted=self._as_submitted(submitted / assignment / f"{notebook}.ipynb"))
+            report = grade_notebook(
+                assignment,
+                nb,
+                notebook=notebook,
+                isolation=self.isolation,
+                release=course.release(Path.cwd()),
+                as_submitted=self._as_submitted(submitted / assignment / f"{notebook}.ipynb"),
+            )
         if report.not_graded:
             raise NotGraded(f"{student}/{assignment}/{notebook}: not graded: {report.not_graded}")
         for note in report.notes:
@@ -123,12 +137,20 @@ class SandboxedExecute(NbGraderPreprocessor):
             source = Source.load(assignment, notebook)
             key = program_key(source, student_program(source, nb)[0], Limits(), course.release(Path.cwd()))
         except Exception as error:
-            self.log.warning("%s/%s: the saved report %s cannot be used (%s); grading the notebook again",
-                             student, assignment, path, type(error).__name__)
+            self.log.warning(
+                "%s/%s: the saved report %s cannot be used (%s); grading the notebook again",
+                student,
+                assignment,
+                path,
+                type(error).__name__,
+            )
             return None
         if report.key != key:
-            self.log.info("%s/%s: the saved report is for other code, tests, limits or release; grading again",
-                          student, assignment)
+            self.log.info(
+                "%s/%s: the saved report is for other code, tests, limits or release; grading again",
+                student,
+                assignment,
+            )
             return None
         return report
 
@@ -149,3 +171,25 @@ class RestoreTestCells(OverwriteCells):
             if source_cell is not None and cell.source.strip() == released_source(source_cell.source):
                 cell.source = source_cell.source
         return super().preprocess_cell(cell, resources, cell_index)
+
+
+PLACEHOLDER = "# Hidden tests ran here; their result is shown below."
+
+
+class HideHiddenTests(NbGraderPreprocessor):
+    """Replace hidden test code with a placeholder and tracebacks in test cells with their last line."""
+
+    # The feedback exporter configures this on every preprocessor it runs.
+    display_data_priority = List(
+        ["text/html", "application/pdf", "text/latex", "image/svg+xml", "image/png", "image/jpeg", "text/plain"]
+    ).tag(config=True)
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        if cell.cell_type != "code":
+            return cell, resources
+        cell.source = without_hidden_tests(cell.source, PLACEHOLDER)
+        if is_grade(cell):
+            for output in cell.get("outputs", []):
+                if output.output_type == "error":
+                    output.traceback = [clean_text(f"{output.ename}: {output.evalue}", 4000)]
+        return cell, resources

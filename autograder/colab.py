@@ -10,7 +10,7 @@ from __future__ import annotations
 import nbformat
 
 from autograder import notebooks
-from course_site import Repository
+from autograder.course import Repository
 
 GRADE_ID = notebooks.COLAB_CELL
 
@@ -30,8 +30,14 @@ def cell_source(repo: Repository) -> str:
 def make_cell(repo: Repository):
     cell = nbformat.v4.new_code_cell(cell_source(repo))
     cell.id = "colab-setup"
-    cell.metadata["nbgrader"] = {"grade": False, "grade_id": GRADE_ID, "locked": True,
-                                 "schema_version": 3, "solution": False, "task": False}
+    cell.metadata["nbgrader"] = {
+        "grade": False,
+        "grade_id": GRADE_ID,
+        "locked": True,
+        "schema_version": 3,
+        "solution": False,
+        "task": False,
+    }
     cell.metadata["deletable"] = False
     cell.metadata["editable"] = False
     return cell

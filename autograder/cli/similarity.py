@@ -1,6 +1,6 @@
 """Similar submissions of one assignment, found with copydetect (``make similarity ASSIGNMENT=...``).
 
-    python -m autograder.similarity ch03_multi_head [--root COURSE] [--threshold 0.8] [--display 0.65]
+    python -m autograder.cli.similarity ch03_multi_head [--root COURSE] [--threshold 0.8] [--display 0.65]
 
 For every ``submitted/<student>/<assignment>/<assignment>.ipynb`` it takes the code of the graded
 answer cells only: the cells whose nbgrader ``grade_id`` is one of the solution cells of the
@@ -91,7 +91,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder import course, notebooks, reference
-from autograder.notebooks import COURSE_ROOT
+from autograder.course import COURSE_ROOT
 
 NOISE_THRESHOLD = 10  # copydetect's noise_t: the shortest match (tokenised characters) that counts
 GUARANTEE_THRESHOLD = 10  # copydetect's guarantee_t: equal to noise_t, so every k-gram is kept
@@ -126,9 +126,15 @@ class Pair:
         return max(self.first_share, self.second_share)
 
     def row(self) -> dict:
-        return {"first": self.first, "second": self.second, "kind": self.kind,
-                "first_share": f"{self.first_share:.3f}", "second_share": f"{self.second_share:.3f}",
-                "shared_tokens": self.shared_tokens, "flagged": "yes" if self.flagged else "no"}
+        return {
+            "first": self.first,
+            "second": self.second,
+            "kind": self.kind,
+            "first_share": f"{self.first_share:.3f}",
+            "second_share": f"{self.second_share:.3f}",
+            "shared_tokens": self.shared_tokens,
+            "flagged": "yes" if self.flagged else "no",
+        }
 
 
 @dataclass
@@ -159,8 +165,11 @@ def graded_ids(assignment: str, root: Path) -> list[str]:
 def answer_cells(nb, ids: list[str]) -> list[tuple[str, str]]:
     """(grade_id, source) of the code cells of ``nb`` that answer one of ``ids``, in the notebook's order."""
     wanted = set(ids)
-    return [(notebooks.cell_id(cell), cell.source) for cell in nb.cells
-            if cell.cell_type == "code" and notebooks.cell_id(cell) in wanted]
+    return [
+        (notebooks.cell_id(cell), cell.source)
+        for cell in nb.cells
+        if cell.cell_type == "code" and notebooks.cell_id(cell) in wanted
+    ]
 
 
 def stub_cells(assignment: str, root: Path) -> list[tuple[str, str]]:
@@ -175,9 +184,16 @@ def stub_file(assignment: str, root: Path) -> str:
     cells = stub_cells(assignment, root)
     parts = [code_file(f"{assignment}: the released stubs", cells)]
     for blank in UNANSWERED:
-        parts.append(code_file(f"{assignment}: the stubs with {blank or 'no body'}",
-                               [(gid, RAISE_LINE.sub(lambda m: m.group(1) + blank if blank else "", source))
-                                for gid, source in cells]))
+
+        def unanswered(match, blank=blank):
+            return match.group(1) + blank if blank else ""
+
+        parts.append(
+            code_file(
+                f"{assignment}: the stubs with {blank or 'no body'}",
+                [(gid, RAISE_LINE.sub(unanswered, source)) for gid, source in cells],
+            )
+        )
     return "\n\n".join(parts)
 
 
@@ -188,8 +204,7 @@ def solution_cells(assignment: str, ids: list[str], root: Path) -> list[tuple[st
     for cell in nb.cells:
         if notebooks.is_solution(cell) and notebooks.cell_id(cell) in ids:
             names = notebooks.defined_names(cell.source)
-            code = (reference.item_source(assignment, names[0], root) if names
-                    else notebooks.solution_body(cell).strip())
+            code = reference.item_source(assignment, names[0], root) if names else notebooks.solution_body(cell).strip()
             cells.append((notebooks.cell_id(cell), code))
     return cells
 
@@ -204,8 +219,9 @@ def submissions(assignment: str, root: Path) -> tuple[dict[str, Path], dict[str,
     """student -> ``submitted/<student>/<assignment>/<assignment>.ipynb``, and notes about the folders."""
     folders = sorted(p for p in (Path(root) / "submitted").glob(f"*/{assignment}") if p.is_dir())
     if not folders:
-        raise SimilarityError(f"no submissions to compare: no folder submitted/<student>/{assignment}/ "
-                              f"under {Path(root).resolve()}")
+        raise SimilarityError(
+            f"no submissions to compare: no folder submitted/<student>/{assignment}/ under {Path(root).resolve()}"
+        )
     found, notes = {}, {}
     for folder in folders:
         student = folder.parent.name
@@ -235,8 +251,9 @@ def _write(path: Path, text: str) -> str:
     return _shown(path)
 
 
-def similarity(assignment: str, root: Path = COURSE_ROOT, threshold: float = THRESHOLD,
-               display: float = DISPLAY_THRESHOLD) -> Report:
+def similarity(
+    assignment: str, root: Path = COURSE_ROOT, threshold: float = THRESHOLD, display: float = DISPLAY_THRESHOLD
+) -> Report:
     """Compare the answers of every submission of ``assignment``; write the HTML and the CSV."""
     root = Path(root)
     paths, notes = submissions(assignment, root)
@@ -261,7 +278,8 @@ def similarity(assignment: str, root: Path = COURSE_ROOT, threshold: float = THR
             continue
         if not cells:
             notes.setdefault(student, []).append(
-                f"none of the graded cells ({', '.join(ids)}) found by grade_id: skipped")
+                f"none of the graded cells ({', '.join(ids)}) found by grade_id: skipped"
+            )
             continue
         missing = [gid for gid in ids if gid not in {gid for gid, _ in cells}]
         if missing:
@@ -269,8 +287,10 @@ def similarity(assignment: str, root: Path = COURSE_ROOT, threshold: float = THR
         shown = _write(work / "students" / f"{student}.py", code_file(f"{student}: {assignment}", cells))
         files[shown] = student
     if not files:
-        raise SimilarityError(f"no readable submission of {assignment} to compare: "
-                              + "; ".join(f"{s}: {', '.join(n)}" for s, n in sorted(notes.items())))
+        raise SimilarityError(
+            f"no readable submission of {assignment} to compare: "
+            + "; ".join(f"{s}: {', '.join(n)}" for s, n in sorted(notes.items()))
+        )
 
     extra = []
     label = f"solutions/{assignment}"  # no student folder can be named so
@@ -280,8 +300,11 @@ def similarity(assignment: str, root: Path = COURSE_ROOT, threshold: float = THR
         published = []
         extra.append(f"not compared with the published solutions: {error}")
     if published:
-        files[_write(work / "solutions" / f"{assignment}.py",
-                     code_file(f"{label}: the open edition's solutions", published))] = label
+        files[
+            _write(
+                work / "solutions" / f"{assignment}.py", code_file(f"{label}: the open edition's solutions", published)
+            )
+        ] = label
     stubs = _write(work / "stubs" / f"{assignment}.py", stub_file(assignment, root))
 
     html = output / f"{assignment}.html"
@@ -296,8 +319,19 @@ def similarity(assignment: str, root: Path = COURSE_ROOT, threshold: float = THR
         writer.writeheader()
         writer.writerows(pair.row() for pair in pairs)
     compared = sorted(s for s in files.values() if s != label)
-    return Report(assignment, compared, blank, notes, pairs, html, table, threshold, display,
-                  reference=bool(published), extra=extra)
+    return Report(
+        assignment,
+        compared,
+        blank,
+        notes,
+        pairs,
+        html,
+        table,
+        threshold,
+        display,
+        reference=bool(published),
+        extra=extra,
+    )
 
 
 def _detector(files: dict[str, str], stubs: str, html: Path, display: float):
@@ -305,9 +339,16 @@ def _detector(files: dict[str, str], stubs: str, html: Path, display: float):
     os.environ.setdefault("MPLBACKEND", "Agg")  # copydetect draws its report's plots with pyplot
     from copydetect import CopyDetector
 
-    detector = CopyDetector(noise_t=NOISE_THRESHOLD, guarantee_t=GUARANTEE_THRESHOLD, display_t=display,
-                            extensions=["py"], force_language="python", autoopen=False, silent=True,
-                            out_file=str(html))
+    detector = CopyDetector(
+        noise_t=NOISE_THRESHOLD,
+        guarantee_t=GUARANTEE_THRESHOLD,
+        display_t=display,
+        extensions=["py"],
+        force_language="python",
+        autoopen=False,
+        silent=True,
+        out_file=str(html),
+    )
     for path in files:
         detector.add_file(path)  # compared with every other file, both ways
     detector.add_file(stubs, "boilerplate")
@@ -323,7 +364,7 @@ def _pairs(detector, files: dict[str, str], label: str, threshold: float, displa
     index = {path: i for i, path in enumerate(detector.ref_files)}
     pairs = []
     for i, first in enumerate(detector.test_files):
-        for second in detector.test_files[i + 1:]:
+        for second in detector.test_files[i + 1 :]:
             j = index[second]
             share_1, share_2 = (float(s) for s in detector.similarity_matrix[i, j])
             if share_1 < 0 or max(share_1, share_2) <= display:  # not compared (unreadable), or not near
@@ -344,15 +385,19 @@ def _pairs(detector, files: dict[str, str], label: str, threshold: float, displa
 def summary(report: Report) -> str:
     blank = f" ({len(report.blank)} blank: {', '.join(report.blank)})" if report.blank else ""
     against = " and with the open edition's solutions" if report.reference else ""
-    lines = [f"Similarity of {report.assignment}: {len(report.compared)} submission(s) compared with each "
-             f"other{against}{blank}",
-             f"flagged (a share >= {report.threshold:.2f}): {len(report.flagged)} pair(s); "
-             f"near (a share > {report.display:.2f}): {len(report.pairs) - len(report.flagged)} pair(s)"]
+    lines = [
+        f"Similarity of {report.assignment}: {len(report.compared)} submission(s) compared with each "
+        f"other{against}{blank}",
+        f"flagged (a share >= {report.threshold:.2f}): {len(report.flagged)} pair(s); "
+        f"near (a share > {report.display:.2f}): {len(report.pairs) - len(report.flagged)} pair(s)",
+    ]
     width = max([10, *(len(p.first) + len(p.second) + 3 for p in report.pairs)])
     for pair in report.pairs:
         names = f"{pair.first} ~ {pair.second}"
-        lines.append(f"  {'FLAGGED' if pair.flagged else 'near   '}  {names:<{width}}  "
-                     f"{pair.first_share:.2f} / {pair.second_share:.2f}  {pair.shared_tokens} shared tokens")
+        lines.append(
+            f"  {'FLAGGED' if pair.flagged else 'near   '}  {names:<{width}}  "
+            f"{pair.first_share:.2f} / {pair.second_share:.2f}  {pair.shared_tokens} shared tokens"
+        )
     for student, notes in sorted(report.notes.items()):
         lines += [f"note: {student}: {note}" for note in notes]
     lines += [f"note: {note}" for note in report.extra]
@@ -361,14 +406,23 @@ def summary(report: Report) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("assignment", help="the assignment's folder name, e.g. ch03_multi_head")
     parser.add_argument("--root", type=Path, default=COURSE_ROOT, help="the course folder (default: this repository)")
-    parser.add_argument("--threshold", type=float, default=THRESHOLD,
-                        help=f"flag a pair when one side's share reaches this (default {THRESHOLD})")
-    parser.add_argument("--display", type=float, default=DISPLAY_THRESHOLD,
-                        help=f"list a pair when one side's share is above this (default {DISPLAY_THRESHOLD})")
+    parser.add_argument(
+        "--threshold",
+        type=float,
+        default=THRESHOLD,
+        help=f"flag a pair when one side's share reaches this (default {THRESHOLD})",
+    )
+    parser.add_argument(
+        "--display",
+        type=float,
+        default=DISPLAY_THRESHOLD,
+        help=f"list a pair when one side's share is above this (default {DISPLAY_THRESHOLD})",
+    )
     args = parser.parse_args(argv)
     for name in ("threshold", "display"):
         if not 0 <= getattr(args, name) <= 1:

@@ -1,6 +1,6 @@
 """Grade a whole class on one assignment (``make grade ASSIGNMENT=... JOBS=N``).
 
-    python -m autograder.grade ch02_scaled_dot_product --jobs 4
+    python -m autograder.cli.grade ch02_scaled_dot_product --jobs 4
 
 1. records the assignment's test cells in the gradebook (as ``make exercises`` does);
 2. checks that the sandbox works at all, with a program known to be right (the
@@ -34,11 +34,14 @@ from pathlib import Path
 from nbgrader.api import Gradebook, MissingEntry
 from tqdm import tqdm
 
-from autograder import _nbgrader, course, release
-from autograder.grader import Report, Source, grade_notebook, preflight
-from autograder.sandbox import clean_text
-from autograder.notebooks import COURSE_ROOT
-from autograder.sandboxed import report_path
+from autograder import course
+from autograder.cli import release, run_nbgrader
+from autograder.course import COURSE_ROOT
+from autograder.grading.notebook import grade_notebook, preflight
+from autograder.grading.report import Report
+from autograder.grading.source import Source
+from autograder.nbgrader_plugins import report_path
+from autograder.sandbox.process import clean_text
 
 
 @dataclass
@@ -60,8 +63,9 @@ class Result:
 
 
 def submitted_students(assignment: str, root: Path = COURSE_ROOT) -> list[str]:
-    return sorted(p.parent.name for p in (Path(root) / "submitted").glob(f"*/{assignment}")
-                  if p.is_dir() or p.is_symlink())
+    return sorted(
+        p.parent.name for p in (Path(root) / "submitted").glob(f"*/{assignment}") if p.is_dir() or p.is_symlink()
+    )
 
 
 def db_url(root: Path) -> str:
@@ -91,8 +95,15 @@ class Precomputed:
     not_graded: dict[str, str] = field(default_factory=dict)  # student -> why (the grader's failure)
 
 
-def precompute(assignment: str, students: list[str], root: Path, jobs: int, progress: bool = True,
-               isolation: str = "bwrap", settings: course.Release | None = None) -> Precomputed:
+def precompute(
+    assignment: str,
+    students: list[str],
+    root: Path,
+    jobs: int,
+    progress: bool = True,
+    isolation: str = "bwrap",
+    settings: course.Release | None = None,
+) -> Precomputed:
     """Grade every submitted notebook in a sandbox, ``jobs`` at a time; save the reports."""
     names = notebook_names(assignment, root)
     found = Precomputed({student: [] for student in students})
@@ -100,8 +111,10 @@ def precompute(assignment: str, students: list[str], root: Path, jobs: int, prog
     for student in students:
         links = symbolic_links(root, student, assignment)
         if links:
-            found.refused[student] = (f"refused: the submission holds a symbolic link ({', '.join(links[:3])}); "
-                                      "submit the notebook file itself")
+            found.refused[student] = (
+                f"refused: the submission holds a symbolic link ({', '.join(links[:3])}); "
+                "submit the notebook file itself"
+            )
             continue
         folder = Path(root) / "submitted" / student / assignment
         present = sorted(p.name for p in folder.glob("*.ipynb"))
@@ -114,8 +127,9 @@ def precompute(assignment: str, students: list[str], root: Path, jobs: int, prog
                 found.notes[student].append(f"missing {name}.ipynb{others}")
 
     def run(student: str, name: str, path: Path) -> tuple[str, Report]:
-        report = grade_notebook(assignment, path, notebook=name, isolation=isolation,
-                                release=settings or course.release(root))
+        report = grade_notebook(
+            assignment, path, notebook=name, isolation=isolation, release=settings or course.release(root)
+        )
         target = report_path(root, assignment, student, name)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(report.to_json())
@@ -123,18 +137,25 @@ def precompute(assignment: str, students: list[str], root: Path, jobs: int, prog
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = [pool.submit(run, *job) for job in work]
-        bar = tqdm(as_completed(futures), total=len(futures), desc=f"grading {assignment}", unit="notebook",
-                   disable=not progress, file=sys.stderr)
+        bar = tqdm(
+            as_completed(futures),
+            total=len(futures),
+            desc=f"grading {assignment}",
+            unit="notebook",
+            disable=not progress,
+            file=sys.stderr,
+        )
         for future in bar:
             student, report = future.result()
             if report.not_graded:
                 found.not_graded[student] = report.not_graded
                 continue
             found.notes[student] += report.notes
-            found.notes[student] += [f"cell {i + 1}: {report.cell_errors[i].splitlines()[0][:160]}"
-                                     for i in sorted(report.cell_errors)
-                                     if i in report.skipped or report.cell_errors[i].startswith(
-                                         ("MemoryError", "BlockingIOError"))]
+            found.notes[student] += [
+                f"cell {i + 1}: {report.cell_errors[i].splitlines()[0][:160]}"
+                for i in sorted(report.cell_errors)
+                if i in report.skipped or report.cell_errors[i].startswith(("MemoryError", "BlockingIOError"))
+            ]
     return found
 
 
@@ -148,8 +169,9 @@ def collect(assignment: str, students: list[str], root: Path = COURSE_ROOT) -> l
                 submission = gradebook.find_submission(assignment, student)
             except MissingEntry:  # no notebook nbgrader could grade: nothing earned
                 result.score = 0.0
-                result.max_score = sum(cell.max_score for nb in gradebook.find_assignment(assignment).notebooks
-                                       for cell in nb.grade_cells)
+                result.max_score = sum(
+                    cell.max_score for nb in gradebook.find_assignment(assignment).notebooks for cell in nb.grade_cells
+                )
                 results.append(result)
                 continue
             penalty = submission.late_submission_penalty or 0.0
@@ -199,14 +221,23 @@ def write_csv(path: Path, results: list[Result], order: list[str] | None = None)
         writer = csv.writer(f)
         writer.writerow(["student", "score", "max_score", *tests, "note"])
         for r in results:
-            writer.writerow([r.student, "" if r.score is None else r.score, r.max_score,
-                             *[r.tests.get(t, ("", ""))[0] for t in tests], r.note])
+            writer.writerow(
+                [
+                    r.student,
+                    "" if r.score is None else r.score,
+                    r.max_score,
+                    *[r.tests.get(t, ("", ""))[0] for t in tests],
+                    r.note,
+                ]
+            )
 
 
 def summary(assignment: str, results: list[Result]) -> str:
     width = max([7, *(len(clean_text(r.student, 80)) for r in results)])
-    lines = [f"Grades for {assignment}: {len(results)} submission(s)",
-             f"{'student':<{width}}  {'score':>11}  failed tests / notes"]
+    lines = [
+        f"Grades for {assignment}: {len(results)} submission(s)",
+        f"{'student':<{width}}  {'score':>11}  failed tests / notes",
+    ]
     for r in results:
         score = "not graded" if r.score is None else f"{r.score:g} / {r.max_score:g}"
         notes = ", ".join(filter(None, [", ".join(r.failed), r.note])) or "all passed"
@@ -228,8 +259,14 @@ def _say(quiet: bool, text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
 
-def grade(assignment: str, root: Path = COURSE_ROOT, quiet: bool = False, jobs: int = 1,
-          sandbox: bool = True, settings: course.Release | None = None) -> list[Result]:
+def grade(
+    assignment: str,
+    root: Path = COURSE_ROOT,
+    quiet: bool = False,
+    jobs: int = 1,
+    sandbox: bool = True,
+    settings: course.Release | None = None,
+) -> list[Result]:
     """Grade every submission of ``assignment`` under ``root``; see the module's docstring.
 
     ``sandbox=False`` skips the parallel sandboxed pass and leaves execution to
@@ -261,11 +298,21 @@ def grade(assignment: str, root: Path = COURSE_ROOT, quiet: bool = False, jobs: 
     excluded = sorted({*found.refused, *found.not_graded})
     exclude = [f"--CourseDirectory.student_id_exclude={','.join(excluded)}"] if excluded else []
     _say(quiet, "[4/6] recording the scores in the gradebook (nbgrader autograde)")
-    _nbgrader.run("autograde", assignment, "--force", *exclude, root=root, check=False, quiet=quiet,
-                  log_level="ERROR", env=env)
+    run_nbgrader.run(
+        "autograde", assignment, "--force", *exclude, root=root, check=False, quiet=quiet, log_level="ERROR", env=env
+    )
     _say(quiet, "[5/6] writing each student's feedback (nbgrader generate_feedback)")
-    _nbgrader.run("generate_feedback", assignment, "--force", *exclude, root=root, check=False, quiet=quiet,
-                  log_level="ERROR", env=env)
+    run_nbgrader.run(
+        "generate_feedback",
+        assignment,
+        "--force",
+        *exclude,
+        root=root,
+        check=False,
+        quiet=quiet,
+        log_level="ERROR",
+        env=env,
+    )
     _say(quiet, f"[6/6] writing grades/{assignment}.csv")
     results = collect(assignment, students, root)
     for result in results:
@@ -285,27 +332,39 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("assignment", help="the assignment's folder name, e.g. ch02_scaled_dot_product")
     parser.add_argument("--root", type=Path, default=COURSE_ROOT, help="the course folder (default: this repository)")
-    parser.add_argument("--jobs", "-j", type=int, default=max(1, (os.cpu_count() or 2) // 2),
-                        help="notebooks graded at once (default: half the CPU cores)")
-    parser.add_argument("--allow-released", action="store_true",
-                        help="grade even though the term's settings release this assignment's solutions")
+    parser.add_argument(
+        "--jobs",
+        "-j",
+        type=int,
+        default=max(1, (os.cpu_count() or 2) // 2),
+        help="notebooks graded at once (default: half the CPU cores)",
+    )
+    parser.add_argument(
+        "--allow-released",
+        action="store_true",
+        help="grade even though the term's settings release this assignment's solutions",
+    )
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
-    if args.assignment not in _nbgrader.assignments(args.root):
+    if args.assignment not in course.assignments(args.root):
         parser.error(f"no assignment {args.assignment!r} under {args.root / 'solutions'}")
     try:
         settings = course.release(args.root)
     except course.SettingsError as error:
         parser.error(str(error))
     if settings.edition == "open":
-        print(f"note: grading in {settings.describe()}; a submission may import every reference solution. "
-              "For a graded class, run a term (term.yml, see the instructor guide's 'Running a term').",
-              file=sys.stderr)
+        print(
+            f"note: grading in {settings.describe()}; a submission may import every reference solution. "
+            "For a graded class, run a term (term.yml, see the instructor guide's 'Running a term').",
+            file=sys.stderr,
+        )
     elif settings.is_released(args.assignment) and not args.allow_released:
-        parser.error(f"the solutions of {args.assignment} are released ({settings.describe()}), so a submission "
-                     f"could import them: grade before the release, or name the releases without it for this "
-                     f"command (RELEASED=\"...\"), or pass --allow-released")
+        parser.error(
+            f"the solutions of {args.assignment} are released ({settings.describe()}), so a submission "
+            f"could import them: grade before the release, or name the releases without it for this "
+            f'command (RELEASED="..."), or pass --allow-released'
+        )
     try:
         results = grade(args.assignment, args.root, jobs=args.jobs, settings=settings)
     except GradingUnavailable as error:

@@ -1,6 +1,6 @@
 """Running a student's code in a sandbox, from the trusted grader.
 
-:class:`Sandbox` starts :mod:`autograder.worker` under bubblewrap (``bwrap``):
+:class:`Sandbox` starts :mod:`autograder.sandbox.worker` under bubblewrap (``bwrap``):
 
 - **never as root.** A grader that runs as root (in CI, in a container) gives every sandbox a
   uid of its own (:data:`UIDS`, one per sandbox at a time), and drops to it before bwrap starts;
@@ -37,9 +37,11 @@ for your own notebooks.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
+import re
 import shutil
 import signal
 import subprocess
@@ -51,7 +53,7 @@ import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from autograder import wire
+from autograder.sandbox import wire
 
 PACKAGES_MOUNT = "/opt/course-packages"  # where the students' packages are, inside the sandbox
 UIDS = range(61000, 62000)  # host uids for sandboxes when the grader runs as root
@@ -176,24 +178,58 @@ def _mounts(packages: Path) -> list[tuple[str, str]]:
 
 
 def _bwrap_command(python: str, binds: list[tuple[str, str]], limits: Limits) -> list[str]:
-    size = str(limits.tmpfs_mb * 2 ** 20)
-    command = [shutil.which("bwrap"), "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
-               "--new-session", "--cap-drop", "ALL", "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev",
-               "--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", "/dev/shm",
-               "--size", size, "--tmpfs", "/home"]
+    size = str(limits.tmpfs_mb * 2**20)
+    command = [
+        shutil.which("bwrap"),
+        "--unshare-all",
+        "--unshare-user",
+        "--disable-userns",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--size",
+        size,
+        "--tmpfs",
+        "/tmp",
+        "--size",
+        size,
+        "--tmpfs",
+        "/dev/shm",
+        "--size",
+        size,
+        "--tmpfs",
+        "/home",
+    ]
     for link in ("bin", "lib", "lib64", "sbin"):
         target = Path("/") / link
         if target.is_symlink():
             command += ["--symlink", os.readlink(target), str(target)]
         elif target.is_dir():
             command += ["--ro-bind", str(target), str(target)]
-    for etc in ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "passwd", "group",
-                "nsswitch.conf", "alternatives", "fonts"):
+    for etc in (
+        "ld.so.cache",
+        "ld.so.conf",
+        "ld.so.conf.d",
+        "localtime",
+        "passwd",
+        "group",
+        "nsswitch.conf",
+        "alternatives",
+        "fonts",
+    ):
         command += ["--ro-bind-try", f"/etc/{etc}", f"/etc/{etc}"]
     for source, target in binds:
         command += ["--ro-bind", source, target]
     command += ["--dir", "/home/student", "--chdir", "/home/student"]
-    return [*command, python, "-m", "autograder.worker"]
+    return [*command, python, "-m", "autograder.sandbox.worker"]
 
 
 def _environment(home: str) -> dict:
@@ -226,16 +262,23 @@ class _Cgroups:
         self.procs: list[str] = []
         self.capped: list[str] = []
         name = f"attention-grader-{uuid.uuid4().hex[:12]}"
-        memory = str(limits.memory_mb * 2 ** 20)
+        memory = str(limits.memory_mb * 2**20)
         quota = str(max(1000, int(self.PERIOD_US * limits.cpus)))
         if (self.ROOT / "cgroup.controllers").is_file():  # v2: one hierarchy
-            self._make(self.ROOT / name, {"pids": {"pids.max": str(limits.processes)},
-                                          "cpu": {"cpu.max": f"{quota} {self.PERIOD_US}"},
-                                          "memory": {"memory.max": memory, "memory.swap.max": "0"}})
+            self._make(
+                self.ROOT / name,
+                {
+                    "pids": {"pids.max": str(limits.processes)},
+                    "cpu": {"cpu.max": f"{quota} {self.PERIOD_US}"},
+                    "memory": {"memory.max": memory, "memory.swap.max": "0"},
+                },
+            )
             return
-        for controller, settings in (("pids", {"pids.max": str(limits.processes)}),
-                                     ("cpu", {"cpu.cfs_period_us": str(self.PERIOD_US), "cpu.cfs_quota_us": quota}),
-                                     ("memory", {"memory.limit_in_bytes": memory})):
+        for controller, settings in (
+            ("pids", {"pids.max": str(limits.processes)}),
+            ("cpu", {"cpu.cfs_period_us": str(self.PERIOD_US), "cpu.cfs_quota_us": quota}),
+            ("memory", {"memory.limit_in_bytes": memory}),
+        ):
             if (self.ROOT / controller / "cgroup.procs").is_file():
                 self._make(self.ROOT / controller / name, {controller: settings})
 
@@ -284,8 +327,10 @@ class Sandbox:
         if isolation not in ("bwrap", "none"):
             raise ValueError(f"isolation must be 'bwrap' or 'none', got {isolation!r}")
         if isolation == "bwrap" and not bwrap_available():
-            raise SandboxUnavailable("bubblewrap (bwrap) is not installed: `make sandbox` (or `apt-get install "
-                                     "bubblewrap`), or grade with isolation='none' on a machine you trust the code on")
+            raise SandboxUnavailable(
+                "bubblewrap (bwrap) is not installed: `make sandbox` (or `apt-get install "
+                "bubblewrap`), or grade with isolation='none' on a machine you trust the code on"
+            )
         self.limits = limits
         self._home = self._stage = None
         self._uid = None
@@ -320,12 +365,23 @@ class Sandbox:
                 cwd = None
             else:
                 self._home = tempfile.mkdtemp(prefix="attention-grader-")
-                command, env, cwd = [sys.executable, "-m", "autograder.worker"], _environment(self._home), self._home
+                command, env, cwd = (
+                    [sys.executable, "-m", "autograder.sandbox.worker"],
+                    _environment(self._home),
+                    self._home,
+                )
                 env["PYTHONPATH"] = str(packages)
             config = {"limits": asdict(limits), "cgroups": self._cgroups.procs, "stage": stage, "uid": self._uid}
             launch = [sys.executable, "-S", "-c", _LAUNCHER, json.dumps(config), *command]
-            self.process = subprocess.Popen(launch, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                            stderr=subprocess.PIPE, env=env, cwd=cwd, start_new_session=True)
+            self.process = subprocess.Popen(
+                launch,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                cwd=cwd,
+                start_new_session=True,
+            )
         except BaseException:
             self._release()
             raise
@@ -346,8 +402,9 @@ class Sandbox:
                 if message is None:
                     return
         except Exception as error:  # an oversized or malformed message ends the conversation
-            self._messages.put(SandboxProtocolError(f"the process running your code sent a malformed message "
-                                                    f"({type(error).__name__})"))
+            self._messages.put(
+                SandboxProtocolError(f"the process running your code sent a malformed message ({type(error).__name__})")
+            )
 
     def _drain_output(self) -> None:
         keep = self.limits.output_kb * 1024
@@ -359,7 +416,7 @@ class Sandbox:
             if not chunk:
                 return
             room = keep - len(self.output)
-            self.output += chunk[:max(room, 0)]
+            self.output += chunk[: max(room, 0)]
             self.output_dropped += max(len(chunk) - max(room, 0), 0)
 
     def _next(self, deadline: float, what: str, cell: int | None = None) -> dict:
@@ -368,8 +425,9 @@ class Sandbox:
         except queue.Empty:
             self.close()
             if not self.ready:
-                raise SandboxUnavailable(f"the sandbox did not start within {self.limits.startup_timeout:g} s"
-                                         f"{self._launcher_said()}") from None
+                raise SandboxUnavailable(
+                    f"the sandbox did not start within {self.limits.startup_timeout:g} s{self._launcher_said()}"
+                ) from None
             raise SandboxTimeout(f"{what} did not finish within its time limit", cell) from None
         if isinstance(message, SandboxProtocolError):
             self.close()
@@ -381,11 +439,15 @@ class Sandbox:
                 code = -signal.SIGKILL
             self.close()
             if not self.ready:
-                raise SandboxUnavailable(f"the sandbox exited with status {code} before it was ready"
-                                         f"{self._launcher_said()}")
+                raise SandboxUnavailable(
+                    f"the sandbox exited with status {code} before it was ready{self._launcher_said()}"
+                )
             signal_number = -code if code < 0 else code - 128 if code > 128 else 0  # bwrap reports 128 + signal
-            how = (f"was killed by signal {signal_number} ({_signal_name(signal_number)})"
-                   if signal_number else f"exited with status {code}")
+            how = (
+                f"was killed by signal {signal_number} ({_signal_name(signal_number)})"
+                if signal_number
+                else f"exited with status {code}"
+            )
             raise SandboxDied(f"the process running your code {how} during {what}", cell)
         return message
 
@@ -420,38 +482,59 @@ class Sandbox:
         errors: list[str | None] = [None] * len(cells)
         current, deadline, expected = None, time.monotonic() + self.limits.cell_timeout, 0
         while True:
-            what = ("the notebook's start-up" if current is None
-                    else labels[current] if labels else f"cell {current + 1}")
+            what = (
+                "the notebook's start-up" if current is None else labels[current] if labels else f"cell {current + 1}"
+            )
             message = self._next(deadline, what, current)
             event, index = message.get("event"), message.get("index")
             if event == "cell_start" and set(message) == {"event", "index"} and index == expected:
                 current, deadline = index, time.monotonic() + self.limits.cell_timeout
-            elif event == "cell_done" and set(message) == {"event", "index", "error"} and index == current \
-                    and current is not None and (message["error"] is None or isinstance(message["error"], str)):
+            elif (
+                event == "cell_done"
+                and set(message) == {"event", "index", "error"}
+                and index == current
+                and current is not None
+                and (message["error"] is None or isinstance(message["error"], str))
+            ):
                 errors[current] = None if message["error"] is None else clean_text(message["error"], 2000)
                 current, expected = None, expected + 1
-            elif event == "cells_done" and set(message) == {"event", "others"} and expected == len(cells) \
-                    and type(message["others"]) is int and 0 <= message["others"] < 10 ** 6:
+            elif (
+                event == "cells_done"
+                and set(message) == {"event", "others"}
+                and expected == len(cells)
+                and type(message["others"]) is int
+                and 0 <= message["others"] < 10**6
+            ):
                 self.background = message["others"]
                 return errors
             else:
                 raise self._protocol_error(f"an unexpected {str(event)[:40]!r} message", current)
 
-    def call(self, target: str | int, args: list, kwargs: dict, timeout: float | None = None,
-             attr: str | None = None, label: str | None = None) -> dict:
+    def call(
+        self,
+        target: str | int,
+        args: list,
+        kwargs: dict,
+        timeout: float | None = None,
+        attr: str | None = None,
+        label: str | None = None,
+    ) -> dict:
         """Call the student's object (a name, or a handle number), or its attribute ``attr``.
 
-        The reply is described in :mod:`autograder.worker`; it is checked here.
+        The reply is described in :mod:`autograder.sandbox.worker`; it is checked here.
         """
-        request = {"op": "call", "attr": attr, "args": [wire.encode(a) for a in args],
-                   "kwargs": {k: wire.encode(v) for k, v in kwargs.items()}}
+        request = {
+            "op": "call",
+            "attr": attr,
+            "args": [wire.encode(a) for a in args],
+            "kwargs": {k: wire.encode(v) for k, v in kwargs.items()},
+        }
         request["name" if isinstance(target, str) else "handle"] = target
         return self._request(request, timeout, f"a call of {label or target}", len(args), set(kwargs))
 
     def getattr(self, handle: int, attr: str, timeout: float | None = None, label: str | None = None) -> dict:
         """An attribute of an object that stays in the sandbox."""
-        return self._request({"op": "getattr", "handle": handle, "attr": attr}, timeout, label or f".{attr}", 0,
-                             set())
+        return self._request({"op": "getattr", "handle": handle, "attr": attr}, timeout, label or f".{attr}", 0, set())
 
     def _request(self, request: dict, timeout: float | None, what: str, nargs: int, kwargs: set) -> dict:
         limit = self.limits.call_timeout if timeout is None else min(timeout, self.limits.call_timeout)
@@ -469,16 +552,26 @@ class Sandbox:
         if reply["ok"]:
             allowed = {"seq", "ok", "value", "args_after", "kwargs_after"}
             after, kwargs_after = reply.get("args_after"), reply.get("kwargs_after")
-            if not set(reply) <= allowed or "value" not in reply \
-                    or not (after is None or (isinstance(after, list) and len(after) <= nargs)) \
-                    or not (kwargs_after is None or (isinstance(kwargs_after, dict) and set(kwargs_after) <= kwargs)):
+            if (
+                not set(reply) <= allowed
+                or "value" not in reply
+                or not (after is None or (isinstance(after, list) and len(after) <= nargs))
+                or not (kwargs_after is None or (isinstance(kwargs_after, dict) and set(kwargs_after) <= kwargs))
+            ):
                 raise self._protocol_error("a reply of the wrong form")
             return reply
-        if not set(reply) <= {"seq", "ok", "error_type", "error"} or not isinstance(reply.get("error_type"), str) \
-                or not isinstance(reply.get("error"), str):
+        if (
+            not set(reply) <= {"seq", "ok", "error_type", "error"}
+            or not isinstance(reply.get("error_type"), str)
+            or not isinstance(reply.get("error"), str)
+        ):
             raise self._protocol_error("an error reply of the wrong form")
-        return {"seq": reply["seq"], "ok": False, "error_type": clean_text(reply["error_type"], 80),
-                "error": clean_text(reply["error"], 2000)}
+        return {
+            "seq": reply["seq"],
+            "ok": False,
+            "error_type": clean_text(reply["error_type"], 80),
+            "error": clean_text(reply["error"], 2000),
+        }
 
     def _send(self, message: dict, timeout: float) -> None:
         """Write a request; a process that does not read it within ``timeout`` is killed."""
@@ -517,19 +610,13 @@ class Sandbox:
                 return
             self._closed = True
         if self.process.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.process.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
         for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
-            try:
+            with contextlib.suppress(Exception):
                 stream.close()
-            except Exception:
-                pass
         self._release()
 
     def _release(self) -> None:
@@ -539,14 +626,10 @@ class Sandbox:
             self._home = None
         if self._stage:
             for child in Path(self._stage).iterdir():
-                try:
+                with contextlib.suppress(OSError):
                     child.rmdir()  # only mount points, empty outside the launcher's mount namespace
-                except OSError:
-                    pass
-            try:
+            with contextlib.suppress(OSError):
                 Path(self._stage).rmdir()
-            except OSError:
-                pass
             self._stage = None
         if self._uid is not None:
             _UID_POOL.give_back(self._uid)
@@ -559,16 +642,17 @@ class Sandbox:
         self.close()
 
 
-_CONTROL = {code: None for code in [*range(0, 9), *range(11, 32), 127]}  # all but \t and \n
+_CONTROL = dict.fromkeys([*range(0, 9), *range(11, 32), 127])  # all but \t and \n
+_ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 
 
 def clean_text(text, limit: int) -> str:
     """Text that came from a sandbox, safe to keep, store and show: at most ``limit`` characters,
-    valid UTF-8 (a lone surrogate becomes '?'), no control characters but tabs and newlines (so no
-    terminal escapes)."""
+    valid UTF-8 (a lone surrogate becomes '?'), no terminal escape sequences and no control
+    characters but tabs and newlines."""
     text = str(text)[:limit]
     text = text.encode("utf-8", "replace").decode("utf-8", "replace")
-    return text.translate(_CONTROL)
+    return _ESCAPES.sub("", text).translate(_CONTROL)
 
 
 def _signal_name(number: int) -> str:

@@ -1,0 +1,194 @@
+"""Grading one notebook (:func:`grade_notebook`), and checking that the sandbox works at all
+(:func:`preflight`).
+
+For a submitted notebook, :func:`grade_notebook`
+
+1. reads the instructor's notebook (``solutions/``) for the setup cells, the test
+   cells (with their points) and the names of the graded items (:mod:`autograder.grading.source`);
+2. builds the student's program: the submission's code cells in order, with the
+   setup cells taken from the instructor's notebook and the test cells left out;
+3. runs that program in a sandbox (:class:`~autograder.grading.session.Session`); a cell that
+   hangs or kills the process is skipped and the program is run again without it;
+4. runs each test cell *here*, with the graded items bound to
+   :class:`~autograder.grading.session.Remote` proxies: a check makes its inputs here, the proxy
+   sends them to the sandbox as plain data, the student's function runs there, and its return
+   value comes back as plain data and is compared here with the reference.
+
+Patching NumPy or builtins, IPython hooks, tensor subclasses, frame inspection
+and killing the process all happen inside the sandbox, where nothing is scored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import nbformat
+import torch
+
+from autograder import course, reference
+from autograder.checks import CheckFailed
+from autograder.grading.report import Report, TestResult
+from autograder.grading.session import MAX_MESSAGE_CHARS, Remote, Session
+from autograder.grading.source import Source, student_program, tampered_tests
+from autograder.packages import sandbox_packages
+from autograder.sandbox import wire
+from autograder.sandbox.process import Limits, Sandbox, SandboxError, SandboxUnavailable, clean_text
+
+TOTAL_SECONDS = 600.0  # one submission's whole grading, restarts included
+DEFAULT_LIMITS = Limits()
+MAX_NOTEBOOK_BYTES = 10 * 2**20  # a larger submission is not read
+MAX_CODE_CELLS = 500  # a submission with more code cells is not run
+
+
+def program_key(source: Source, program: list[str], limits: Limits, release: course.Release) -> str:
+    data = json.dumps([source.digest, program, asdict(limits), release.key]).encode()
+    return hashlib.sha256(data).hexdigest()
+
+
+PROBE = [
+    "import numpy\nimport torch\nimport attention_course\nfrom autograder import *\n",
+    "def probe(x):\n    return x * 2\n",
+]
+
+
+def preflight(
+    release: course.Release | None = None, isolation: str = "bwrap", limits: Limits = DEFAULT_LIMITS
+) -> str | None:
+    """Start one sandbox with a program known to be right and call it once: None when that works,
+    else what went wrong, written for the instructor (grading must not start then)."""
+    release = release or course.release()
+    try:
+        with Sandbox(limits, isolation, sandbox_packages(release)) as sandbox:
+            errors = sandbox.run_cells(PROBE, ["the probe's imports", "the probe's function"])
+            if any(errors):
+                return (
+                    "in the sandbox, the course's packages cannot be imported: "
+                    + "; ".join(error for error in errors if error)
+                    + ". Check that `make venv` installed them into the environment that grades"
+                )
+            reply = sandbox.call("probe", [torch.arange(3.0)], {})
+            value = wire.decode(reply.get("value")) if reply.get("ok") else None
+            if not isinstance(value, torch.Tensor) or not torch.equal(value, torch.arange(3.0) * 2):
+                return f"the sandbox's worker answered a call wrongly: {clean_text(reply, 300)}"
+    except SandboxUnavailable as exc:
+        return (
+            f"{exc}. Check that bubblewrap is installed (`make sandbox`) and may create user namespaces "
+            "(sysctl user.max_user_namespaces > 0; on Debian and Ubuntu, kernel.unprivileged_userns_clone=1), "
+            "and, in a container, that it allows them"
+        )
+    except SandboxError as exc:
+        return f"the sandbox stopped during a program known to be right: {exc}"
+    return None
+
+
+def _refused(source: Source, report: Report, why: str) -> Report:
+    """A submission that is not run: every test fails with ``why`` (the student's doing)."""
+    report.notes.append(why)
+    for gid, _, points in source.tests:
+        report.tests[gid] = TestResult(gid, points, False, f"no test ran: {why}")
+    return report
+
+
+def _read_submission(submission, source: Source, report: Report):
+    """The submitted notebook, or None (with the report filled in) for one that is not run."""
+    if not isinstance(submission, (str, Path)):
+        return submission
+    path = Path(submission)
+    if path.is_symlink():
+        _refused(source, report, "the notebook is a symbolic link, not a file; submit the notebook itself")
+        return None
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        _refused(source, report, clean_text(f"could not read the notebook: {exc}", MAX_MESSAGE_CHARS))
+        return None
+    if size > MAX_NOTEBOOK_BYTES:
+        _refused(
+            source,
+            report,
+            f"the notebook is larger than {MAX_NOTEBOOK_BYTES // 2**20} MiB "
+            f"({size // 2**20} MiB); clear its outputs and submit it again",
+        )
+        return None
+    return nbformat.read(str(path), as_version=4)
+
+
+def grade_notebook(
+    assignment: str,
+    submission,
+    *,
+    notebook: str | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+    isolation: str = "bwrap",
+    release: course.Release | None = None,
+    as_submitted=None,
+) -> Report:
+    """Grade one submitted notebook (a path or a NotebookNode) against the instructor's tests.
+
+    The student's code can import the course's packages as students get them under ``release``
+    (default: the term's settings), so never the solution of a chapter that is not released.
+    Where the sandbox cannot be used (:class:`~autograder.sandbox.SandboxUnavailable`), the report's
+    ``not_graded`` says why and its scores mean nothing: the failure is the grader's.
+    ``as_submitted``: the notebook as the student submitted it, when ``submission`` is a copy whose
+    test cells nbgrader has already put back (the notes on changed test cells come from it).
+    """
+    started = time.monotonic()
+    release = release or course.release()
+    source = Source.load(assignment, notebook)
+    report = Report(assignment, source.notebook)
+    try:
+        nb = _read_submission(submission, source, report)
+        if nb is None:
+            return report
+        code_cells = sum(1 for cell in nb.cells if cell.get("cell_type") == "code")
+        if code_cells > MAX_CODE_CELLS:
+            return _refused(
+                source, report, f"the notebook has {code_cells} code cells, more than the {MAX_CODE_CELLS} allowed"
+            )
+        program, where = student_program(source, nb)
+        report.notes += tampered_tests(source, nb if as_submitted is None else as_submitted)
+    except Exception as exc:
+        return _refused(source, report, clean_text(f"could not read the notebook: {type(exc).__name__}: {exc}", 500))
+    report.key = program_key(source, program, limits, release)
+    session = Session(program, where, report, limits, isolation, started + TOTAL_SECONDS, sandbox_packages(release))
+    trusted = {"__name__": f"autograder.tests.{assignment}"}
+    for code in source.setup.values():
+        exec(compile(code, f"<setup of {assignment}>", "exec"), trusted)
+    signatures = {}
+    for name in source.items:
+        try:
+            signatures[name] = inspect.signature(reference.get(assignment, name))
+        except (reference.ReferenceUnavailable, TypeError, ValueError):
+            signatures[name] = None
+    try:
+        for gid, code, points in source.tests:
+            namespace = dict(trusted)
+            namespace.update({name: Remote(session, name, signatures[name]) for name in source.items})
+            try:
+                session.start()
+                exec(compile(code, f"<test {gid}>", "exec"), namespace)
+                report.tests[gid] = TestResult(gid, points, True)
+            except CheckFailed as exc:
+                report.tests[gid] = TestResult(gid, points, False, clean_text(exc, MAX_MESSAGE_CHARS))
+            except SandboxError as exc:
+                report.tests[gid] = TestResult(gid, points, False, clean_text(f"{gid}: {exc}", MAX_MESSAGE_CHARS))
+            except SandboxUnavailable:
+                raise
+            except Exception as exc:  # a test that cannot run scores nothing, and says why
+                report.tests[gid] = TestResult(
+                    gid,
+                    points,
+                    False,
+                    clean_text(f"{gid}: the test could not run: {type(exc).__name__}: {exc}", MAX_MESSAGE_CHARS),
+                )
+    except SandboxUnavailable as exc:
+        report.not_graded = clean_text(f"the sandbox could not be used: {exc}", MAX_MESSAGE_CHARS)
+    finally:
+        session.close()
+    report.seconds = round(time.monotonic() - started, 3)
+    return report

@@ -1,0 +1,48 @@
+"""The report of one notebook's grading: per test cell, per student cell, and notes."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class TestResult:
+    grade_id: str
+    points: float
+    passed: bool
+    message: str = ""
+
+
+@dataclass
+class Report:
+    """What grading one notebook found: per test cell, and per student cell."""
+
+    assignment: str
+    notebook: str
+    tests: dict[str, TestResult] = field(default_factory=dict)
+    cell_errors: dict[int, str] = field(default_factory=dict)  # submission cell index -> error
+    skipped: list[int] = field(default_factory=list)  # submission cells that hung or killed the process
+    notes: list[str] = field(default_factory=list)
+    output: str = ""
+    seconds: float = 0.0
+    key: str = ""
+    not_graded: str = ""  # why the grader could not grade it (its failure, not the student's); scores mean nothing
+
+    @property
+    def score(self) -> float:
+        return sum(t.points for t in self.tests.values() if t.passed)
+
+    @property
+    def max_score(self) -> float:
+        return sum(t.points for t in self.tests.values())
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1)
+
+    @classmethod
+    def from_json(cls, text: str) -> Report:
+        data = json.loads(text)
+        data["tests"] = {k: TestResult(**v) for k, v in data["tests"].items()}
+        data["cell_errors"] = {int(k): v for k, v in data["cell_errors"].items()}
+        return cls(**data)

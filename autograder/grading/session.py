@@ -1,0 +1,253 @@
+"""The student's program running in a sandbox, restarted when a cell hangs or dies (:class:`Session`),
+and the proxies that stand in the test cells for the student's functions and objects
+(:class:`Remote`, :class:`RemoteObject`): calls go to the sandbox by value, results come back as
+plain data."""
+
+from __future__ import annotations
+
+import inspect
+import keyword
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from autograder.grading.report import Report
+from autograder.sandbox import wire
+from autograder.sandbox.process import Limits, Sandbox, SandboxError, SandboxTimeout, clean_text
+
+MAX_RESTARTS = 5
+MAX_MESSAGE_CHARS = 2000  # of one test's message, one cell's error, one note
+
+
+class Session:
+    """The student's program running in a sandbox, restarted when it hangs or dies."""
+
+    def __init__(
+        self,
+        program: list[str],
+        where: list[int],
+        report: Report,
+        limits: Limits,
+        isolation: str,
+        deadline: float,
+        packages: Path,
+    ):
+        self.program, self.where, self.report = program, where, report
+        self.limits, self.isolation, self.deadline = limits, isolation, deadline
+        self.packages = packages
+        self.skipped: set[int] = set()
+        self.sandbox: Sandbox | None = None
+        self.restarts = 0
+        self.generation = 0  # counts the sandboxes started; objects from an earlier one are gone
+        self.stuck: dict[str, str] = {}  # item -> why its calls are refused
+
+    def start(self) -> Sandbox:
+        while self.sandbox is None:
+            if self.restarts > MAX_RESTARTS or time.monotonic() > self.deadline:
+                raise SandboxError("grading stopped: the notebook used up its time and restarts")
+            self.restarts += 1
+            sandbox = Sandbox(self.limits, self.isolation, self.packages)
+            labels = [f"cell {index + 1}" if index >= 0 else "the setup cell" for index in self.where]
+            try:
+                errors = sandbox.run_cells(
+                    [None if i in self.skipped else code for i, code in enumerate(self.program)], labels
+                )
+            except SandboxError as exc:
+                self._keep_output(sandbox)
+                if exc.cell is None:
+                    self.report.notes.append(f"the notebook could not start: {exc}")
+                    raise
+                self.skipped.add(exc.cell)
+                if self.where[exc.cell] >= 0:
+                    self.report.skipped.append(self.where[exc.cell])
+                self._cell_error(exc.cell, f"{exc}; the cell was skipped and the notebook run again without it")
+                continue
+            except BaseException:
+                sandbox.close()
+                raise
+            for i, error in enumerate(errors):
+                if error and i not in self.skipped:
+                    self._cell_error(i, error)
+            if sandbox.background:
+                note = f"the notebook's cells left {sandbox.background} other process(es) running; they were stopped"
+                if note not in self.report.notes:
+                    self.report.notes.append(note)
+            self.sandbox = sandbox
+            self.generation += 1
+        return self.sandbox
+
+    def _cell_error(self, i: int, message: str) -> None:
+        message = clean_text(message, MAX_MESSAGE_CHARS)
+        index = self.where[i]
+        if index >= 0:
+            self.report.cell_errors.setdefault(index, message)
+        else:
+            self.report.notes.append(f"setup: {message}")
+
+    def _keep_output(self, sandbox: Sandbox) -> None:
+        if not self.report.output:
+            text = bytes(sandbox.output).decode(errors="replace")
+            if sandbox.output_dropped:
+                text += f"\n[... {sandbox.output_dropped} more bytes of output dropped]"
+                self.report.notes.append(
+                    f"output cut to {len(sandbox.output) // 1024} KiB ({sandbox.output_dropped} bytes dropped)"
+                )
+            self.report.output = text
+
+    def request(
+        self,
+        item: str,
+        label: str,
+        target: str | int,
+        *,
+        attr: str | None = None,
+        args=(),
+        kwargs=None,
+        generation: int | None = None,
+        getattr_only: bool = False,
+    ) -> dict:
+        """One request to the student's process; ``item`` is the graded item it belongs to."""
+        if item in self.stuck:
+            raise SandboxTimeout(self.stuck[item])
+        sandbox = self.start()
+        if generation is not None and generation != self.generation:
+            raise SandboxError(f"{label}: this object was lost when the notebook was restarted after a failure")
+        timeout = max(0.1, self.deadline - time.monotonic())
+        try:
+            if getattr_only:
+                return sandbox.getattr(int(target), str(attr), timeout=timeout, label=label)
+            return sandbox.call(target, list(args), dict(kwargs or {}), timeout=timeout, attr=attr, label=label)
+        except SandboxError as exc:
+            self._keep_output(sandbox)
+            self.sandbox = None
+            note = clean_text(f"{item}: {exc}", MAX_MESSAGE_CHARS)
+            if note not in self.report.notes:
+                self.report.notes.append(note)
+            if isinstance(exc, SandboxTimeout):
+                self.stuck[item] = f"an earlier call of {item} did not finish within {self.limits.call_timeout:g} s"
+            raise
+        except BaseException:
+            sandbox.close()
+            self.sandbox = None
+            raise
+
+    def result(self, reply: dict, item: str, args=(), kwargs=None):
+        """The value of a reply, as plain data here; objects that stay in the sandbox become RemoteObjects."""
+        if not reply.get("ok"):
+            raise _student_exception(str(reply.get("error_type", "Exception")), str(reply.get("error", "")))
+        # The arguments as they are after the call: an array argument whose state is missing or does
+        # not fit fails the call (the worker always reports it; only tampering with it would not).
+        after = list(reply.get("args_after") or [])
+        after += [None] * (len(args) - len(after))
+        pairs = [
+            *zip(args, after),
+            *(((kwargs or {}).get(key), (reply.get("kwargs_after") or {}).get(key)) for key in (kwargs or {})),
+        ]
+        for original, state in pairs:
+            if isinstance(original, (np.ndarray, torch.Tensor)) and not _copy_back(original, state):
+                raise TypeError(f"the state of {item}'s arguments after the call could not be read back")
+        generation = self.generation
+        try:
+            return wire.decode(
+                reply.get("value"), resolve=lambda number, kind: RemoteObject(self, number, kind, item, generation)
+            )
+        except (wire.WireError, ValueError, KeyError, TypeError) as exc:
+            raise TypeError(
+                f"{item} returned something that is not a tensor, array, number or object ({exc})"
+            ) from None
+
+    def close(self) -> None:
+        if self.sandbox is not None:
+            self._keep_output(self.sandbox)
+            self.sandbox.close()
+            self.sandbox = None
+
+
+class Remote:
+    """Stands in for a student's function or class in the test cells: calls it in the sandbox, by value."""
+
+    def __init__(self, session: Session, name: str, signature: inspect.Signature | None):
+        self._session, self.__name__, self.__qualname__ = session, name, name
+        if signature is not None:
+            self.__signature__ = signature
+
+    def __call__(self, *args, **kwargs):
+        reply = self._session.request(self.__name__, self.__name__, self.__name__, args=args, kwargs=kwargs)
+        return self._session.result(reply, self.__name__, args, kwargs)
+
+
+class RemoteObject:
+    """An object that the student's code made and that stays in the sandbox (a module, a method).
+
+    Attribute access and calls go to the sandbox; what comes back is plain data or
+    another RemoteObject. Passing it to the student's code passes the object itself.
+    """
+
+    def __init__(self, session: Session, number: int, kind: str, item: str, generation: int):
+        self.__dict__.update(
+            _session=session, _number=number, _kind=kind or "object", _item=item, _generation=generation
+        )
+
+    @property
+    def __wire_handle__(self) -> int:
+        if self._generation != self._session.generation:
+            raise SandboxError(f"{self._item}: this object was lost when the notebook was restarted after a failure")
+        return self._number
+
+    def __getattr__(self, attr: str):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        reply = self._session.request(
+            self._item, f"{self._item}.{attr}", self._number, attr=attr, generation=self._generation, getattr_only=True
+        )
+        return self._session.result(reply, self._item)
+
+    def __setattr__(self, attr: str, value):
+        raise AttributeError(f"cannot set {attr} on an object in the sandbox")
+
+    def __call__(self, *args, **kwargs):
+        reply = self._session.request(
+            self._item,
+            f"{self._item} ({self._kind})",
+            self._number,
+            args=args,
+            kwargs=kwargs,
+            generation=self._generation,
+        )
+        return self._session.result(reply, self._item, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"<{self._kind} of {self._item}, in the sandbox>"
+
+
+def _copy_back(original, after) -> bool:
+    """Apply the sandbox's in-place changes of an array argument to the grader's copy; False when
+    ``after`` is not that argument's state (missing, another kind, another shape)."""
+    if after is None:
+        return False
+    try:
+        changed = wire.decode(after)
+    except Exception:
+        return False
+    if isinstance(original, torch.Tensor) and isinstance(changed, torch.Tensor) and changed.shape == original.shape:
+        original.copy_(changed.to(original.dtype))
+        return True
+    if isinstance(original, np.ndarray) and isinstance(changed, np.ndarray) and changed.shape == original.shape:
+        original[...] = changed
+        return True
+    return False
+
+
+def _student_exception(name: str, message: str) -> Exception:
+    import builtins
+
+    cls = getattr(builtins, name, None)
+    if isinstance(cls, type) and issubclass(cls, Exception) and cls.__module__ == "builtins":
+        try:
+            return cls(message)
+        except Exception:
+            pass
+    safe = name if name.isidentifier() and not keyword.iskeyword(name) and len(name) <= 80 else "Exception"
+    return type(safe, (Exception,), {})(message)

@@ -1,0 +1,81 @@
+"""What the grader takes from an assignment: the instructor notebook's setup and test cells and the
+graded items' names (:class:`Source`), and from a submission: the student's program and the test
+cells it changed or deleted."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from autograder import notebooks, reference
+
+UNGRADED = "ungraded"  # a cell tag: long, optional work (training) that grading does not run
+
+
+@dataclass(frozen=True)
+class Source:
+    """What the grader takes from the instructor's notebook."""
+
+    assignment: str
+    notebook: str
+    setup: dict[str, str]  # grade_id -> source
+    tests: list[tuple[str, str, float]]  # (grade_id, source, points)
+    items: tuple[str, ...]
+    digest: str
+
+    @classmethod
+    def load(cls, assignment: str, notebook: str | None = None) -> Source:
+        root = reference.solutions_root()
+        notebook = notebook or assignment
+        path = Path(root) / "solutions" / assignment / f"{notebook}.ipynb"
+        if not path.is_file():
+            raise reference.ReferenceUnavailable(f"no instructor notebook at {path}")
+        nb = notebooks.read(path)
+        setup = {notebooks.cell_id(c): c.source for c in nb.cells if notebooks.is_setup(c)}
+        tests = [
+            (notebooks.cell_id(c), c.source, float(notebooks.nbgrader_meta(c).get("points", 0)))
+            for c in nb.cells
+            if notebooks.is_test(c)
+        ]
+        items = tuple(name for c in nb.cells if notebooks.is_solution(c) for name in notebooks.defined_names(c.source))
+        return cls(assignment, notebook, setup, tests, items, hashlib.sha256(path.read_bytes()).hexdigest())
+
+
+def tampered_tests(source: Source, nb) -> list[str]:
+    """Notes on test cells a submission deleted or changed (grading uses the instructor's anyway).
+
+    A test cell as released, or as the instructor wrote it (``nbgrader autograde`` puts that
+    back before grading), is untouched.
+    """
+    found = {notebooks.cell_id(c): c.source for c in nb.cells if c.get("cell_type") == "code"}
+    notes = []
+    for gid, code, _ in source.tests:
+        if gid not in found:
+            notes.append(f"test cell {gid} was deleted; the original was graded")
+        elif found[gid].strip() not in (notebooks.released_source(code), code.strip()):
+            notes.append(f"test cell {gid} was changed; the original was graded")
+    return notes
+
+
+def student_program(source: Source, nb) -> tuple[list[str], list[int]]:
+    """The code to run for the student, and each piece's index among the submission's cells.
+
+    Cells tagged ``ungraded`` (optional training runs) are left out; no test may need them.
+    """
+    program, where = [], []
+    seen_setup = set()
+    for index, cell in enumerate(nb.cells):
+        if cell.get("cell_type") != "code" or UNGRADED in cell.get("metadata", {}).get("tags", []):
+            continue
+        gid = notebooks.cell_id(cell)
+        if gid in source.setup:
+            program.append(source.setup[gid])
+            seen_setup.add(gid)
+        elif gid not in {t[0] for t in source.tests}:
+            program.append(cell.source if isinstance(cell.source, str) else "".join(cell.source))
+        else:
+            continue
+        where.append(index)
+    missing = [gid for gid in source.setup if gid not in seen_setup]
+    return [source.setup[g] for g in missing] + program, [-1] * len(missing) + where
