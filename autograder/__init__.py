@@ -20,6 +20,7 @@ from autograder.checks import (
     check_equals,
     check_finite,
     check_ignores_masked,
+    check_incremental,
     check_inputs_unchanged,
     check_masked_get_zero_weight,
     check_matches,
@@ -31,7 +32,7 @@ from autograder.checks import (
     check_rows_sum_to_one,
     mistakes,
 )
-from autograder.specs import array, fixture, literal, mask, padded_tokens, tensor, tokens
+from autograder.specs import array, fixture, group, literal, mask, padded_tokens, tensor, tokens
 
 __all__ = [
     "CheckFailed",
@@ -43,6 +44,7 @@ __all__ = [
     "check_dtype_follows_input",
     "check_equals",
     "check_finite",
+    "check_incremental",
     "check_ignores_masked",
     "check_inputs_unchanged",
     "check_masked_get_zero_weight",
@@ -54,6 +56,7 @@ __all__ = [
     "check_raises",
     "check_rows_sum_to_one",
     "fixture",
+    "group",
     "literal",
     "mask",
     "mistakes",

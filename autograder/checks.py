@@ -257,7 +257,8 @@ class _Call:
         return names[1:] if names[:1] == ["self"] else names
 
     def outputs(self, returned) -> dict[str, Any]:
-        """The returned values by name, after checking the return structure."""
+        """The returned values by name, after checking the return structure. A returned value that is
+        itself a tuple of arrays (a cache of keys and values) becomes ``name[0]``, ``name[1]``, ..."""
         names = self.item.outputs
         if not names:
             return {"result": returned}
@@ -269,7 +270,17 @@ class _Call:
                 f"it returned {got}; expected a tuple of {len(names)}: ({', '.join(names)})",
                 f"end {self.item.name} with `return {', '.join(names)}`",
             )
-        return dict(zip(names, returned))
+        values = {}
+        for name, value in zip(names, returned):
+            if (
+                isinstance(value, (tuple, list))
+                and value
+                and all(isinstance(part, (torch.Tensor, np.ndarray)) for part in value)
+            ):
+                values.update({f"{name}[{i}]": part for i, part in enumerate(value)})
+            else:
+                values[name] = value
+        return values
 
     def expected_library(self) -> str | None:
         for spec in [*self.args, *self.kwargs.values()]:
@@ -968,6 +979,61 @@ def check_dtype_follows_input(
         call.as_numpy(value, name)  # checks the kind of value
         if value.dtype != want:
             call.fail(f"{name} has dtype {value.dtype}; the inputs have dtype {want}")
+
+
+def _causal_block(start: int, length: int) -> torch.Tensor:
+    """The look-ahead mask of ``length`` new positions after ``start`` cached ones: (length, start + length)."""
+    queries = torch.arange(start, start + length)[:, None]
+    return torch.arange(start + length)[None, :] <= queries
+
+
+@_grades_own_code
+def check_incremental(
+    item: Item,
+    x,
+    *,
+    init,
+    chunks=(1,),
+    seed: int = 0,
+    atol: float = 1e-5,
+    hint: str = "with the cache, each new position must attend to every earlier position and "
+    "to itself, and the cache must grow by the new positions",
+    mode: str | None = None,
+):
+    """A self-attention module with a key/value cache, ``forward(x, mask=None, cache=None) ->
+    (output, cache)``, gives the same outputs fed ``chunks`` positions at a time, its cache carried from
+    call to call, as fed the whole sequence at once with a look-ahead mask; and its cache holds every
+    position. Needs no reference: the module is compared with itself."""
+    call = _Call(item, "incremental decoding with the cache", [x], None, seed, hint, init=init, mode=mode)
+    instance = call.instance(item.obj)
+    (whole,), _ = specs.materialize(call.args, call.kwargs, seed)
+    length = whole.size(1)
+    full = call.outputs(call.invoke(instance, [whole], {"mask": _causal_block(0, length)}))
+    want = call.as_numpy(full["output"], "output")
+    for size in chunks:
+        cache, pieces = None, []
+        for start in range(0, length, size):
+            piece = whole[:, start : start + size]
+            mask = None if piece.size(1) == 1 else _causal_block(start, piece.size(1))
+            got = call.outputs(call.invoke(instance, [piece], {"mask": mask, "cache": cache}))
+            pieces.append(call.as_numpy(got["output"], "output"))
+            cache = tuple(got[f"cache[{i}]"] for i in range(2)) if "cache[1]" in got else got.get("cache")
+            if not isinstance(cache, tuple) or len(cache) != 2:
+                call.fail("the returned cache is not a pair (keys, values)")
+            for name, part in zip(("keys", "values"), cache):
+                held = call.as_numpy(part, f"cache {name}").shape
+                if len(held) != 4 or held[2] != start + piece.size(1):
+                    call.fail(
+                        f"after {start + piece.size(1)} positions the cached {name} have shape {held}; "
+                        f"expected (B, num_kv_heads, {start + piece.size(1)}, d_head)"
+                    )
+        got = np.concatenate(pieces, axis=1)
+        if got.shape != want.shape or not np.allclose(got, want, atol=atol, rtol=1e-5):
+            diff = np.abs(got - want).max() if got.shape == want.shape else float("nan")
+            call.fail(
+                f"fed {size} position(s) at a time with the cache, the outputs differ from the whole "
+                f"sequence with a look-ahead mask by up to {diff:.3g}"
+            )
 
 
 @_grades_own_code

@@ -201,7 +201,28 @@ class Fixture:
         return f"{self.name}({', '.join(map(repr, _thaw(self.args)))})"
 
 
-Spec = Random | RandomInts | RandomMask | PaddedTokens | Literal | Fixture
+@dataclass(frozen=True)
+class Group:
+    """Several inputs made into one tuple argument, e.g. a cache of keys and values:
+    ``group(tensor(2, 1, 3, 4), tensor(2, 1, 3, 4))``."""
+
+    parts: tuple
+
+    def __post_init__(self):
+        object.__setattr__(self, "parts", tuple(as_spec(part) for part in self.parts))
+
+    @property
+    def library(self) -> str:
+        return next((part.library for part in self.parts if getattr(part, "library", None) in LIBRARIES), "python")
+
+    def make(self, rng: np.random.Generator):
+        return tuple(part.make(rng) for part in self.parts)
+
+    def describe(self) -> str:
+        return "(" + ", ".join(part.describe() for part in self.parts) + ")"
+
+
+Spec = Random | RandomInts | RandomMask | PaddedTokens | Literal | Fixture | Group
 
 
 def _freeze(value):
@@ -255,6 +276,11 @@ def mask(*shape: int, keep: float = 0.6) -> RandomMask:
     return RandomMask(shape, keep=keep)
 
 
+def group(*parts) -> Group:
+    """A tuple of inputs passed as one argument (a cache of keys and values)."""
+    return Group(tuple(parts))
+
+
 def literal(value, *, dtype: str | None = None, library: str = "numpy") -> Literal:
     """A fixed value; ``library="python"`` passes it through as it is."""
     return Literal(value, dtype=dtype, library=library)
@@ -262,13 +288,13 @@ def literal(value, *, dtype: str | None = None, library: str = "numpy") -> Liter
 
 def as_spec(value) -> Spec:
     """Plain Python values (numbers, strings, None) become ``Literal(..., library="python")``."""
-    if isinstance(value, (Random, RandomInts, RandomMask, PaddedTokens, Literal, Fixture)):
+    if isinstance(value, (Random, RandomInts, RandomMask, PaddedTokens, Literal, Fixture, Group)):
         return value
     if value is None or isinstance(value, (bool, int, float, str)):
         return Literal(value, library="python")
     raise TypeError(
         f"a check's inputs must be specs (tensor(...), array(...), tokens(...), padded_tokens(...), mask(...), "
-        f"literal(...)) "
+        f"literal(...), group(...)) "
         f"or plain numbers and strings, got {type(value).__name__}"
     )
 

@@ -148,9 +148,48 @@ def _decoder_layer(weights, init, inputs, keywords):
     return {"result": builtin(x, memory, tgt_mask=tgt_mask, memory_mask=memory_mask)}
 
 
+def _gqa_weights(init, generator):
+    d_model, num_heads, num_kv_heads, *rest = init
+    bias = bool(rest[0]) if rest else False
+    kv = num_kv_heads * (d_model // num_heads)
+    state = {}
+    _linear(state, "W_q", d_model, d_model, bias, generator)
+    _linear(state, "W_k", d_model, kv, bias, generator)
+    _linear(state, "W_v", d_model, kv, bias, generator)
+    _linear(state, "W_o", d_model, d_model, bias, generator)
+    return state
+
+
+def _repeat_heads(tensor: torch.Tensor, num_kv_heads: int, repeats: int) -> torch.Tensor:
+    """A projection's rows (or bias) for key/value heads, each head's block repeated ``repeats`` times in turn."""
+    blocks = tensor.reshape(num_kv_heads, -1, *tensor.shape[1:])
+    return blocks.repeat_interleave(repeats, dim=0).reshape(-1, *tensor.shape[1:])
+
+
+def _grouped_query_attention(weights, init, inputs, keywords):
+    """Grouped-query attention is multi-head attention whose key and value projections repeat each
+    key/value head's rows for the query heads that share it."""
+    d_model, num_heads, num_kv_heads, *_ = init
+    repeats = num_heads // num_kv_heads
+    state = dict(weights)
+    for name in ("W_k", "W_v"):
+        state[f"{name}.weight"] = _repeat_heads(weights[f"{name}.weight"], num_kv_heads, repeats)
+        if f"{name}.bias" in weights:
+            state[f"{name}.bias"] = _repeat_heads(weights[f"{name}.bias"], num_kv_heads, repeats)
+    builtin = multihead_from_state(state, num_heads)
+    x = inputs[0]
+    mask = _argument(inputs, keywords, 1, "mask")
+    attn_mask = None if mask is None else to_torch_attn_mask(mask, x.size(0), num_heads, x.size(1), x.size(1))
+    output, _ = builtin(x, x, x, attn_mask=attn_mask, need_weights=False)
+    return {"output": output}
+
+
 CONVERTERS = {
     "multihead_attention": Converter("torch.nn.MultiheadAttention", _multihead_weights, _multihead_attention),
     "feed_forward": Converter("nn.Sequential(linear1, nn.ReLU(), linear2)", _feed_forward_weights, _feed_forward),
     "encoder_layer": Converter("torch.nn.TransformerEncoderLayer", _encoder_weights, _encoder_layer),
     "decoder_layer": Converter("torch.nn.TransformerDecoderLayer", _decoder_weights, _decoder_layer),
+    "grouped_query_attention": Converter(
+        "torch.nn.MultiheadAttention with each key/value head repeated", _gqa_weights, _grouped_query_attention
+    ),
 }
