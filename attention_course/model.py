@@ -23,6 +23,7 @@ from attention_course.solutions.ch03_multi_head import MultiHeadAttention, merge
 from attention_course.solutions.ch04_masking import causal_mask
 from attention_course.solutions.ch05_positional_encoding import PositionalEncoding
 from attention_course.solutions.ch06_transformer import DecoderLayer, EncoderLayer
+from attention_course.solutions.ch07_efficient_attention import GroupedQueryAttention, repeat_kv
 
 
 class FusedMultiHeadAttention(MultiHeadAttention):
@@ -89,6 +90,7 @@ class EncoderDecoder(nn.Module):
         max_len: int = 512,
         norm_first: bool = False,
         fused: bool = False,
+        tie_weights: bool = False,
     ):
         super().__init__()
         self.src_embed = TokenEmbedding(src_vocab_size, d_model, max_len, dropout)
@@ -100,6 +102,8 @@ class EncoderDecoder(nn.Module):
         self.encoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
         self.decoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
         self.generator = nn.Linear(d_model, tgt_vocab_size)
+        if tie_weights:  # one matrix for the target embedding and the output layer (the paper's section 3.4)
+            self.generator.weight = self.tgt_embed.tokens.weight
         if fused:
             use_fused_attention(self)
 
@@ -119,8 +123,50 @@ class EncoderDecoder(nn.Module):
         return self.decode(tgt_in, self.encode(src, src_mask), tgt_mask, src_mask)
 
 
+class FusedGroupedQueryAttention(GroupedQueryAttention):
+    """Chapter 7's grouped-query attention, its heads attending through ``F.scaled_dot_product_attention``
+    (as in :class:`FusedMultiHeadAttention`): the same weights, the same cache, the same result."""
+
+    def forward(self, x, mask=None, cache=None):
+        q = split_heads(self.W_q(x), self.num_heads)
+        k = split_heads(self.W_k(x), self.num_kv_heads)
+        v = split_heads(self.W_v(x), self.num_kv_heads)
+        if cache is not None:
+            k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
+        n_rep = self.num_heads // self.num_kv_heads
+        out = F.scaled_dot_product_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), attn_mask=mask)
+        return self.W_o(merge_heads(out)), (k, v)
+
+
+class DecoderOnlyLayer(EncoderLayer):
+    """A layer of :class:`DecoderOnly`: chapter 6's encoder layer (self-attention and a feed-forward
+    network, each in a residual connection with a layer norm) whose self-attention is chapter 7's
+    grouped-query attention, with a key/value cache. Its parameters have the encoder layer's names."""
+
+    def __init__(self, d_model, num_heads, num_kv_heads, d_ff, dropout=0.0, norm_first=True, fused=False):
+        super().__init__(d_model, num_heads, d_ff, dropout, norm_first)
+        attention = FusedGroupedQueryAttention if fused else GroupedQueryAttention
+        self.self_attn = attention(d_model, num_heads, num_kv_heads, bias=True)
+
+    def forward(self, x, mask=None, cache=None):
+        """``(x, cache)``: the layer's output and its self-attention's keys and values of every position so far."""
+        if self.norm_first:
+            attended, cache = self.self_attn(self.norm1(x), mask, cache)
+            x = x + self.dropout1(attended)
+            return x + self.dropout2(self.ff(self.norm2(x))), cache
+        attended, cache = self.self_attn(x, mask, cache)
+        x = self.norm1(x + self.dropout1(attended))
+        return self.norm2(x + self.dropout2(self.ff(x))), cache
+
+
 class DecoderOnly(nn.Module):
-    """A GPT-style language model: causal self-attention layers over one stream of tokens."""
+    """A GPT-style language model: causal self-attention layers over one stream of tokens.
+
+    Its self-attention is chapter 7's grouped-query attention: ``num_kv_heads`` key/value heads (by
+    default ``num_heads``, which is multi-head attention) shared by the query heads. ``extend`` runs
+    new positions after those of a key/value cache, so that ``generate`` computes one new position
+    per step instead of the whole sequence again.
+    """
 
     def __init__(
         self,
@@ -133,29 +179,74 @@ class DecoderOnly(nn.Module):
         max_len: int = 512,
         norm_first: bool = True,
         fused: bool = False,
+        tie_weights: bool = False,
+        num_kv_heads: int | None = None,
     ):
         super().__init__()
         self.embed = TokenEmbedding(vocab_size, d_model, max_len, dropout)
+        kv_heads = num_heads if num_kv_heads is None else num_kv_heads
         self.layers = nn.ModuleList(
-            EncoderLayer(d_model, num_heads, d_ff, dropout, norm_first) for _ in range(num_layers)
+            DecoderOnlyLayer(d_model, num_heads, kv_heads, d_ff, dropout, norm_first, fused) for _ in range(num_layers)
         )
         self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
         self.generator = nn.Linear(d_model, vocab_size)
+        if tie_weights:  # one matrix for the embedding and the output layer, as in GPT-2
+            self.generator.weight = self.embed.tokens.weight
         self.max_len = max_len
-        if fused:
-            use_fused_attention(self)
 
     def forward(self, ids):
-        x, mask = self.embed(ids), causal_mask(ids.size(1), device=ids.device)
-        for layer in self.layers:
-            x = layer(x, mask)
-        return self.generator(self.norm(x))
+        return self.extend(ids)[0]
+
+    def extend(self, ids, cache=None):
+        """``(logits, cache)`` for the positions ``ids`` (B, L) that follow those of ``cache``.
+
+        ``cache`` is None (``ids`` start the sequence) or the cache an earlier call returned: for every
+        layer, the keys and values ``(B, num_kv_heads, L_past, dh)`` of the positions before ``ids``.
+        ``logits`` (B, L, V) equal those of the whole sequence at once, and the returned cache holds
+        ``L_past + L`` positions.
+        """
+        past = 0 if cache is None else cache[0][0].size(2)
+        length = ids.size(1)
+        if past + length > self.max_len:
+            raise ValueError(f"{past} cached and {length} new positions are more than max_len={self.max_len}")
+        x = self.embed.tokens(ids) * self.embed.scale  # TokenEmbedding, with the positions of the new tokens
+        x = self.embed.positions.dropout(x + self.embed.positions.pe[past : past + length].to(x.dtype))
+        # The new positions' rows of the look-ahead mask over all past + length positions; a single new
+        # position may see every position so far, and needs no mask.
+        mask = causal_mask(past + length, device=ids.device)[past:] if length > 1 else None
+        new_cache = []
+        for i, layer in enumerate(self.layers):
+            x, layer_cache = layer(x, mask, None if cache is None else cache[i])
+            new_cache.append(layer_cache)
+        return self.generator(self.norm(x)), new_cache
 
     @torch.no_grad()
-    def generate(self, ids, new_tokens: int, temperature: float = 1.0, generator: torch.Generator | None = None):
-        """Sample ``new_tokens`` tokens after ``ids`` (B, L); temperature 0 takes the most likely one."""
+    def generate(
+        self,
+        ids,
+        new_tokens: int,
+        temperature: float = 1.0,
+        generator: torch.Generator | None = None,
+        use_cache: bool = True,
+    ):
+        """Sample ``new_tokens`` tokens after ``ids`` (B, L); temperature 0 takes the most likely one.
+
+        With ``use_cache`` the prompt runs once and every step after it runs the newest token alone,
+        with the key/value cache of the others; without it, every step runs the model on the whole
+        sequence again. Both give the same tokens. A sequence longer than ``max_len`` is cut to its
+        last ``max_len`` tokens: that moves every token to another position, so then each step
+        computes the window anew, cache or not.
+        """
+        cache = None
         for _ in range(new_tokens):
-            logits = self(ids[:, -self.max_len :])[:, -1]
+            if not use_cache:
+                logits = self(ids[:, -self.max_len :])[:, -1]
+            elif cache is None or ids.size(1) > self.max_len:
+                logits, cache = self.extend(ids[:, -self.max_len :])
+                logits = logits[:, -1]
+            else:
+                logits, cache = self.extend(ids[:, -1:], cache)
+                logits = logits[:, -1]
             if temperature == 0:
                 next_token = logits.argmax(dim=-1, keepdim=True)
             else:

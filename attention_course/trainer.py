@@ -40,8 +40,24 @@ from attention_course.solutions.ch04_masking import decoder_self_attention_mask
 from attention_course.solutions.ch06_transformer import greedy_decode
 from attention_course.training import exact_match
 
-# Dense bf16 peak FLOP/s of GPUs, from their vendors' data sheets, for model FLOPs utilisation.
-PEAK_BF16_FLOPS = {"H100": 989e12, "H200": 989e12, "A100": 312e12, "L4": 121e12, "A10": 125e12, "4090": 165e12}
+# Dense bf16 tensor-core peaks, in FLOP/s, by the exact name that torch.cuda.get_device_name reports, from
+# the vendors' data sheets. The data sheets give these peaks "with sparsity" (2:4 structured sparsity, which
+# dense training does not use); the dense peak is half of that. Form factors of one chip differ (an H100 in
+# a PCIe card runs at lower clocks and power than in an SXM module), so a name must match exactly.
+PEAK_BF16_FLOPS = {
+    "NVIDIA H100 80GB HBM3": 1979e12 / 2,  # H100 SXM5: NVIDIA H100 data sheet
+    "NVIDIA H100 NVL": 1671e12 / 2,  # NVIDIA H100 data sheet
+    "NVIDIA H100 PCIe": 1513e12 / 2,  # NVIDIA H100 PCIe product brief
+    "NVIDIA H200": 1979e12 / 2,  # H200 SXM: NVIDIA H200 data sheet
+    "NVIDIA H200 NVL": 1671e12 / 2,  # NVIDIA H200 data sheet
+    "NVIDIA A100-SXM4-40GB": 624e12 / 2,  # NVIDIA A100 data sheet: the same peak in every form factor
+    "NVIDIA A100-SXM4-80GB": 624e12 / 2,
+    "NVIDIA A100-PCIE-40GB": 624e12 / 2,
+    "NVIDIA A100 80GB PCIe": 624e12 / 2,
+    "NVIDIA A10": 250e12 / 2,  # NVIDIA A10 data sheet
+    "NVIDIA L4": 242e12 / 2,  # NVIDIA L4 data sheet
+    "NVIDIA GeForce RTX 4090": 330.4e12 / 2,  # NVIDIA Ada Lovelace architecture white paper
+}
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -60,6 +76,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--d-ff", type=int, default=256)
     p.add_argument("--dropout", type=float, default=0.1)
     p.add_argument("--norm", choices=("pre", "post"), default="pre", help="layer norm before or after each block")
+    p.add_argument(
+        "--tie-weights",
+        action="store_true",
+        help="the output layer shares the (target) embedding's matrix, as in the paper (its section 3.4)",
+    )
     p.add_argument("--steps", type=int, default=1500)
     p.add_argument("--time-budget", type=float, default=None, help="stop training after this many seconds")
     p.add_argument(
@@ -94,6 +115,13 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="the course's attention, or F.scaled_dot_product_attention's fused kernels",
     )
     p.add_argument("--device", default=None, help="cuda, mps or cpu (default: the best available)")
+    p.add_argument(
+        "--peak-tflops",
+        type=float,
+        default=None,
+        help="peak TFLOP/s of one device, for the model FLOPs utilisation "
+        "(default: the dense bf16 peak of the GPU's data sheet, where the course knows its name)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=Path("runs/train"), help="directory for checkpoints and metrics")
     p.add_argument("--resume", type=Path, default=None, help="a checkpoint to continue from")
@@ -109,6 +137,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         p.error(f"--heads ({args.heads}) must divide --d-model ({args.d_model})")
     if not 0 <= args.dropout < 1:
         p.error(f"--dropout must be in [0, 1), got {args.dropout}")
+    if args.peak_tflops is not None and args.peak_tflops <= 0:
+        p.error(f"--peak-tflops must be positive, got {args.peak_tflops}")
     return args
 
 
@@ -185,6 +215,7 @@ class DatesTask:
             max_len=64,
             norm_first=a.norm == "pre",
             fused=fused,
+            tie_weights=a.tie_weights,
         )
 
     def batch(self, indices: torch.Tensor, examples=None) -> dict:
@@ -201,6 +232,11 @@ class DatesTask:
             label_smoothing=label_smoothing,
         )
         return loss, int(b["src_mask"].sum() + (target != TARGET_VOCAB.pad_id).sum())
+
+    def flops(self, model, b: dict) -> float:
+        """Model FLOPs of a training step on batch ``b``: its real source and target tokens."""
+        target_lengths = (b["tgt"][:, 1:] != TARGET_VOCAB.pad_id).sum(dim=1)
+        return training_flops(model, b["src_mask"].sum(dim=1).tolist(), target_lengths.tolist())
 
     @torch.no_grad()
     def validation_loss(self, model, device) -> float:
@@ -256,6 +292,7 @@ class CharsTask:
             max_len=a.block_size,
             norm_first=a.norm == "pre",
             fused=fused,
+            tie_weights=a.tie_weights,
         )
 
     def _windows(self, data: torch.Tensor, starts: torch.Tensor) -> dict:
@@ -269,6 +306,10 @@ class CharsTask:
         logits = model(b["x"])
         loss = F.cross_entropy(logits.flatten(0, 1).float(), b["y"].flatten(), label_smoothing=label_smoothing)
         return loss, b["x"].numel()
+
+    def flops(self, model, b: dict) -> float:
+        """Model FLOPs of a training step on batch ``b``: full windows of ``--block-size`` characters."""
+        return training_flops(model, [b["x"].size(1)] * b["x"].size(0))
 
     @torch.no_grad()
     def validation_loss(self, model, device) -> float:
@@ -313,21 +354,71 @@ def global_indices(step: int, args, pool: int) -> torch.Tensor:
     return torch.randint(pool, (args.batch_size,), generator=generator)
 
 
-def flops_per_token(model: torch.nn.Module, args, length: int) -> float:
-    """6 N for the weights (forward and backward) plus the attention scores and weighted sums."""
-    parameters = sum(p.numel() for p in model.parameters())
-    attention = 12 * args.layers * args.d_model * length
-    return 6 * parameters + attention
+def _matrix_weights(*modules: torch.nn.Module) -> int:
+    """The weights of the matrix products in ``modules``: their linear layers' weight matrices.
+
+    Embedding look-ups, biases and layer norms are left out, as in the standard accounting.
+    """
+    return sum(m.weight.numel() for module in modules for m in module.modules() if isinstance(m, torch.nn.Linear))
 
 
-def mfu(tokens_per_second: float, model, args, length: int, device: torch.device) -> float | None:
+def training_flops(model: torch.nn.Module, lengths, target_lengths=None) -> float:
+    """Model FLOPs of one training step (forward and backward pass) on sequences of the given lengths.
+
+    The standard accounting (Kaplan et al. 2020, Chowdhery et al. 2022): a token costs 6 FLOPs for each
+    weight of a matrix product it goes through (2 in the forward pass, 4 in the backward pass), and each
+    attention layer adds 12 d L FLOPs per query, for its products with the L keys and L values (d: the
+    width of the queries). Embedding look-ups, biases and norms are not counted.
+
+    ``lengths``: the length of each sequence of a ``DecoderOnly`` model, or of each source of an
+    ``EncoderDecoder``, whose ``target_lengths`` are the lengths of the decoder's sequences. Source tokens
+    go through the encoder and the cross-attention's key and value projections; target tokens go through
+    the rest of the decoder and the output layer. Self-attention spans a sequence's own length,
+    cross-attention the source's.
+    """
+    lengths = [int(n) for n in lengths]
+    if isinstance(model, EncoderDecoder):
+        if target_lengths is None or len(target_lengths) != len(lengths):
+            raise ValueError("an EncoderDecoder needs one target length for each source length")
+        targets = [int(n) for n in target_lengths]
+        encoder, decoder = model.encoder_layers, model.decoder_layers
+        cross_kv = sum(_matrix_weights(layer.cross_attn.W_k, layer.cross_attn.W_v) for layer in decoder)
+        per_source = _matrix_weights(encoder) + cross_kv
+        per_target = _matrix_weights(decoder, model.generator) - cross_kv
+        encoder_width = sum(layer.self_attn.W_q.out_features for layer in encoder)
+        self_width = sum(layer.self_attn.W_q.out_features for layer in decoder)
+        cross_width = sum(layer.cross_attn.W_q.out_features for layer in decoder)
+        return float(
+            sum(
+                6 * (s * per_source + t * per_target)
+                + 12 * (s * s * encoder_width + t * t * self_width + t * s * cross_width)
+                for s, t in zip(lengths, targets)
+            )
+        )
+    if isinstance(model, DecoderOnly):
+        if target_lengths is not None:
+            raise ValueError("a DecoderOnly model has one stream: give its lengths only")
+        per_token = _matrix_weights(model.layers, model.generator)
+        width = sum(layer.self_attn.W_q.out_features for layer in model.layers)
+        return float(sum(6 * n * per_token + 12 * n * n * width for n in lengths))
+    raise TypeError(f"training_flops counts EncoderDecoder and DecoderOnly models, not {type(model).__name__}")
+
+
+def peak_flops(device: torch.device, peak_tflops: float | None = None) -> tuple[float | None, str]:
+    """The peak FLOP/s of one ``device``, and where it comes from; ``(None, why)`` where none is known."""
+    if peak_tflops is not None:
+        return peak_tflops * 1e12, "--peak-tflops"
     if device.type != "cuda":
-        return None
+        return None, f"no peak is known for a {device.type} device: give one with --peak-tflops"
     name = torch.cuda.get_device_name(device)
-    peak = next((flops for key, flops in PEAK_BF16_FLOPS.items() if key in name), None)
-    if peak is None:
-        return None
-    return tokens_per_second * flops_per_token(model, args, length) / peak
+    if name not in PEAK_BF16_FLOPS:
+        return None, f"no peak is known for {name!r}: give its dense bf16 peak with --peak-tflops"
+    return PEAK_BF16_FLOPS[name], f"{name}: dense bf16 peak of its data sheet"
+
+
+def mfu(flops_per_second: float, peak: float | None, devices: int = 1) -> float | None:
+    """Model FLOPs utilisation: the model FLOP/s achieved on ``devices`` devices over their peak."""
+    return None if peak is None else flops_per_second / (peak * devices)
 
 
 def plot_losses(history: list[dict], validation: list[dict], path: Path) -> None:
@@ -407,7 +498,8 @@ def main(argv=None) -> dict:
         mininterval=1.0,
         dynamic_ncols=True,
     )
-    step, window_tokens, window_start, length = start_step, 0, time.perf_counter(), 0
+    step, window_tokens, window_start = start_step, 0, time.perf_counter()
+    run_flops, run_tokens = 0.0, 0  # this process's model FLOPs and tokens, in this run (not resumed ones)
     model.train()
     last_step = min(args.steps, args.stop_after or args.steps)
     while step < last_step:
@@ -416,7 +508,9 @@ def main(argv=None) -> dict:
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(step, args)
         indices = global_indices(step, args, len(task.train_examples))[procs.rank * share : (procs.rank + 1) * share]
-        b = {k: v.to(device, non_blocking=True) for k, v in task.batch(indices).items()}
+        b = task.batch(indices)
+        run_flops += task.flops(raw_model, b)  # from the batch on the host: no wait for the device
+        b = {k: v.to(device, non_blocking=True) for k, v in b.items()}
         with autocast:
             loss, step_tokens = task.loss(step_model, b, args.label_smoothing)
         optimizer.zero_grad(set_to_none=True)
@@ -428,7 +522,7 @@ def main(argv=None) -> dict:
         scaler.update()
         step += 1
         window_tokens += step_tokens * procs.world
-        length = max(length, next(iter(b.values())).size(1))
+        run_tokens += step_tokens
         if step % args.log_every == 0 or step == last_step:
             synchronize(device)
             now = time.perf_counter()
@@ -475,6 +569,11 @@ def main(argv=None) -> dict:
         )
         plot_losses(history, validation, args.out / "loss_curve.png")
         rate = tokens / max(train_seconds, 1e-9)
+        flops_per_token = run_flops / run_tokens if run_tokens else None
+        peak, peak_source = peak_flops(device, args.peak_tflops)
+        utilisation = mfu(rate * flops_per_token, peak, procs.world) if flops_per_token else None
+        if utilisation is None and not run_tokens:
+            peak_source = "no training step in this run: no FLOPs per token"
         result = {
             "task": task.name,
             "device": str(device),
@@ -485,14 +584,18 @@ def main(argv=None) -> dict:
             "train_seconds": round(train_seconds, 2),
             "wall_seconds": round(time.perf_counter() - started, 2),
             "parameters": sum(p.numel() for p in raw_model.parameters()),
+            "flops_per_token": round(flops_per_token, 1) if flops_per_token else None,
+            "mfu": round(utilisation, 4) if utilisation is not None else None,
+            "peak_tflops": peak / 1e12 if peak is not None else None,
+            "peak_source": peak_source,
             "precision": args.precision,
             "compile": args.compile,
             "attention": args.attention,
+            "tie_weights": args.tie_weights,
             "out": str(args.out),
         }
-        utilisation = mfu(rate, raw_model, args, length, device)
-        if utilisation is not None:
-            result["mfu"] = round(utilisation, 4)
+        if utilisation is None:
+            print(f"no model FLOPs utilisation: {peak_source}", file=sys.stderr)
         (args.out / "final.json").write_text(json.dumps(result, indent=1) + "\n")
         metrics.close()
         print(json.dumps(result), flush=True)

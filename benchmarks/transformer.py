@@ -4,8 +4,9 @@ Both models have the same sizes, the same embeddings and output layer, and train
 on the same batches of the date task with the same optimizer; only the
 encoder and decoder layers differ (the course's, or nn.TransformerEncoderLayer /
 nn.TransformerDecoderLayer). The two are timed in alternating rounds in one run,
-and the script prints tokens per second for each, the ratio, and on a GPU the
-model FLOPs utilisation.
+and the script prints tokens per second for each, the ratio, and the model
+FLOPs utilisation where the peak of the device is known (a GPU whose data
+sheet the course holds, or any device with --peak-tflops).
 
     python -m benchmarks.transformer                 # CPU or the best device, defaults
     python -m benchmarks.transformer --precision bf16 --compile --batch-size 512
@@ -27,7 +28,7 @@ from attention_course import best_device
 from attention_course.dates import SOURCE_VOCAB, TARGET_VOCAB, DateTask, batch
 from attention_course.model import EncoderDecoder, TokenEmbedding
 from attention_course.solutions.ch04_masking import causal_mask
-from attention_course.trainer import flops_per_token, mfu
+from attention_course.trainer import mfu, peak_flops, training_flops
 
 
 class TorchLayersTransformer(nn.Module):
@@ -80,6 +81,7 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
     p.add_argument("--compile", action="store_true")
+    p.add_argument("--peak-tflops", type=float, default=None, help="peak TFLOP/s of the device, for the MFU")
     args = p.parse_args()
     device = torch.device(args.device) if args.device else best_device()
 
@@ -106,6 +108,13 @@ def main() -> None:
         b["tgt_mask"] = causal_mask(b["tgt_in"].size(1), device=device)
         batches.append(b)
     tokens_per_step = [int(b["src_mask"].sum() + b["target"].numel()) for b in batches]
+    # The model FLOPs of the timed steps, by the standard accounting (the three models compute the same).
+    flops_per_token = sum(
+        training_flops(
+            models["course (own attention)"], b["src_mask"].sum(1).tolist(), [b["target"].size(1)] * len(b["src"])
+        )
+        for b in batches
+    ) / sum(tokens_per_step)
     autocast = (
         torch.autocast(device.type, dtype=torch.bfloat16) if args.precision == "bf16" else contextlib.nullcontext()
     )
@@ -145,19 +154,26 @@ def main() -> None:
         f"median of {args.rounds} rounds of {args.steps} training steps"
     )
     baseline = statistics.median(rates["torch.nn layers"])
-    length = max(b["src"].size(1) for b in batches)
+    peak, peak_source = peak_flops(device, args.peak_tflops)
+    print(f"model FLOPs per token {flops_per_token:,.0f}; peak: {peak_source}")
     summary = {}
     for name, values in rates.items():
         rate = statistics.median(values)
-        utilisation = mfu(rate, models[name], args, length, device)
+        utilisation = mfu(rate * flops_per_token, peak)
         extra = f"   MFU {utilisation:.1%}" if utilisation is not None else ""
         print(f"  {name:26} {rate:12,.0f} tokens/s   x{rate / baseline:.2f} of torch.nn{extra}")
-        summary[name] = {"tokens_per_second": round(rate, 1), "ratio_to_torch_nn": round(rate / baseline, 3)}
+        summary[name] = {
+            "tokens_per_second": round(rate, 1),
+            "ratio_to_torch_nn": round(rate / baseline, 3),
+            "mfu": round(utilisation, 4) if utilisation is not None else None,
+        }
     print(
         json.dumps(
             {
                 "device": name_of_device,
-                "flops_per_token": flops_per_token(models["torch.nn layers"], args, length),
+                "flops_per_token": round(flops_per_token, 1),
+                "peak_tflops": peak / 1e12 if peak is not None else None,
+                "peak_source": peak_source,
                 **summary,
             }
         )

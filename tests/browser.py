@@ -109,3 +109,63 @@ def wait_for_mathjax(page, timeout_ms: int = 30_000) -> None:
     page.wait_for_function("() => Boolean(window.MathJax && MathJax.startup && MathJax.startup.promise)",
                            timeout=timeout_ms)
     page.evaluate("() => MathJax.startup.promise.then(() => true)")
+
+
+# What a reader at this width would find cut off or pushed sideways. Code blocks (every <pre> of
+# the article, cell inputs and outputs alike): text wider than the block while the block does not
+# scroll, or a box reaching past the article. A code block that scrolls is allowed (a long printed
+# table), and counted. Display equations (MathJax's containers): a formula wider than its box,
+# even where the box scrolls (a scrollbar that the system hides until one scrolls leaves the
+# formula looking cut), or a box reaching past the article. Collapsed blocks (solutions, hidden
+# details) are opened first, so that their code is measured too.
+_OVERFLOWS = r"""() => {
+  document.querySelectorAll('.toggle-hidden').forEach(e => e.classList.remove('toggle-hidden'));
+  document.querySelectorAll('details').forEach(d => { d.open = true; });
+  const article = document.querySelector('article.bd-article') || document.querySelector('article')
+    || document.body;
+  const edge = article.getBoundingClientRect();
+  const scrolls = e => ['auto', 'scroll'].includes(getComputedStyle(e).overflowX);
+  const beyond = e => {
+    const r = e.getBoundingClientRect();
+    return r.left < edge.left - 1 || r.right > edge.right + 1;
+  };
+  const first = text => (text || '').trim().split('\n')[0].slice(0, 70);
+  const found = {code: 0, scrolling_code: [], equations: 0, problems: []};
+  for (const pre of article.querySelectorAll('pre')) {
+    if (!pre.getClientRects().length) continue;
+    found.code++;
+    const wide = pre.scrollWidth > pre.clientWidth + 1;
+    if (wide && !scrolls(pre)) {
+      found.problems.push(`code block cut off (${pre.scrollWidth} px of text in ${pre.clientWidth} px): `
+                          + first(pre.textContent));
+    } else if (beyond(pre)) {
+      found.problems.push(`code block wider than the article: ${first(pre.textContent)}`);
+    } else if (wide) {
+      found.scrolling_code.push(first(pre.textContent));
+    }
+  }
+  for (const eq of article.querySelectorAll('mjx-container[display="true"]')) {
+    if (!eq.getClientRects().length) continue;
+    found.equations++;
+    const block = eq.closest('.math') || eq.parentElement;
+    const tex = first(block.getAttribute('data-tex') || block.textContent);
+    if (eq.scrollWidth > eq.clientWidth + 1 || (block !== article && block.scrollWidth > block.clientWidth + 1)) {
+      const how = scrolls(eq) || scrolls(block) ? 'needs scrolling' : 'cut off';
+      found.problems.push(`equation ${how} (${eq.scrollWidth} px in ${eq.clientWidth} px): ${tex}`);
+    } else if (beyond(eq)) {
+      found.problems.push(`equation wider than the article: ${tex}`);
+    }
+  }
+  return found;
+}"""
+
+
+def overflows(page) -> dict:
+    """The code blocks and display equations of an opened page that overflow sideways.
+
+    Returns ``{"code": n, "equations": m, "problems": [...], "scrolling_code": [...]}``: how many
+    code blocks and display equations were measured, a line for each that a reader would see cut
+    off or pushed past the article (an equation that needs scrolling counts), and the first line
+    of each code block that scrolls inside its own box (allowed).
+    """
+    return page.evaluate(_OVERFLOWS)

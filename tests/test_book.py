@@ -18,9 +18,9 @@ import pytest
 import yaml
 
 from autograder import course, notebooks, reference
-from autograder.grader import grade_notebook
-from autograder.notebooks import COURSE_ROOT
-from course_site import exercise_path, leaks, links, logo, repository
+from autograder.course import COURSE_ROOT, exercise_path, repository
+from autograder.grading.notebook import grade_notebook
+from course_site import leaks, links, logo
 from tests import browser
 from tests.submissions import fill
 
@@ -28,8 +28,19 @@ pytestmark = [pytest.mark.slow]
 
 HTML = COURSE_ROOT / "_build" / "html"
 ARTIFACTS = COURSE_ROOT / "_build" / "test-artifacts"
-CHAPTERS = ["ch01_bahdanau", "ch02_scaled_dot_product", "ch03_multi_head", "ch04_masking",
-            "ch05_positional_encoding", "ch06_transformer"]
+
+
+def toc_chapters() -> list[str]:
+    """The chapters, in the order of the table of contents: the files of its part "Chapters"."""
+    toc = yaml.safe_load((COURSE_ROOT / "_toc.yml").read_text())
+    return [entry["file"].rsplit("/", 1)[-1] for part in toc["parts"] if part.get("caption") == "Chapters"
+            for entry in part["chapters"]]
+
+
+CHAPTERS = toc_chapters()
+# The code cells of the chapters keep to this many characters a line, which fit a code block of
+# the article at a 1280-pixel-wide window (book/_static/course.css).
+CODE_LINE_LENGTH = 80
 # The references that the course's bibliography must hold, by author and year.
 REQUIRED_REFERENCES = [("Bahdanau", "2015"), ("Luong", "2015"), ("Vaswani", "2017"), ("Su", "2021"),
                        ("Dao", "2022")]
@@ -63,7 +74,7 @@ def term_site(site):
 
 
 def graded_items(assignment: str) -> list[str]:
-    nb = notebooks.read(notebooks.assignment_notebook(assignment))
+    nb = notebooks.read(course.notebook_path(assignment, "solutions"))
     return [name for cell in nb.cells if notebooks.is_solution(cell) for name in notebooks.defined_names(cell.source)]
 
 
@@ -190,6 +201,62 @@ def test_images_load_and_have_alt_text(chromium, site):
             if len(alt) < 10 or alt.startswith(("..", "_images")) or alt.endswith((".png", ".svg", ".jpg")):
                 problems.append(f"{name}: image {image['src']} has no real alt text ({alt!r})")
     assert not problems, "\n".join(problems)
+
+
+def test_no_code_block_or_equation_overflows_a_chapter_page(chromium, site):
+    """At a 1280-pixel-wide window nothing on a chapter page is cut off or pushed past the article:
+    a code block wider than its text scrolls inside itself, and every display equation fits."""
+    base, chrome = chromium
+    problems, scrolling = [], {}
+    pages = sorted(p.stem for p in (site / "book").glob("ch*.html"))
+    assert set(CHAPTERS) <= set(pages), "a chapter of the table of contents was not built"
+    for chapter in pages:
+        with browser.open_page(chrome, f"{base}book/{chapter}.html", width=1280) as (page, _):
+            browser.wait_for_mathjax(page)
+            found = browser.overflows(page)
+        assert found["code"] > 0, f"{chapter}: no code block measured"
+        problems += [f"{chapter}: {problem}" for problem in found["problems"]]
+        scrolling[chapter] = f"{len(found['scrolling_code'])} of {found['code']} code blocks scroll"
+    assert not problems, "\n".join(problems) + "\n(" + "; ".join(f"{c}: {n}" for c, n in scrolling.items()) + ")"
+
+
+def code_cell_lines(text: str) -> list[tuple[int, str]]:
+    """(line number, line) of the code of every code cell of a MyST notebook, without cell options."""
+    lines, found = text.splitlines(), []
+    i = 0
+    while i < len(lines):
+        opening = re.match(r"^(`{3,})\{code-cell\}", lines[i])
+        i += 1
+        if not opening:
+            continue
+        if i < len(lines) and lines[i].strip() == "---":  # options as a YAML block
+            i = lines.index("---", i + 1) + 1
+        while i < len(lines) and lines[i].startswith(":") and re.match(r"^:[\w-]+:", lines[i]):  # :tags: [...]
+            i += 1
+        while i < len(lines) and lines[i].rstrip() != opening.group(1):
+            found.append((i + 1, lines[i]))
+            i += 1
+        i += 1
+    return found
+
+
+def test_code_cells_keep_to_the_line_length():
+    """The code that chapters show keeps to CODE_LINE_LENGTH characters a line, so that it fits its
+    block at a 1280-pixel-wide window without scrolling."""
+    long_lines = []
+    for chapter in CHAPTERS:
+        cells = code_cell_lines((COURSE_ROOT / "book" / f"{chapter}.md").read_text())
+        assert cells, f"{chapter}: no code cell found"
+        long_lines += [f"book/{chapter}.md:{n}: {len(line)} characters" for n, line in cells
+                       if len(line) > CODE_LINE_LENGTH]
+    assert not long_lines, f"{len(long_lines)} lines longer than {CODE_LINE_LENGTH}:\n" + "\n".join(long_lines)
+
+
+def test_code_cell_lines_are_read_without_their_options():
+    text = "\n".join(["```{code-cell} ipython3", "---", "mystnb:", "  image:", "    alt: " + "a" * 100, "---",
+                     "x = 1", "```", "", "```{code-cell} ipython3", ":tags: [remove-cell]", "y = 2", "```",
+                     "```python", "not = 'a cell'", "```"])
+    assert code_cell_lines(text) == [(7, "x = 1"), (12, "y = 2")]
 
 
 def test_every_chapter_has_objectives_figures_takeaways_and_an_exercise(chromium, site):

@@ -5,9 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
+from attention_course.interop import to_torch_encoder_layer
 from attention_course.model import DecoderOnly, EncoderDecoder, FusedMultiHeadAttention, use_fused_attention
 from attention_course.solutions.ch03_multi_head import MultiHeadAttention
 from attention_course.solutions.ch04_masking import causal_mask
+from attention_course.solutions.ch06_transformer import EncoderLayer
 
 
 @pytest.mark.parametrize("bias", [True, False])
@@ -60,3 +62,108 @@ def test_the_decoder_only_model_is_causal_and_generates():
     torch.testing.assert_close(model(changed)[:, :5], model(ids)[:, :5])
     out = model.generate(ids[:, :2], 15, temperature=0.0)
     assert out.shape == (2, 17)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_tied_weights_share_one_matrix_between_target_embedding_and_output_layer(norm_first):
+    torch.manual_seed(3)
+    untied = EncoderDecoder(11, 13, 16, 4, 2, 32, dropout=0.0, norm_first=norm_first)
+    tied = EncoderDecoder(11, 13, 16, 4, 2, 32, dropout=0.0, norm_first=norm_first, tie_weights=True)
+    assert tied.generator.weight is tied.tgt_embed.tokens.weight
+    count = lambda model: sum(p.numel() for p in model.parameters())  # noqa: E731
+    assert count(untied) - count(tied) == 13 * 16  # one (V, d) matrix fewer
+    src, tgt = torch.randint(3, 11, (2, 7)), torch.randint(3, 13, (2, 6))
+    optimizer = torch.optim.AdamW(tied.parameters(), lr=1e-2)
+    tied(src, tgt, None, causal_mask(6)).sum().backward()
+    optimizer.step()  # the shared matrix gets one update, from both of its uses
+    assert tied.generator.weight is tied.tgt_embed.tokens.weight
+    copy = EncoderDecoder(11, 13, 16, 4, 2, 32, dropout=0.0, norm_first=norm_first, tie_weights=True)
+    copy.load_state_dict(tied.state_dict())
+    assert copy.generator.weight is copy.tgt_embed.tokens.weight
+    torch.testing.assert_close(copy(src, tgt, None, causal_mask(6)), tied(src, tgt, None, causal_mask(6)))
+
+
+def test_a_tied_decoder_only_model_shares_its_embedding_with_the_output_layer():
+    torch.manual_seed(4)
+    untied = DecoderOnly(20, 16, 2, 2, 32, dropout=0.0)
+    tied = DecoderOnly(20, 16, 2, 2, 32, dropout=0.0, tie_weights=True)
+    assert tied.generator.weight is tied.embed.tokens.weight
+    assert sum(p.numel() for p in untied.parameters()) - sum(p.numel() for p in tied.parameters()) == 20 * 16
+    ids = torch.randint(0, 20, (2, 8))
+    tied(ids).sum().backward()
+    assert tied.embed.tokens.weight.grad is tied.generator.weight.grad is not None
+
+
+def _logits_fed_in_pieces(model, ids, sizes):
+    """The logits of ``ids`` computed ``sizes[0]`` positions first, then ``sizes[1]``, ..., with the cache."""
+    cache, pieces, start = None, [], 0
+    for size in sizes:
+        logits, cache = model.extend(ids[:, start : start + size], cache)
+        pieces.append(logits)
+        start += size
+    assert start == ids.size(1)
+    return torch.cat(pieces, dim=1), cache
+
+
+@pytest.mark.parametrize(
+    "num_kv_heads,fused,norm_first", [(None, False, True), (2, False, True), (1, False, False), (2, True, True)]
+)
+def test_incremental_decoding_with_the_cache_equals_full_recomputation(num_kv_heads, fused, norm_first):
+    torch.manual_seed(5)
+    model = DecoderOnly(
+        23, 24, 4, 3, 48, dropout=0.0, max_len=16, norm_first=norm_first, fused=fused, num_kv_heads=num_kv_heads
+    ).eval()
+    ids = torch.randint(0, 23, (2, 11))
+    with torch.no_grad():
+        whole = model(ids)
+        one_at_a_time, cache = _logits_fed_in_pieces(model, ids, [1] * 11)
+        prompt_then_tokens, _ = _logits_fed_in_pieces(model, ids, [5] + [1] * 6)
+        in_chunks, _ = _logits_fed_in_pieces(model, ids, [4, 3, 4])
+    for logits in (one_at_a_time, prompt_then_tokens, in_chunks):
+        torch.testing.assert_close(logits, whole, atol=1e-5, rtol=1e-5)
+    kv_heads = num_kv_heads or 4
+    assert len(cache) == 3 and all(k.shape == v.shape == (2, kv_heads, 11, 6) for k, v in cache)
+
+
+def test_grouped_query_attention_shrinks_the_cache_by_num_heads_over_num_kv_heads():
+    ids = torch.randint(0, 10, (1, 7))
+    sizes = {}
+    for kv_heads in (8, 4, 2, 1):
+        model = DecoderOnly(10, 32, 8, 2, 64, dropout=0.0, max_len=8, num_kv_heads=kv_heads).eval()
+        with torch.no_grad():
+            _, cache = model.extend(ids)
+        sizes[kv_heads] = sum(k.numel() + v.numel() for k, v in cache)
+        assert all(k.size(1) == kv_heads for k, _ in cache)
+        assert model.layers[0].self_attn.W_k.out_features == kv_heads * 4
+    assert {8 // h: sizes[8] // sizes[h] for h in sizes} == {1: 1, 2: 2, 4: 4, 8: 8}
+
+
+@pytest.mark.parametrize("num_kv_heads", [None, 2])
+def test_generation_with_and_without_the_cache_gives_the_same_tokens(num_kv_heads):
+    torch.manual_seed(6)
+    model = DecoderOnly(17, 16, 4, 2, 32, dropout=0.0, max_len=10, num_kv_heads=num_kv_heads).eval()
+    prompt = torch.randint(0, 17, (3, 4))
+    for temperature in (0.0, 1.0):
+        cached = model.generate(prompt, 12, temperature, torch.Generator().manual_seed(1))
+        recomputed = model.generate(prompt, 12, temperature, torch.Generator().manual_seed(1), use_cache=False)
+        assert cached.shape == (3, 16)  # longer than max_len: the last steps see a sliding window
+        assert torch.equal(cached, recomputed)
+
+
+def test_with_as_many_key_value_heads_as_heads_the_layers_equal_torch_encoder_layers():
+    torch.manual_seed(7)
+    model = DecoderOnly(19, 16, 4, 2, 32, dropout=0.0, max_len=12).eval()
+    assert isinstance(model.layers[0], EncoderLayer)
+    ids = torch.randint(0, 19, (2, 9))
+    with torch.no_grad():
+        x = model.embed(ids)
+        for layer in model.layers:
+            x = to_torch_encoder_layer(layer)(x, src_mask=~causal_mask(9), is_causal=True)
+        torch.testing.assert_close(model(ids), model.generator(model.norm(x)), atol=1e-5, rtol=1e-5)
+
+
+def test_extend_refuses_more_positions_than_max_len():
+    model = DecoderOnly(11, 16, 2, 1, 32, dropout=0.0, max_len=6).eval()
+    _, cache = model.extend(torch.zeros(1, 5, dtype=torch.long))
+    with pytest.raises(ValueError, match="max_len"):
+        model.extend(torch.zeros(1, 2, dtype=torch.long), cache)

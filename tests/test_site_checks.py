@@ -65,3 +65,47 @@ def test_browser_reports_exceptions_console_errors_and_missing_files(small_site)
     assert "console error: a reader would see this" in problems
     assert "HTTP 404" in problems and "missing.png" in problems
     assert not loaded
+
+
+# A page laid out like a chapter: an article column, code blocks and display equations (MathJax's
+# containers, written out here: the check measures boxes, not MathJax).
+LAYOUT = """<!doctype html><html><head><style>
+body {{ margin: 0; }} article {{ width: 600px; margin-left: 100px; }}
+pre {{ font: 14px monospace; padding: 8px; margin: 0 0 8px 0; }}
+mjx-container[display="true"] {{ display: block; }}
+</style></head><body><article class="bd-article">
+<pre>short = "fits"</pre>
+<div class="math"><mjx-container display="true"><span style="display:inline-block;width:200px">x</span></mjx-container></div>
+<pre style="overflow-x: auto">{long}</pre>
+{broken}
+</article></body></html>"""
+BROKEN_LAYOUT = """
+<pre style="overflow: hidden">hidden = "{long}"</pre>
+<pre style="width: 900px; overflow-x: auto">wide = "{long}"</pre>
+<div class="math" style="overflow: hidden"><mjx-container display="true" style="overflow: hidden">
+<span style="display:inline-block;width:900px">cut</span></mjx-container></div>
+<div class="math"><mjx-container display="true" style="overflow-x: auto">
+<span style="display:inline-block;width:900px">scrolls</span></mjx-container></div>"""
+
+
+def test_layout_check_passes_blocks_that_fit_or_scroll(small_site):
+    (small_site / "layout.html").write_text(LAYOUT.format(long="x" * 200, broken=""))
+    with browser.serve(small_site) as base, browser.chromium() as chrome:
+        with browser.open_page(chrome, base + "layout.html") as (page, _):
+            found = browser.overflows(page)
+    assert found["problems"] == [] and (found["code"], found["equations"]) == (2, 1)
+    assert found["scrolling_code"] == ["x" * 70]  # a long output may scroll inside its block
+
+
+def test_layout_check_finds_cut_off_and_wide_blocks_and_equations(small_site):
+    long = "x" * 200
+    (small_site / "layout.html").write_text(LAYOUT.format(long=long, broken=BROKEN_LAYOUT.format(long=long)))
+    with browser.serve(small_site) as base, browser.chromium() as chrome:
+        with browser.open_page(chrome, base + "layout.html") as (page, _):
+            found = browser.overflows(page)
+    problems = found["problems"]
+    assert len(problems) == 4, problems
+    assert problems[0].startswith("code block cut off") and 'hidden = "xxx' in problems[0]
+    assert problems[1].startswith("code block wider than the article") and 'wide = "xxx' in problems[1]
+    assert problems[2].startswith("equation cut off") and "cut" in problems[2]
+    assert problems[3].startswith("equation needs scrolling") and "scrolls" in problems[3]

@@ -8,14 +8,38 @@ import subprocess
 import sys
 
 import pytest
+import torch
+import torch.nn.functional as F
+from torch.utils.flop_counter import FlopCounterMode
 
 from attention_course import corpora
-from attention_course.trainer import learning_rate, parse_args
+from attention_course.model import DecoderOnly, EncoderDecoder
+from attention_course.solutions.ch04_masking import causal_mask
+from attention_course.trainer import PEAK_BF16_FLOPS, learning_rate, parse_args, peak_flops, training_flops
 
 pytestmark = pytest.mark.slow
 
-TINY = ["--d-model", "32", "--heads", "2", "--layers", "1", "--d-ff", "64", "--batch-size", "16", "--log-every", "4",
-        "--checkpoint-every", "8", "--eval-examples", "40", "--no-progress", "--warmup", "4"]
+TINY = [
+    "--d-model",
+    "32",
+    "--heads",
+    "2",
+    "--layers",
+    "1",
+    "--d-ff",
+    "64",
+    "--batch-size",
+    "16",
+    "--log-every",
+    "4",
+    "--checkpoint-every",
+    "8",
+    "--eval-examples",
+    "40",
+    "--no-progress",
+    "--warmup",
+    "4",
+]
 
 
 def run(args, *, launcher=(sys.executable, "-m")) -> dict:
@@ -42,10 +66,67 @@ def test_schedules_warm_up_then_decay():
     assert learning_rate(9, noam) == pytest.approx(1e-3) and learning_rate(39, noam) == pytest.approx(5e-4)
 
 
+def counted_flops(model, *inputs, target) -> int:
+    """FLOPs of a forward and backward pass, as PyTorch's FlopCounterMode counts the matrix products."""
+    with FlopCounterMode(display=False) as counter:
+        F.cross_entropy(model(*inputs).flatten(0, 1), target.flatten()).backward()
+    return counter.get_total_flops()
+
+
+def test_training_flops_counts_each_stack_with_its_own_tokens_by_hand():
+    # d = 8, 2 heads, 1 layer per stack, d_ff = 16, 5 target tokens: the weights of the matrix products are
+    # encoder 4*8*8 + 2*8*16 = 512, decoder self-attention 256, cross-attention 256 (keys and values 128 of
+    # them, applied to source tokens), feed-forward 256, output layer 5*8 = 40.
+    model = EncoderDecoder(7, 5, 8, 2, 1, 16, dropout=0.0)
+    per_source, per_target = 512 + 128, 256 + 128 + 256 + 40
+    source, target = 9, 4
+    attention = 12 * 8 * (source * source + target * target + target * source)
+    assert training_flops(model, [source], [target]) == 6 * (source * per_source + target * per_target) + attention
+    # Embeddings are look-ups, not matrix products: a larger source vocabulary costs nothing.
+    assert training_flops(EncoderDecoder(700, 5, 8, 2, 1, 16), [source], [target]) == training_flops(
+        model, [source], [target]
+    )
+
+
+@pytest.mark.parametrize("tie_weights", [False, True])
+def test_training_flops_equals_pytorchs_count_of_the_matrix_products(tie_weights):
+    torch.manual_seed(0)
+    model = EncoderDecoder(20, 15, 32, 4, 2, 64, dropout=0.0, norm_first=True, tie_weights=tie_weights)
+    src, tgt = torch.randint(3, 20, (3, 11)), torch.randint(3, 15, (3, 6))  # source and target of other lengths
+    assert training_flops(model, [11] * 3, [6] * 3) == counted_flops(model, src, tgt, None, causal_mask(6), target=tgt)
+    language_model = DecoderOnly(30, 32, 4, 3, 64, dropout=0.0, tie_weights=tie_weights)
+    ids = torch.randint(30, (2, 10))
+    assert training_flops(language_model, [10, 10]) == counted_flops(language_model, ids, target=ids)
+    with pytest.raises(ValueError, match="target length"):
+        training_flops(model, [11, 11], [6])
+
+
+def test_the_peak_is_looked_up_by_the_exact_device_name(monkeypatch):
+    cuda = torch.device("cuda")
+    for name, expected in [
+        ("NVIDIA H100 80GB HBM3", 989.5e12),
+        ("NVIDIA H100 PCIe", 756.5e12),
+        ("NVIDIA H100 NVL", 835.5e12),
+        ("NVIDIA A100-SXM4-80GB", 312e12),
+    ]:
+        monkeypatch.setattr(torch.cuda, "get_device_name", lambda device, name=name: name)
+        peak, source = peak_flops(cuda)
+        assert peak == pytest.approx(expected) and name in source
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device: "NVIDIA H100 SXM5 64GB")
+    peak, why = peak_flops(cuda)
+    assert peak is None and "NVIDIA H100 SXM5 64GB" in why and "--peak-tflops" in why
+    assert peak_flops(cuda, 500.0) == (500e12, "--peak-tflops")
+    peak, why = peak_flops(torch.device("cpu"))
+    assert peak is None and "--peak-tflops" in why
+    assert all(name.startswith("NVIDIA ") for name in PEAK_BF16_FLOPS)
+
+
 def test_a_dates_run_writes_checkpoint_metrics_plot_and_one_json_line(tmp_path):
-    final = run([*TINY, "--steps", "12", "--out", str(tmp_path)])
+    final = run([*TINY, "--steps", "12", "--out", str(tmp_path), "--peak-tflops", "0.5"])
     for key in ("task", "device", "exact_match", "val_loss", "tokens_per_second", "wall_seconds"):
         assert key in final, key
+    assert final["peak_source"] == "--peak-tflops" and final["flops_per_token"] > 0
+    assert final["mfu"] == pytest.approx(final["tokens_per_second"] * final["flops_per_token"] / 0.5e12, abs=1e-4)
     assert final["task"] == "dates" and final["steps"] == 12 and final["tokens_per_second"] > 0
     assert 0.0 <= final["exact_match"] <= 1.0
     lines = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
@@ -58,8 +139,17 @@ def test_resuming_gives_the_same_model_as_an_uninterrupted_run(tmp_path):
     common = [*TINY, "--dropout", "0"]
     straight = run([*common, "--steps", "16", "--out", str(tmp_path / "straight")])
     run([*common, "--steps", "16", "--stop-after", "8", "--out", str(tmp_path / "first")])
-    resumed = run([*common, "--steps", "16", "--out", str(tmp_path / "resumed"), "--resume",
-                   str(tmp_path / "first" / "checkpoint.pt")])
+    resumed = run(
+        [
+            *common,
+            "--steps",
+            "16",
+            "--out",
+            str(tmp_path / "resumed"),
+            "--resume",
+            str(tmp_path / "first" / "checkpoint.pt"),
+        ]
+    )
     assert resumed["steps"] == 16
     assert resumed["val_loss"] == pytest.approx(straight["val_loss"], rel=1e-5)
 
@@ -77,9 +167,24 @@ def test_two_processes_under_torchrun_take_the_same_steps_as_one(tmp_path):
 def test_the_character_task_trains_on_a_text_file(tmp_path):
     text = tmp_path / "poem.txt"
     text.write_text("the cat sat on the mat, and the dog sat on the log.\n" * 40)
-    final = run(["--task", "chars", "--text", str(text), "--block-size", "16", *TINY, "--steps", "12",
-                 "--out", str(tmp_path / "run")])
+    final = run(
+        [
+            "--task",
+            "chars",
+            "--text",
+            str(text),
+            "--block-size",
+            "16",
+            *TINY,
+            "--steps",
+            "12",
+            "--tie-weights",
+            "--out",
+            str(tmp_path / "run"),
+        ]
+    )
     assert final["task"] == "chars" and final["val_loss"] > 0 and final["corpus"] == str(text)
+    assert final["tie_weights"] and final["mfu"] is None and "--peak-tflops" in final["peak_source"]
     assert len(final["sample"]) == 200 and set(final["sample"]) <= set(text.read_text())
 
 

@@ -1,0 +1,215 @@
+"""Wrong answers to ch07_efficient_attention that students really write.
+
+Each is the reference answer with one realistic mistake in it (``variant``), but for the answer that
+builds the whole score matrix, which has nothing of the reference's blocks left; ``cause`` is what
+the hint of a failing test of its item must name.
+"""
+
+from tests.buggy import Bug, variant
+
+A = "ch07_efficient_attention"
+
+TESTS = {
+    "repeat_kv": ["test_repeat_kv"],
+    "GroupedQueryAttention": [
+        "test_gqa_shapes",
+        "test_gqa_matches_torch",
+        "test_gqa_cache",
+        "test_gqa_mask",
+        "test_gqa_errors",
+    ],
+    "sliding_window_mask": ["test_sliding_window", "test_sliding_window_error"],
+    "online_softmax_attention": ["test_online_values", "test_online_masks", "test_online_memory"],
+}
+
+COPIES = "copies = x[:, :, None, :, :].expand(batch, kv_heads, n_rep, length, d_head)  # a view: nothing copied yet\n"
+RESHAPE = "    return copies.reshape(batch, kv_heads * n_rep, length, d_head)"
+APPEND_K = "k = torch.cat([cache[0], k], dim=2)"
+APPEND_V = "v = torch.cat([cache[1], v], dim=2)"
+K_WIDTH = "self.W_k = nn.Linear(d_model, num_kv_heads * d_head, bias=bias)"
+V_WIDTH = "self.W_v = nn.Linear(d_model, num_kv_heads * d_head, bias=bias)"
+WINDOW = "(key <= query) & (key > query - window)"
+RESCALED_OUTPUT = "output = output * rescale + p"
+RESCALED_NORMALISER = "normaliser = normaliser * rescale + p"
+GUARD = 'base = torch.where(new_max == float("-inf"), torch.zeros_like(new_max), new_max)'
+DIVISION = "return output / torch.where(normaliser == 0, torch.ones_like(normaliser), normaliser)"
+
+
+def repeat(why, cause, *replacements, name):
+    return Bug(name, "repeat_kv", variant(A, "repeat_kv", *replacements), why, cause)
+
+
+def gqa(why, cause, *replacements, name):
+    return Bug(name, "GroupedQueryAttention", variant(A, "GroupedQueryAttention", *replacements), why, cause)
+
+
+def window(why, cause, *replacements, name):
+    return Bug(name, "sliding_window_mask", variant(A, "sliding_window_mask", *replacements), why, cause)
+
+
+def online(why, cause, *replacements, name):
+    return Bug(name, "online_softmax_attention", variant(A, "online_softmax_attention", *replacements), why, cause)
+
+
+BUGS = [
+    # ------------------------------------------------------------------ repeat_kv
+    repeat(
+        "Tensor.repeat along the heads: the copies come in turn (0, 1, 0, 1), not side by side (0, 0, 1, 1)",
+        "interleaved",
+        (COPIES + RESHAPE, "return x.repeat(1, n_rep, 1, 1)"),
+        name="repeat_kv_interleaved",
+    ),
+    repeat(
+        "n_rep concatenated copies of the whole tensor: interleaved as well",
+        "interleaved",
+        (COPIES + RESHAPE, "return torch.cat([x] * n_rep, dim=1)"),
+        name="repeat_kv_concatenated",
+    ),
+    repeat(
+        "the (B, L, H, dh) recipe applied to (B, H, L, dh): the copies sit next to each position, then a reshape "
+        "mixes positions and heads",
+        "next to each position",
+        (
+            "x[:, :, None, :, :].expand(batch, kv_heads, n_rep, length, d_head)",
+            "x[:, :, :, None, :].expand(batch, kv_heads, length, n_rep, d_head)",
+        ),
+        name="repeat_kv_position_layout",
+    ),
+    # ------------------------------------------------------------------ GroupedQueryAttention
+    gqa(
+        "the cache is ignored: each call attends to its own positions only and returns them as the cache",
+        "not put before the new ones",
+        ("if cache is not None:", "if False:"),
+        name="gqa_cache_ignored",
+    ),
+    gqa(
+        "the new keys and values are appended along the heads, not the positions",
+        "along the positions",
+        (APPEND_K, APPEND_K.replace("dim=2", "dim=1")),
+        (APPEND_V, APPEND_V.replace("dim=2", "dim=1")),
+        name="gqa_cache_wrong_axis",
+    ),
+    gqa(
+        "the key/value heads are repeated before they are cached: the cache holds num_heads heads",
+        "the cache holds the repeated heads",
+        (
+            "k = split_heads(self.W_k(x), self.num_kv_heads)  # (B, H_kv, L, dh)\n"
+            "        v = split_heads(self.W_v(x), self.num_kv_heads)\n",
+            "n_rep = self.num_heads // self.num_kv_heads\n"
+            "        k = repeat_kv(split_heads(self.W_k(x), self.num_kv_heads), n_rep)\n"
+            "        v = repeat_kv(split_heads(self.W_v(x), self.num_kv_heads), n_rep)\n",
+        ),
+        ("scores = q @ repeat_kv(k, n_rep).transpose(-2, -1)", "scores = q @ k.transpose(-2, -1)"),
+        ("weights @ repeat_kv(v, n_rep)", "weights @ v"),
+        name="gqa_cache_holds_repeated_heads",
+    ),
+    gqa(
+        "the key/value heads are repeated with Tensor.repeat inside the module: head h uses key/value head "
+        "h % num_kv_heads",
+        "h % num_kv_heads",
+        ("repeat_kv(k, n_rep)", "k.repeat(1, n_rep, 1, 1)"),
+        ("repeat_kv(v, n_rep)", "v.repeat(1, n_rep, 1, 1)"),
+        name="gqa_heads_interleaved",
+    ),
+    gqa(
+        "W_k and W_v project to d_model features, as in multi-head attention",
+        "shapes the assignment says",
+        (K_WIDTH, "self.W_k = nn.Linear(d_model, d_model, bias=bias)"),
+        (V_WIDTH, "self.W_v = nn.Linear(d_model, d_model, bias=bias)"),
+        name="gqa_kv_projections_full_width",
+    ),
+    gqa(
+        "the scores are divided by the square root of d_model",
+        "square root of d_model",
+        ("math.sqrt(q.size(-1))", "math.sqrt(x.size(-1))"),
+        name="gqa_scaled_by_d_model",
+    ),
+    gqa(
+        "no ValueError when num_kv_heads does not divide num_heads",
+        "names num_kv_heads",
+        (
+            "        if num_heads % num_kv_heads != 0:\n"
+            '            raise ValueError(f"num_kv_heads={num_kv_heads} must divide num_heads={num_heads}")\n',
+            "",
+        ),
+        name="gqa_no_kv_heads_check",
+    ),
+    # ------------------------------------------------------------------ sliding_window_mask
+    window(
+        "i - window <= j <= i: window + 1 positions",
+        "window + 1 positions",
+        ("(key > query - window)", "(key >= query - window)"),
+        name="window_off_by_one",
+    ),
+    window(
+        "|i - j| < window: the window looks ahead as far as it looks back",
+        "later positions",
+        ("(key <= query)", "(key < query + window)"),
+        name="window_looks_ahead",
+    ),
+    window(
+        "i - window <= j < i: the window positions before the query, without the query itself",
+        "but not itself",
+        (WINDOW, "(key < query) & (key >= query - window)"),
+        name="window_excludes_itself",
+    ),
+    window(
+        "no check of window: a window of 0 gives an all-False mask",
+        "names window",
+        (
+            "    if window < 1:\n"
+            '        raise ValueError(f"window must be at least 1 (a query always sees itself), '
+            'got window={window}")\n',
+            "",
+        ),
+        name="window_no_error",
+    ),
+    # ------------------------------------------------------------------ online_softmax_attention
+    online(
+        "the running output is not rescaled when the maximum grows",
+        "running output is not rescaled",
+        (RESCALED_OUTPUT, "output = output + p"),
+        name="online_output_not_rescaled",
+    ),
+    online(
+        "the running normaliser is not rescaled when the maximum grows",
+        "running normaliser is not rescaled",
+        (RESCALED_NORMALISER, "normaliser = normaliser + p"),
+        name="online_normaliser_not_rescaled",
+    ),
+    online(
+        "exp(-inf - (-inf)) = NaN in a block where a query sees no key yet",
+        "sees no key in a block",
+        (GUARD, "base = new_max"),
+        name="online_nan_in_empty_block",
+    ),
+    online(
+        "a query with every key masked divides 0 by 0",
+        "divides 0 by 0",
+        (DIVISION, "return output / normaliser"),
+        name="online_nan_for_fully_masked_rows",
+    ),
+    online(
+        "the scores are not divided by the square root of dk",
+        "not divided by the square root of dk",
+        ("q = q * (1.0 / math.sqrt(q.size(-1)))", "q = q * 1.0"),
+        name="online_not_scaled",
+    ),
+    Bug(
+        "online_whole_score_matrix",
+        "online_softmax_attention",
+        """
+def online_softmax_attention(q, k, v, block_size, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    if mask is not None:
+        weights = weights.masked_fill(~mask, 0.0)
+    return weights @ v
+""",
+        "the whole (Lq, Lk) score matrix at once, ignoring block_size: right values, but it does not fit in memory "
+        "for long sequences",
+        "never build the whole (lq, lk) score matrix",
+    ),
+]

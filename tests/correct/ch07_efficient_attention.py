@@ -1,0 +1,395 @@
+"""Correct answers to ch07_efficient_attention in other idioms than the reference's."""
+
+from tests.correct import Answer
+
+ANSWERS: list[Answer] = [
+    # ------------------------------------------------------------------ repeat_kv
+    Answer(
+        "repeat_kv_repeat_interleave",
+        "repeat_kv",
+        """
+def repeat_kv(x, n_rep):
+    return torch.repeat_interleave(x, n_rep, dim=1)
+""",
+        "torch.repeat_interleave along the heads (a copy even for n_rep == 1)",
+    ),
+    Answer(
+        "repeat_kv_index",
+        "repeat_kv",
+        """
+def repeat_kv(x, n_rep):
+    heads = torch.arange(x.size(1) * n_rep, device=x.device) // n_rep
+    return x[:, heads]
+""",
+        "advanced indexing with the key/value head of every query head",
+    ),
+    Answer(
+        "repeat_kv_stack",
+        "repeat_kv",
+        """
+def repeat_kv(x, n_rep):
+    if n_rep == 1:
+        return x
+    return torch.stack([x] * n_rep, dim=2).flatten(1, 2)
+""",
+        "n_rep copies stacked after the head axis, then the two axes flattened",
+    ),
+    Answer(
+        "repeat_kv_loop",
+        "repeat_kv",
+        """
+def repeat_kv(x, n_rep):
+    heads = []
+    for head in range(x.shape[1]):
+        for _ in range(n_rep):
+            heads.append(x[:, head])
+    return torch.stack(heads, dim=1)
+""",
+        "a loop over the heads and their copies",
+    ),
+    Answer(
+        "repeat_kv_ones",
+        "repeat_kv",
+        """
+def repeat_kv(x, n_rep):
+    ones = torch.ones(1, 1, n_rep, 1, 1, dtype=x.dtype, device=x.device)
+    return (x.unsqueeze(2) * ones).reshape(x.size(0), x.size(1) * n_rep, x.size(2), x.size(3))
+""",
+        "broadcasting against a tensor of ones",
+    ),
+    # ------------------------------------------------------------------ GroupedQueryAttention
+    Answer(
+        "gqa_grouped_einsum",
+        "GroupedQueryAttention",
+        """
+class GroupedQueryAttention(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, bias=False):
+        super().__init__()
+        if d_model % num_heads:
+            raise ValueError(f"d_model={d_model} is not a multiple of num_heads={num_heads}")
+        if num_heads % num_kv_heads:
+            raise ValueError(f"num_heads={num_heads} is not a multiple of num_kv_heads={num_kv_heads}")
+        self.h, self.g, self.dh = num_heads, num_kv_heads, d_model // num_heads
+        self.W_q = nn.Linear(d_model, d_model, bias=bias)
+        self.W_k = nn.Linear(d_model, num_kv_heads * self.dh, bias=bias)
+        self.W_v = nn.Linear(d_model, num_kv_heads * self.dh, bias=bias)
+        self.W_o = nn.Linear(d_model, d_model, bias=bias)
+
+    def forward(self, x, mask=None, cache=None):
+        b, length, _ = x.shape
+        group = self.h // self.g
+        q = self.W_q(x).view(b, length, self.g, group, self.dh).permute(0, 2, 3, 1, 4)  # (B, G, n, L, dh)
+        k = self.W_k(x).view(b, length, self.g, self.dh).transpose(1, 2)
+        v = self.W_v(x).view(b, length, self.g, self.dh).transpose(1, 2)
+        if cache is not None:
+            k, v = torch.cat((cache[0], k), -2), torch.cat((cache[1], v), -2)
+        scores = torch.einsum("bgnqd,bgkd->bgnqk", q, k) / self.dh ** 0.5
+        if mask is not None:
+            keep = mask.expand(b, self.h, length, k.size(-2)).reshape(b, self.g, group, length, k.size(-2))
+            scores = scores.masked_fill(~keep, float("-inf"))
+        weights = torch.nan_to_num(torch.softmax(scores, dim=-1), nan=0.0)
+        out = torch.einsum("bgnqk,bgkd->bgnqd", weights, v)  # query heads grouped, never repeated
+        out = out.permute(0, 3, 1, 2, 4).reshape(b, length, self.h * self.dh)
+        return self.W_o(out), (k, v)
+""",
+        "query heads grouped by their key/value head with einsum, no repetition; nan_to_num for empty rows",
+    ),
+    Answer(
+        "gqa_sdpa_repeat",
+        "GroupedQueryAttention",
+        """
+class GroupedQueryAttention(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, bias=False):
+        super().__init__()
+        if d_model % num_heads != 0:
+            raise ValueError("num_heads must divide d_model")
+        if num_heads % num_kv_heads != 0:
+            raise ValueError("num_kv_heads must divide num_heads")
+        self.num_heads, self.num_kv_heads = num_heads, num_kv_heads
+        kv_width = num_kv_heads * (d_model // num_heads)
+        self.W_q = nn.Linear(d_model, d_model, bias=bias)
+        self.W_k = nn.Linear(d_model, kv_width, bias=bias)
+        self.W_v = nn.Linear(d_model, kv_width, bias=bias)
+        self.W_o = nn.Linear(d_model, d_model, bias=bias)
+
+    def forward(self, x, mask=None, cache=None):
+        q = split_heads(self.W_q(x), self.num_heads)
+        k = split_heads(self.W_k(x), self.num_kv_heads)
+        v = split_heads(self.W_v(x), self.num_kv_heads)
+        if cache is not None:
+            past_k, past_v = cache
+            k = torch.cat([past_k, k], dim=-2)
+            v = torch.cat([past_v, v], dim=-2)
+        n = self.num_heads // self.num_kv_heads
+        out = F.scaled_dot_product_attention(q, repeat_kv(k, n), repeat_kv(v, n), attn_mask=mask)
+        if mask is not None:  # rows with no visible key: zeros whatever the PyTorch version does
+            out = out.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
+        return self.W_o(merge_heads(out)), (k, v)
+""",
+        "F.scaled_dot_product_attention on the repeated heads, rows with no visible key zeroed afterwards",
+    ),
+    Answer(
+        "gqa_loop_over_heads",
+        "GroupedQueryAttention",
+        """
+class GroupedQueryAttention(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, bias=False):
+        super().__init__()
+        if d_model % num_heads:
+            raise ValueError(f"{d_model} features cannot be split into num_heads={num_heads} heads")
+        if num_kv_heads <= 0 or num_heads % num_kv_heads:
+            raise ValueError(f"num_kv_heads={num_kv_heads} key/value heads cannot be shared by {num_heads} query heads")
+        self.num_heads, self.num_kv_heads, self.d_head = num_heads, num_kv_heads, d_model // num_heads
+        self.W_q = nn.Linear(d_model, d_model, bias=bias)
+        self.W_k = nn.Linear(d_model, num_kv_heads * self.d_head, bias=bias)
+        self.W_v = nn.Linear(d_model, num_kv_heads * self.d_head, bias=bias)
+        self.W_o = nn.Linear(d_model, d_model, bias=bias)
+        self.register_buffer("calls", torch.zeros((), dtype=torch.long), persistent=False)
+
+    def forward(self, x, mask=None, cache=None):
+        self.calls += 1
+        d = self.d_head
+        k_new = torch.stack([self.W_k(x)[..., g * d:(g + 1) * d] for g in range(self.num_kv_heads)], dim=1)
+        v_new = torch.stack([self.W_v(x)[..., g * d:(g + 1) * d] for g in range(self.num_kv_heads)], dim=1)
+        k = k_new if cache is None else torch.cat([cache[0], k_new], dim=2)
+        v = v_new if cache is None else torch.cat([cache[1], v_new], dim=2)
+        queries = self.W_q(x)
+        group = self.num_heads // self.num_kv_heads
+        heads = []
+        for h in range(self.num_heads):
+            q_h = queries[..., h * d:(h + 1) * d].double()
+            scores = q_h @ k[:, h // group].double().transpose(-2, -1) / math.sqrt(d)
+            if mask is not None:
+                keep = mask.expand(x.size(0), self.num_heads, x.size(1), k.size(2))[:, h]
+                scores = scores.masked_fill(~keep, torch.finfo(scores.dtype).min)
+                weights = torch.softmax(scores, dim=-1) * keep
+            else:
+                weights = torch.softmax(scores, dim=-1)
+            heads.append((weights @ v[:, h // group].double()).to(x.dtype))
+        return self.W_o(torch.cat(heads, dim=-1)), (k, v)
+""",
+        "a loop over the query heads in float64, finfo.min masking, an extra buffer",
+    ),
+    Answer(
+        "gqa_sdpa_enable_gqa",
+        "GroupedQueryAttention",
+        """
+class GroupedQueryAttention(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, bias=False):
+        super().__init__()
+        if d_model % num_heads != 0:
+            raise ValueError(f"num_heads={num_heads} must divide d_model={d_model}")
+        if num_heads % num_kv_heads != 0:
+            raise ValueError(f"num_kv_heads={num_kv_heads} must divide num_heads={num_heads}")
+        self.num_heads, self.num_kv_heads = num_heads, num_kv_heads
+        dh = d_model // num_heads
+        self.W_q, self.W_o = nn.Linear(d_model, d_model, bias=bias), nn.Linear(d_model, d_model, bias=bias)
+        self.W_k = nn.Linear(d_model, num_kv_heads * dh, bias=bias)
+        self.W_v = nn.Linear(d_model, num_kv_heads * dh, bias=bias)
+
+    def forward(self, x, mask=None, cache=None):
+        b, length, d_model = x.shape
+        dh = d_model // self.num_heads
+        q = self.W_q(x).reshape(b, length, self.num_heads, dh).transpose(1, 2)
+        k = self.W_k(x).reshape(b, length, self.num_kv_heads, dh).transpose(1, 2)
+        v = self.W_v(x).reshape(b, length, self.num_kv_heads, dh).transpose(1, 2)
+        if cache:
+            k = torch.cat((cache[0], k), dim=2)
+            v = torch.cat((cache[1], v), dim=2)
+        scores_mask = None
+        if mask is not None:
+            scores_mask = torch.zeros(mask.shape, dtype=x.dtype, device=x.device).masked_fill(~mask, float("-inf"))
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=scores_mask, enable_gqa=True)
+        out = torch.nan_to_num(out, nan=0.0)
+        return self.W_o(out.transpose(1, 2).reshape(b, length, d_model)), (k, v)
+""",
+        "the built-in's enable_gqa, an additive -inf float mask, reshape instead of view",
+    ),
+    # ------------------------------------------------------------------ sliding_window_mask
+    Answer(
+        "window_tril_triu",
+        "sliding_window_mask",
+        """
+def sliding_window_mask(size, window, device=None):
+    if window < 1:
+        raise ValueError(f"window={window}: a query must see at least itself")
+    ones = torch.ones(size, size, dtype=torch.bool, device=device)
+    return torch.tril(ones) & torch.triu(ones, diagonal=1 - window)
+""",
+        "a lower triangle and an upper triangle intersected",
+    ),
+    Answer(
+        "window_distance",
+        "sliding_window_mask",
+        """
+def sliding_window_mask(size, window, device=None):
+    if not window >= 1:
+        raise ValueError("window must be 1 or more")
+    positions = torch.arange(size, device=device)
+    distance = positions.view(-1, 1) - positions.view(1, -1)
+    return (distance >= 0) & (distance < window)
+""",
+        "the distance from query to key",
+    ),
+    Answer(
+        "window_loop",
+        "sliding_window_mask",
+        """
+def sliding_window_mask(size, window, device=None):
+    if window < 1:
+        raise ValueError(f"bad window {window}")
+    rows = []
+    for i in range(size):
+        rows.append([max(0, i - window + 1) <= j <= i for j in range(size)])
+    return torch.tensor(rows, dtype=torch.bool).reshape(size, size).to(device if device is not None else "cpu")
+""",
+        "a loop over rows and keys, moved to the device at the end",
+    ),
+    Answer(
+        "window_numpy",
+        "sliding_window_mask",
+        """
+import numpy as np
+
+
+def sliding_window_mask(size, window, device=None):
+    if window < 1:
+        raise ValueError("window < 1: each query sees itself at least")
+    i, j = np.indices((size, size))
+    return torch.as_tensor((j <= i) & (i - j < window), device=device)
+""",
+        "NumPy index grids, converted at the end",
+    ),
+    Answer(
+        "window_causal_minus_old",
+        "sliding_window_mask",
+        """
+def sliding_window_mask(size, window, device=None):
+    if window < 1:
+        raise ValueError(f"window must be positive, got {window}")
+    causal = torch.ones(size, size, device=device).tril()
+    too_old = torch.ones(size, size, device=device).tril(diagonal=-window)
+    return (causal - too_old).bool()
+""",
+        "the look-ahead mask minus the positions that fell out of the window, as floats",
+    ),
+    # ------------------------------------------------------------------ online_softmax_attention
+    Answer(
+        "online_split",
+        "online_softmax_attention",
+        """
+def online_softmax_attention(q, k, v, block_size, mask=None):
+    scale = q.shape[-1] ** -0.5
+    m = q.new_full(q.shape[:-1] + (1,), -math.inf)
+    l = q.new_zeros(q.shape[:-1] + (1,))
+    acc = q.new_zeros(q.shape[:-1] + (v.shape[-1],))
+    if mask is None:
+        masks = [None] * math.ceil(k.shape[-2] / block_size)
+    else:
+        masks = torch.broadcast_to(mask, mask.shape[:-1] + (k.shape[-2],)).split(block_size, dim=-1)
+    for k_b, v_b, mask_b in zip(k.split(block_size, dim=-2), v.split(block_size, dim=-2), masks):
+        s = torch.matmul(q, k_b.transpose(-1, -2)) * scale
+        if mask_b is not None:
+            s = torch.where(mask_b, s, torch.tensor(-math.inf, dtype=s.dtype, device=s.device))
+        m_new = torch.maximum(m, s.max(dim=-1, keepdim=True).values)
+        safe = torch.nan_to_num(m_new, neginf=0.0)
+        correction = torch.exp(m - safe)
+        p = torch.exp(s - safe)
+        l = correction * l + p.sum(-1, keepdim=True)
+        acc = correction * acc + torch.matmul(p, v_b)
+        m = m_new
+    return torch.where(l > 0, acc / l.clamp_min(1e-30), torch.zeros_like(acc))
+""",
+        "Tensor.split into blocks, torch.where masking, nan_to_num for the -inf maximum",
+    ),
+    Answer(
+        "online_float64_accumulators",
+        "online_softmax_attention",
+        """
+def online_softmax_attention(q, k, v, block_size, mask=None):
+    Lk = k.size(-2)
+    scores_scale = 1 / math.sqrt(q.size(-1))
+    run_max = run_sum = out = None
+    for start in range(0, Lk, block_size):
+        end = min(Lk, start + block_size)
+        s = torch.einsum("...qd,...kd->...qk", q, k[..., start:end, :]) * scores_scale
+        if mask is not None:
+            m = mask if mask.size(-1) == 1 else mask[..., start:end]
+            s = s.masked_fill(torch.logical_not(m), float("-inf"))
+        block_max = s.amax(-1, keepdim=True)
+        new_max = block_max if run_max is None else torch.maximum(run_max, block_max)
+        ref = torch.where(torch.isinf(new_max), torch.zeros_like(new_max), new_max)
+        w = torch.exp(s - ref)
+        block_sum = w.sum(-1, keepdim=True, dtype=torch.float64)
+        block_out = (w @ v[..., start:end, :]).double()
+        if run_max is None:  # the first block: nothing to rescale yet
+            run_sum, out = block_sum, block_out
+        else:
+            factor = torch.exp(run_max - ref).double()
+            run_sum = run_sum * factor + block_sum
+            out = out * factor + block_out
+        run_max = new_max
+    result = torch.where(run_sum == 0, torch.zeros_like(out), out / run_sum)
+    return result.to(q.dtype)
+""",
+        "einsum, the first block handled on its own, sums and outputs accumulated in float64",
+    ),
+    Answer(
+        "online_logsumexp",
+        "online_softmax_attention",
+        '''
+def online_softmax_attention(q, k, v, block_size, mask=None):
+    """Keeps the log of the normaliser (a running logsumexp) instead of a maximum and a sum."""
+    q = q / math.sqrt(q.shape[-1])
+    lse = torch.full(q.shape[:-1] + (1,), float("-inf"), dtype=q.dtype, device=q.device)
+    out = torch.zeros(q.shape[:-1] + (v.shape[-1],), dtype=q.dtype, device=q.device)
+    for start in range(0, k.shape[-2], block_size):
+        s = q @ k[..., start:start + block_size, :].transpose(-2, -1)
+        if mask is not None:
+            keep = mask.expand(*mask.shape[:-1], k.shape[-2])[..., start:start + block_size]
+            s = s.masked_fill(~keep, float("-inf"))
+        block_lse = torch.logsumexp(s, dim=-1, keepdim=True)
+        new_lse = torch.logaddexp(lse, block_lse)
+        finite = torch.isfinite(new_lse)
+        base = torch.where(finite, new_lse, torch.zeros_like(new_lse))
+        weights = torch.exp(s - base)  # already normalised by everything seen so far
+        out = out * torch.exp(lse - base) + weights @ v[..., start:start + block_size, :]
+        lse = new_lse
+    return out
+''',
+        "a running log-sum-exp in place of the maximum and the normaliser",
+    ),
+    Answer(
+        "online_transposed_keys",
+        "online_softmax_attention",
+        """
+def online_softmax_attention(q, k, v, block_size, mask=None):
+    kt = k.transpose(-1, -2) / math.sqrt(q.size(-1))  # scale the keys instead of the scores
+    n_keys = kt.size(-1)
+    best = None
+    denominator = numerator = 0.0
+    start = 0
+    while start < n_keys:
+        block = slice(start, start + block_size)
+        s = q @ kt[..., block]
+        if mask is not None:
+            s = s + torch.zeros_like(s).masked_fill(~mask.expand(*mask.shape[:-1], n_keys)[..., block], float("-inf"))
+        top = s.amax(dim=-1, keepdim=True)
+        new_best = top if best is None else torch.maximum(best, top)
+        shift = new_best.clone()
+        shift[torch.isneginf(shift)] = 0.0
+        e = (s - shift).exp()
+        if best is not None:
+            factor = (best - shift).exp()
+            denominator = denominator * factor
+            numerator = numerator * factor
+        denominator = denominator + e.sum(dim=-1, keepdim=True)
+        numerator = numerator + e @ v[..., block, :]
+        best = new_best
+        start += block_size
+    empty = denominator == 0
+    return numerator / denominator.masked_fill(empty, 1.0)
+""",
+        "scaled keys, an additive -inf mask, a while loop, in-place assignment into a copy",
+    ),
+]
