@@ -257,9 +257,10 @@ warnings.warn("this answer prints a warning")
 # keeps it in the report); nothing is ever written to the host but a value read from it, unchanged.
 
 # Hole 1 (escape to host root): the student's uid and its mapping to the user namespace above, and
-# whether /proc/sys takes a write (kernel.core_pattern: a pipe there runs a program as host root).
-# The value written is the one just read, so a missing defence changes nothing. (The host uid itself
-# is read from the host, by the tests.)
+# whether /proc/sys takes a write: kernel.core_pattern (a pipe there runs a program as host root) and
+# kernel.modprobe (the program the kernel runs as root for a missing module). The value written is
+# the one just read, so a missing defence changes nothing. (The host uid itself is read from the
+# host, by the tests.)
 ESCAPE_PROBE = r'''
 import os
 _found = [f"uid={os.getuid()}"]
@@ -267,13 +268,18 @@ try:
     _found.append("uid_map=" + ",".join("/".join(line.split()) for line in open("/proc/self/uid_map")))
 except OSError as _error:
     _found.append(f"uid_map=unreadable({_error.strerror})")
-try:
-    _pattern = open("/proc/sys/kernel/core_pattern").read()
-    with open("/proc/sys/kernel/core_pattern", "w") as _file:
-        _file.write(_pattern)
-    _found.append("core_pattern=written")
-except OSError as _error:
-    _found.append(f"core_pattern=refused({_error.strerror})")
+for _setting in ("core_pattern", "modprobe"):
+    try:
+        _value = open(f"/proc/sys/kernel/{_setting}").read()
+    except OSError as _error:
+        _found.append(f"{_setting}=unreadable({_error.strerror})")
+        continue
+    try:
+        with open(f"/proc/sys/kernel/{_setting}", "w") as _file:
+            _file.write(_value)
+        _found.append(f"{_setting}=written")
+    except OSError as _error:
+        _found.append(f"{_setting}=refused({_error.strerror})")
 raise RuntimeError("escape probe: " + " ".join(_found))
 '''
 
@@ -308,7 +314,8 @@ _forge({"event": "cells_done", "others": "many"})
 '''
 
 # Hole 2 and hole 6: replies forged from inside the graded functions: a 7 MB error full of terminal
-# escapes, a tensor of an impossible size, a reply whose `ok` is not a bool.
+# escapes, values of impossible sizes (a data-less "meta" tensor, an array), a reply whose `ok` is not
+# a bool.
 FORGED_REPLIES = {
     "softmax": r'''
 def softmax(x, axis=-1):
@@ -319,8 +326,9 @@ def softmax(x, axis=-1):
     "attention_numpy": r'''
 def attention_numpy(Q, K, V):
     _forge({"seq": _worker()["request"]["seq"], "ok": True,
-            "value": {"tuple": [{"ndarray": {"dtype": "float64", "shape": [2**31, 2**31], "data": ""}}] * 2},
-            "args_after": [None, None, None]})
+            "value": {"tuple": [{"tensor": {"dtype": "float64", "shape": [2**62, 2**62], "device": "meta", "data": ""}},
+                                {"ndarray": {"dtype": "float64", "shape": [2**31, 2**31], "data": ""}}]},
+            "args_after": [_worker()["wire"].encode(a) for a in (Q, K, V)]})
     return np.zeros((Q.shape[0], V.shape[1])), np.zeros((Q.shape[0], K.shape[0]))
 ''',
     "scaled_dot_product_attention": r'''

@@ -2,9 +2,10 @@
 
 Sixty submissions of ch02_scaled_dot_product are graded two at a time by
 :func:`autograder.grade.grade` under a term release in which ch02 is not released:
-correct ones, the wrong answers of tests/buggy/ch02_scaled_dot_product.py, blank
-ones, and every attack and fault of the attack suite (tests/attacks.py, as
-tests/test_sandbox_grading.py plants them). Every honest score must be exactly
+correct ones, wrong answers of tests/buggy/ch02_scaled_dot_product.py (as many as
+the class has room for, spread over every item), blank ones, and every attack and
+fault of the attack suite (tests/attacks.py, as tests/test_sandbox_grading.py
+plants them). Every honest score must be exactly
 right (a correct notebook full marks, a wrong one what it scores graded on its
 own), no attack may beat the honest notebook it starts from, the class must be
 graded to the end, and nothing of a sandbox may be left on the host.
@@ -27,6 +28,7 @@ from tests.test_sandbox_grading import (
     ATTACKS,
     CONTROL,
     FULL,
+    IN_PLACE,
     MAX_FILE_BYTES,
     REVIEW_ATTACKS,
     REVIEW_FAULTS,
@@ -43,12 +45,26 @@ from tests.test_sandbox_grading import (
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("load")]
 
 CLASS_SIZE = 60
-BUGGY = {f"buggy_{bug.name}": bug for bug in BUGS}
+MIN_CORRECT = 8
 ATTACKERS = {**{s: (make, "zeros") for s, make in ATTACKS.items()},
-             **{s: (make, {"honest_zeros": "zeros", "honest_softmax_in_place": "buggy_softmax_in_place"}[baseline])
+             **{s: (make, {"honest_zeros": "zeros", "honest_softmax_in_place": f"buggy_{IN_PLACE.name}"}[baseline])
                 for s, (make, baseline) in REVIEW_ATTACKS.items()}}
 BLANK = [f"blank_{i}" for i in range(1, 4)]
 ZEROS = [f"zeros_{i}" for i in range(1, 3)]
+
+
+def chosen_bugs(room: int) -> list:
+    """At most ``room`` wrong answers, spread evenly over the list (so over every item), always with
+    the in-place softmax (the honest notebook that an attack starts from)."""
+    others = [bug for bug in BUGS if bug.name != IN_PLACE.name]
+    if len(others) < room:
+        return [IN_PLACE, *others]
+    step = (len(others) - 1) / max(1, room - 2)
+    return [IN_PLACE, *(others[round(i * step)] for i in range(room - 1))]
+
+
+BUGGY = {f"buggy_{bug.name}": bug for bug in chosen_bugs(
+    CLASS_SIZE - MIN_CORRECT - len(ATTACKERS) - len(REVIEW_FAULTS) - len(SYMLINKED) - len(BLANK) - len(ZEROS))}
 CORRECT = [f"correct_{i:02d}" for i in range(1, CLASS_SIZE + 1 - len(BUGGY) - len(ATTACKERS) - len(REVIEW_FAULTS)
                                          - len(SYMLINKED) - len(BLANK) - len(ZEROS))]
 
@@ -109,7 +125,6 @@ def test_each_wrong_answer_loses_exactly_what_it_loses_alone(load):
     got = {s: results[s].score for s in [*BUGGY, *ZEROS]}
     want = {**{s: load.alone[s] for s in BUGGY}, **{s: load.alone["zeros"] for s in ZEROS}}
     assert got == want
-    assert all(score < FULL for score in want.values())
 
 
 def test_no_attack_beats_the_honest_notebook_it_starts_from(load):

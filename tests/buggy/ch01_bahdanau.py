@@ -1,119 +1,94 @@
-"""Wrong answers to ch01_bahdanau that students really write."""
+"""Wrong answers to ch01_bahdanau that students really write.
 
-from tests.buggy import Bug
+Each is the reference answer with one realistic mistake in it (:func:`tests.buggy.variant`).
+"""
+
+from functools import partial
+
+from tests.buggy import Bug, variant
 
 TESTS = {
     "AdditiveAttention": ["test_additive_shapes", "test_additive_mask", "test_additive_values"],
     "BahdanauDecoder": ["test_step_shapes", "test_step_values"],
 }
 
-ATTENTION_INIT = '''
-class AdditiveAttention(nn.Module):
-    def __init__(self, query_dim, key_dim, hidden_dim):
-        super().__init__()
-        self.W_q = nn.Linear(query_dim, hidden_dim, bias=False)
-        self.W_k = nn.Linear(key_dim, hidden_dim, bias=False)
-        self.v = nn.Linear(hidden_dim, 1, bias=False)
+attention = partial(variant, "ch01_bahdanau", "AdditiveAttention")
+decoder = partial(variant, "ch01_bahdanau", "BahdanauDecoder")
 
-    def forward(self, query, keys, values, mask=None):
-'''
-
-DECODER_INIT = '''
-class BahdanauDecoder(nn.Module):
-    def __init__(self, vocab_size, emb_dim, enc_dim, hidden_dim, attn_dim):
-        super().__init__()
-        self.embedding = nn.Embedding(vocab_size, emb_dim)
-        self.attention = AdditiveAttention(hidden_dim, enc_dim, attn_dim)
-        self.rnn = nn.GRUCell(emb_dim + enc_dim, hidden_dim)
-        self.out = nn.Linear(hidden_dim + enc_dim + emb_dim, vocab_size)
-
-    def step(self, prev_tokens, hidden, enc_outputs, src_mask=None):
-'''
-
-
-def attention(body: str) -> str:
-    return ATTENTION_INIT + body
-
-
-def decoder(body: str) -> str:
-    return DECODER_INIT + body
-
+SCORE = "self.v(torch.tanh(self.W_q(query).unsqueeze(1) + self.W_k(keys)))"
 
 BUGS = [
     # ------------------------------------------------------------------ AdditiveAttention
-    Bug("additive_softmax_over_batch", "AdditiveAttention", why="normalises over the batch", code=attention('''
-        scores = self.v(torch.tanh(self.W_q(query).unsqueeze(1) + self.W_k(keys))).squeeze(-1)
-        if mask is not None:
-            scores = scores.masked_fill(~mask, float("-inf"))
-        weights = torch.softmax(scores, dim=0)
-        return torch.bmm(weights.unsqueeze(1), values).squeeze(1), weights
-''')),
-    Bug("additive_no_tanh", "AdditiveAttention", why="a linear score instead of the tanh layer", code=attention('''
-        scores = self.v(self.W_q(query).unsqueeze(1) + self.W_k(keys)).squeeze(-1)
-        if mask is not None:
-            scores = scores.masked_fill(~mask, float("-inf"))
-        weights = torch.softmax(scores, dim=-1)
-        return torch.bmm(weights.unsqueeze(1), values).squeeze(1), weights
-''')),
-    Bug("additive_mask_inverted", "AdditiveAttention", why="hides the real positions", code=attention('''
-        scores = self.v(torch.tanh(self.W_q(query).unsqueeze(1) + self.W_k(keys))).squeeze(-1)
-        if mask is not None:
-            scores = scores.masked_fill(mask, float("-inf"))
-        weights = torch.softmax(scores, dim=-1)
-        return torch.bmm(weights.unsqueeze(1), values).squeeze(1), weights
-''')),
+    Bug("additive_softmax_over_batch", "AdditiveAttention", why="normalises over the batch",
+        cause="the softmax runs over the batch",
+        code=attention(("torch.softmax(scores, dim=-1)", "torch.softmax(scores, dim=0)"))),
+    Bug("additive_no_tanh", "AdditiveAttention", why="a linear score instead of the tanh layer",
+        cause="the scores skip the tanh",
+        code=attention(("torch.tanh(self.W_q(query).unsqueeze(1) + self.W_k(keys))",
+                        "self.W_q(query).unsqueeze(1) + self.W_k(keys)"))),
+    Bug("additive_mask_inverted", "AdditiveAttention", why="hides the real positions",
+        cause="the mask is read the wrong way round",
+        code=attention(("~mask", "mask"))),
     Bug("additive_mask_after_softmax", "AdditiveAttention", why="zeroes weights without renormalising",
-        code=attention('''
-        scores = self.v(torch.tanh(self.W_q(query).unsqueeze(1) + self.W_k(keys))).squeeze(-1)
-        weights = torch.softmax(scores, dim=-1)
-        if mask is not None:
-            weights = weights * mask
-        return torch.bmm(weights.unsqueeze(1), values).squeeze(1), weights
-''')),
+        cause="mask the scores before the softmax",
+        code=attention(('scores = scores.masked_fill(~mask, float("-inf"))', "scores = scores"))),
     Bug("additive_nan_on_full_mask", "AdditiveAttention", why="a fully masked row softmaxes to NaN",
-        code=attention('''
-        scores = self.v(torch.tanh(self.W_q(query).unsqueeze(1) + self.W_k(keys))).squeeze(-1)
-        if mask is not None:
-            scores = scores.masked_fill(~mask, float("-inf"))
-        weights = torch.softmax(scores, dim=-1)
-        return torch.bmm(weights.unsqueeze(1), values).squeeze(1), weights
-''')),
+        cause="a sequence with no visible position gets NaN",
+        code=attention(("weights = weights.masked_fill(~mask, 0.0)", "weights = weights"))),
+    Bug("additive_query_not_unsqueezed", "AdditiveAttention",
+        why="adds (B, H) to (B, S, H): an error, or a silent mix-up of sequences and positions when B == S",
+        cause="of that same sequence",
+        code=attention(("self.W_q(query).unsqueeze(1)", "self.W_q(query)"))),
+    Bug("additive_tanh_after_v", "AdditiveAttention", why="tanh(v(...)) instead of v(tanh(...))",
+        cause="the tanh must come before v",
+        code=attention((SCORE, "torch.tanh(self.v(self.W_q(query).unsqueeze(1) + self.W_k(keys)))"))),
+    Bug("additive_scaled_scores", "AdditiveAttention", why="divides the scores by sqrt(key_dim) as in dot-product attention",
+        cause="additive scores are not scaled",
+        code=attention((".squeeze(-1)\n", ".squeeze(-1) / math.sqrt(keys.size(-1))\n"))),
+    Bug("additive_context_from_keys", "AdditiveAttention", why="sums the keys instead of the values",
+        cause="the weighted sum of the values, not of the keys",
+        code=attention(("torch.bmm(weights.unsqueeze(1), values)", "torch.bmm(weights.unsqueeze(1), keys)"))),
+    Bug("additive_large_negative_no_zeroing", "AdditiveAttention",
+        why="-1e9 alone: a fully masked row gets even weights over the padding",
+        cause="a large negative fill alone spreads its weight",
+        code=attention(('float("-inf")', "-1e9"), ("weights = weights.masked_fill(~mask, 0.0)", "weights = weights"))),
+    Bug("additive_mask_with_zero", "AdditiveAttention", why="a masked score of 0 still gets weight",
+        cause="a masked score set to zero still gets a share",
+        code=attention(('float("-inf")', "0.0"))),
+    Bug("additive_with_bias", "AdditiveAttention", why="leaves nn.Linear's default bias on W_q, W_k and v",
+        cause="no bias in W_q, W_k or v",
+        code=attention((", bias=False)", ")"))),
     # ------------------------------------------------------------------ BahdanauDecoder.step
     Bug("step_attends_with_new_state", "BahdanauDecoder", why="uses s_t, not s_{t-1}, as the query",
-        code=decoder('''
-        embedded = self.embedding(prev_tokens)
-        context, _ = self.attention(hidden, enc_outputs, enc_outputs, src_mask)
-        hidden = self.rnn(torch.cat([embedded, context], dim=-1), hidden)
-        context, weights = self.attention(hidden, enc_outputs, enc_outputs, src_mask)
-        logits = self.out(torch.cat([hidden, context, embedded], dim=-1))
-        return logits, hidden, weights
-''')),
-    Bug("step_rnn_input_order", "BahdanauDecoder", why="concatenates [context, embedded]", code=decoder('''
-        embedded = self.embedding(prev_tokens)
-        context, weights = self.attention(hidden, enc_outputs, enc_outputs, src_mask)
-        hidden = self.rnn(torch.cat([context, embedded], dim=-1), hidden)
-        logits = self.out(torch.cat([hidden, context, embedded], dim=-1))
-        return logits, hidden, weights
-''')),
-    Bug("step_output_order", "BahdanauDecoder", why="concatenates [hidden, embedded, context]", code=decoder('''
-        embedded = self.embedding(prev_tokens)
-        context, weights = self.attention(hidden, enc_outputs, enc_outputs, src_mask)
-        hidden = self.rnn(torch.cat([embedded, context], dim=-1), hidden)
-        logits = self.out(torch.cat([hidden, embedded, context], dim=-1))
-        return logits, hidden, weights
-''')),
-    Bug("step_ignores_mask", "BahdanauDecoder", why="attends to padding", code=decoder('''
-        embedded = self.embedding(prev_tokens)
-        context, weights = self.attention(hidden, enc_outputs, enc_outputs)
-        hidden = self.rnn(torch.cat([embedded, context], dim=-1), hidden)
-        logits = self.out(torch.cat([hidden, context, embedded], dim=-1))
-        return logits, hidden, weights
-''')),
-    Bug("step_returns_old_state", "BahdanauDecoder", why="returns s_{t-1} instead of s_t", code=decoder('''
-        embedded = self.embedding(prev_tokens)
-        context, weights = self.attention(hidden, enc_outputs, enc_outputs, src_mask)
-        new_hidden = self.rnn(torch.cat([embedded, context], dim=-1), hidden)
-        logits = self.out(torch.cat([new_hidden, context, embedded], dim=-1))
-        return logits, hidden, weights
-''')),
+        cause="the previous state s_{t-1}",
+        code=decoder(("        logits = self.out(",
+                      "        context, weights = self.attention(hidden, enc_outputs, enc_outputs, src_mask)\n"
+                      "        logits = self.out("))),
+    Bug("step_rnn_input_order", "BahdanauDecoder", why="concatenates [context, embedded]",
+        cause="the embedding followed by the context",
+        code=decoder(("torch.cat([embedded, context], dim=-1)", "torch.cat([context, embedded], dim=-1)"))),
+    Bug("step_output_order", "BahdanauDecoder", why="concatenates [hidden, embedded, context]",
+        cause="the new state, the context and the embedding, in that order",
+        code=decoder(("torch.cat([hidden, context, embedded], dim=-1)", "torch.cat([hidden, embedded, context], dim=-1)"))),
+    Bug("step_ignores_mask", "BahdanauDecoder", why="attends to padding",
+        cause="src_mask is not passed on to the attention",
+        code=decoder(("self.attention(hidden, enc_outputs, enc_outputs, src_mask)",
+                      "self.attention(hidden, enc_outputs, enc_outputs)"))),
+    Bug("step_returns_old_state", "BahdanauDecoder", why="returns s_{t-1} instead of s_t",
+        cause="return the new state s_t",
+        code=decoder(("hidden = self.rnn(", "new_hidden = self.rnn("),
+                     ("self.out(torch.cat([hidden,", "self.out(torch.cat([new_hidden,"))),
+    Bug("step_output_reads_old_state", "BahdanauDecoder", why="the output layer reads s_{t-1}",
+        cause="the output layer must read the new state s_t",
+        code=decoder(("hidden = self.rnn(", "new_hidden = self.rnn("),
+                     ("return logits, hidden, weights", "return logits, new_hidden, weights"))),
+    Bug("step_gru_from_zeros", "BahdanauDecoder", why="calls the GRU cell without the previous state",
+        cause="not start from zeros",
+        code=decoder(("torch.cat([embedded, context], dim=-1), hidden)", "torch.cat([embedded, context], dim=-1))"))),
+    Bug("step_returns_probabilities", "BahdanauDecoder", why="applies a softmax to the logits",
+        cause="not probabilities",
+        code=decoder(("return logits, hidden, weights", "return torch.softmax(logits, dim=-1), hidden, weights"))),
+    Bug("step_inverts_mask", "BahdanauDecoder", why="converts src_mask as if the attention wanted True = padding",
+        cause="pass it on to the attention as it is",
+        code=decoder(("enc_outputs, src_mask)", "enc_outputs, None if src_mask is None else ~src_mask)"))),
 ]

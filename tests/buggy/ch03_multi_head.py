@@ -1,6 +1,11 @@
-"""Wrong answers to ch03_multi_head that students really write."""
+"""Wrong answers to ch03_multi_head that students really write.
 
-from tests.buggy import Bug
+Each is the reference answer with one realistic mistake in it (:func:`tests.buggy.variant`).
+"""
+
+from functools import partial
+
+from tests.buggy import Bug, variant
 
 TESTS = {
     "split_heads": ["test_split_heads_shapes", "test_split_heads_values", "test_split_heads_error"],
@@ -8,208 +13,114 @@ TESTS = {
     "MultiHeadAttention": ["test_mha_shapes", "test_mha_matches_torch", "test_mha_mask", "test_mha_error"],
 }
 
-MHA_INIT = '''
-class MultiHeadAttention(nn.Module):
-    def __init__(self, d_model, num_heads, bias=True):
-        super().__init__()
-        if d_model % num_heads != 0:
-            raise ValueError(f"num_heads={num_heads} must divide d_model={d_model}")
-        self.num_heads = num_heads
-        self.W_q = nn.Linear(d_model, d_model, bias=bias)
-        self.W_k = nn.Linear(d_model, d_model, bias=bias)
-        self.W_v = nn.Linear(d_model, d_model, bias=bias)
-        self.W_o = nn.Linear(d_model, d_model, bias=bias)
+split = partial(variant, "ch03_multi_head", "split_heads")
+merge = partial(variant, "ch03_multi_head", "merge_heads")
+mha = partial(variant, "ch03_multi_head", "MultiHeadAttention")
 
-    def forward(self, query, key, value, mask=None):
+SPLIT_VIEW = "x.view(batch, length, num_heads, d_model // num_heads).transpose(1, 2)"
+SPLIT_CHECK = '''    if d_model % num_heads != 0:
+        raise ValueError(f"num_heads={num_heads} does not divide the feature size {d_model} of x")
 '''
-
-
-def mha(body: str) -> str:
-    return MHA_INIT + body
-
+MHA_CHECK = '''        if d_model % num_heads != 0:
+            raise ValueError(f"num_heads={num_heads} must divide d_model={d_model}")
+'''
 
 BUGS = [
     # ------------------------------------------------------------------ split_heads
     Bug("split_without_transpose", "split_heads", why="a single view to (B, H, L, dh) mixes positions and heads",
-        code='''
-def split_heads(x, num_heads):
-    batch, length, d_model = x.shape
-    if d_model % num_heads != 0:
-        raise ValueError(f"num_heads={num_heads} does not divide {d_model}")
-    return x.reshape(batch, num_heads, length, d_model // num_heads)
-'''),
+        cause="mixes positions and heads",
+        code=split((SPLIT_VIEW, "x.reshape(batch, num_heads, length, d_model // num_heads)"))),
     Bug("split_strided_features", "split_heads", why="head h gets every H-th feature instead of a slice",
-        code='''
-def split_heads(x, num_heads):
-    batch, length, d_model = x.shape
-    if d_model % num_heads != 0:
-        raise ValueError(f"num_heads={num_heads} does not divide {d_model}")
-    return x.view(batch, length, d_model // num_heads, num_heads).permute(0, 3, 1, 2)
-'''),
-    Bug("split_forgets_to_transpose", "split_heads", why="returns (B, L, H, dh)", code='''
-def split_heads(x, num_heads):
-    batch, length, d_model = x.shape
-    if d_model % num_heads != 0:
-        raise ValueError(f"num_heads={num_heads} does not divide {d_model}")
-    return x.view(batch, length, num_heads, d_model // num_heads)
-'''),
-    Bug("split_no_value_error", "split_heads", why="lets view raise a RuntimeError", code='''
-def split_heads(x, num_heads):
-    batch, length, d_model = x.shape
-    return x.view(batch, length, num_heads, d_model // num_heads).transpose(1, 2)
-'''),
+        cause="gets every H-th feature",
+        code=split((SPLIT_VIEW, "x.view(batch, length, d_model // num_heads, num_heads).permute(0, 3, 1, 2)"))),
+    Bug("split_forgets_to_transpose", "split_heads", why="returns (B, L, H, dh)",
+        cause="the heads must come before the positions",
+        code=split((".transpose(1, 2)", ""))),
+    Bug("split_no_value_error", "split_heads", why="lets view raise a RuntimeError",
+        cause="raise a ValueError",
+        code=split((SPLIT_CHECK, ""))),
     Bug("split_error_without_name", "split_heads", why="a ValueError that does not say which argument",
-        code='''
-def split_heads(x, num_heads):
-    batch, length, d_model = x.shape
-    if d_model % num_heads != 0:
-        raise ValueError("bad shape")
-    return x.view(batch, length, num_heads, d_model // num_heads).transpose(1, 2)
-'''),
+        cause="whose message names num_heads",
+        code=split(('f"num_heads={num_heads} does not divide the feature size {d_model} of x"',
+                    '"the feature size is not a multiple of the number of heads"'))),
+    Bug("split_num_heads_as_head_size", "split_heads", why="reads num_heads as the size of one head",
+        cause="not the size of one head",
+        code=split(("x.view(batch, length, num_heads, d_model // num_heads)",
+                    "x.view(batch, length, d_model // num_heads, num_heads)"))),
+    Bug("split_assert", "split_heads", why="an assert, which raises AssertionError (and disappears under python -O)",
+        cause="raise a ValueError",
+        code=split((SPLIT_CHECK, '    assert d_model % num_heads == 0, f"num_heads={num_heads} must divide {d_model}"\n'))),
     # ------------------------------------------------------------------ merge_heads
-    Bug("merge_without_transpose", "merge_heads", why="reshapes (B, H, L, dh) straight to (B, L, D)", code='''
-def merge_heads(x):
-    batch, heads, length, d_head = x.shape
-    return x.reshape(batch, length, heads * d_head)
-'''),
-    Bug("merge_view_after_transpose", "merge_heads", why="view on a non-contiguous tensor raises", code='''
-def merge_heads(x):
-    batch, heads, length, d_head = x.shape
-    return x.transpose(1, 2).view(batch, length, heads * d_head)
-'''),
-    Bug("merge_wrong_permute", "merge_heads", why="puts dh before H: interleaves the heads' features", code='''
-def merge_heads(x):
-    batch, heads, length, d_head = x.shape
-    return x.permute(0, 2, 3, 1).reshape(batch, length, heads * d_head)
-'''),
+    Bug("merge_without_transpose", "merge_heads", why="reshapes (B, H, L, dh) straight to (B, L, D)",
+        cause="mixes positions and heads",
+        code=merge(("x.transpose(1, 2).reshape", "x.reshape"))),
+    Bug("merge_view_after_transpose", "merge_heads", why="view on a non-contiguous tensor raises",
+        cause="no longer laid out in order in memory",
+        code=merge((".reshape(", ".view("))),
+    Bug("merge_wrong_permute", "merge_heads", why="puts dh before H: interleaves the heads' features",
+        cause="the heads' features are interleaved",
+        code=merge(("x.transpose(1, 2)", "x.permute(0, 2, 3, 1)"))),
+    Bug("merge_transposes_wrong_pair", "merge_heads", why="swaps positions and features instead of heads and positions",
+        cause="the wrong pair of dimensions is swapped",
+        code=merge(("x.transpose(1, 2)", "x.transpose(2, 3)"))),
     # ------------------------------------------------------------------ MultiHeadAttention
     Bug("mha_scale_by_d_model", "MultiHeadAttention", why="divides by sqrt(d_model), not sqrt(d_head)",
-        code=mha('''
-        q = split_heads(self.W_q(query), self.num_heads)
-        k = split_heads(self.W_k(key), self.num_heads)
-        v = split_heads(self.W_v(value), self.num_heads)
-        scores = q @ k.transpose(-2, -1) / math.sqrt(query.size(-1))
-        if mask is not None:
-            scores = scores.masked_fill(~mask, float("-inf"))
-        weights = torch.softmax(scores, dim=-1)
-        if mask is not None:
-            weights = weights.masked_fill(~mask, 0.0)
-        return self.W_o(merge_heads(weights @ v)), weights
-''')),
-    Bug("mha_no_output_projection", "MultiHeadAttention", why="forgets W_o", code=mha('''
-        q = split_heads(self.W_q(query), self.num_heads)
-        k = split_heads(self.W_k(key), self.num_heads)
-        v = split_heads(self.W_v(value), self.num_heads)
-        scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
-        if mask is not None:
-            scores = scores.masked_fill(~mask, float("-inf"))
-        weights = torch.softmax(scores, dim=-1)
-        if mask is not None:
-            weights = weights.masked_fill(~mask, 0.0)
-        return merge_heads(weights @ v), weights
-''')),
-    Bug("mha_heads_without_transpose", "MultiHeadAttention", why="splits heads with one view", code=mha('''
-        B, Lq, D = query.shape
-        Lk, H = key.size(1), self.num_heads
-        q = self.W_q(query).view(B, H, Lq, D // H)
-        k = self.W_k(key).view(B, H, Lk, D // H)
-        v = self.W_v(value).view(B, H, Lk, D // H)
-        scores = q @ k.transpose(-2, -1) / math.sqrt(D // H)
-        if mask is not None:
-            scores = scores.masked_fill(~mask, float("-inf"))
-        weights = torch.softmax(scores, dim=-1)
-        if mask is not None:
-            weights = weights.masked_fill(~mask, 0.0)
-        return self.W_o((weights @ v).reshape(B, Lq, D)), weights
-''')),
-    Bug("mha_keys_projected_with_W_q", "MultiHeadAttention", why="copy-paste: W_q for the keys", code=mha('''
-        q = split_heads(self.W_q(query), self.num_heads)
-        k = split_heads(self.W_q(key), self.num_heads)
-        v = split_heads(self.W_v(value), self.num_heads)
-        scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
-        if mask is not None:
-            scores = scores.masked_fill(~mask, float("-inf"))
-        weights = torch.softmax(scores, dim=-1)
-        if mask is not None:
-            weights = weights.masked_fill(~mask, 0.0)
-        return self.W_o(merge_heads(weights @ v)), weights
-''')),
-    Bug("mha_mask_inverted", "MultiHeadAttention", why="uses nn.MultiheadAttention's True = ignore", code=mha('''
-        q = split_heads(self.W_q(query), self.num_heads)
-        k = split_heads(self.W_k(key), self.num_heads)
-        v = split_heads(self.W_v(value), self.num_heads)
-        scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
-        if mask is not None:
-            scores = scores.masked_fill(mask, float("-inf"))
-        weights = torch.nan_to_num(torch.softmax(scores, dim=-1))
-        return self.W_o(merge_heads(weights @ v)), weights
-''')),
-    Bug("mha_weights_averaged", "MultiHeadAttention", why="returns weights averaged over the heads", code=mha('''
-        q = split_heads(self.W_q(query), self.num_heads)
-        k = split_heads(self.W_k(key), self.num_heads)
-        v = split_heads(self.W_v(value), self.num_heads)
-        scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
-        if mask is not None:
-            scores = scores.masked_fill(~mask, float("-inf"))
-        weights = torch.softmax(scores, dim=-1)
-        if mask is not None:
-            weights = weights.masked_fill(~mask, 0.0)
-        return self.W_o(merge_heads(weights @ v)), weights.mean(dim=1)
-''')),
-    Bug("mha_nan_on_full_mask", "MultiHeadAttention", why="a query with no visible key gets NaN", code=mha('''
-        q = split_heads(self.W_q(query), self.num_heads)
-        k = split_heads(self.W_k(key), self.num_heads)
-        v = split_heads(self.W_v(value), self.num_heads)
-        scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
-        if mask is not None:
-            scores = scores.masked_fill(~mask, float("-inf"))
-        weights = torch.softmax(scores, dim=-1)
-        return self.W_o(merge_heads(weights @ v)), weights
-''')),
-    Bug("mha_always_bias", "MultiHeadAttention", why="ignores bias=False", code='''
-class MultiHeadAttention(nn.Module):
-    def __init__(self, d_model, num_heads, bias=True):
-        super().__init__()
-        if d_model % num_heads != 0:
-            raise ValueError(f"num_heads={num_heads} must divide d_model={d_model}")
-        self.num_heads = num_heads
-        self.W_q = nn.Linear(d_model, d_model)
-        self.W_k = nn.Linear(d_model, d_model)
-        self.W_v = nn.Linear(d_model, d_model)
-        self.W_o = nn.Linear(d_model, d_model)
-
-    def forward(self, query, key, value, mask=None):
-        q = split_heads(self.W_q(query), self.num_heads)
-        k = split_heads(self.W_k(key), self.num_heads)
-        v = split_heads(self.W_v(value), self.num_heads)
-        scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
-        if mask is not None:
-            scores = scores.masked_fill(~mask, float("-inf"))
-        weights = torch.softmax(scores, dim=-1)
-        if mask is not None:
-            weights = weights.masked_fill(~mask, 0.0)
-        return self.W_o(merge_heads(weights @ v)), weights
-'''),
-    Bug("mha_no_value_error", "MultiHeadAttention", why="accepts d_model that num_heads does not divide", code='''
-class MultiHeadAttention(nn.Module):
-    def __init__(self, d_model, num_heads, bias=True):
-        super().__init__()
-        self.num_heads = num_heads
-        self.W_q = nn.Linear(d_model, d_model, bias=bias)
-        self.W_k = nn.Linear(d_model, d_model, bias=bias)
-        self.W_v = nn.Linear(d_model, d_model, bias=bias)
-        self.W_o = nn.Linear(d_model, d_model, bias=bias)
-
-    def forward(self, query, key, value, mask=None):
-        q = split_heads(self.W_q(query), self.num_heads)
-        k = split_heads(self.W_k(key), self.num_heads)
-        v = split_heads(self.W_v(value), self.num_heads)
-        scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
-        if mask is not None:
-            scores = scores.masked_fill(~mask, float("-inf"))
-        weights = torch.softmax(scores, dim=-1)
-        if mask is not None:
-            weights = weights.masked_fill(~mask, 0.0)
-        return self.W_o(merge_heads(weights @ v)), weights
-'''),
+        cause="the square root of d_model",
+        code=mha(("math.sqrt(q.size(-1))", "math.sqrt(query.size(-1))"))),
+    Bug("mha_scale_by_num_heads", "MultiHeadAttention", why="divides by sqrt(num_heads)",
+        cause="the square root of the number of heads",
+        code=mha(("math.sqrt(q.size(-1))", "math.sqrt(self.num_heads)"))),
+    Bug("mha_no_scaling", "MultiHeadAttention", why="forgets the 1/sqrt(d_head)",
+        cause="not divided by √d_h",
+        code=mha((" / math.sqrt(q.size(-1))", ""))),
+    Bug("mha_no_output_projection", "MultiHeadAttention", why="forgets W_o",
+        cause="through the output projection W_o",
+        code=mha(("self.W_o(merge_heads(weights @ v))", "merge_heads(weights @ v)"))),
+    Bug("mha_heads_without_transpose", "MultiHeadAttention", why="splits heads with one view", cause="mixes positions and heads",
+        code=mha(("split_heads(self.W_q(query), self.num_heads)",
+                  "self.W_q(query).view(query.size(0), self.num_heads, query.size(1), -1)"),
+                 ("split_heads(self.W_k(key), self.num_heads)",
+                  "self.W_k(key).view(key.size(0), self.num_heads, key.size(1), -1)"),
+                 ("split_heads(self.W_v(value), self.num_heads)",
+                  "self.W_v(value).view(value.size(0), self.num_heads, value.size(1), -1)"),
+                 ("merge_heads(weights @ v)", "(weights @ v).reshape(query.size(0), query.size(1), -1)"))),
+    Bug("mha_keys_projected_with_W_q", "MultiHeadAttention", why="copy-paste: W_q for the keys",
+        cause="projected with W_k, not with W_q",
+        code=mha(("self.W_k(key)", "self.W_q(key)"))),
+    Bug("mha_values_from_key", "MultiHeadAttention", why="copy-paste: W_v applied to key",
+        cause="projected from value, not from key",
+        code=mha(("self.W_v(value)", "self.W_v(key)"))),
+    Bug("mha_mask_inverted", "MultiHeadAttention", why="uses nn.MultiheadAttention's True = ignore",
+        cause="the mask is read the wrong way round",
+        code=mha(("~mask", "mask"))),
+    Bug("mha_weights_averaged", "MultiHeadAttention", why="returns weights averaged over the heads",
+        cause="not their average over the heads",
+        code=mha(("return output, weights", "return output, weights.mean(dim=1)"))),
+    Bug("mha_softmax_over_queries", "MultiHeadAttention", why="softmax along dim -2",
+        cause="a softmax over the keys, not over the queries",
+        code=mha(("torch.softmax(scores, dim=-1)", "torch.softmax(scores, dim=-2)"))),
+    Bug("mha_nan_on_full_mask", "MultiHeadAttention", why="a query with no visible key gets NaN",
+        cause="a query with no visible key gets NaN",
+        code=mha(("weights = weights.masked_fill(~mask, 0.0)", "weights = weights"))),
+    Bug("mha_large_negative_no_zeroing", "MultiHeadAttention", why="-1e9 alone: a fully masked query gets even weights",
+        cause="a large negative fill alone spreads its weight",
+        code=mha(('float("-inf")', "-1e9"), ("weights = weights.masked_fill(~mask, 0.0)", "weights = weights"))),
+    Bug("mha_mask_with_zero", "MultiHeadAttention", why="a masked score of 0 still gets weight",
+        cause="a masked score set to zero still gets a share",
+        code=mha(('float("-inf")', "0.0"))),
+    Bug("mha_mask_after_softmax", "MultiHeadAttention", why="zeroes weights without renormalising",
+        cause="mask the scores before the softmax",
+        code=mha(('scores = scores.masked_fill(~mask, float("-inf"))', "scores = scores"))),
+    Bug("mha_always_bias", "MultiHeadAttention", why="ignores bias=False",
+        cause="none of the four projections may have a bias",
+        code=mha(("bias=bias", "bias=True"))),
+    Bug("mha_output_bias_always", "MultiHeadAttention", why="ignores bias=False for W_o",
+        cause="none of the four projections may have a bias",
+        code=mha(("self.W_o = nn.Linear(d_model, d_model, bias=bias)", "self.W_o = nn.Linear(d_model, d_model)"))),
+    Bug("mha_no_value_error", "MultiHeadAttention", why="accepts d_model that num_heads does not divide",
+        cause="building the module must raise a ValueError",
+        code=mha((MHA_CHECK, ""))),
+    Bug("mha_error_without_name", "MultiHeadAttention", why="a ValueError that does not say which argument",
+        cause="whose message names num_heads",
+        code=mha(('f"num_heads={num_heads} must divide d_model={d_model}"', '"d_model is not divisible"'))),
 ]

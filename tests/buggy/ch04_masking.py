@@ -1,6 +1,12 @@
-"""Wrong answers to ch04_masking that students really write."""
+"""Wrong answers to ch04_masking that students really write.
 
-from tests.buggy import Bug
+Each is the reference answer with one realistic mistake in it (``variant``), so a wrong answer cannot
+silently become the right one; ``cause`` is what the hint of a failing test of its item must name.
+"""
+
+from tests.buggy import Bug, variant
+
+A = "ch04_masking"
 
 TESTS = {
     "padding_mask": ["test_padding_mask"],
@@ -10,123 +16,135 @@ TESTS = {
     "decoder_self_attention_mask": ["test_decoder_mask"],
 }
 
+NOT_PAD = "tokens != pad_id"
+CAUSAL = "torch.ones(size, size, dtype=torch.bool, device=device).tril()"
+MASKING = 'weights = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=dim)'
+ZEROING = "return weights.masked_fill(~mask, 0.0)"
+SPLIT = "return tgt[:, :-1], tgt[:, 1:]"
+BOTH = "causal[None, None, :, :] & keys[:, None, None, :]"
 
-def softmax(body: str) -> str:
-    return "\ndef masked_softmax(scores, mask=None, dim=-1):\n" + body
+
+def padding(why, cause, *replacements, name):
+    return Bug(name, "padding_mask", variant(A, "padding_mask", *replacements), why, cause)
 
 
-def decoder_mask(body: str) -> str:
-    return "\ndef decoder_self_attention_mask(tgt, pad_id):\n" + body
+def causal(why, cause, *replacements, name):
+    return Bug(name, "causal_mask", variant(A, "causal_mask", *replacements), why, cause)
+
+
+def softmax(why, cause, *replacements, name):
+    return Bug(name, "masked_softmax", variant(A, "masked_softmax", *replacements), why, cause)
+
+
+def split(why, cause, *replacements, name):
+    return Bug(name, "teacher_forcing_split", variant(A, "teacher_forcing_split", *replacements), why, cause)
+
+
+def decoder(why, cause, *replacements, name):
+    return Bug(name, "decoder_self_attention_mask", variant(A, "decoder_self_attention_mask", *replacements), why,
+               cause)
 
 
 BUGS = [
     # ------------------------------------------------------------------ padding_mask
-    Bug("padding_inverted", "padding_mask", why="True at padding (nn.MultiheadAttention's convention)", code='''
-def padding_mask(tokens, pad_id):
-    return tokens == pad_id
-'''),
-    Bug("padding_hard_coded_zero", "padding_mask", why="assumes pad_id is 0", code='''
-def padding_mask(tokens, pad_id):
-    return tokens != 0
-'''),
-    Bug("padding_as_float", "padding_mask", why="returns a float mask", code='''
-def padding_mask(tokens, pad_id):
-    return (tokens != pad_id).float()
-'''),
-    Bug("padding_from_first_pad", "padding_mask", why="counts the length up to the first pad only", code='''
-def padding_mask(tokens, pad_id):
-    lengths = (tokens != pad_id).long().cumprod(dim=1).sum(dim=1)
-    return torch.arange(tokens.size(1))[None, :] < lengths[:, None]
-'''),
+    padding("True at padding (nn.MultiheadAttention's convention)", "true at the padding tokens",
+            (NOT_PAD, "tokens == pad_id"), name="padding_inverted"),
+    padding("assumes pad_id is 0", "by the id 0", (NOT_PAD, "tokens != 0"), name="padding_hard_coded_zero"),
+    padding("returns a float mask", "numbers (1 and 0)", (NOT_PAD, "(tokens != pad_id).float()"),
+            name="padding_as_float"),
+    padding("returns an integer mask", "numbers (1 and 0)", (NOT_PAD, "(tokens != pad_id).long()"),
+            name="padding_as_long"),
+    padding("counts the length up to the first pad only", "after the first padding token",
+            (NOT_PAD, "torch.arange(tokens.size(1))[None, :] < "
+                      "(tokens != pad_id).long().cumprod(dim=1).sum(dim=1)[:, None]"), name="padding_from_first_pad"),
+    padding("builds the mask from the lengths, as if padding were always at the end", "wherever it is",
+            (NOT_PAD, "torch.arange(tokens.size(1))[None, :] < (tokens != pad_id).sum(dim=1)[:, None]"),
+            name="padding_from_lengths"),
+    padding("assumes the pad id is the smallest id", "ids below it are real tokens",
+            (NOT_PAD, "tokens > pad_id"), name="padding_greater_than_pad"),
     # ------------------------------------------------------------------ causal_mask
-    Bug("causal_off_by_one", "causal_mask", why="hides the diagonal: a position cannot see itself", code='''
-def causal_mask(size, device=None):
-    return torch.ones(size, size, dtype=torch.bool, device=device).tril(diagonal=-1)
-'''),
-    Bug("causal_upper_triangle", "causal_mask", why="lets queries see the future instead of the past", code='''
-def causal_mask(size, device=None):
-    return torch.ones(size, size, dtype=torch.bool, device=device).triu()
-'''),
-    Bug("causal_pytorch_convention", "causal_mask", why="True above the diagonal (True = ignore)", code='''
-def causal_mask(size, device=None):
-    return torch.ones(size, size, dtype=torch.bool, device=device).triu(diagonal=1)
-'''),
-    Bug("causal_additive_float", "causal_mask", why="an additive -inf float mask", code='''
-def causal_mask(size, device=None):
-    return torch.full((size, size), float("-inf"), device=device).triu(diagonal=1)
-'''),
+    causal("hides the diagonal: a position cannot see itself", "the diagonal is hidden",
+           (".tril()", ".tril(diagonal=-1)"), name="causal_off_by_one"),
+    causal("lets queries see the future instead of the past", "sees the later positions",
+           (".tril()", ".triu()"), name="causal_upper_triangle"),
+    causal("True above the diagonal (True = ignore)", "true where attention is forbidden",
+           (".tril()", ".triu(diagonal=1)"), name="causal_pytorch_convention"),
+    causal("an additive -inf float mask", "additive float mask",
+           (CAUSAL, 'torch.full((size, size), float("-inf"), device=device).triu(diagonal=1)'),
+           name="causal_additive_float"),
+    causal("a 0/1 float mask", "numbers (1 and 0)", ("dtype=torch.bool, ", ""), name="causal_float_ones"),
+    causal("ignores device: the mask is always made on the CPU", "on the device you are given",
+           (", device=device", ""), name="causal_ignores_device"),
     # ------------------------------------------------------------------ masked_softmax
-    Bug("softmax_mask_with_zero", "masked_softmax", why="sets masked scores to 0 instead of -inf", code=softmax('''
-    if mask is None:
-        return torch.softmax(scores, dim=dim)
-    return torch.softmax(scores.masked_fill(~mask, 0.0), dim=dim)
-''')),
-    Bug("softmax_mask_after", "masked_softmax", why="multiplies the weights by the mask after the softmax",
-        code=softmax('''
-    weights = torch.softmax(scores, dim=dim)
-    if mask is not None:
-        weights = weights * mask
-    return weights
-''')),
-    Bug("softmax_nan_full_rows", "masked_softmax", why="a fully masked row gives NaN", code=softmax('''
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    return torch.softmax(scores, dim=dim)
-''')),
-    Bug("softmax_minus_1e9", "masked_softmax", why="-1e9: uniform weights on fully masked rows, fails in float16",
-        code=softmax('''
-    if mask is not None:
-        scores = scores.masked_fill(~mask, -1e9)
-    return torch.softmax(scores, dim=dim)
-''')),
-    Bug("softmax_ignores_dim", "masked_softmax", why="always normalises the last dimension", code=softmax('''
-    if mask is None:
-        return torch.softmax(scores, dim=-1)
-    weights = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
-    return weights.masked_fill(~mask, 0.0)
-''')),
-    Bug("softmax_in_place", "masked_softmax", why="masked_fill_ overwrites the caller's scores", code=softmax('''
-    if mask is None:
-        return torch.softmax(scores, dim=dim)
-    scores.masked_fill_(~mask, float("-inf"))
-    return torch.softmax(scores, dim=dim).masked_fill(~mask, 0.0)
-''')),
-    Bug("softmax_inverted", "masked_softmax", why="masks where the mask is True", code=softmax('''
-    if mask is None:
-        return torch.softmax(scores, dim=dim)
-    weights = torch.softmax(scores.masked_fill(mask, float("-inf")), dim=dim)
-    return weights.masked_fill(mask, 0.0)
-''')),
+    softmax("sets masked scores to 0 instead of -inf", "a score of zero still gets a share",
+            ('float("-inf")', "0.0"), (ZEROING, "return weights"), name="softmax_mask_with_zero"),
+    softmax("multiplies the weights by the mask after the softmax", "applied after the softmax",
+            (MASKING, "weights = torch.softmax(scores, dim=dim)"), (ZEROING, "return weights * mask"),
+            name="softmax_mask_after"),
+    softmax("a fully masked row gives NaN", "all masked gives nan", (ZEROING, "return weights"),
+            name="softmax_nan_full_rows"),
+    softmax("-1e9: uniform weights on fully masked rows, fails in float16", "large negative number",
+            ('float("-inf")', "-1e9"), (ZEROING, "return weights"), name="softmax_minus_1e9"),
+    softmax("-1e9 with fully masked rows zeroed: out of float16's range", "out of float16's range",
+            ('float("-inf")', "-1e9"), name="softmax_minus_1e9_zeroed"),
+    softmax("-1e4: does not silence masked entries among very negative scores", "moderate negative number",
+            ('float("-inf")', "-1e4"), name="softmax_minus_1e4"),
+    softmax("always normalises the last dimension", "along the last dimension instead of along dim",
+            ("dim=dim", "dim=-1"), name="softmax_ignores_dim"),
+    softmax("zeroes fully masked rows along the last dimension only", "along the last dimension only",
+            (ZEROING, "return weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)"),
+            name="softmax_full_rows_last_dim_only"),
+    softmax("masked_fill_ overwrites the caller's scores", "unchanged after the call",
+            ("scores.masked_fill(~mask", "scores.masked_fill_(~mask"), name="softmax_in_place"),
+    softmax("masks where the mask is True", "wrong way round", ("~mask", "mask"), name="softmax_inverted"),
+    softmax("subtracts the largest score of the whole tensor", "largest score of the whole tensor",
+            (MASKING, 'scores = scores.masked_fill(~mask, float("-inf"))\n'
+                      '    exps = torch.exp(scores - scores.max())\n'
+                      '    weights = exps / exps.sum(dim=dim, keepdim=True)'), name="softmax_global_max"),
+    softmax("exponentials of the raw scores", "overflow",
+            (MASKING, 'exps = torch.exp(scores.masked_fill(~mask, float("-inf")))\n'
+                      '    weights = exps / exps.sum(dim=dim, keepdim=True)'), name="softmax_no_max_subtraction"),
+    softmax("boolean indexing: needs a mask of the scores' own shape", "the mask broadcasts to the scores",
+            (MASKING, 'scores = scores.clone()\n'
+                      '    scores[~mask] = float("-inf")\n'
+                      '    weights = torch.softmax(scores, dim=dim)'), name="softmax_mask_not_broadcast"),
+    softmax("computes in float32 and returns float32", "must give float64 weights",
+            ("scores.masked_fill(~mask", "scores.float().masked_fill(~mask"), name="softmax_float32_result"),
+    softmax("computes in float32 and casts back: float64 loses its precision", "compute in the dtype of the scores",
+            ("scores.masked_fill(~mask", "scores.float().masked_fill(~mask"),
+            (ZEROING, "return weights.masked_fill(~mask, 0.0).to(scores.dtype)"), name="softmax_float32_inside"),
     # ------------------------------------------------------------------ teacher_forcing_split
-    Bug("split_swapped", "teacher_forcing_split", why="returns (target, input)", code='''
-def teacher_forcing_split(tgt):
-    return tgt[:, 1:], tgt[:, :-1]
-'''),
-    Bug("split_batch_dim", "teacher_forcing_split", why="slices the batch, not the positions", code='''
-def teacher_forcing_split(tgt):
-    return tgt[:-1], tgt[1:]
-'''),
-    Bug("split_no_offset", "teacher_forcing_split", why="the decoder sees the token it must predict", code='''
-def teacher_forcing_split(tgt):
-    return tgt[:, :-1], tgt[:, :-1]
-'''),
+    split("returns (target, input)", "the two are swapped", (SPLIT, "return tgt[:, 1:], tgt[:, :-1]"),
+          name="split_swapped"),
+    split("slices the batch, not the positions", "along the batch", (SPLIT, "return tgt[:-1], tgt[1:]"),
+          name="split_batch_dim"),
+    split("the decoder sees the token it must predict", "the target is not shifted",
+          (SPLIT, "return tgt[:, :-1], tgt[:, :-1]"), name="split_no_offset"),
+    split("the target is the whole sequence", "the target keeps the first token", (SPLIT, "return tgt[:, :-1], tgt"),
+          name="split_target_keeps_bos"),
+    split("the decoder input is the whole sequence", "the decoder input keeps the last token",
+          (SPLIT, "return tgt, tgt[:, 1:]"), name="split_input_keeps_last"),
+    split("flattens the target for the loss", "the target is flattened",
+          (SPLIT, "return tgt[:, :-1], tgt[:, 1:].reshape(-1)"), name="split_flat_target"),
     # ------------------------------------------------------------------ decoder_self_attention_mask
-    Bug("decoder_mask_no_head_dim", "decoder_self_attention_mask", why="returns (B, L, L)", code=decoder_mask('''
-    return causal_mask(tgt.size(1), tgt.device)[None] & padding_mask(tgt, pad_id)[:, None, :]
-''')),
-    Bug("decoder_mask_pads_queries", "decoder_self_attention_mask", why="masks padded queries, not padded keys",
-        code=decoder_mask('''
-    return causal_mask(tgt.size(1), tgt.device)[None, None] & padding_mask(tgt, pad_id)[:, None, :, None]
-''')),
-    Bug("decoder_mask_or", "decoder_self_attention_mask", why="combines the masks with | instead of &",
-        code=decoder_mask('''
-    return causal_mask(tgt.size(1), tgt.device)[None, None] | padding_mask(tgt, pad_id)[:, None, None, :]
-''')),
-    Bug("decoder_mask_causal_only", "decoder_self_attention_mask", why="forgets the padding", code=decoder_mask('''
-    causal = causal_mask(tgt.size(1), tgt.device)
-    return causal.expand(tgt.size(0), 1, tgt.size(1), tgt.size(1))
-''')),
-    Bug("decoder_mask_pad_zero", "decoder_self_attention_mask", why="hard-codes pad id 0", code=decoder_mask('''
-    return causal_mask(tgt.size(1), tgt.device)[None, None] & (tgt != 0)[:, None, None, :]
-''')),
+    decoder("returns (B, L, L)", "the head dimension is missing", (BOTH, "causal[None, :, :] & keys[:, None, :]"),
+            name="decoder_mask_no_head_dim"),
+    decoder("masks padded queries, not padded keys", "hides the queries (rows) instead of the keys",
+            ("keys[:, None, None, :]", "keys[:, None, :, None]"), name="decoder_mask_pads_queries"),
+    decoder("combines the masks with | instead of &", "combined with 'or'", (" & ", " | "), name="decoder_mask_or"),
+    decoder("forgets the padding", "padding is not masked",
+            (BOTH, "causal[None, None, :, :].expand(tgt.size(0), 1, -1, -1)"), name="decoder_mask_causal_only"),
+    decoder("forgets the look-ahead condition", "the look-ahead condition is missing",
+            (BOTH, "keys[:, None, None, :].expand(-1, 1, tgt.size(1), -1)"), name="decoder_mask_padding_only"),
+    decoder("hard-codes pad id 0", "by the id 0", ("padding_mask(tgt, pad_id)", "padding_mask(tgt, 0)"),
+            name="decoder_mask_pad_zero"),
+    decoder("hides padded queries as well as padded keys", "padded queries are hidden too",
+            (BOTH, BOTH + " & keys[:, None, :, None]"), name="decoder_mask_pads_both"),
+    decoder("builds the padding from the lengths, as if padding were always at the end", "wherever it is",
+            ("padding_mask(tgt, pad_id)", "torch.arange(tgt.size(1))[None, :] < (tgt != pad_id).sum(dim=1)[:, None]"),
+            name="decoder_mask_from_lengths"),
+    decoder("the look-ahead mask transposed: queries see the future", "sees the keys after it",
+            (BOTH, "causal.T[None, None, :, :] & keys[:, None, None, :]"), name="decoder_mask_transposed"),
+    decoder("a 0/1 float mask", "numbers (1 and 0)", ("return " + BOTH, "return (" + BOTH + ").float()"),
+            name="decoder_mask_float"),
 ]

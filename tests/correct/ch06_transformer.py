@@ -2,4 +2,456 @@
 
 from tests.correct import Answer
 
-ANSWERS: list[Answer] = []
+FF_HEAD = '''class FeedForward(nn.Module):
+    """Two linear layers with a ReLU and dropout between them, applied to every position on its own."""
+
+    def __init__(self, d_model, d_ff, dropout=0.0):
+        super().__init__()
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.linear2 = nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(dropout)
+'''
+
+ENC_HEAD = '''class EncoderLayer(nn.Module):
+    """Self-attention and a feed-forward network, each in a residual connection with a layer norm."""
+
+    def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attn = MultiHeadAttention(d_model, num_heads)
+        self.ff = FeedForward(d_model, d_ff, dropout)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.dropout1 = nn.Dropout(dropout)
+        self.dropout2 = nn.Dropout(dropout)
+'''
+
+DEC_HEAD = '''class DecoderLayer(nn.Module):
+    """Masked self-attention, cross-attention over the memory, and a feed-forward network."""
+
+    def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attn = MultiHeadAttention(d_model, num_heads)
+        self.cross_attn = MultiHeadAttention(d_model, num_heads)
+        self.ff = FeedForward(d_model, d_ff, dropout)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.norm3 = nn.LayerNorm(d_model)
+        self.dropout1 = nn.Dropout(dropout)
+        self.dropout2 = nn.Dropout(dropout)
+        self.dropout3 = nn.Dropout(dropout)
+'''
+
+ANSWERS: list[Answer] = [
+    # ------------------------------------------------------------------ FeedForward
+    Answer("ff_sequential", "FeedForward", idiom="an nn.Sequential over the same submodules", code=FF_HEAD + '''        self.net = nn.Sequential(self.linear1, nn.ReLU(), self.dropout, self.linear2)
+
+    def forward(self, x):
+        return self.net(x)
+'''),
+    Answer("ff_functional", "FeedForward", idiom="F.linear and F.dropout with the submodules' parameters and mode",
+           code=FF_HEAD + '''
+    def forward(self, x):
+        hidden = F.relu(F.linear(x, self.linear1.weight, self.linear1.bias))
+        hidden = F.dropout(hidden, p=self.dropout.p, training=self.training)
+        return F.linear(hidden, self.linear2.weight, self.linear2.bias)
+'''),
+    Answer("ff_dropout_before_clamp", "FeedForward",
+           idiom="dropout before the ReLU, written as a clamp (the two commute: dropout scales by a factor >= 0)",
+           code=FF_HEAD + '''
+    def forward(self, x):
+        return self.linear2(self.dropout(self.linear1(x)).clamp(min=0))
+'''),
+    Answer("ff_einsum_float64", "FeedForward", idiom="einsum with float64 intermediates", code=FF_HEAD + '''
+    def forward(self, x):
+        hidden = torch.einsum("...d,fd->...f", x.double(), self.linear1.weight.double()) + self.linear1.bias.double()
+        hidden = self.dropout(torch.maximum(hidden, torch.zeros_like(hidden)))
+        out = torch.einsum("...f,df->...d", hidden, self.linear2.weight.double()) + self.linear2.bias.double()
+        return out.to(x.dtype)
+'''),
+    # ------------------------------------------------------------------ EncoderLayer
+    Answer("encoder_shared_residual_helper", "EncoderLayer", idiom="one residual helper for both blocks and both orders",
+           code=ENC_HEAD + '''
+    def _residual(self, x, block, norm, dropout):
+        if self.norm_first:
+            return x + dropout(block(norm(x)))
+        return norm(x + dropout(block(x)))
+
+    def forward(self, x, mask=None):
+        x = self._residual(x, lambda y: self.self_attn(y, y, y, mask=mask)[0], self.norm1, self.dropout1)
+        return self._residual(x, self.ff, self.norm2, self.dropout2)
+'''),
+    Answer("encoder_functional_norm_and_dropout", "EncoderLayer",
+           idiom="F.layer_norm with the modules' weight, bias and eps; F.dropout following self.training",
+           code=ENC_HEAD + '''
+    def _norm(self, norm, x):
+        return F.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
+
+    def _drop(self, dropout, x):
+        return F.dropout(x, dropout.p, self.training)
+
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            h = self._norm(self.norm1, x)
+            out, _ = self.self_attn(h, h, h, mask)
+            x = x + self._drop(self.dropout1, out)
+            return x + self._drop(self.dropout2, self.ff(self._norm(self.norm2, x)))
+        out, _ = self.self_attn(x, x, x, mask)
+        x = self._norm(self.norm1, x + self._drop(self.dropout1, out))
+        return self._norm(self.norm2, x + self._drop(self.dropout2, self.ff(x)))
+'''),
+    Answer("encoder_loop_over_blocks", "EncoderLayer", idiom="a loop over (block, norm, dropout) triples",
+           code=ENC_HEAD + '''
+    def forward(self, x, mask=None):
+        blocks = ((lambda y: self.self_attn(y, y, y, mask)[0], self.norm1, self.dropout1),
+                  (self.ff, self.norm2, self.dropout2))
+        for block, norm, drop in blocks:
+            x = x + drop(block(norm(x))) if self.norm_first else norm(x + drop(block(x)))
+        return x
+'''),
+    Answer("encoder_two_methods", "EncoderLayer",
+           idiom="separate pre-norm and post-norm methods, submodules registered in another order",
+           code='''class EncoderLayer(nn.Module):
+    """Self-attention and a feed-forward network, each in a residual connection with a layer norm."""
+
+    def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)
+        self.ff = FeedForward(d_model, d_ff, dropout)
+        self.self_attn = MultiHeadAttention(d_model, num_heads)
+
+    def _attend(self, y, mask):
+        return self.self_attn(query=y, key=y, value=y, mask=mask)[0]
+
+    def _pre(self, x, mask):
+        x = x + self.dropout1(self._attend(self.norm1(x), mask))
+        return x + self.dropout2(self.ff(self.norm2(x)))
+
+    def _post(self, x, mask):
+        x = self.norm1(self.dropout1(self._attend(x, mask)) + x)
+        return self.norm2(self.dropout2(self.ff(x)) + x)
+
+    def forward(self, x, mask=None):
+        return self._pre(x, mask) if self.norm_first else self._post(x, mask)
+'''),
+    # ------------------------------------------------------------------ DecoderLayer
+    Answer("decoder_loop_over_blocks", "DecoderLayer", idiom="a loop over (block, norm, dropout) triples",
+           code=DEC_HEAD + '''
+    def forward(self, x, memory, tgt_mask=None, memory_mask=None):
+        blocks = ((lambda y: self.self_attn(y, y, y, tgt_mask)[0], self.norm1, self.dropout1),
+                  (lambda y: self.cross_attn(y, memory, memory, memory_mask)[0], self.norm2, self.dropout2),
+                  (self.ff, self.norm3, self.dropout3))
+        for block, norm, drop in blocks:
+            x = x + drop(block(norm(x))) if self.norm_first else norm(x + drop(block(x)))
+        return x
+'''),
+    Answer("decoder_functional_norm_and_dropout", "DecoderLayer",
+           idiom="F.layer_norm with the modules' weight, bias and eps; F.dropout following self.training",
+           code=DEC_HEAD + '''
+    def _sublayer(self, x, block, norm, dropout):
+        normed = lambda y: F.layer_norm(y, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
+        if self.norm_first:
+            return x + F.dropout(block(normed(x)), dropout.p, self.training)
+        return normed(x + F.dropout(block(x), dropout.p, self.training))
+
+    def forward(self, x, memory, tgt_mask=None, memory_mask=None):
+        x = self._sublayer(x, lambda y: self.self_attn(y, y, y, tgt_mask)[0], self.norm1, self.dropout1)
+        x = self._sublayer(x, lambda y: self.cross_attn(y, memory, memory, memory_mask)[0], self.norm2,
+                           self.dropout2)
+        return self._sublayer(x, self.ff, self.norm3, self.dropout3)
+'''),
+    Answer("decoder_norms_in_a_loop", "DecoderLayer",
+           idiom="norms and dropouts registered with setattr in a loop; keyword arguments to the attentions",
+           code='''class DecoderLayer(nn.Module):
+    """Masked self-attention, cross-attention over the memory, and a feed-forward network."""
+
+    def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attn = MultiHeadAttention(d_model, num_heads)
+        self.cross_attn = MultiHeadAttention(d_model, num_heads)
+        self.ff = FeedForward(d_model, d_ff, dropout)
+        for i in (1, 2, 3):
+            setattr(self, f"norm{i}", nn.LayerNorm(d_model))
+            setattr(self, f"dropout{i}", nn.Dropout(dropout))
+
+    def forward(self, x, memory, tgt_mask=None, memory_mask=None):
+        if self.norm_first:
+            h = self.norm1(x)
+            out, _ = self.self_attn(query=h, key=h, value=h, mask=tgt_mask)
+            x = x + self.dropout1(out)
+            out, _ = self.cross_attn(query=self.norm2(x), key=memory, value=memory, mask=memory_mask)
+            x = x + self.dropout2(out)
+            return x + self.dropout3(self.ff(self.norm3(x)))
+        out, _ = self.self_attn(query=x, key=x, value=x, mask=tgt_mask)
+        x = self.norm1(x + self.dropout1(out))
+        out, _ = self.cross_attn(query=x, key=memory, value=memory, mask=memory_mask)
+        x = self.norm2(x + self.dropout2(out))
+        return self.norm3(x + self.dropout3(self.ff(x)))
+'''),
+    Answer("decoder_residual_helper", "DecoderLayer", idiom="a residual helper taking the block's inputs",
+           code=DEC_HEAD + '''
+    def _add(self, x, index, block):
+        norm, dropout = getattr(self, f"norm{index}"), getattr(self, f"dropout{index}")
+        if self.norm_first:
+            return x + dropout(block(norm(x)))
+        return norm(x + dropout(block(x)))
+
+    def forward(self, x, memory, tgt_mask=None, memory_mask=None):
+        x = self._add(x, 1, lambda q: self.self_attn(q, q, q, tgt_mask)[0])
+        x = self._add(x, 2, lambda q: self.cross_attn(q, memory, memory, memory_mask)[0])
+        return self._add(x, 3, self.ff)
+'''),
+    # ------------------------------------------------------------------ Transformer
+    Answer("transformer_other_names", "Transformer",
+           idiom="other submodule names, masks made with unsqueeze, the scale computed in each method",
+           code='''class Transformer(nn.Module):
+    """The encoder-decoder Transformer."""
+
+    def __init__(self, src_vocab_size, tgt_vocab_size, d_model, num_heads, num_layers, d_ff, dropout=0.1,
+                 max_len=512):
+        super().__init__()
+        self.d_model = d_model
+        self.embed_src = nn.Embedding(src_vocab_size, d_model)
+        self.embed_tgt = nn.Embedding(tgt_vocab_size, d_model)
+        nn.init.normal_(self.embed_src.weight, std=d_model ** -0.5)
+        nn.init.normal_(self.embed_tgt.weight, std=d_model ** -0.5)
+        self.pos = PositionalEncoding(d_model, max_len, dropout)
+        self.encoder = nn.ModuleList([EncoderLayer(d_model, num_heads, d_ff, dropout) for _ in range(num_layers)])
+        self.decoder = nn.ModuleList([DecoderLayer(d_model, num_heads, d_ff, dropout) for _ in range(num_layers)])
+        self.out = nn.Linear(d_model, tgt_vocab_size)
+
+    def encode(self, src, src_mask=None):
+        mask = src_mask.unsqueeze(1).unsqueeze(2) if src_mask is not None else None
+        x = self.pos(self.embed_src(src) * math.sqrt(self.d_model))
+        for layer in self.encoder:
+            x = layer(x, mask)
+        return x
+
+    def decode(self, tgt_in, memory, tgt_mask=None, memory_mask=None):
+        if memory_mask is not None:
+            memory_mask = memory_mask.unsqueeze(1).unsqueeze(2)
+        x = self.pos(self.embed_tgt(tgt_in) * math.sqrt(self.d_model))
+        for layer in self.decoder:
+            x = layer(x, memory, tgt_mask, memory_mask)
+        return self.out(x)
+
+    def forward(self, src, tgt_in, src_mask=None, tgt_mask=None):
+        memory = self.encode(src, src_mask)
+        return self.decode(tgt_in, memory, tgt_mask=tgt_mask, memory_mask=src_mask)
+'''),
+    Answer("transformer_named_layers", "Transformer",
+           idiom="layers as named attributes (no ModuleList), registered interleaved; one positional encoding each "
+                 "for the source and the target",
+           code='''class Transformer(nn.Module):
+    """The encoder-decoder Transformer."""
+
+    def __init__(self, src_vocab_size, tgt_vocab_size, d_model, num_heads, num_layers, d_ff, dropout=0.1,
+                 max_len=512):
+        super().__init__()
+        self.num_layers, self.scale = num_layers, d_model ** 0.5
+        self.projection = nn.Linear(d_model, tgt_vocab_size)
+        self.target_words = nn.Embedding(tgt_vocab_size, d_model)
+        self.source_words = nn.Embedding(src_vocab_size, d_model)
+        for embedding in (self.source_words, self.target_words):
+            nn.init.normal_(embedding.weight, std=d_model ** -0.5)
+        self.source_positions = PositionalEncoding(d_model, max_len, dropout)
+        self.target_positions = PositionalEncoding(d_model, max_len, dropout)
+        for i in range(num_layers):
+            setattr(self, f"encoder_{i}", EncoderLayer(d_model, num_heads, d_ff, dropout))
+            setattr(self, f"decoder_{i}", DecoderLayer(d_model, num_heads, d_ff, dropout))
+
+    def encode(self, src, src_mask=None):
+        mask = None if src_mask is None else src_mask.view(src_mask.size(0), 1, 1, -1)
+        x = self.source_positions(self.scale * self.source_words(src))
+        for i in range(self.num_layers):
+            x = getattr(self, f"encoder_{i}")(x, mask)
+        return x
+
+    def decode(self, tgt_in, memory, tgt_mask=None, memory_mask=None):
+        mask = None if memory_mask is None else memory_mask.view(memory_mask.size(0), 1, 1, -1)
+        x = self.target_positions(self.scale * self.target_words(tgt_in))
+        for i in range(self.num_layers):
+            x = getattr(self, f"decoder_{i}")(x, memory, tgt_mask, mask)
+        return self.projection(x)
+
+    def forward(self, src, tgt_in, src_mask=None, tgt_mask=None):
+        return self.decode(tgt_in, self.encode(src, src_mask), tgt_mask, src_mask)
+'''),
+    Answer("transformer_tied_output", "Transformer",
+           idiom="the output layer's weight tied to the target embedding; embeddings scaled by a module of their own",
+           code='''class ScaledEmbedding(nn.Module):
+    """Token embeddings times the square root of their size."""
+
+    def __init__(self, vocab_size, d_model):
+        super().__init__()
+        self.table = nn.Embedding(vocab_size, d_model)
+        nn.init.normal_(self.table.weight, std=d_model ** -0.5)
+        self.factor = math.sqrt(d_model)
+
+    def forward(self, ids):
+        return self.table(ids) * self.factor
+
+
+class Transformer(nn.Module):
+    """The encoder-decoder Transformer."""
+
+    def __init__(self, src_vocab_size, tgt_vocab_size, d_model, num_heads, num_layers, d_ff, dropout=0.1,
+                 max_len=512):
+        super().__init__()
+        self.src_embed = ScaledEmbedding(src_vocab_size, d_model)
+        self.tgt_embed = ScaledEmbedding(tgt_vocab_size, d_model)
+        self.positions = PositionalEncoding(d_model, max_len, dropout)
+        self.encoder = nn.ModuleList(EncoderLayer(d_model, num_heads, d_ff, dropout) for _ in range(num_layers))
+        self.decoder = nn.ModuleList(DecoderLayer(d_model, num_heads, d_ff, dropout) for _ in range(num_layers))
+        self.generator = nn.Linear(d_model, tgt_vocab_size)
+        self.generator.weight = self.tgt_embed.table.weight
+
+    def encode(self, src, src_mask=None):
+        mask = None if src_mask is None else src_mask[:, None, None]
+        x = self.positions(self.src_embed(src))
+        for layer in self.encoder:
+            x = layer(x, mask)
+        return x
+
+    def decode(self, tgt_in, memory, tgt_mask=None, memory_mask=None):
+        mask = None if memory_mask is None else memory_mask[:, None, None]
+        x = self.positions(self.tgt_embed(tgt_in))
+        for layer in self.decoder:
+            x = layer(x, memory, tgt_mask, mask)
+        return self.generator(x)
+
+    def forward(self, src, tgt_in, src_mask=None, tgt_mask=None):
+        return self.decode(tgt_in, self.encode(src, src_mask), tgt_mask, src_mask)
+'''),
+    Answer("transformer_pre_norm", "Transformer",
+           idiom="pre-norm layers (norm_first=True) with nothing after the last one; the memory mask made once in "
+                 "forward and reused",
+           code='''class Transformer(nn.Module):
+    """The encoder-decoder Transformer, with pre-norm layers."""
+
+    def __init__(self, src_vocab_size, tgt_vocab_size, d_model, num_heads, num_layers, d_ff, dropout=0.1,
+                 max_len=512):
+        super().__init__()
+        self.d_model = d_model
+        self.embeddings = nn.ModuleDict({"src": nn.Embedding(src_vocab_size, d_model),
+                                         "tgt": nn.Embedding(tgt_vocab_size, d_model)})
+        for embedding in self.embeddings.values():
+            nn.init.normal_(embedding.weight, mean=0.0, std=1.0 / math.sqrt(d_model))
+        self.positional = PositionalEncoding(d_model, max_len, dropout)
+        self.layers = nn.ModuleDict({
+            "encoder": nn.ModuleList([EncoderLayer(d_model, num_heads, d_ff, dropout, norm_first=True)
+                                      for _ in range(num_layers)]),
+            "decoder": nn.ModuleList([DecoderLayer(d_model, num_heads, d_ff, dropout, norm_first=True)
+                                      for _ in range(num_layers)]),
+        })
+        self.logits = nn.Linear(d_model, tgt_vocab_size)
+
+    def _embed(self, which, ids):
+        return self.positional(self.embeddings[which](ids) * math.sqrt(self.d_model))
+
+    def encode(self, src, src_mask=None):
+        mask = None if src_mask is None else src_mask.reshape(src.size(0), 1, 1, src.size(1))
+        x = self._embed("src", src)
+        for layer in self.layers["encoder"]:
+            x = layer(x, mask=mask)
+        return x
+
+    def decode(self, tgt_in, memory, tgt_mask=None, memory_mask=None):
+        mask = None if memory_mask is None else memory_mask[:, None, None, :]
+        x = self._embed("tgt", tgt_in)
+        for layer in self.layers["decoder"]:
+            x = layer(x, memory, tgt_mask=tgt_mask, memory_mask=mask)
+        return self.logits(x)
+
+    def forward(self, src, tgt_in, src_mask=None, tgt_mask=None):
+        memory = self.encode(src, src_mask=src_mask)
+        return self.decode(tgt_in, memory, tgt_mask=tgt_mask, memory_mask=src_mask)
+'''),
+    # ------------------------------------------------------------------ greedy_decode
+    Answer("greedy_one_sequence_at_a_time", "greedy_decode",
+           idiom="a loop over the sequences, each decoded alone, then padded with eos_id to the longest",
+           code='''@torch.no_grad()
+def greedy_decode(model, src, src_mask, bos_id, eos_id, max_len):
+    """(B, T) greedy output without the leading bos_id; T <= max_len."""
+    outputs = []
+    for b in range(src.size(0)):
+        one_src = src[b:b + 1]
+        one_mask = None if src_mask is None else src_mask[b:b + 1]
+        memory = model.encode(one_src, one_mask)
+        ys = [bos_id]
+        for _ in range(max_len):
+            tgt = torch.tensor([ys], dtype=torch.long, device=src.device)
+            logits = model.decode(tgt, memory, causal_mask(len(ys), device=src.device), one_mask)
+            ys.append(int(logits[0, -1].argmax()))
+            if ys[-1] == eos_id:
+                break
+        outputs.append(ys[1:])
+    length = max(len(tokens) for tokens in outputs)
+    padded = [tokens + [eos_id] * (length - len(tokens)) for tokens in outputs]
+    return torch.tensor(padded, dtype=torch.long, device=src.device)
+'''),
+    Answer("greedy_preallocated", "greedy_decode",
+           idiom="a preallocated (B, max_len + 1) buffer filled column by column, torch.where for finished rows, "
+                 "the look-ahead mask made with tril",
+           code='''@torch.no_grad()
+def greedy_decode(model, src, src_mask, bos_id, eos_id, max_len):
+    """(B, T) greedy output without the leading bos_id; T <= max_len."""
+    batch = src.size(0)
+    memory = model.encode(src, src_mask)
+    ys = torch.full((batch, max_len + 1), eos_id, dtype=torch.long, device=src.device)
+    ys[:, 0] = bos_id
+    done = torch.zeros(batch, dtype=torch.bool, device=src.device)
+    steps = 0
+    while steps < max_len and not bool(done.all()):
+        steps += 1
+        look_ahead = torch.ones(steps, steps, dtype=torch.bool, device=src.device).tril()
+        logits = model.decode(ys[:, :steps], memory, look_ahead, src_mask)
+        token = torch.where(done, torch.full_like(done, eos_id, dtype=torch.long), logits[:, -1].argmax(-1))
+        ys[:, steps] = token
+        done = done | (token == eos_id)
+    return ys[:, 1:steps + 1]
+'''),
+    Answer("greedy_token_list", "greedy_decode",
+           idiom="inference_mode instead of the decorator, a list of token columns stacked at the end, a (1, 1, T, T) "
+                 "mask",
+           code='''def greedy_decode(model, src, src_mask, bos_id, eos_id, max_len):
+    """(B, T) greedy output without the leading bos_id; T <= max_len."""
+    with torch.inference_mode():
+        memory = model.encode(src, src_mask)
+        columns = [torch.full((src.size(0),), bos_id, dtype=torch.long, device=src.device)]
+        finished = torch.zeros_like(columns[0], dtype=torch.bool)
+        while len(columns) <= max_len and not finished.all():
+            ys = torch.stack(columns, dim=1)
+            mask = causal_mask(ys.size(1), device=src.device)[None, None]
+            nxt = model.decode(ys, memory, mask, src_mask)[:, -1, :].argmax(-1)
+            nxt = torch.where(finished, torch.full_like(nxt, eos_id), nxt)
+            columns.append(nxt)
+            finished = finished | nxt.eq(eos_id)
+        return torch.stack(columns[1:], dim=1).clone()
+'''),
+    Answer("greedy_keywords_and_probabilities", "greedy_decode",
+           idiom="keyword arguments to encode and decode, the argmax of the softmax, a step counter",
+           code='''@torch.no_grad()
+def greedy_decode(model, src, src_mask, bos_id, eos_id, max_len):
+    """(B, T) greedy output without the leading bos_id; T <= max_len."""
+    memory = model.encode(src=src, src_mask=src_mask)
+    ys = src.new_full((src.size(0), 1), bos_id)
+    ended = src.new_zeros(src.size(0), dtype=torch.bool)
+    step = 0
+    while step < max_len:
+        probabilities = model.decode(tgt_in=ys, memory=memory, tgt_mask=causal_mask(ys.size(1), device=ys.device),
+                                     memory_mask=src_mask).softmax(dim=-1)
+        choice = probabilities[:, -1, :].argmax(dim=-1)
+        choice[ended] = eos_id
+        ys = torch.cat((ys, choice.unsqueeze(-1)), dim=-1)
+        ended = ended | (choice == eos_id)
+        step += 1
+        if ended.all():
+            break
+    return ys[:, 1:]
+'''),
+]
