@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 from autograder.cli import grade
-from tests.submissions import fill, submit
 from tests.support.course import make_course
+from tests.support.submissions import fill, submit
 
 ASSIGNMENT = "ch02_scaled_dot_product"
 

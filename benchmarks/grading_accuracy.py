@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from autograder import course
 from autograder.grading.notebook import grade_notebook
 from tests.correct import notebooks as correct_notebooks
-from tests.submissions import fill
+from tests.support.submissions import fill
 
 
 def _term_for(assignment: str) -> course.Release:

@@ -6,24 +6,24 @@ Each fault starts from the right answers and adds code that breaks the run.
 """
 
 ZEROS = {
-    "softmax": '''
+    "softmax": """
 def softmax(x, axis=-1):
     return np.zeros_like(x)
-''',
-    "attention_numpy": '''
+""",
+    "attention_numpy": """
 def attention_numpy(Q, K, V):
     return np.zeros((Q.shape[0], V.shape[1])), np.zeros((Q.shape[0], K.shape[0]))
-''',
-    "scaled_dot_product_attention": '''
+""",
+    "scaled_dot_product_attention": """
 def scaled_dot_product_attention(q, k, v, mask=None):
     return (torch.zeros(*q.shape[:-1], v.shape[-1], dtype=q.dtype),
             torch.zeros(*q.shape[:-1], k.shape[-2], dtype=q.dtype))
-''',
+""",
 }
 
 # ----------------------------------------------------------------------------- attacks (cell placed after setup)
 
-PATCH_COMPARISONS = '''
+PATCH_COMPARISONS = """
 import math
 import numpy as np
 import torch
@@ -34,26 +34,26 @@ np.isfinite = lambda a, *x, **k: np.ones(np.shape(a), dtype=bool)
 torch.allclose = lambda *a, **k: True
 torch.equal = lambda *a, **k: True
 math.isclose = lambda *a, **k: True
-'''
+"""
 
-PATCH_BUILTINS = '''
+PATCH_BUILTINS = """
 import builtins
 builtins.isinstance = lambda obj, cls: True
 builtins.len = lambda obj: 2
 builtins.AssertionError = type("AssertionError", (Exception,), {})
 builtins.max = lambda *a, **k: 0
-'''
+"""
 
-IPYTHON_HOOKS = '''
+IPYTHON_HOOKS = """
 ip = get_ipython()
 # Every later cell that calls a check is rewritten to do nothing.
 ip.input_transformers_post.append(lambda lines: ["pass\\n"] if any("check_" in line for line in lines) else lines)
 ip.showtraceback = lambda *a, **k: None
 ip._showtraceback = lambda *a, **k: None  # what a Jupyter kernel uses to publish errors
 ip.showsyntaxerror = lambda *a, **k: None
-'''
+"""
 
-HIJACK_IMPORT = '''
+HIJACK_IMPORT = """
 import sys, types
 fake = types.ModuleType("autograder")
 def _passes(*args, **kwargs):
@@ -68,9 +68,9 @@ fake.__all__ = list(vars(fake))
 sys.modules["autograder"] = fake
 sys.modules["autograder.checks"] = fake
 open("autograder.py", "w").write("from types import SimpleNamespace\\n")
-'''
+"""
 
-RIGGED_TENSORS = '''
+RIGGED_TENSORS = """
 class Agreeable(torch.Tensor):
     def __eq__(self, other): return True
     def __ne__(self, other): return False
@@ -96,9 +96,9 @@ def attention_numpy(Q, K, V):
 def scaled_dot_product_attention(q, k, v, mask=None):
     return (torch.zeros(*q.shape[:-1], v.shape[-1], dtype=q.dtype).as_subclass(Agreeable),
             torch.zeros(*q.shape[:-1], k.shape[-2], dtype=q.dtype).as_subclass(Agreeable))
-'''
+"""
 
-CALLER_FRAME = '''
+CALLER_FRAME = """
 import sys
 
 def _steal(name, *args, **kwargs):
@@ -113,17 +113,17 @@ def _steal(name, *args, **kwargs):
         frame = frame.f_back
     from autograder import reference
     return reference.get("ch02_scaled_dot_product", name)(*args, **kwargs)
-'''
+"""
 CALLER_FRAME_ANSWERS = {
     "softmax": "def softmax(x, axis=-1):\n    return _steal('softmax', x, axis)\n",
     "attention_numpy": "def attention_numpy(Q, K, V):\n    return _steal('attention_numpy', Q, K, V)\n",
     "scaled_dot_product_attention": "def scaled_dot_product_attention(q, k, v, mask=None):\n"
-                                    "    return _steal('scaled_dot_product_attention', q, k, v, mask)\n",
+    "    return _steal('scaled_dot_product_attention', q, k, v, mask)\n",
 }
 # Answer cells emptied, so that what an attack defines earlier in the notebook stands.
-NO_ANSWERS = {name: "# (answer defined above)\n" for name in CALLER_FRAME_ANSWERS}
+NO_ANSWERS = dict.fromkeys(CALLER_FRAME_ANSWERS, "# (answer defined above)\n")
 
-READ_SOLUTIONS = '''
+READ_SOLUTIONS = """
 import json, os, pathlib
 def _solution_notebook():
     places = [pathlib.Path.cwd(), *pathlib.Path.cwd().parents]
@@ -143,10 +143,10 @@ def _solution_notebook():
 for _cell in (_solution_notebook() or {}).get("cells", []):
     if _cell.get("metadata", {}).get("nbgrader", {}).get("solution"):
         exec("".join(_cell["source"]), globals())
-'''
+"""
 
 # The reference from the course's packages, before the chapter's solutions are released (a term).
-IMPORT_REFERENCE = '''
+IMPORT_REFERENCE = """
 import importlib, pkgutil
 for _name in ("attention_course.solutions.ch02_scaled_dot_product", "attention_course.model", "attention_course"):
     try:
@@ -166,9 +166,9 @@ for _package in (attention_course, autograder):  # and any module of the package
         for _item in ("softmax", "attention_numpy", "scaled_dot_product_attention"):
             if callable(getattr(_module, _item, None)):
                 globals()[_item] = getattr(_module, _item)
-'''
+"""
 
-WRITE_GRADEBOOK = '''
+WRITE_GRADEBOOK = """
 import os, pathlib
 places = [pathlib.Path.cwd(), *pathlib.Path.cwd().parents]
 for place in places:
@@ -177,37 +177,37 @@ for place in places:
             target.write_text("{}")
         except Exception:
             pass
-'''
+"""
 
 # ----------------------------------------------------------------------------- faults (cell placed at the end)
 
-KILL_AT_END = '''
+KILL_AT_END = """
 import os, signal
 os.kill(os.getpid(), signal.SIGKILL)
-'''
+"""
 
-TOP_LEVEL_LOOP = '''
+TOP_LEVEL_LOOP = """
 import signal
 signal.signal(signal.SIGINT, signal.SIG_IGN)
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
 while True:
     pass
-'''
+"""
 
-MEMORY_HOG = '''
+MEMORY_HOG = """
 hog = []
 while True:
     hog.append(bytearray(256 * 2**20))
-'''
+"""
 
-OUTPUT_FLOOD = '''
+OUTPUT_FLOOD = """
 import sys
 for _ in range(100):
     sys.stdout.write("x" * 2**20)
     sys.stderr.write("y" * 2**20)
-'''
+"""
 
-BACKGROUND = '''
+BACKGROUND = """
 import os, subprocess, sys
 subprocess.Popen(["sleep", "4242"], start_new_session=True)
 if os.fork() == 0:
@@ -215,9 +215,9 @@ if os.fork() == 0:
     if os.fork() == 0:
         os.execvp("sleep", ["sleep", "4243"])
     os._exit(0)
-'''
+"""
 
-FORK_BOMB = '''
+FORK_BOMB = """
 import os, time
 children = 0
 try:
@@ -228,29 +228,29 @@ try:
         children += 1
 finally:
     print("forked", children)
-'''
+"""
 
-LOOP_IN_SDPA = '''
+LOOP_IN_SDPA = """
 def scaled_dot_product_attention(q, k, v, mask=None):
     while True:
         pass
-'''
+"""
 
-ABORT_IN_ATTENTION_NUMPY = '''
+ABORT_IN_ATTENTION_NUMPY = """
 def attention_numpy(Q, K, V):
     import os
     os.abort()
-'''
+"""
 
-HOG_IN_SDPA = '''
+HOG_IN_SDPA = """
 def scaled_dot_product_attention(q, k, v, mask=None):
     return torch.ones(2**40), None
-'''
+"""
 
-WARNS = '''
+WARNS = """
 import warnings
 warnings.warn("this answer prints a warning")
-'''
+"""
 
 # ----------------------------------------------------------------------------- holes of the sandbox (review)
 # Each names the hole it guards. Probes report what they found in the error they raise (the grader
@@ -261,7 +261,7 @@ warnings.warn("this answer prints a warning")
 # kernel.modprobe (the program the kernel runs as root for a missing module). The value written is
 # the one just read, so a missing defence changes nothing. (The host uid itself is read from the
 # host, by the tests.)
-ESCAPE_PROBE = r'''
+ESCAPE_PROBE = r"""
 import os
 _found = [f"uid={os.getuid()}"]
 try:
@@ -281,7 +281,7 @@ for _setting in ("core_pattern", "modprobe"):
     except OSError as _error:
         _found.append(f"{_setting}=refused({_error.strerror})")
 raise RuntimeError("escape probe: " + " ".join(_found))
-'''
+"""
 
 # Hole 2 (forged messages): the worker's reply channel, found by walking up to its main().
 WORKER_FRAME = r'''
@@ -302,46 +302,52 @@ def _forge(message):
 '''
 
 # Hole 2: a cell's end, forged, whose error is a list (it once crashed the grading of the whole class).
-FORGED_CELL_ERROR_LIST = WORKER_FRAME + r'''
+FORGED_CELL_ERROR_LIST = (
+    WORKER_FRAME
+    + r"""
 _forge({"event": "cell_done", "index": _worker()["index"], "error": ["not", "a", "string"]})
-'''
+"""
+)
 
 # Hole 2: the run's end, forged after the last cell's, with a count that is not an integer (it once
 # raised ValueError in the grader and left the sandbox running).
-FORGED_CELLS_DONE_COUNT = WORKER_FRAME + r'''
+FORGED_CELLS_DONE_COUNT = (
+    WORKER_FRAME
+    + r"""
 _forge({"event": "cell_done", "index": _worker()["index"], "error": None})
 _forge({"event": "cells_done", "others": "many"})
-'''
+"""
+)
 
 # Hole 2 and hole 6: replies forged from inside the graded functions: a 7 MB error full of terminal
 # escapes, values of impossible sizes (a data-less "meta" tensor, an array), a reply whose `ok` is not
 # a bool.
 FORGED_REPLIES = {
-    "softmax": r'''
+    "softmax": r"""
 def softmax(x, axis=-1):
     _forge({"seq": _worker()["request"]["seq"], "ok": False, "error_type": "\x1b[2J" + "E" * 5000,
             "error": "\x1b]0;owned\x07" + "e" * (7 * 2**20)})
     return np.zeros_like(x)
-''',
-    "attention_numpy": r'''
+""",
+    "attention_numpy": r"""
 def attention_numpy(Q, K, V):
     _forge({"seq": _worker()["request"]["seq"], "ok": True,
             "value": {"tuple": [{"tensor": {"dtype": "float64", "shape": [2**62, 2**62], "device": "meta", "data": ""}},
                                 {"ndarray": {"dtype": "float64", "shape": [2**31, 2**31], "data": ""}}]},
             "args_after": [_worker()["wire"].encode(a) for a in (Q, K, V)]})
     return np.zeros((Q.shape[0], V.shape[1])), np.zeros((Q.shape[0], K.shape[0]))
-''',
-    "scaled_dot_product_attention": r'''
+""",
+    "scaled_dot_product_attention": r"""
 def scaled_dot_product_attention(q, k, v, mask=None):
     _forge({"seq": _worker()["request"]["seq"], "ok": "yes", "value": None})
     return (torch.zeros(*q.shape[:-1], v.shape[-1], dtype=q.dtype),
             torch.zeros(*q.shape[:-1], k.shape[-2], dtype=q.dtype))
-''',
+""",
 }
 
 # Hole 4 (CPU starvation): thirty processes that spin for as long as the sandbox lives (at the lowest
 # priority, so that the submission's own work still gets through and only its neighbours would starve).
-CPU_SPINNERS = r'''
+CPU_SPINNERS = r"""
 import os
 for _ in range(30):
     if os.fork() == 0:
@@ -349,11 +355,11 @@ for _ in range(30):
         os.nice(19)
         while True:
             pass
-'''
+"""
 
 # Hole 5 (memory): /tmp, /home and /dev/shm filled with as much as each takes (at most 512 MiB, in
 # files of 16 MiB, under the file size limit), then emptied; the amounts are reported.
-FILL_TMPFS = r'''
+FILL_TMPFS = r"""
 import os
 _filled = {}
 for _place in ("/tmp", "/home/student", "/dev/shm"):
@@ -376,49 +382,49 @@ for _place in ("/tmp", "/home/student", "/dev/shm"):
             pass
     _filled[_place] = _written
 raise RuntimeError("filled: " + " ".join(f"{place}={size // 2**20}MiB" for place, size in _filled.items()))
-'''
+"""
 
 # Hole 5: a graded function whose return value is far over the grader's message limit.
-HUGE_REPLY_SDPA = '''
+HUGE_REPLY_SDPA = """
 def scaled_dot_product_attention(q, k, v, mask=None):
     huge = torch.zeros(2**24)  # 64 MiB
     return huge, huge[:1]
-'''
+"""
 
 # Hole 6 (output): an error of 300 kB, with terminal escapes and markup, in each of many cells.
-LOUD_ERROR = r'''
+LOUD_ERROR = r"""
 raise ValueError("\x1b[2J\x1b]0;owned\x07<script>window.owned = 1</script>" + "e" * 300_000)
-'''
-LOUD_ERROR_TYPE = r'''
+"""
+LOUD_ERROR_TYPE = r"""
 raise type("E" * 100_000, (Exception,), {})("a very long exception name")
-'''
+"""
 
 # Hole 8 (script in feedback): live markup in a markdown cell, a raw cell and an error message.
-MARKUP_MARKDOWN = '''
+MARKUP_MARKDOWN = """
 <script>window.owned = "markdown"</script>
 
 <img src="x" onerror="window.owned = 'image'">
 
 <a href="javascript:window.owned = 'link'">the worked example</a>
-'''
+"""
 MARKUP_RAW = '<script>window.owned = "raw"</script>'
-MARKUP_ERROR = r'''
+MARKUP_ERROR = r"""
 raise ValueError('<script>window.owned = "error"</script><img src=x onerror="window.owned = 1">')
-'''
+"""
 
 # Hole 9 (terminal escapes): an error that the instructor's summary lists (a MemoryError), full of
 # escapes that would clear the terminal, retitle it and colour it.
-TERMINAL_ESCAPES = r'''
+TERMINAL_ESCAPES = r"""
 raise MemoryError("\x1b[2J\x1b[H\x1b]0;owned\x07\x1b[31mred\x1b[0m\r\x08 and a bell \x07")
-'''
+"""
 # The same with C1 controls (U+009B is CSI, U+009D is OSC to terminals that take 8-bit controls).
-C1_ESCAPES = r'''
+C1_ESCAPES = r"""
 raise MemoryError("\x9b2J\x9bH\x9d0;owned\x9c\x9b31mred")
-'''
+"""
 
 # Hole 9 (in-place check): the worker patched so that its replies never say what a call did to its
 # array arguments (an answer that overwrites its input would then look clean).
-HIDE_IN_PLACE = r'''
+HIDE_IN_PLACE = r"""
 import sys
 
 def _worker_globals():
@@ -438,20 +444,20 @@ def _quiet_call(*args, **kwargs):
     return reply
 
 _worker_globals()["_call"] = _quiet_call
-'''
+"""
 
 # Hole 9 (a lone surrogate in an error message, which nbgrader could not write).
-SURROGATE_ERROR = r'''
+SURROGATE_ERROR = r"""
 raise ValueError("a lone surrogate: \ud800")
-'''
-SURROGATE_SDPA = r'''
+"""
+SURROGATE_SDPA = r"""
 def scaled_dot_product_attention(q, k, v, mask=None):
     raise ValueError("no attention today \udcff")
-'''
+"""
 
 # Hole 10 (a flooded pipe): one forged line of 50 MB into every pipe the process can write, then an
 # error of 24 MB.
-FLOOD_PIPES = r'''
+FLOOD_PIPES = r"""
 import fcntl, os, stat, threading
 _line = b"{" + b"x" * (50 * 2**20) + b"\n"
 
@@ -477,12 +483,12 @@ for _pourer in _pourers:
 for _pourer in _pourers:
     _pourer.join(10)
 raise ValueError("z" * (24 * 2**20))
-'''
+"""
 
 # Hole 7 (reference values handed over), ch05: a positional encoding whose table is zero but for
 # the released worked example. A grader that loaded the reference's buffers into it (not only its
 # parameters) filled the table in for it, and it scored full marks.
-ZERO_TABLE_ENCODING = '''
+ZERO_TABLE_ENCODING = """
 class PositionalEncoding(nn.Module):
     def __init__(self, d_model, max_len=5000, dropout=0.0):
         super().__init__()
@@ -497,4 +503,4 @@ class PositionalEncoding(nn.Module):
         if length > self.pe.size(0):
             raise ValueError(f"x has {length} positions, more than max_len={self.pe.size(0)}")
         return self.dropout(x + self.pe[:length].to(x.dtype))
-'''
+"""

@@ -48,12 +48,15 @@ def test_score_bytes_are_quadratic_and_match_a_real_tensor():
     assert attention_score_bytes(10, query_len=1) == 40
 
 
-@pytest.mark.parametrize("kwargs, error", [
-    ({"seq_len": 0}, "seq_len must be a positive int"),
-    ({"seq_len": 4, "heads": -1}, "heads must be a positive int"),
-    ({"seq_len": 4, "query_len": 0}, "query_len must be a positive int"),
-    ({"seq_len": 4, "dtype": "float32"}, "dtype must be a torch.dtype"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error",
+    [
+        ({"seq_len": 0}, "seq_len must be a positive int"),
+        ({"seq_len": 4, "heads": -1}, "heads must be a positive int"),
+        ({"seq_len": 4, "query_len": 0}, "query_len must be a positive int"),
+        ({"seq_len": 4, "dtype": "float32"}, "dtype must be a torch.dtype"),
+    ],
+)
 def test_score_bytes_refuses_bad_arguments(kwargs, error):
     with pytest.raises(ValueError, match=error):
         attention_score_bytes(**kwargs)
@@ -68,7 +71,9 @@ def test_format_bytes():
 
 
 def test_plot_attention_labels_and_checks_shapes():
-    ax = plot_attention(torch.tensor([[0.2, 0.8], [0.5, 0.5], [1.0, 0.0]]), queries=["a", "b", "c"], keys=["x", "y"], title="t")
+    ax = plot_attention(
+        torch.tensor([[0.2, 0.8], [0.5, 0.5], [1.0, 0.0]]), queries=["a", "b", "c"], keys=["x", "y"], title="t"
+    )
     assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "b", "c"]
     assert ax.get_title() == "t" and len(ax.texts) == 6
     with pytest.raises(ValueError, match="select a batch element"):

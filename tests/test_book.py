@@ -21,8 +21,8 @@ from autograder import course, notebooks, reference
 from autograder.course import COURSE_ROOT, exercise_path, repository
 from autograder.grading.notebook import grade_notebook
 from course_site import leaks, links, logo
-from tests import browser
-from tests.submissions import fill
+from tests.support import browser
+from tests.support.submissions import fill
 
 pytestmark = [pytest.mark.slow]
 
@@ -33,8 +33,12 @@ ARTIFACTS = COURSE_ROOT / "_build" / "test-artifacts"
 def toc_chapters() -> list[str]:
     """The chapters, in the order of the table of contents: the files of its part "Chapters"."""
     toc = yaml.safe_load((COURSE_ROOT / "_toc.yml").read_text())
-    return [entry["file"].rsplit("/", 1)[-1] for part in toc["parts"] if part.get("caption") == "Chapters"
-            for entry in part["chapters"]]
+    return [
+        entry["file"].rsplit("/", 1)[-1]
+        for part in toc["parts"]
+        if part.get("caption") == "Chapters"
+        for entry in part["chapters"]
+    ]
 
 
 CHAPTERS = toc_chapters()
@@ -42,8 +46,7 @@ CHAPTERS = toc_chapters()
 # the article at a 1280-pixel-wide window (book/_static/course.css).
 CODE_LINE_LENGTH = 80
 # The references that the course's bibliography must hold, by author and year.
-REQUIRED_REFERENCES = [("Bahdanau", "2015"), ("Luong", "2015"), ("Vaswani", "2017"), ("Su", "2021"),
-                       ("Dao", "2022")]
+REQUIRED_REFERENCES = [("Bahdanau", "2015"), ("Luong", "2015"), ("Vaswani", "2017"), ("Su", "2021"), ("Dao", "2022")]
 
 
 TERM = course.Release("term", {"ch01_bahdanau"})
@@ -53,8 +56,9 @@ TERM_OUT = COURSE_ROOT / "_build" / "term"
 def build(*variables: str) -> None:
     """`make book` with these make variables, and no release settings from the environment."""
     env = {k: v for k, v in os.environ.items() if k not in ("EDITION", "RELEASED")}
-    result = subprocess.run(["make", "--no-print-directory", "book", *variables], cwd=COURSE_ROOT,
-                            capture_output=True, text=True, env=env)
+    result = subprocess.run(
+        ["make", "--no-print-directory", "book", *variables], cwd=COURSE_ROOT, capture_output=True, text=True, env=env
+    )
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
 
 
@@ -80,8 +84,10 @@ def graded_items(assignment: str) -> list[str]:
 
 def code_blocks(page: str) -> list[str]:
     """The text of every highlighted code block of a built page."""
-    return [html.unescape(re.sub(r"<[^>]+>", "", block))
-            for block in re.findall(r'<div class="highlight"><pre>(.*?)</pre>', page, re.S)]
+    return [
+        html.unescape(re.sub(r"<[^>]+>", "", block))
+        for block in re.findall(r'<div class="highlight"><pre>(.*?)</pre>', page, re.S)
+    ]
 
 
 def admonitions(page: str) -> list[tuple[str, str, str]]:
@@ -91,7 +97,7 @@ def admonitions(page: str) -> list[tuple[str, str, str]]:
     starts = list(re.finditer(r'<div class="(exercise|solution)[^"]*admonition"[^>]*id="([^"]+)"', page))
     found = []
     for match, following in zip(starts, starts[1:] + [None]):
-        body = page[match.end():following.start() if following else len(page)]
+        body = page[match.end() : following.start() if following else len(page)]
         if match.group(1) == "exercise":
             target = match.group(2)
         else:
@@ -137,8 +143,9 @@ def test_book_builds_strictly(site):
 
 def test_every_page_of_the_table_of_contents_is_built(site):
     expected = {"index.html", "search.html", "genindex.html"} | {
-        f"book/{name}.html" for name in CHAPTERS + ["intro", "working_on_exercises", "instructor_guide",
-                                                   "glossary", "bibliography"]}
+        f"book/{name}.html"
+        for name in CHAPTERS + ["intro", "working_on_exercises", "instructor_guide", "glossary", "bibliography"]
+    }
     assert expected <= set(page_names(site)), sorted(expected - set(page_names(site)))
 
 
@@ -181,8 +188,7 @@ def test_mathjax_renders_every_formula(chromium, site):
                 document.querySelectorAll('.math').length,
                 document.querySelectorAll('.math > mjx-container').length,
                 document.querySelectorAll('mjx-merror').length]""")
-        assert formulas > 0 and rendered == formulas, (
-            f"{name}: MathJax rendered {rendered} of {formulas} formulas")
+        assert formulas > 0 and rendered == formulas, f"{name}: MathJax rendered {rendered} of {formulas} formulas"
         assert errors == 0, f"{name}: {errors} formulas have TeX errors"
     assert pages_with_math >= len(CHAPTERS), f"only {pages_with_math} pages have mathematics"
 
@@ -247,15 +253,33 @@ def test_code_cells_keep_to_the_line_length():
     for chapter in CHAPTERS:
         cells = code_cell_lines((COURSE_ROOT / "book" / f"{chapter}.md").read_text())
         assert cells, f"{chapter}: no code cell found"
-        long_lines += [f"book/{chapter}.md:{n}: {len(line)} characters" for n, line in cells
-                       if len(line) > CODE_LINE_LENGTH]
+        long_lines += [
+            f"book/{chapter}.md:{n}: {len(line)} characters" for n, line in cells if len(line) > CODE_LINE_LENGTH
+        ]
     assert not long_lines, f"{len(long_lines)} lines longer than {CODE_LINE_LENGTH}:\n" + "\n".join(long_lines)
 
 
 def test_code_cell_lines_are_read_without_their_options():
-    text = "\n".join(["```{code-cell} ipython3", "---", "mystnb:", "  image:", "    alt: " + "a" * 100, "---",
-                     "x = 1", "```", "", "```{code-cell} ipython3", ":tags: [remove-cell]", "y = 2", "```",
-                     "```python", "not = 'a cell'", "```"])
+    text = "\n".join(
+        [
+            "```{code-cell} ipython3",
+            "---",
+            "mystnb:",
+            "  image:",
+            "    alt: " + "a" * 100,
+            "---",
+            "x = 1",
+            "```",
+            "",
+            "```{code-cell} ipython3",
+            ":tags: [remove-cell]",
+            "y = 2",
+            "```",
+            "```python",
+            "not = 'a cell'",
+            "```",
+        ]
+    )
     assert code_cell_lines(text) == [(7, "x = 1"), (12, "y = 2")]
 
 
@@ -270,7 +294,8 @@ def test_every_chapter_has_objectives_figures_takeaways_and_an_exercise(chromium
         headings = [h.strip().rstrip("#").strip() for h in headings]
         assert first_admonition.strip() == "Learning objectives", f"{chapter}: no learning objectives at the top"
         assert headings[-2:] == ["Key takeaways", "Exercise"], (
-            f"{chapter}: the page must end with 'Key takeaways' and 'Exercise', not {headings[-2:]}")
+            f"{chapter}: the page must end with 'Key takeaways' and 'Exercise', not {headings[-2:]}"
+        )
         assert figures >= 1, f"{chapter}: no figure drawn by the chapter's code"
 
 
@@ -279,16 +304,21 @@ def test_exercise_links_point_at_the_repository_notebooks(chromium, site):
     repo = repository()
     for chapter in CHAPTERS:
         with browser.open_page(chrome, f"{base}book/{chapter}.html") as (page, _):
-            hrefs = {cls: page.locator(f".exercise-links a.{cls}").get_attribute("href")
-                     for cls in ("exercise-download", "exercise-colab", "exercise-github")}
+            hrefs = {
+                cls: page.locator(f".exercise-links a.{cls}").get_attribute("href")
+                for cls in ("exercise-download", "exercise-colab", "exercise-github")
+            }
             downloaded = page.request.get(page.url.rsplit("/", 1)[0] + "/" + hrefs["exercise-download"])
             status, body = downloaded.status, downloaded.body()
         notebook = COURSE_ROOT / exercise_path(chapter)
         assert notebook.is_file()
         assert status == 200 and body == notebook.read_bytes(), (
-            f"{chapter}: the download link does not give {exercise_path(chapter)}")
-        for cls, expected in (("exercise-colab", repo.colab_url(exercise_path(chapter))),
-                              ("exercise-github", repo.blob_url(exercise_path(chapter)))):
+            f"{chapter}: the download link does not give {exercise_path(chapter)}"
+        )
+        for cls, expected in (
+            ("exercise-colab", repo.colab_url(exercise_path(chapter))),
+            ("exercise-github", repo.blob_url(exercise_path(chapter))),
+        ):
             assert hrefs[cls] == expected, f"{chapter}: {cls} link is {hrefs[cls]}, expected {expected}"
             path = urlsplit(hrefs[cls]).path.split(f"/blob/{repo.branch}/", 1)[1]
             assert (COURSE_ROOT / path).is_file(), f"{chapter}: {cls} link names {path}, not in the repository"
@@ -384,7 +414,8 @@ def test_the_open_edition_shows_every_solution_after_its_exercise(site):
             kind, target, _ = blocks[shown[0]]
             before = blocks[shown[0] - 1] if shown[0] else (None, None, None)
             assert before[0] == "exercise" and before[1] == target, (
-                f"{assignment}: the solution of {name} does not follow the exercise prompt it answers")
+                f"{assignment}: the solution of {name} does not follow the exercise prompt it answers"
+            )
         assert 'class="solution dropdown' in (site / "book" / f"{assignment}.html").read_text()  # collapsed
 
 
@@ -415,9 +446,12 @@ def test_pasting_the_term_sites_code_scores_nothing(term_site):
             tree = ast.parse(block)
         except SyntaxError:
             continue
-        pasted += [ast.get_source_segment(block, node) for node in tree.body
-                   if isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef))]
+        pasted += [
+            ast.get_source_segment(block, node)
+            for node in tree.body
+            if isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef))
+        ]
     assert len(pasted) > 5
     code = "\n\n".join(pasted)
-    answers = {name: code for name in ("split_heads", "merge_heads", "MultiHeadAttention")}
+    answers = dict.fromkeys(("split_heads", "merge_heads", "MultiHeadAttention"), code)
     assert grade_notebook("ch03_multi_head", fill("ch03_multi_head", answers), release=TERM).score == 0

@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 import torch
 
+from attention_course.solutions.ch03_multi_head import MultiHeadAttention, merge_heads, split_heads
+from attention_course.solutions.ch04_masking import masked_softmax
 from autograder import (
     CheckFailed,
     Item,
@@ -28,12 +30,11 @@ from autograder import (
     check_rows_sum_to_one,
     literal,
     mask,
+    reference,
+    specs,
     tensor,
     tokens,
 )
-from attention_course.solutions.ch03_multi_head import MultiHeadAttention, merge_heads, split_heads
-from attention_course.solutions.ch04_masking import masked_softmax
-from autograder import reference, specs
 
 A = "ch02_scaled_dot_product"
 SDPA = "torch.nn.functional.scaled_dot_product_attention"
@@ -89,35 +90,60 @@ def assert_well_formed(message: str, item: str, prop: str, shape: str):
 
 def test_output_shapes():
     check_output_shapes(sdpa_item(good_attention), QKV, shapes=[(2, 5, 6), (2, 5, 7)])
-    msg = failure(check_output_shapes, sdpa_item(lambda q, k, v, mask=None: good_attention(q, k, v)[0]),
-                  QKV, shapes=[(2, 5, 6), (2, 5, 7)])
+    msg = failure(
+        check_output_shapes,
+        sdpa_item(lambda q, k, v, mask=None: good_attention(q, k, v)[0]),
+        QKV,
+        shapes=[(2, 5, 6), (2, 5, 7)],
+    )
     assert_well_formed(msg, "scaled_dot_product_attention", "output shapes", "(2, 5, 4)")
     assert "expected a tuple of 2: (output, weights)" in msg
-    msg = failure(check_output_shapes, sdpa_item(lambda q, k, v: good_attention(q, k, v)[::-1]),
-                  QKV, shapes=[(2, 5, 6), (2, 5, 7)])
+    msg = failure(
+        check_output_shapes,
+        sdpa_item(lambda q, k, v: good_attention(q, k, v)[::-1]),
+        QKV,
+        shapes=[(2, 5, 6), (2, 5, 7)],
+    )
     assert "output has shape (2, 5, 7); expected (2, 5, 6)" in msg
 
 
 def test_matches_reference():
     check_matches_reference(sdpa_item(good_attention), QKV, seed=3)
     msg = failure(check_matches_reference, sdpa_item(unscaled_attention), QKV, seed=3, hint="divide by sqrt(d_k)")
-    assert_well_formed(msg, "scaled_dot_product_attention", "agreement with the reference solution", "k=torch float32 (2, 7, 4)")
+    assert_well_formed(
+        msg, "scaled_dot_product_attention", "agreement with the reference solution", "k=torch float32 (2, 7, 4)"
+    )
     assert "output differs from the reference solution" in msg and "hint: divide by sqrt(d_k)" in msg
 
 
 def test_matches_builtin_with_renamed_keyword():
-    check_matches(sdpa_item(good_attention), SDPA, QKV[:2] + [tensor(2, 7, 4)], {"mask": mask(2, 5, 7)},
-                  rename={"mask": "attn_mask"}, output="output")
+    check_matches(
+        sdpa_item(good_attention),
+        SDPA,
+        QKV[:2] + [tensor(2, 7, 4)],
+        {"mask": mask(2, 5, 7)},
+        rename={"mask": "attn_mask"},
+        output="output",
+    )
     inverted = lambda q, k, v, mask=None: good_attention(q, k, v, ~mask)  # noqa: E731
-    msg = failure(check_matches, sdpa_item(inverted), SDPA, QKV[:2] + [tensor(2, 7, 4)], {"mask": mask(2, 5, 7)},
-                  rename={"mask": "attn_mask"}, output="output")
+    msg = failure(
+        check_matches,
+        sdpa_item(inverted),
+        SDPA,
+        QKV[:2] + [tensor(2, 7, 4)],
+        {"mask": mask(2, 5, 7)},
+        rename={"mask": "attn_mask"},
+        output="output",
+    )
     assert f"differs from {SDPA}" in msg
 
 
 def test_equals_does_not_print_the_expected_values():
     expected = [0.09003057317038046, 0.24472847105479767, 0.6652409557748219]
     check_equals(softmax_item(good_softmax), [literal([1.0, 2.0, 3.0])], expected=expected)
-    msg = failure(check_equals, softmax_item(lambda x, axis=-1: np.exp(x) / 3), [literal([1.0, 2.0, 3.0])], expected=expected)
+    msg = failure(
+        check_equals, softmax_item(lambda x, axis=-1: np.exp(x) / 3), [literal([1.0, 2.0, 3.0])], expected=expected
+    )
     assert_well_formed(msg, "softmax", "the worked example", "(3,)")
     for value in expected:
         assert f"{value:.3f}"[:5] not in msg
@@ -147,7 +173,9 @@ def test_masked_keys_get_zero_weight():
 def test_finite():
     check_finite(softmax_item(good_softmax), [literal([1000.0, 1001.0])])
     with np.errstate(over="ignore", invalid="ignore"):
-        msg = failure(check_finite, softmax_item(lambda x, axis=-1: np.exp(x) / np.exp(x).sum()), [literal([1000.0, 1001.0])])
+        msg = failure(
+            check_finite, softmax_item(lambda x, axis=-1: np.exp(x) / np.exp(x).sum()), [literal([1000.0, 1001.0])]
+        )
     assert "contains NaN or inf" in msg
 
 
@@ -165,7 +193,9 @@ def test_inputs_unchanged():
 def test_dtype_follows_input():
     f64 = [tensor(2, 3, 4, dtype="float64")] * 3
     check_dtype_follows_input(sdpa_item(good_attention), f64)
-    msg = failure(check_dtype_follows_input, sdpa_item(lambda q, k, v: tuple(t.float() for t in good_attention(q, k, v))), f64)
+    msg = failure(
+        check_dtype_follows_input, sdpa_item(lambda q, k, v: tuple(t.float() for t in good_attention(q, k, v))), f64
+    )
     assert "has dtype torch.float32; the inputs have dtype torch.float64" in msg
 
 
@@ -196,7 +226,9 @@ def test_not_implemented_and_exceptions_become_messages():
 
 
 def test_wrong_library_is_named():
-    msg = failure(check_rows_sum_to_one, softmax_item(lambda x, axis=-1: torch.softmax(torch.from_numpy(x), -1)), [array(3)])
+    msg = failure(
+        check_rows_sum_to_one, softmax_item(lambda x, axis=-1: torch.softmax(torch.from_numpy(x), -1)), [array(3)]
+    )
     assert "is a torch tensor; this function works in NumPy" in msg
     msg = failure(check_rows_sum_to_one, softmax_item(lambda x, axis=-1: [0.5, 0.5]), [array(2)])
     assert "is a list, not a NumPy array" in msg
@@ -230,12 +262,15 @@ def test_random_mask_keeps_a_key_per_row_and_masks_something(shape):
         assert (~m).any() or shape[-1] == 1
 
 
-@pytest.mark.parametrize("bad, error", [
-    (lambda: tensor(2, -1), "non-negative ints"),
-    (lambda: specs.Random((2,), library="jax"), "library must be one of"),
-    (lambda: mask(), "last dimension of at least 1"),
-    (lambda: specs.as_spec(object()), "must be specs"),
-])
+@pytest.mark.parametrize(
+    "bad, error",
+    [
+        (lambda: tensor(2, -1), "non-negative ints"),
+        (lambda: specs.Random((2,), library="jax"), "library must be one of"),
+        (lambda: mask(), "last dimension of at least 1"),
+        (lambda: specs.as_spec(object()), "must be specs"),
+    ],
+)
 def test_bad_specs_are_refused_clearly(bad, error):
     with pytest.raises((ValueError, TypeError), match=error):
         bad()
@@ -270,8 +305,10 @@ def test_reference_agrees_with_torch_and_the_worked_example():
 
     words, wq, wk, wv = four_word_example()
     output, _ = ref.attention_numpy(words @ wq, words @ wk, words @ wv)
-    printed = "[[0.98522025 1.74174051 0.75652026]\n [0.90965265 1.40965265 0.5       ]\n" \
-              " [0.99851226 1.75849334 0.75998108]\n [0.99560386 1.90407309 0.90846923]]"
+    printed = (
+        "[[0.98522025 1.74174051 0.75652026]\n [0.90965265 1.40965265 0.5       ]\n"
+        " [0.99851226 1.75849334 0.75998108]\n [0.99560386 1.90407309 0.90846923]]"
+    )
     assert str(output) == printed
 
 
@@ -335,8 +372,14 @@ def test_module_checks_build_load_reference_weights_and_call():
 
 
 def test_module_checks_report_a_missing_method_and_a_failing_constructor():
-    msg = failure(check_output_shapes, attention_item(GoodAttention), QKV_MODULE, init=(8, 6, 4), method="step",
-                  shapes=[(2, 5), (2, 7)])
+    msg = failure(
+        check_output_shapes,
+        attention_item(GoodAttention),
+        QKV_MODULE,
+        init=(8, 6, 4),
+        method="step",
+        shapes=[(2, 5), (2, 7)],
+    )
     assert "AdditiveAttention has no method step" in msg
     msg = failure(check_output_shapes, attention_item(GoodAttention), QKV_MODULE, init=(8, 6), shapes=[(2, 5), (2, 7)])
     assert "AdditiveAttention(8, 6) raised TypeError" in msg
@@ -353,7 +396,9 @@ class UnscaledHeads(MultiHeadAttention):
     """Scores divided by sqrt(d_model) instead of sqrt(d_head)."""
 
     def forward(self, query, key, value, mask=None):
-        q, k, v = (split_heads(w(x), self.num_heads) for w, x in ((self.W_q, query), (self.W_k, key), (self.W_v, value)))
+        q, k, v = (
+            split_heads(w(x), self.num_heads) for w, x in ((self.W_q, query), (self.W_k, key), (self.W_v, value))
+        )
         weights = masked_softmax(q @ k.transpose(-2, -1) / math.sqrt(query.size(-1)), mask)
         return self.W_o(merge_heads(weights @ v)), weights
 
@@ -366,21 +411,34 @@ def test_matches_torch_needs_no_reference_and_names_the_builtin(monkeypatch):
     qkv = [tensor(2, 5, 16), tensor(2, 7, 16), tensor(2, 7, 16), mask(2, 1, 1, 7)]
     check_matches_torch(mha_item(MultiHeadAttention), "multihead_attention", qkv, init=(16, 4))
     check_matches_torch(mha_item(MultiHeadAttention), "multihead_attention", qkv[:3], init=(16, 4, False), seed=2)
-    msg = failure(check_matches_torch, mha_item(UnscaledHeads), "multihead_attention", qkv, init=(16, 4),
-                  hint="scale by sqrt(d_head)")
-    assert_well_formed(msg, "MultiHeadAttention(16, 4)", "agreement with torch.nn.MultiheadAttention",
-                       "mask=torch bool (2, 1, 1, 7)")
+    msg = failure(
+        check_matches_torch,
+        mha_item(UnscaledHeads),
+        "multihead_attention",
+        qkv,
+        init=(16, 4),
+        hint="scale by sqrt(d_head)",
+    )
+    assert_well_formed(
+        msg, "MultiHeadAttention(16, 4)", "agreement with torch.nn.MultiheadAttention", "mask=torch bool (2, 1, 1, 7)"
+    )
     assert "output differs from torch.nn.MultiheadAttention" in msg
 
 
 def test_boolean_results_must_be_boolean_and_equal():
     item = Item("ch04_masking", "causal_mask", None)
     expected = [[True, False], [True, True]]
-    check_equals(Item("ch04_masking", "causal_mask", lambda n: torch.ones(n, n, dtype=torch.bool).tril()), [2], expected)
+    check_equals(
+        Item("ch04_masking", "causal_mask", lambda n: torch.ones(n, n, dtype=torch.bool).tril()), [2], expected
+    )
     msg = failure(check_equals, Item("ch04_masking", "causal_mask", lambda n: torch.ones(n, n).tril()), [2], expected)
     assert "a numeric dtype; expected a boolean mask" in msg
-    msg = failure(check_equals, Item("ch04_masking", "causal_mask", lambda n: torch.ones(n, n, dtype=torch.bool).triu()),
-                  [2], expected)
+    msg = failure(
+        check_equals,
+        Item("ch04_masking", "causal_mask", lambda n: torch.ones(n, n, dtype=torch.bool).triu()),
+        [2],
+        expected,
+    )
     assert "1 entries are True where they should be False and 1 are False where they should be True, of 4" in msg
     assert item.name in msg
 
@@ -442,12 +500,14 @@ def test_ignores_masked_passes_masking_models_and_fails_the_others():
 
 
 def test_fixtures_cross_the_wire_as_name_and_arguments():
-    from autograder import fixtures, wire
+    from autograder import fixtures
+    from autograder.sandbox import wire
 
     model = specs.fixture("ScriptedTranslator", 16, 1, 2).make(np.random.default_rng(0))
     sent = wire.encode(model)
-    assert sent == {"fixture": {"name": "ScriptedTranslator", "args": {"list": [{"int": "16"}, {"int": "1"},
-                                                                                 {"int": "2"}]}}}
+    assert sent == {
+        "fixture": {"name": "ScriptedTranslator", "args": {"list": [{"int": "16"}, {"int": "1"}, {"int": "2"}]}}
+    }
     rebuilt = wire.decode(sent)
     assert isinstance(rebuilt, fixtures.ScriptedTranslator) and rebuilt is not model
     with pytest.raises(ValueError, match="unknown fixture"):

@@ -11,9 +11,8 @@ import types
 
 import pytest
 
-from autograder import notebooks
-from autograder.notebooks import COURSE_ROOT
-from autograder.course import Repository, colab, exercise_path, repository
+from autograder import colab, course, notebooks
+from autograder.course import COURSE_ROOT, Repository, exercise_path, repository
 
 ASSIGNMENTS = sorted(p.name for p in (COURSE_ROOT / "solutions").iterdir() if p.is_dir())
 
@@ -21,10 +20,11 @@ ASSIGNMENTS = sorted(p.name for p in (COURSE_ROOT / "solutions").iterdir() if p.
 @pytest.mark.parametrize("folder", ["exercises", "solutions"])
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_notebook_starts_with_the_colab_cell(folder, assignment):
-    nb = notebooks.read(notebooks.assignment_notebook(assignment, folder))
+    nb = notebooks.read(course.notebook_path(assignment, folder))
     assert colab.is_current(nb, repository()), (
         f"{folder}/{assignment}: the first cell is not the Colab set-up cell for {repository().url}; "
-        "run `make exercises`")
+        "run `make exercises`"
+    )
     assert notebooks.is_setup(nb.cells[0]), "the Colab cell must be read-only, so grading takes it from solutions/"
 
 
@@ -50,8 +50,9 @@ def test_elsewhere_the_cell_does_nothing(monkeypatch):
     assert run_cell(monkeypatch, on_colab=False) == []
 
 
-@pytest.mark.parametrize("url", ["http://github.com/a/b", "https://gitlab.com/a/b", "https://github.com/a",
-                                 "https://github.com/a/b/c", None])
+@pytest.mark.parametrize(
+    "url", ["http://github.com/a/b", "https://gitlab.com/a/b", "https://github.com/a", "https://github.com/a/b/c", None]
+)
 def test_repository_url_must_name_a_github_repository(tmp_path, url):
     (tmp_path / "_config.yml").write_text(f"repository:\n  url: {url}\n" if url else "title: t\n")
     with pytest.raises(ValueError, match="repository.url must be https://github.com/<owner>/<name>"):
@@ -60,6 +61,8 @@ def test_repository_url_must_name_a_github_repository(tmp_path, url):
 
 def test_repository_addresses():
     repo = Repository("https://github.com/o/n", "term-2027")
-    assert repo.colab_url("exercises/x/x.ipynb") == \
-        "https://colab.research.google.com/github/o/n/blob/term-2027/exercises/x/x.ipynb"
+    assert (
+        repo.colab_url("exercises/x/x.ipynb")
+        == "https://colab.research.google.com/github/o/n/blob/term-2027/exercises/x/x.ipynb"
+    )
     assert repo.blob_url("exercises/x/x.ipynb") == "https://github.com/o/n/blob/term-2027/exercises/x/x.ipynb"

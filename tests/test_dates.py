@@ -10,14 +10,17 @@ from attention_course.dates import FORMATS, SOURCE_VOCAB, TARGET_VOCAB, DateTask
 SAT = datetime.date(2026, 11, 21)
 
 
-@pytest.mark.parametrize("fmt, text", [
-    ("weekday_day_month_year", "saturday 21 november 2026"),
-    ("mon_day_year", "Nov 21, 2026"),
-    ("dd.mm.yy", "21.11.26"),
-    ("full_us", "Saturday, November 21, 2026"),
-    ("ordinal_of_month", "the 21st of November 2026"),
-    ("dd-Mon-yyyy", "21-Nov-2026"),
-])
+@pytest.mark.parametrize(
+    "fmt, text",
+    [
+        ("weekday_day_month_year", "saturday 21 november 2026"),
+        ("mon_day_year", "Nov 21, 2026"),
+        ("dd.mm.yy", "21.11.26"),
+        ("full_us", "Saturday, November 21, 2026"),
+        ("ordinal_of_month", "the 21st of November 2026"),
+        ("dd-Mon-yyyy", "21-Nov-2026"),
+    ],
+)
 def test_formats_render_as_people_write_dates(fmt, text):
     assert DateTask.render(SAT, fmt) == text
 
@@ -51,12 +54,15 @@ def test_vocab_round_trip_and_batch_shapes():
         assert b["src_mask"][i].sum() == len(e.source)
 
 
-@pytest.mark.parametrize("call, error", [
-    (lambda: DateTask(formats=["nope"]), "unknown formats"),
-    (lambda: DateTask().examples("dev", 3), "split must be"),
-    (lambda: DateTask().examples("train", -1), "n must be non-negative"),
-    (lambda: batch([]), "examples must not be empty"),
-])
+@pytest.mark.parametrize(
+    "call, error",
+    [
+        (lambda: DateTask(formats=["nope"]), "unknown formats"),
+        (lambda: DateTask().examples("dev", 3), "split must be"),
+        (lambda: DateTask().examples("train", -1), "n must be non-negative"),
+        (lambda: batch([]), "examples must not be empty"),
+    ],
+)
 def test_bad_arguments_are_refused_clearly(call, error):
     with pytest.raises(ValueError, match=error):
         call()

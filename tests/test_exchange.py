@@ -10,7 +10,7 @@ method), and three students, each with a working folder and a cache of their own
 
 The instructor releases the exercise; the students fetch it, answer it and submit; the instructor
 sets the due date (between bob's and carol's submissions, so that carol is late by a real
-timestamp), collects, runs ``make grade`` (``python -m autograder.grade``), then plain
+timestamp), collects, runs ``make grade`` (``python -m autograder.cli.grade``), then plain
 ``nbgrader autograde`` with no saved reports, ``generate_feedback`` and ``release_feedback``; the
 students fetch their feedback; the instructor exports the grades. Every step is a real nbgrader
 command in its own process.
@@ -38,18 +38,22 @@ import pytest
 from nbgrader.api import Gradebook
 from nbgrader.utils import parse_utc
 
-from autograder import _nbgrader, grade, notebooks
-from autograder.grader import Report
-from autograder.notebooks import COURSE_ROOT
+from autograder import notebooks
+from autograder.cli import grade
+from autograder.cli import run_nbgrader as _nbgrader
+from autograder.course import COURSE_ROOT
+from autograder.grading.notebook import Report
 from autograder.nbgrader_plugins import report_path
-from tests.submissions import fill
+from tests.support.course import make_course
+from tests.support.submissions import fill
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("exchange")]
 
 A = "ch02_scaled_dot_product"
 FULL = 13.0
-COURSE_ID = re.search(r'^c\.CourseDirectory\.course_id\s*=\s*"([^"]+)"',
-                      (COURSE_ROOT / "nbgrader_config.py").read_text(), re.MULTILINE).group(1)
+COURSE_ID = re.search(
+    r'^c\.CourseDirectory\.course_id\s*=\s*"([^"]+)"', (COURSE_ROOT / "nbgrader_config.py").read_text(), re.MULTILINE
+).group(1)
 TERM = {"RELEASED": "ch01_bahdanau"}  # graded before chapter 2's solutions are released
 EDITED, DELETED = "test_softmax_values", "test_sdpa_mask"  # bob's emptied and deleted test cells
 EDITED_POINTS = 2.0  # what bob's emptied cell would earn him if it ran as he left it
@@ -67,11 +71,14 @@ c.CourseDirectory.course_id = {course_id!r}
 c.Exchange.root = {exchange!r}
 c.Exchange.cache = {cache!r}
 """
-PHASES = ["[1/6] recording the tests of", "[2/6] checking that the sandbox works",
-          "[3/6] grading 3 submission(s) in the sandbox, 2 at a time",
-          "[4/6] recording the scores in the gradebook (nbgrader autograde)",
-          "[5/6] writing each student's feedback (nbgrader generate_feedback)",
-          f"[6/6] writing grades/{A}.csv"]
+PHASES = [
+    "[1/6] recording the tests of",
+    "[2/6] checking that the sandbox works",
+    "[3/6] grading 3 submission(s) in the sandbox, 2 at a time",
+    "[4/6] recording the scores in the gradebook (nbgrader autograde)",
+    "[5/6] writing each student's feedback (nbgrader generate_feedback)",
+    f"[6/6] writing grades/{A}.csv",
+]
 PYTHON_WARNING = re.compile(r"^\S.*:\d+: (\w*Warning): ", re.MULTILINE)
 
 
@@ -101,7 +108,8 @@ class Student:
     def setup(self, exchange: Path) -> Student:
         self.home.mkdir(parents=True)
         (self.home / "nbgrader_config.py").write_text(
-            STUDENT_CONFIG.format(course_id=COURSE_ID, exchange=str(exchange), cache=str(self.cache)))
+            STUDENT_CONFIG.format(course_id=COURSE_ID, exchange=str(exchange), cache=str(self.cache))
+        )
         return self
 
     def nbgrader(self, *args: str) -> str:
@@ -165,7 +173,7 @@ def term(tmp_path_factory) -> Term:
     base = tmp_path_factory.mktemp("exchange")
     exchange = base / "exchange"
     exchange.mkdir()
-    course = _nbgrader.make_course(base / "course")
+    course = make_course(base / "course")
     with (course / "nbgrader_config.py").open("a") as f:
         f.write(COURSE_CONFIG.format(exchange=str(exchange)))
     students = {name: Student(name, base / "students" / name).setup(exchange) for name in ANSWERS}
@@ -188,15 +196,21 @@ def term(tmp_path_factory) -> Term:
     t.due = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
     _, t.timestamps[LATE] = together(
         lambda: step("db assignment add", "db", "assignment", "add", A, f"--duedate={t.due.isoformat(sep=' ')} UTC"),
-        students[LATE].submit)
+        students[LATE].submit,
+    )
     step("collect", "collect", A)
     t.seconds["students until collect"] = time.monotonic() - started
 
     begun = time.monotonic()
     t.make_grade = subprocess.run(
         [sys.executable, "-m", "autograder.grade", A, "--root", str(course), "--jobs", "2"],
-        cwd=COURSE_ROOT, env={**_nbgrader.environment(), **TERM}, capture_output=True, text=True, timeout=900,
-        check=False)
+        cwd=COURSE_ROOT,
+        env={**_nbgrader.environment(), **TERM},
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     t.seconds["make grade"] = time.monotonic() - begun
     assert t.make_grade.returncode == 0, t.make_grade.stderr[-4000:]
     for name in students:
@@ -224,10 +238,18 @@ def exported(t: Term) -> dict[str, dict[str, str]]:
 def submissions(t: Term) -> dict[str, dict]:
     """What the gradebook holds for each student's submission."""
     with Gradebook(grade.db_url(t.course)) as gradebook:
-        return {name: {"score": s.score, "max_score": s.max_score, "timestamp": s.timestamp,
-                       "seconds_late": s.total_seconds_late, "penalty": s.late_submission_penalty,
-                       "duedate": s.duedate}
-                for name in t.students for s in [gradebook.find_submission(A, name)]}
+        return {
+            name: {
+                "score": s.score,
+                "max_score": s.max_score,
+                "timestamp": s.timestamp,
+                "seconds_late": s.total_seconds_late,
+                "penalty": s.late_submission_penalty,
+                "duedate": s.duedate,
+            }
+            for name in t.students
+            for s in [gradebook.find_submission(A, name)]
+        }
 
 
 def autograde_lines(t: Term, student: str) -> list[str]:
@@ -322,8 +344,10 @@ def test_a_late_submission_gets_the_configured_penalty_and_an_on_time_one_none(t
 
 def test_the_exported_total_reflects_the_penalty(term):
     rows = exported(term)
-    numbers = {name: (float(r["raw_score"]), float(r["late_submission_penalty"]), float(r["score"]))
-               for name, r in rows.items()}
+    numbers = {
+        name: (float(r["raw_score"]), float(r["late_submission_penalty"]), float(r["score"]))
+        for name, r in rows.items()
+    }
     assert numbers == {"alice": (FULL, 0.0, FULL), "bob": (0.0, 0.0, 0.0), "carol": (FULL, FULL, 0.0)}
     assert all(parse_utc(r["duedate"]) == term.due for r in rows.values())
 
@@ -344,8 +368,9 @@ def test_plain_autograde_logs_no_checksum_warning_for_an_untouched_notebook(term
 
 
 def test_plain_autograde_names_an_edited_test_cell(term):
-    assert any(f"test cell {EDITED} was changed" in line for line in autograde_lines(term, "bob")), \
-        autograde_lines(term, "bob")
+    assert any(f"test cell {EDITED} was changed" in line for line in autograde_lines(term, "bob")), autograde_lines(
+        term, "bob"
+    )
 
 
 def test_plain_autograde_names_a_deleted_test_cell_as_deleted(term):
@@ -355,8 +380,10 @@ def test_plain_autograde_names_a_deleted_test_cell_as_deleted(term):
 
 
 def test_make_grade_reports_name_the_edited_and_the_deleted_test_cell(term):
-    assert term.report_notes["bob"] == [f"test cell {EDITED} was changed; the original was graded",
-                                        f"test cell {DELETED} was deleted; the original was graded"]
+    assert term.report_notes["bob"] == [
+        f"test cell {EDITED} was changed; the original was graded",
+        f"test cell {DELETED} was deleted; the original was graded",
+    ]
     assert term.report_notes["alice"] == term.report_notes["carol"] == []
     line = next(line for line in term.make_grade.stdout.splitlines() if line.startswith("bob "))
     assert f"test cell {EDITED} was changed" in line and f"test cell {DELETED} was deleted" in line

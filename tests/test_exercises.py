@@ -3,9 +3,10 @@
 import nbformat
 import pytest
 
-from autograder import _nbgrader, notebooks, release
+from autograder import course, notebooks
+from autograder.cli import release
 
-ASSIGNMENTS = _nbgrader.assignments()
+ASSIGNMENTS = course.assignments()
 
 
 @pytest.mark.xdist_group("exercises")
@@ -15,14 +16,14 @@ def test_exercises_are_generated_from_solutions():
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_released_notebook_holds_no_solution_or_hidden_test(assignment):
-    text = notebooks.assignment_notebook(assignment, "exercises").read_text()
+    text = course.notebook_path(assignment, "exercises").read_text()
     for marker in ("BEGIN SOLUTION", "BEGIN HIDDEN TESTS", "check_matches_reference"):
         assert marker not in text
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_every_solution_cell_is_graded_and_every_test_has_points(assignment):
-    nb = notebooks.read(notebooks.assignment_notebook(assignment, "solutions"))
+    nb = notebooks.read(course.notebook_path(assignment, "solutions"))
     tests = [c for c in nb.cells if notebooks.is_test(c)]
     solutions = [c for c in nb.cells if notebooks.is_solution(c)]
     assert solutions and tests
@@ -43,9 +44,9 @@ def test_visible_tests_run_without_the_solutions(assignment, tmp_path, monkeypat
     its visible tests (`make validate`, which students run, says so)."""
     from autograder import course, packages
     from autograder.cli.validate import validate
-    from tests.submissions import fill
+    from tests.support.submissions import fill
 
-    earlier = ASSIGNMENTS[:ASSIGNMENTS.index(assignment)]
+    earlier = ASSIGNMENTS[: ASSIGNMENTS.index(assignment)]
     packages.write(tmp_path / "packages", course.Release("term", set(earlier)))
     monkeypatch.setenv("PYTHONPATH", str(tmp_path / "packages"))  # the kernel imports the students' packages
     monkeypatch.setenv("AUTOGRADER_COURSE_ROOT", str(tmp_path))  # and finds no solutions/ there
@@ -54,4 +55,5 @@ def test_visible_tests_run_without_the_solutions(assignment, tmp_path, monkeypat
     lines, passed = validate(path, timeout=120)
     assert passed, "\n".join(lines)
     assert sum(line.lstrip().startswith("pass") for line in lines) == len(
-        [c for c in fill(assignment).cells if notebooks.is_test(c)])
+        [c for c in fill(assignment).cells if notebooks.is_test(c)]
+    )

@@ -15,16 +15,18 @@ import json
 
 import pytest
 
-from autograder import _nbgrader, course, grade, notebooks
+from autograder import course, notebooks
+from autograder.cli import grade
 from tests.correct import notebooks as correct_notebooks
-from tests.submissions import fill, submit
+from tests.support.course import make_course
+from tests.support.submissions import fill, submit
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("grading")]
 
-ASSIGNMENTS = _nbgrader.assignments()
+ASSIGNMENTS = course.assignments()
 BUG_MODULES = {a: importlib.import_module(f"tests.buggy.{a}") for a in ASSIGNMENTS}
 CORRECT = {a: correct_notebooks(importlib.import_module(f"tests.correct.{a}").ANSWERS) for a in ASSIGNMENTS}
-WARNING_SOFTMAX = '''
+WARNING_SOFTMAX = """
 import warnings
 
 def softmax(x, axis=-1):
@@ -32,7 +34,7 @@ def softmax(x, axis=-1):
     shifted = x - np.max(x, axis=axis, keepdims=True)
     exps = np.exp(shifted)
     return exps / np.sum(exps, axis=axis, keepdims=True)
-'''
+"""
 
 
 def _without_tests(nb):
@@ -50,7 +52,7 @@ def _with_tests_emptied(nb):
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     """{assignment: {student: Result}} for a class graded in a temporary course folder."""
-    folder = _nbgrader.make_course(tmp_path_factory.mktemp("course"))
+    folder = make_course(tmp_path_factory.mktemp("course"))
     results = {}
     for assignment in ASSIGNMENTS:
         submit(folder, "reference", assignment, fill(assignment))
@@ -65,9 +67,10 @@ def graded(tmp_path_factory):
         if assignment == "ch02_scaled_dot_product":
             submit(folder, "warns", assignment, fill(assignment, {"softmax": WARNING_SOFTMAX}))
         # As in a term: the chapters before this one are released, this one is not.
-        term = course.Release("term", set(ASSIGNMENTS[:ASSIGNMENTS.index(assignment)]))
-        results[assignment] = {r.student: r for r in grade.grade(assignment, root=folder, quiet=True, jobs=2,
-                                                                 settings=term)}
+        term = course.Release("term", set(ASSIGNMENTS[: ASSIGNMENTS.index(assignment)]))
+        results[assignment] = {
+            r.student: r for r in grade.grade(assignment, root=folder, quiet=True, jobs=2, settings=term)
+        }
     return folder, results
 
 
@@ -95,7 +98,9 @@ def test_each_buggy_submission_loses_points_in_its_item_and_no_other(graded, ass
     assert result.score < result.max_score, f"{bug.name} ({bug.why}) kept full marks"
     item_tests = set(BUG_MODULES[assignment].TESTS[bug.item])
     assert set(result.failed) <= item_tests, (
-        f"{bug.name} ({bug.why}), a mistake in {bug.item}, also lost points in {sorted(set(result.failed) - item_tests)}")
+        f"{bug.name} ({bug.why}), a mistake in {bug.item}, "
+        f"also lost points in {sorted(set(result.failed) - item_tests)}"
+    )
 
 
 def _messages(course, assignment: str, student: str) -> dict[str, str]:
@@ -113,7 +118,8 @@ def test_the_hint_names_the_cause_of_each_buggy_submission(graded, assignment, b
     messages = _messages(graded[0], assignment, f"bug_{bug.name}")
     hints = [line for message in messages.values() for line in message.splitlines() if line.strip().startswith("hint:")]
     assert any(bug.cause.lower() in hint.lower() for hint in hints), (
-        f"{bug.name} ({bug.why}): no hint names its cause ({bug.cause!r}); the hints were {hints}")
+        f"{bug.name} ({bug.why}): no hint names its cause ({bug.cause!r}); the hints were {hints}"
+    )
 
 
 def test_every_item_has_at_least_three_bugs_each_with_its_cause():
@@ -130,7 +136,8 @@ def test_correct_answers_in_other_idioms_get_full_marks(graded, assignment, k):
     assert result.score == result.max_score, (
         f"correct answers lost points in {result.failed}: "
         + "; ".join(f"{a.item} ({a.idiom})" for a in answers.values())
-        + f"\n{_messages(graded[0], assignment, f'correct_{k}')}")
+        + f"\n{_messages(graded[0], assignment, f'correct_{k}')}"
+    )
 
 
 def test_every_item_has_correct_answers_in_at_least_four_idioms():
@@ -185,10 +192,11 @@ def _feedback(course, student, assignment):
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_feedback_never_shows_hidden_tests_or_tracebacks(graded, assignment):
     course, results = graded
-    solution = notebooks.read(notebooks.assignment_notebook(assignment, "solutions"))
+    solution = notebooks.read(course.notebook_path(assignment, "solutions"))
     hidden_lines = {
         line.strip()
-        for cell in solution.cells if notebooks.is_test(cell)
+        for cell in solution.cells
+        if notebooks.is_test(cell)
         for line in cell.source.split("### BEGIN HIDDEN TESTS")[1].split("### END HIDDEN TESTS")[0].splitlines()
         if line.strip()
     }

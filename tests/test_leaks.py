@@ -20,8 +20,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
 from autograder import course, notebooks, packages
-from autograder.course import Release
-from autograder.course import COURSE_ROOT
+from autograder.course import COURSE_ROOT, Release
 from course_site import export, leaks
 
 ROOT = COURSE_ROOT
@@ -31,8 +30,11 @@ ASSIGNMENTS = course.assignments(ROOT)
 # ch03 and ch04 not released: their reference solutions are secrets.
 TERM = Release("term", {"ch01_bahdanau"})
 # The same chapters released, in the term edition and in the open one.
-RELEASED = [Release("term", {"ch01_bahdanau", "ch02_scaled_dot_product", "ch03_multi_head", "ch04_masking"}),
-            Release("term", {"ch03_multi_head", "ch04_masking"}), Release("open")]
+RELEASED = [
+    Release("term", {"ch01_bahdanau", "ch02_scaled_dot_product", "ch03_multi_head", "ch04_masking"}),
+    Release("term", {"ch03_multi_head", "ch04_masking"}),
+    Release("open"),
+]
 EVERY_EDITION = [Release("open"), Release("term"), TERM, Release("term", set(ASSIGNMENTS))]
 
 
@@ -72,7 +74,7 @@ class MHA(nn.Module):
         out = self.W_o(merge_heads(attn @ V))
         return out, attn
 '''
-RENAMED_FORWARD = RENAMED_MHA[RENAMED_MHA.index("    def forward"):]
+RENAMED_FORWARD = RENAMED_MHA[RENAMED_MHA.index("    def forward") :]
 
 RENAMED_MASK = """
 def make_decoder_mask(ids, pad):
@@ -84,7 +86,7 @@ def make_decoder_mask(ids, pad):
 """
 
 # Honest code: the same items written differently.
-EINSUM_MHA = '''
+EINSUM_MHA = """
 class MultiHeadAttention(nn.Module):
     def __init__(self, d_model, num_heads, bias=True):
         super().__init__()
@@ -107,9 +109,9 @@ class MultiHeadAttention(nn.Module):
         probs = logits.softmax(-1)
         ctx = torch.einsum("bhqk,bkhd->bqhd", probs, v).reshape(b, lq, -1)
         return self.o_proj(ctx), probs
-'''
+"""
 
-LOOP_MHA = '''
+LOOP_MHA = """
 class MultiHeadAttention(nn.Module):
     def __init__(self, d_model, num_heads, bias=True):
         super().__init__()
@@ -128,15 +130,15 @@ class MultiHeadAttention(nn.Module):
             heads.append(out)
             maps.append(w)
         return self.W_o(torch.cat(heads, dim=-1)), torch.stack(maps, dim=1)
-'''
+"""
 
-HONEST_MASK = '''
+HONEST_MASK = """
 def decoder_self_attention_mask(tgt, pad_id):
     length = tgt.shape[1]
     future = torch.triu(torch.ones(length, length, dtype=torch.bool, device=tgt.device), diagonal=1)
     keep = (tgt != pad_id).unsqueeze(1).unsqueeze(2)
     return ~future.unsqueeze(0).unsqueeze(0) & keep
-'''
+"""
 
 
 def _cell(assignment: str, item: str) -> str:
@@ -163,26 +165,41 @@ def _secret_lines_of(code: str) -> list[str]:
 def highlighted_page(code: str) -> str:
     """``code`` in a page as the built book shows it: Pygments puts each token in a span and escapes it."""
     block = pygments.highlight(code, PythonLexer(), HtmlFormatter())
-    return (f"<!DOCTYPE html><html><head><title>Notes</title></head><body><main><h1>My notes</h1>"
-            f"<p>Here&#39;s how I did it.</p><div class=\"highlight-ipython3 notranslate\">{block}</div>"
-            "</main></body></html>\n")
+    return (
+        f"<!DOCTYPE html><html><head><title>Notes</title></head><body><main><h1>My notes</h1>"
+        f'<p>Here&#39;s how I did it.</p><div class="highlight-ipython3 notranslate">{block}</div>'
+        "</main></body></html>\n"
+    )
 
 
 def notebook_text(code: str) -> str:
     nb = nbformat.v4.new_notebook()
-    nb.cells += [nbformat.v4.new_markdown_cell("My take on the exercise; it's short."),
-                 nbformat.v4.new_code_cell(code)]
+    nb.cells += [nbformat.v4.new_markdown_cell("My take on the exercise; it's short."), nbformat.v4.new_code_cell(code)]
     return nbformat.writes(nb)
 
 
 def search_index(code: str) -> str:
     """A search index like Sphinx's searchindex.js, holding ``code`` in one of its strings."""
-    return "Search.setIndex(" + json.dumps({"docnames": ["book/intro", "book/notes"], "titles": ["Intro", "Notes"],
-                                            "terms": {"attention": [0, 1]}, "texts": ["Intro", code]}) + ")"
+    return (
+        "Search.setIndex("
+        + json.dumps(
+            {
+                "docnames": ["book/intro", "book/notes"],
+                "titles": ["Intro", "Notes"],
+                "terms": {"attention": [0, 1]},
+                "texts": ["Intro", code],
+            }
+        )
+        + ")"
+    )
 
 
-FORMS = {"page.html": highlighted_page, "notes.ipynb": notebook_text, "notes.py": lambda code: code,
-         "searchindex.js": search_index}
+FORMS = {
+    "page.html": highlighted_page,
+    "notes.ipynb": notebook_text,
+    "notes.py": lambda code: code,
+    "searchindex.js": search_index,
+}
 
 
 def plant(folder: Path, code: str) -> Path:
@@ -194,16 +211,17 @@ def plant(folder: Path, code: str) -> Path:
 
 
 def _code_problems(report, assignments=None) -> list:
-    return [p for p in report.problems if p.share is not None
-            and (assignments is None or p.assignment in assignments)]
+    return [p for p in report.problems if p.share is not None and (assignments is None or p.assignment in assignments)]
 
 
 # --- the plants are what the task says ------------------------------------------------------------
 
 
 def test_the_plants_are_renamed_and_laid_out_anew():
-    for assignment, item, planted in (("ch03_multi_head", "MultiHeadAttention", RENAMED_MHA),
-                                      ("ch04_masking", "decoder_self_attention_mask", RENAMED_MASK)):
+    for assignment, item, planted in (
+        ("ch03_multi_head", "MultiHeadAttention", RENAMED_MHA),
+        ("ch04_masking", "decoder_self_attention_mask", RENAMED_MASK),
+    ):
         reference = _local_names(_cell(assignment, item))
         assert len(reference) >= 4
         assert not reference & _local_names(planted), "every local name is changed"
@@ -218,7 +236,7 @@ def test_the_plants_are_renamed_and_laid_out_anew():
 
 def test_normalizer_ignores_names_comments_strings_and_layout():
     normalizer = leaks.Normalizer()
-    a = normalizer.code('scores = q @ k.transpose(-2, -1)  # (B, H, L, L)\nw = torch.softmax(scores, dim=-1)\n')
+    a = normalizer.code("scores = q @ k.transpose(-2, -1)  # (B, H, L, L)\nw = torch.softmax(scores, dim=-1)\n")
     b = normalizer.code('''s=Q @ K.transpose(
     -2,-1)
 """A docstring, which is dropped."""
@@ -239,11 +257,15 @@ attn = torch.softmax(s,
 
 
 @pytest.mark.parametrize("name", sorted(FORMS))
-@pytest.mark.parametrize("assignment, item, planted", [
-    ("ch03_multi_head", "MultiHeadAttention", RENAMED_MHA),
-    ("ch03_multi_head", "MultiHeadAttention", RENAMED_FORWARD),
-    ("ch04_masking", "decoder_self_attention_mask", RENAMED_MASK),
-], ids=["MultiHeadAttention", "MultiHeadAttention.forward", "decoder_self_attention_mask"])
+@pytest.mark.parametrize(
+    "assignment, item, planted",
+    [
+        ("ch03_multi_head", "MultiHeadAttention", RENAMED_MHA),
+        ("ch03_multi_head", "MultiHeadAttention", RENAMED_FORWARD),
+        ("ch04_masking", "decoder_self_attention_mask", RENAMED_MASK),
+    ],
+    ids=["MultiHeadAttention", "MultiHeadAttention.forward", "decoder_self_attention_mask"],
+)
 def test_a_renamed_reformatted_solution_of_an_unreleased_chapter_is_found(tmp_path, name, assignment, item, planted):
     folder = plant(tmp_path / "site", planted)
     for other in set(FORMS) - {name}:
@@ -254,8 +276,9 @@ def test_a_renamed_reformatted_solution_of_an_unreleased_chapter_is_found(tmp_pa
     assert found[0].share >= leaks.THRESHOLD
     assert f"{found[0].share:.0%} of the code of a reference solution of solutions/{assignment}/" in str(found[0])
     for problem in report.problems:  # the secret itself is never reported
-        assert not any(line in str(problem) for region in _regions(assignment, item)
-                       for line in _secret_lines_of(region))
+        assert not any(
+            line in str(problem) for region in _regions(assignment, item) for line in _secret_lines_of(region)
+        )
 
 
 def test_the_highlighted_page_really_splits_the_code_into_spans():
@@ -272,12 +295,16 @@ def test_a_solution_kept_in_a_comment_or_a_string_is_found(tmp_path):
     (folder / "quoted.py").write_text(f'SNIPPET = """{RENAMED_FORWARD}"""\n')
     report = leaks.check(folder, ROOT, TERM)
     assert {(p.path, p.item) for p in _code_problems(report, {"ch03_multi_head"})} == {
-        ("old.py", "MultiHeadAttention"), ("quoted.py", "MultiHeadAttention")}
+        ("old.py", "MultiHeadAttention"),
+        ("quoted.py", "MultiHeadAttention"),
+    }
 
 
 COPIED_CAUSAL = "def lower(n, dev=None):\n    return torch.ones(n, n,\n        dtype=torch.bool, device=dev).tril()\n"
-OWN_CAUSAL = ("def lower(n, dev=None):\n    positions = torch.arange(n, device=dev)\n"
-              "    return positions[:, None] >= positions[None, :]\n")
+OWN_CAUSAL = (
+    "def lower(n, dev=None):\n    positions = torch.arange(n, device=dev)\n"
+    "    return positions[:, None] >= positions[None, :]\n"
+)
 
 
 def test_a_one_line_solution_is_found_and_an_honest_one_is_not(tmp_path):
@@ -289,7 +316,7 @@ def test_a_one_line_solution_is_found_and_an_honest_one_is_not(tmp_path):
 
 
 def test_a_region_with_few_own_shingles_is_compared_whole(monkeypatch):
-    monkeypatch.setattr(leaks, "MIN_SHINGLES", 10 ** 6)  # every region is compared whole
+    monkeypatch.setattr(leaks, "MIN_SHINGLES", 10**6)  # every region is compared whole
     found = leaks.Secrets(ROOT, TERM)
     assert found.fingerprints and all(f.whole for f in found.fingerprints) and not found.wanted
 
@@ -333,7 +360,8 @@ def test_released_assignments_have_no_secret_solution_lines():
     assert ("ch01_bahdanau", "reference-solution") not in kinds
     assert ("ch01_bahdanau", "hidden-test") in kinds and ("ch03_multi_head", "reference-solution") in kinds
     assert {kind for _, kind in {(s.notebook, s.kind) for s in leaks.secret_lines(ROOT, Release("open"))}} == {
-        "hidden-test"}
+        "hidden-test"
+    }
 
 
 # --- no false positives -------------------------------------------------------------------------------
@@ -352,8 +380,9 @@ def _direct_hits(folder: Path, release: Release) -> list[tuple[str, str, float]]
 def test_no_false_positive_on_the_exercises_and_the_students_packages(tmp_path):
     folder = tmp_path / "student"
     packages.write(folder, TERM)
-    shutil.copytree(ROOT / "exercises", folder / "exercises",
-                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    shutil.copytree(
+        ROOT / "exercises", folder / "exercises", ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__")
+    )
     report = leaks.check(folder, ROOT, TERM)
     assert report.ok, [str(p) for p in report.problems]
     assert report.files > 30 and report.regions > 15
@@ -381,7 +410,7 @@ def hidden_line() -> tuple[str, str]:
     nb = nbformat.read(str(SOLUTION), as_version=4)
     for cell in nb.cells:
         match = re.search(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", cell.source, re.S)
-        for line in (match.group(1).splitlines() if match else []):
+        for line in match.group(1).splitlines() if match else []:
             line = line.strip()
             if line in secrets and '"' in line:
                 return line, cell.metadata["nbgrader"]["grade_id"]
@@ -411,8 +440,11 @@ def test_the_line_prefilter_never_hides_a_line(hidden_line):
     # A text that holds a secret line holds the words the prefilter asks for.
     line, _ = hidden_line
     found = leaks.secrets(ROOT, Release("open"))
-    for text, suffix in ((f"x{line}y", ".py"), (json.dumps({"a": f"prefix {line}"}), ".json"),
-                         (f"<p>{html.escape(line)}</p>", ".html")):
+    for text, suffix in (
+        (f"x{line}y", ".py"),
+        (json.dumps({"a": f"prefix {line}"}), ".json"),
+        (f"<p>{html.escape(line)}</p>", ".html"),
+    ):
         views = leaks.text_views(text, suffix)
         assert any(line in view for view in views)
         assert leaks._inner_words(line) <= found.forms(views)[1]
@@ -470,8 +502,10 @@ def test_check_fails_on_a_hidden_test_line_in_html(copy, hidden_line, highlight,
     shown = _highlighted(line) if highlight else html.escape(line)
     (copy / "book" / "leak.html").write_text(f"<html><body><pre>{shown}</pre></body></html>\n")
     problems = _problems(copy)
-    assert any(p.startswith("book/leak.html: ") and "hidden-test line" in p and SOLUTION.name in p and cell in p
-               for p in problems), problems
+    assert any(
+        p.startswith("book/leak.html: ") and "hidden-test line" in p and SOLUTION.name in p and cell in p
+        for p in problems
+    ), problems
     # The command line fails too, and never prints the secret itself.
     assert leaks.main([str(copy), "--released", "ch01_bahdanau"]) == 1
     out = capsys.readouterr()
@@ -486,8 +520,12 @@ def test_check_fails_on_a_hidden_test_line_in_a_notebook(copy, hidden_line):
     nbformat.write(nb, str(path))
     assert line not in path.read_text()  # the notebook escapes its quotes: the check decodes them
     problems = _problems(copy)
-    assert any(p.startswith("exercises/ch02_scaled_dot_product/ch02_scaled_dot_product.ipynb: ")
-               and "hidden-test line" in p and cell in p for p in problems), problems
+    assert any(
+        p.startswith("exercises/ch02_scaled_dot_product/ch02_scaled_dot_product.ipynb: ")
+        and "hidden-test line" in p
+        and cell in p
+        for p in problems
+    ), problems
     assert all(line not in p for p in problems)
 
 
@@ -530,7 +568,8 @@ def test_the_instructor_guide_page_may_show_the_markers_and_no_other_page(tmp_pa
     (site / "book" / "ch02_scaled_dot_product.html").write_text("<pre>### BEGIN SOLUTION</pre>")
     report = leaks.check(site, ROOT, Release("open"))
     assert [str(p) for p in report.problems] == [
-        "book/ch02_scaled_dot_product.html: line 1: holds the nbgrader marker 'BEGIN SOLUTION'"]
+        "book/ch02_scaled_dot_product.html: line 1: holds the nbgrader marker 'BEGIN SOLUTION'"
+    ]
     assert report.marker_exempt == ["book/instructor_guide.html"]
 
 
@@ -581,11 +620,13 @@ def test_a_site_of_a_hundred_pages_is_checked_in_seconds(tmp_path):
         code = blocks[i % len(blocks)] + blocks[(i + 5) % len(blocks)]
         (site / "book" / f"page{i}.html").write_text(
             f"<!DOCTYPE html><html><head><title>Page {i}</title></head><body><nav><ul>{nav}</ul></nav>"
-            f"<main><p>Prose of page {i}, with an apostrophe: it's here.</p>{code}</main></body></html>")
+            f"<main><p>Prose of page {i}, with an apostrophe: it's here.</p>{code}</main></body></html>"
+        )
     words = sorted(set(re.findall(r"[A-Za-z_]{3,}", "".join(path.read_text() for path in sources))))
     terms = {f"{word}{n}": [n % 100, (n * 7) % 100] for n in range(40) for word in words}
-    (site / "searchindex.js").write_text("Search.setIndex(" + json.dumps(
-        {"docnames": [f"book/page{i}" for i in range(100)], "terms": terms}) + ")")
+    (site / "searchindex.js").write_text(
+        "Search.setIndex(" + json.dumps({"docnames": [f"book/page{i}" for i in range(100)], "terms": terms}) + ")"
+    )
     size = sum(p.stat().st_size for p in site.rglob("*"))
     assert size > 4_000_000
 

@@ -19,12 +19,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from autograder import _nbgrader
-from autograder.grader import grade_notebook
+from autograder.grading.notebook import grade_notebook
 from tests.buggy.ch02_scaled_dot_product import BUGS
-from tests.submissions import fill, submit
+from tests.support.course import make_course
+from tests.support.submissions import fill, submit
 from tests.test_sandbox_grading import (
-    A,
     ATTACKS,
     CONTROL,
     FULL,
@@ -34,6 +33,7 @@ from tests.test_sandbox_grading import (
     REVIEW_FAULTS,
     SYMLINKED,
     TERM,
+    A,
     blank,
     grade_watched,
     grading_files,
@@ -46,9 +46,13 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("load")]
 
 CLASS_SIZE = 60
 MIN_CORRECT = 8
-ATTACKERS = {**{s: (make, "zeros") for s, make in ATTACKS.items()},
-             **{s: (make, {"honest_zeros": "zeros", "honest_softmax_in_place": f"buggy_{IN_PLACE.name}"}[baseline])
-                for s, (make, baseline) in REVIEW_ATTACKS.items()}}
+ATTACKERS = {
+    **{s: (make, "zeros") for s, make in ATTACKS.items()},
+    **{
+        s: (make, {"honest_zeros": "zeros", "honest_softmax_in_place": f"buggy_{IN_PLACE.name}"}[baseline])
+        for s, (make, baseline) in REVIEW_ATTACKS.items()
+    },
+}
 BLANK = [f"blank_{i}" for i in range(1, 4)]
 ZEROS = [f"zeros_{i}" for i in range(1, 3)]
 
@@ -63,15 +67,23 @@ def chosen_bugs(room: int) -> list:
     return [IN_PLACE, *(others[round(i * step)] for i in range(room - 1))]
 
 
-BUGGY = {f"buggy_{bug.name}": bug for bug in chosen_bugs(
-    CLASS_SIZE - MIN_CORRECT - len(ATTACKERS) - len(REVIEW_FAULTS) - len(SYMLINKED) - len(BLANK) - len(ZEROS))}
-CORRECT = [f"correct_{i:02d}" for i in range(1, CLASS_SIZE + 1 - len(BUGGY) - len(ATTACKERS) - len(REVIEW_FAULTS)
-                                         - len(SYMLINKED) - len(BLANK) - len(ZEROS))]
+BUGGY = {
+    f"buggy_{bug.name}": bug
+    for bug in chosen_bugs(
+        CLASS_SIZE - MIN_CORRECT - len(ATTACKERS) - len(REVIEW_FAULTS) - len(SYMLINKED) - len(BLANK) - len(ZEROS)
+    )
+}
+CORRECT = [
+    f"correct_{i:02d}"
+    for i in range(
+        1, CLASS_SIZE + 1 - len(BUGGY) - len(ATTACKERS) - len(REVIEW_FAULTS) - len(SYMLINKED) - len(BLANK) - len(ZEROS)
+    )
+]
 
 
 @pytest.fixture(scope="module")
 def load(tmp_path_factory):
-    course = _nbgrader.make_course(tmp_path_factory.mktemp("load"))
+    course = make_course(tmp_path_factory.mktemp("load"))
     for student in CORRECT:
         submit(course, student, A, fill(A))
     for student, bug in BUGGY.items():
@@ -112,32 +124,35 @@ def test_the_class_is_graded_to_the_end(load):
 
 def test_correct_notebooks_get_full_marks(load):
     _, results, _ = load
-    assert {s: results[s].score for s in CORRECT} == {s: FULL for s in CORRECT}
+    assert {s: results[s].score for s in CORRECT} == dict.fromkeys(CORRECT, FULL)
 
 
 def test_blank_notebooks_score_nothing(load):
     _, results, _ = load
-    assert {s: results[s].score for s in BLANK} == {s: 0 for s in BLANK}
+    assert {s: results[s].score for s in BLANK} == dict.fromkeys(BLANK, 0)
 
 
 def test_each_wrong_answer_loses_exactly_what_it_loses_alone(load):
     _, results, _ = load
     got = {s: results[s].score for s in [*BUGGY, *ZEROS]}
-    want = {**{s: load.alone[s] for s in BUGGY}, **{s: load.alone["zeros"] for s in ZEROS}}
+    want = {**{s: load.alone[s] for s in BUGGY}, **dict.fromkeys(ZEROS, load.alone["zeros"])}
     assert got == want
 
 
 def test_no_attack_beats_the_honest_notebook_it_starts_from(load):
     _, results, _ = load
-    beaten = {s: (results[s].score, load.alone[baseline]) for s, (_, baseline) in ATTACKERS.items()
-              if results[s].score > load.alone[baseline]}
+    beaten = {
+        s: (results[s].score, load.alone[baseline])
+        for s, (_, baseline) in ATTACKERS.items()
+        if results[s].score > load.alone[baseline]
+    }
     assert beaten == {}
 
 
 def test_faults_cost_only_their_own_answers(load):
     _, results, _ = load
     assert {s: results[s].score for s in REVIEW_FAULTS} == {s: want for s, (_, want) in REVIEW_FAULTS.items()}
-    assert {s: results[s].score for s in SYMLINKED} == {s: 0 for s in SYMLINKED}
+    assert {s: results[s].score for s in SYMLINKED} == dict.fromkeys(SYMLINKED, 0)
 
 
 def test_nothing_of_a_sandbox_is_left_behind(load):
@@ -156,6 +171,8 @@ def test_no_grading_file_is_over_5_mb_and_nothing_escapes_to_the_terminal(load):
 def test_the_class_is_graded_in_a_few_minutes(load, capsys):
     course, results, seconds = load
     with capsys.disabled():
-        print(f"\n{len(results)} notebooks graded (jobs=2) in {seconds:.0f} s; "
-              f"the {len(load.alone)} notebooks graded alone first took {load.alone_seconds:.0f} s")
+        print(
+            f"\n{len(results)} notebooks graded (jobs=2) in {seconds:.0f} s; "
+            f"the {len(load.alone)} notebooks graded alone first took {load.alone_seconds:.0f} s"
+        )
     assert seconds < 1800, seconds

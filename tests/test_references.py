@@ -13,8 +13,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attention_course.interop import (to_torch_attn_mask, to_torch_decoder_layer, to_torch_encoder_layer,
-                                      to_torch_multihead)
+from attention_course.interop import (
+    to_torch_attn_mask,
+    to_torch_decoder_layer,
+    to_torch_encoder_layer,
+    to_torch_multihead,
+)
 from attention_course.solutions import ch02_scaled_dot_product as ch02
 from attention_course.solutions import ch03_multi_head as ch03
 from attention_course.solutions import ch04_masking as ch04
@@ -57,8 +61,12 @@ def test_batched_heads_equal_a_loop_over_heads():
     keep[..., 0] = True
     output, weights = mha(x, x, x, keep)
     q, k, v = mha.W_q(x), mha.W_k(x), mha.W_v(x)
-    per_head = [ch02.scaled_dot_product_attention(q[..., h * 4:(h + 1) * 4], k[..., h * 4:(h + 1) * 4],
-                                                  v[..., h * 4:(h + 1) * 4], keep[:, 0])[0] for h in range(4)]
+    per_head = [
+        ch02.scaled_dot_product_attention(
+            q[..., h * 4 : (h + 1) * 4], k[..., h * 4 : (h + 1) * 4], v[..., h * 4 : (h + 1) * 4], keep[:, 0]
+        )[0]
+        for h in range(4)
+    ]
     torch.testing.assert_close(output, mha.W_o(torch.cat(per_head, dim=-1)))
     assert weights.shape == (2, 4, 6, 6)
 
@@ -72,8 +80,9 @@ def test_multihead_attention_equals_torch(bias):
     keep[..., 0] = True
     output, weights = mha(query, memory, memory, keep)
     builtin = to_torch_multihead(mha)
-    expected, expected_weights = builtin(query, memory, memory, attn_mask=to_torch_attn_mask(keep, 3, 6, 4, 9),
-                                         average_attn_weights=False)
+    expected, expected_weights = builtin(
+        query, memory, memory, attn_mask=to_torch_attn_mask(keep, 3, 6, 4, 9), average_attn_weights=False
+    )
     torch.testing.assert_close(output, expected)
     torch.testing.assert_close(weights, expected_weights)
 
@@ -84,8 +93,12 @@ def test_masks():
     assert ch04.causal_mask(3).tolist() == [[True, False, False], [True, True, False], [True, True, True]]
     mask = ch04.decoder_self_attention_mask(torch.tensor([[1, 6, 2, 0]]), 0)
     assert mask.shape == (1, 1, 4, 4) and mask.dtype == torch.bool
-    assert mask[0, 0].tolist() == [[True, False, False, False], [True, True, False, False],
-                                   [True, True, True, False], [True, True, True, False]]
+    assert mask[0, 0].tolist() == [
+        [True, False, False, False],
+        [True, True, False, False],
+        [True, True, True, False],
+        [True, True, True, False],
+    ]
     decoder_input, target = ch04.teacher_forcing_split(torch.tensor([[1, 7, 8, 2]]))
     assert decoder_input.tolist() == [[1, 7, 8]] and target.tolist() == [[7, 8, 2]]
 
@@ -130,7 +143,7 @@ def test_a_shift_of_position_is_a_fixed_rotation():
     shift = torch.zeros(16, 16, dtype=torch.float64)
     for i, w in enumerate(frequencies):
         c, s = math.cos(k * w), math.sin(k * w)
-        shift[2 * i:2 * i + 2, 2 * i:2 * i + 2] = torch.tensor([[c, s], [-s, c]])
+        shift[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = torch.tensor([[c, s], [-s, c]])
     torch.testing.assert_close(pe[:-k] @ shift.T, pe[k:], atol=1e-6, rtol=0)
 
 
@@ -146,8 +159,10 @@ def test_positional_encoding_module():
 
 def test_rotary_scores_depend_only_on_the_distance():
     q, k = torch.randn(2, 3, 1, 16, dtype=torch.float64), torch.randn(2, 3, 1, 16, dtype=torch.float64)
-    scores = [(ch05.apply_rotary(q, torch.tensor([m])) * ch05.apply_rotary(k, torch.tensor([m - 4]))).sum(-1)
-              for m in (4, 11, 300)]
+    scores = [
+        (ch05.apply_rotary(q, torch.tensor([m])) * ch05.apply_rotary(k, torch.tensor([m - 4]))).sum(-1)
+        for m in (4, 11, 300)
+    ]
     torch.testing.assert_close(scores[0], scores[1])
     torch.testing.assert_close(scores[0], scores[2])
     x = torch.randn(5, 8)
@@ -164,11 +179,11 @@ def test_layers_equal_the_torch_built_ins(norm_first):
     keep = torch.rand(3, 9) > 0.3
     keep[:, 0] = True
     encoder = ch06.EncoderLayer(16, 4, 32, norm_first=norm_first)
-    torch.testing.assert_close(encoder(memory, keep[:, None, None, :]),
-                               to_torch_encoder_layer(encoder)(memory, src_key_padding_mask=~keep))
+    torch.testing.assert_close(
+        encoder(memory, keep[:, None, None, :]), to_torch_encoder_layer(encoder)(memory, src_key_padding_mask=~keep)
+    )
     decoder = ch06.DecoderLayer(16, 4, 32, norm_first=norm_first)
-    expected = to_torch_decoder_layer(decoder)(x, memory, tgt_mask=~ch04.causal_mask(6),
-                                               memory_key_padding_mask=~keep)
+    expected = to_torch_decoder_layer(decoder)(x, memory, tgt_mask=~ch04.causal_mask(6), memory_key_padding_mask=~keep)
     torch.testing.assert_close(decoder(x, memory, ch04.causal_mask(6), keep[:, None, None, :]), expected)
 
 

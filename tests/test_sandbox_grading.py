@@ -34,18 +34,21 @@ import pytest
 import torch
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_raw_cell
 
-from autograder import _nbgrader, checks, grade, notebooks, reference
+from autograder import checks, notebooks, reference
 from autograder import course as course_settings
+from autograder.cli import grade
+from autograder.cli import run_nbgrader as _nbgrader
 from autograder.cli.check import format_report
-from autograder.grader import Report, grade_notebook
-from autograder.notebooks import COURSE_ROOT
+from autograder.course import COURSE_ROOT
+from autograder.grading.notebook import Report, grade_notebook
+from autograder.nbgrader_plugins import report_path
 from autograder.packages import sandbox_packages
 from autograder.sandbox.process import UIDS, Limits, Sandbox, bwrap_available
-from autograder.nbgrader_plugins import report_path
 from tests import attacks
 from tests.buggy.ch02_scaled_dot_product import BUGS, TESTS
-from tests.submissions import fill, solution_bodies, submit
 from tests.support import broken_bwrap, host, unprivileged
+from tests.support.course import make_course
+from tests.support.submissions import fill, solution_bodies, submit
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("sandbox")]
 
@@ -110,24 +113,32 @@ ATTACKS = {  # student -> notebook; each must score no more than the honest "zer
     "attack_ipython_hooks": lambda: with_cell(blank(), attacks.IPYTHON_HOOKS, after_setup=True),
     "attack_hijack_import": lambda: with_cell(zeros(), attacks.HIJACK_IMPORT, after_setup=True),
     "attack_rigged_tensors": lambda: with_cell(fill(A, attacks.NO_ANSWERS), attacks.RIGGED_TENSORS, after_setup=True),
-    "attack_caller_frame": lambda: with_cell(fill(A, attacks.CALLER_FRAME_ANSWERS), attacks.CALLER_FRAME,
-                                             after_setup=True),
+    "attack_caller_frame": lambda: with_cell(
+        fill(A, attacks.CALLER_FRAME_ANSWERS), attacks.CALLER_FRAME, after_setup=True
+    ),
     "attack_read_solutions": lambda: with_cell(fill(A, attacks.NO_ANSWERS), attacks.READ_SOLUTIONS, after_setup=True),
     "attack_write_gradebook": lambda: with_cell(zeros(), attacks.WRITE_GRADEBOOK, after_setup=True),
-    "attack_import_reference": lambda: with_cell(fill(A, attacks.NO_ANSWERS), attacks.IMPORT_REFERENCE,
-                                                 after_setup=True),
+    "attack_import_reference": lambda: with_cell(
+        fill(A, attacks.NO_ANSWERS), attacks.IMPORT_REFERENCE, after_setup=True
+    ),
     "attack_kill_at_end": lambda: with_cell(zeros(), attacks.KILL_AT_END),
 }
 FAULTS = {  # student -> (notebook, expected score)
-    "fault_loop_in_one_item": (lambda: fill(A, {"scaled_dot_product_attention": attacks.LOOP_IN_SDPA}),
-                               FULL - POINTS["scaled_dot_product_attention"]),
+    "fault_loop_in_one_item": (
+        lambda: fill(A, {"scaled_dot_product_attention": attacks.LOOP_IN_SDPA}),
+        FULL - POINTS["scaled_dot_product_attention"],
+    ),
     "fault_top_level_loop": (lambda: with_cell(fill(A), attacks.TOP_LEVEL_LOOP), FULL),
-    "fault_abort_in_one_item": (lambda: fill(A, {"attention_numpy": attacks.ABORT_IN_ATTENTION_NUMPY}),
-                                FULL - POINTS["attention_numpy"]),
+    "fault_abort_in_one_item": (
+        lambda: fill(A, {"attention_numpy": attacks.ABORT_IN_ATTENTION_NUMPY}),
+        FULL - POINTS["attention_numpy"],
+    ),
     "fault_kernel_death": (lambda: with_cell(fill(A), attacks.KILL_AT_END), FULL),
     "fault_memory_hog": (lambda: with_cell(fill(A), attacks.MEMORY_HOG), FULL),
-    "fault_memory_hog_in_one_item": (lambda: fill(A, {"scaled_dot_product_attention": attacks.HOG_IN_SDPA}),
-                                     FULL - POINTS["scaled_dot_product_attention"]),
+    "fault_memory_hog_in_one_item": (
+        lambda: fill(A, {"scaled_dot_product_attention": attacks.HOG_IN_SDPA}),
+        FULL - POINTS["scaled_dot_product_attention"],
+    ),
     "fault_output_flood": (lambda: with_cell(fill(A), attacks.OUTPUT_FLOOD), FULL),
     "fault_background_processes": (lambda: with_cell(fill(A), attacks.BACKGROUND), FULL),
     "fault_fork_bomb": (lambda: with_cell(fill(A), attacks.FORK_BOMB), FULL),
@@ -147,7 +158,7 @@ def _leftover_processes() -> list[str]:
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    course = _nbgrader.make_course(tmp_path_factory.mktemp("sandboxed"))
+    course = make_course(tmp_path_factory.mktemp("sandboxed"))
     for student, make in {**ATTACKS, **{s: m for s, (m, _) in {**FAULTS, **HONEST}.items()}}.items():
         submit(course, student, A, make())
     (course / "submitted" / "broken_malformed" / A).mkdir(parents=True)
@@ -215,15 +226,14 @@ def test_no_process_survives_grading(graded):
 
 def test_the_class_is_graded_in_bounded_time(graded):
     course, results, seconds = graded
-    slowest = max(
-        grade_report_seconds(course, student) for student in results if not student.startswith("broken_"))
+    slowest = max(grade_report_seconds(course, student) for student in results if not student.startswith("broken_"))
     # A notebook's worst case: a hanging cell and a hanging item, each hitting its limit once.
     assert slowest < 2 * LIMITS.cell_timeout + 2 * LIMITS.call_timeout + 30, slowest
     assert seconds < 600, seconds
 
 
 def grade_report_seconds(course, student) -> float:
-    from autograder.grader import Report
+    from autograder.grading.notebook import Report
     from autograder.nbgrader_plugins import report_path
 
     return Report.from_json(report_path(course, A, student, A).read_text()).seconds
@@ -255,13 +265,19 @@ def test_feedback_of_attackers_shows_no_hidden_tests(graded):
 
 # ----------------------------------------------------------------------------- the attacks are real
 
-REAL_ATTACKS = ["attack_patch_comparisons", "attack_ipython_hooks", "attack_hijack_import",
-                "attack_caller_frame", "attack_read_solutions", "attack_import_reference"]
+REAL_ATTACKS = [
+    "attack_patch_comparisons",
+    "attack_ipython_hooks",
+    "attack_hijack_import",
+    "attack_caller_frame",
+    "attack_read_solutions",
+    "attack_import_reference",
+]
 
 
 @pytest.fixture(scope="module")
 def graded_plainly(tmp_path_factory):
-    course = _nbgrader.make_course(tmp_path_factory.mktemp("plain"), plain=True)
+    course = make_course(tmp_path_factory.mktemp("plain"), plain=True)
     submit(course, "honest_zeros", A, zeros())
     for student in REAL_ATTACKS:
         submit(course, student, A, ATTACKS[student]())
@@ -278,15 +294,14 @@ def test_each_attack_does_raise_the_score_under_plain_nbgrader(graded_plainly, g
 def test_self_check_gives_the_instructors_verdicts_and_messages(graded):
     import sys
 
-    from autograder.grader import Report
+    from autograder.grading.notebook import Report
     from autograder.nbgrader_plugins import report_path
 
     course, results, _ = graded
     student = "honest_mask_with_zero"
     path = course / "submitted" / student / A / f"{A}.ipynb"
     env = {**os.environ, **course_settings.environment(TERM)}
-    run = subprocess.run([sys.executable, "-m", "autograder.check", str(path)], capture_output=True, text=True,
-                         env=env)
+    run = subprocess.run([sys.executable, "-m", "autograder.check", str(path)], capture_output=True, text=True, env=env)
     assert run.returncode == 1, run.stderr[-2000:]
     report = Report.from_json(report_path(course, A, student, A).read_text())
     assert f"Score: {results[student].score:g} / {results[student].max_score:g}" in run.stdout
@@ -302,7 +317,7 @@ def test_plain_nbgrader_autograde_command_grades_in_the_sandbox(tmp_path):
 
     from autograder import release
 
-    course = _nbgrader.make_course(tmp_path / "course")
+    course = make_course(tmp_path / "course")
     submit(course, "alice", A, fill(A))
     submit(course, "mallory", A, with_cell(zeros(), attacks.PATCH_COMPARISONS, after_setup=True))
     release.generate([A], release_dir=tmp_path / "release", db_url=grade.db_url(course), root=course, quiet=True)
@@ -332,8 +347,12 @@ def test_a_hanging_method_of_a_class_item_costs_only_that_item():
 
 def grading_files(course: Path) -> list[Path]:
     """Every file that grading wrote: reports and CSV (grades/), autograded notebooks, feedback."""
-    return sorted(path for folder in ("grades", "autograded", "feedback") for path in (course / folder).rglob("*")
-                  if path.is_file())
+    return sorted(
+        path
+        for folder in ("grades", "autograded", "feedback")
+        for path in (course / folder).rglob("*")
+        if path.is_file()
+    )
 
 
 def assert_nothing_left(graded: Graded) -> None:
@@ -362,15 +381,21 @@ def test_no_grading_file_is_over_5_mb(graded):
 SPINNERS_NEIGHBOUR = "attack_cpu_spinners_neighbour"  # honest; sorted right after the spinners: graded beside them
 REVIEW_ATTACKS = {  # student -> (notebook, the honest student whose score it must not beat)
     "attack_escape_probe": (lambda: with_cell(zeros(), attacks.ESCAPE_PROBE, after_setup=True), "honest_zeros"),
-    "attack_forged_cell_error": (lambda: with_cell(zeros(), attacks.FORGED_CELL_ERROR_LIST, after_setup=True),
-                                 "honest_zeros"),
+    "attack_forged_cell_error": (
+        lambda: with_cell(zeros(), attacks.FORGED_CELL_ERROR_LIST, after_setup=True),
+        "honest_zeros",
+    ),
     "attack_forged_end_of_run": (lambda: with_cell(zeros(), attacks.FORGED_CELLS_DONE_COUNT), "honest_zeros"),
-    "attack_forged_replies": (lambda: with_cell(fill(A, attacks.FORGED_REPLIES), attacks.WORKER_FRAME,
-                                                after_setup=True), "honest_zeros"),
+    "attack_forged_replies": (
+        lambda: with_cell(fill(A, attacks.FORGED_REPLIES), attacks.WORKER_FRAME, after_setup=True),
+        "honest_zeros",
+    ),
     "attack_cpu_spinners": (lambda: with_cell(zeros(), attacks.CPU_SPINNERS, after_setup=True), "honest_zeros"),
     "attack_fill_tmpfs": (lambda: with_cell(zeros(), attacks.FILL_TMPFS, after_setup=True), "honest_zeros"),
-    "attack_hide_in_place": (lambda: with_cell(fill(A, {IN_PLACE.item: IN_PLACE.code}), attacks.HIDE_IN_PLACE,
-                                               after_setup=True), "honest_softmax_in_place"),
+    "attack_hide_in_place": (
+        lambda: with_cell(fill(A, {IN_PLACE.item: IN_PLACE.code}), attacks.HIDE_IN_PLACE, after_setup=True),
+        "honest_softmax_in_place",
+    ),
 }
 
 
@@ -382,14 +407,18 @@ def markup():
 
 
 REVIEW_FAULTS = {  # student -> (notebook, expected score: exactly what its honest answers earn)
-    "fault_huge_reply": (lambda: fill(A, {"scaled_dot_product_attention": attacks.HUGE_REPLY_SDPA}),
-                         FULL - POINTS["scaled_dot_product_attention"]),
+    "fault_huge_reply": (
+        lambda: fill(A, {"scaled_dot_product_attention": attacks.HUGE_REPLY_SDPA}),
+        FULL - POINTS["scaled_dot_product_attention"],
+    ),
     "fault_loud_errors": (lambda: with_cells(fill(A), [attacks.LOUD_ERROR] * 250 + [attacks.LOUD_ERROR_TYPE]), FULL),
     "fault_markup": (markup, FULL),
     "fault_terminal_escapes": (lambda: with_cell(fill(A), attacks.TERMINAL_ESCAPES), FULL),
     "fault_c1_escapes": (lambda: with_cell(fill(A), attacks.C1_ESCAPES), FULL),
-    "fault_lone_surrogate": (lambda: with_cell(fill(A, {"scaled_dot_product_attention": attacks.SURROGATE_SDPA}),
-                                               attacks.SURROGATE_ERROR), FULL - POINTS["scaled_dot_product_attention"]),
+    "fault_lone_surrogate": (
+        lambda: with_cell(fill(A, {"scaled_dot_product_attention": attacks.SURROGATE_SDPA}), attacks.SURROGATE_ERROR),
+        FULL - POINTS["scaled_dot_product_attention"],
+    ),
     "fault_flooded_pipes": (lambda: with_cell(fill(A), attacks.FLOOD_PIPES), FULL),
 }
 REVIEW_HONEST = {  # student -> (notebook, expected score; "alone": what it scores graded on its own)
@@ -425,15 +454,21 @@ def link_to_solutions(course: Path) -> None:
 
 @pytest.fixture(scope="module")
 def review(tmp_path_factory):
-    course = _nbgrader.make_course(tmp_path_factory.mktemp("review"))
-    makers = {**{s: m for s, (m, _) in REVIEW_ATTACKS.items()}, **{s: m for s, (m, _) in REVIEW_FAULTS.items()},
-              **{s: m for s, (m, _) in REVIEW_HONEST.items()}}
+    course = make_course(tmp_path_factory.mktemp("review"))
+    makers = {
+        **{s: m for s, (m, _) in REVIEW_ATTACKS.items()},
+        **{s: m for s, (m, _) in REVIEW_FAULTS.items()},
+        **{s: m for s, (m, _) in REVIEW_HONEST.items()},
+    }
     for student, make in makers.items():
         submit(course, student, A, make())
     link_to_solutions(course)
     # What an honest notebook scores graded on its own, before the class (no attacker beside it).
-    alone = {student: grade_notebook(A, make(), release=TERM).score
-             for student, (make, expected) in REVIEW_HONEST.items() if expected == "alone"}
+    alone = {
+        student: grade_notebook(A, make(), release=TERM).score
+        for student, (make, expected) in REVIEW_HONEST.items()
+        if expected == "alone"
+    }
     graded = grade_watched(course)
     graded.alone = alone
     return graded
@@ -508,8 +543,10 @@ def test_forged_messages_fail_only_the_forger(review):
     for student in ("attack_forged_cell_error", "attack_forged_end_of_run", "attack_forged_replies"):
         report = review_report(course, student)
         assert not report.not_graded, report.not_graded
-        assert any("broke the grading protocol" in text
-                   for text in [*report.notes, *report.cell_errors.values()]), (report.notes, report.cell_errors)
+        assert any("broke the grading protocol" in text for text in [*report.notes, *report.cell_errors.values()]), (
+            report.notes,
+            report.cell_errors,
+        )
     assert_nothing_left(review)
 
 
@@ -569,8 +606,10 @@ C1_CONTROL = re.compile(r"[\x80-\x9f]")
 def instructor_texts(course: Path, results: dict) -> dict[str, str]:
     """What may reach the instructor's terminal: the summary `make grade` prints, the CSV and the reports
     as files (cat), and each report as `make check` prints it."""
-    texts = {"summary": grade.summary(A, list(results.values())),
-             "csv": (course / "grades" / f"{A}.csv").read_text().replace("\r\n", "\n")}
+    texts = {
+        "summary": grade.summary(A, list(results.values())),
+        "csv": (course / "grades" / f"{A}.csv").read_text().replace("\r\n", "\n"),
+    }
     for path in (course / "grades" / "reports").rglob("*.json"):
         texts[str(path)] = path.read_text()
         texts[f"make check: {path}"] = format_report(Report.from_json(path.read_text()), path)
@@ -582,20 +621,25 @@ def test_no_terminal_escapes_reach_the_instructor(review):
     summary, the CSV and the reports without a control character."""
     course, results, _ = review
     texts = instructor_texts(course, results)
-    assert "MemoryError" in next(line for line in texts["summary"].splitlines()
-                                 if line.startswith("fault_terminal_escapes"))
+    assert "MemoryError" in next(
+        line for line in texts["summary"].splitlines() if line.startswith("fault_terminal_escapes")
+    )
     assert {name: CONTROL.findall(text)[:5] for name, text in texts.items() if CONTROL.search(text)} == {}
 
 
-@pytest.mark.xfail(strict=True, reason="open hole: autograder.sandbox.clean_text removes C0 controls and DEL only, "
-                   "so C1 controls (U+0080-U+009F: U+009B is CSI, U+009D is OSC) raised by a submission reach the "
-                   "instructor's terminal summary, the CSV and the reports; a terminal that takes 8-bit controls "
-                   "acts on them (fault_c1_escapes: raise MemoryError('\\x9b2J...'))")
+@pytest.mark.xfail(
+    strict=True,
+    reason="open hole: autograder.sandbox.clean_text removes C0 controls and DEL only, "
+    "so C1 controls (U+0080-U+009F: U+009B is CSI, U+009D is OSC) raised by a submission reach the "
+    "instructor's terminal summary, the CSV and the reports; a terminal that takes 8-bit controls "
+    "acts on them (fault_c1_escapes: raise MemoryError('\\x9b2J...'))",
+)
 def test_no_c1_controls_reach_the_instructor(review):
     """Hole 9, C1 controls: 8-bit CSI and OSC are terminal escapes too."""
     course, results, _ = review
-    line = next(line for line in grade.summary(A, list(results.values())).splitlines()
-                if line.startswith("fault_c1_escapes"))
+    line = next(
+        line for line in grade.summary(A, list(results.values())).splitlines() if line.startswith("fault_c1_escapes")
+    )
     assert "MemoryError" in line
     texts = instructor_texts(course, results)
     assert {name: C1_CONTROL.findall(text)[:5] for name, text in texts.items() if C1_CONTROL.search(text)} == {}
@@ -605,8 +649,9 @@ def test_symbolic_links_to_solutions_are_refused_and_show_nothing_of_them(review
     """Hole 9: a notebook, or a whole folder, that links to solutions/ scores nothing, and nothing of
     solutions/ reaches an autograded notebook or feedback."""
     course, results, _ = review
-    solution_lines = [line.strip() for body in solution_bodies(A).values() for line in body.splitlines()
-                      if len(line.strip()) > 25]
+    solution_lines = [
+        line.strip() for body in solution_bodies(A).values() for line in body.splitlines() if len(line.strip()) > 25
+    ]
     assert solution_lines
     for student in SYMLINKED:
         assert results[student].score == 0, results[student].note
@@ -630,8 +675,10 @@ def test_a_lone_surrogate_in_an_error_is_graded_and_fed_back(review):
     """Hole 9: nbgrader writes the autograded notebook and the feedback of an error with a lone surrogate."""
     course, results, _ = review
     assert set(results["fault_lone_surrogate"].failed) == set(TESTS["scaled_dot_product_attention"])
-    for path in (course / "feedback" / "fault_lone_surrogate" / A / f"{A}.html",
-                 course / "autograded" / "fault_lone_surrogate" / A / f"{A}.ipynb"):
+    for path in (
+        course / "feedback" / "fault_lone_surrogate" / A / f"{A}.html",
+        course / "autograded" / "fault_lone_surrogate" / A / f"{A}.ipynb",
+    ):
         assert "no attention today" in path.read_bytes().decode("utf-8"), path
 
 
@@ -648,7 +695,7 @@ def test_a_flooded_pipe_is_graded_in_bounded_time(review):
 # ----------------------------------------------------------------------------- hole 7: reference values (ch05)
 
 C05 = "ch05_positional_encoding"
-TERM_BEFORE_CH05 = course_settings.Release("term", {a for a in _nbgrader.assignments() if a < C05})
+TERM_BEFORE_CH05 = course_settings.Release("term", {a for a in course_settings.assignments() if a < C05})
 
 
 def test_reference_buffers_are_never_handed_to_a_submission(monkeypatch):
@@ -672,8 +719,10 @@ def test_reference_buffers_are_never_handed_to_a_submission(monkeypatch):
 
 # ----------------------------------------------------------------------------- hole 1: the host's view of a sandbox
 
-SPIN_AND_SLEEP = ["import subprocess\nsleeper = subprocess.Popen(['sleep', '4246'])",
-                  "import os\nfor _ in range(3):\n    if os.fork() == 0:\n        while True:\n            pass"]
+SPIN_AND_SLEEP = [
+    "import subprocess\nsleeper = subprocess.Popen(['sleep', '4246'])",
+    "import os\nfor _ in range(3):\n    if os.fork() == 0:\n        while True:\n            pass",
+]
 
 
 def _cgroup_value(path: Path, *names: str) -> str | None:
@@ -715,8 +764,11 @@ def test_a_running_sandbox_runs_under_an_unprivileged_uid_in_capped_cgroups():
                 assert started.cgroups, "no cgroup was made for the sandbox"
                 members = {pid for path in started.cgroups for pid in host.cgroup_members(path)}
                 assert {p.pid for p in tree} <= members
-                cpu = next(path for path in started.cgroups if (path / "cpu.cfs_quota_us").exists()
-                           or (path / "cpu.max").exists())
+                cpu = next(
+                    path
+                    for path in started.cgroups
+                    if (path / "cpu.cfs_quota_us").exists() or (path / "cpu.max").exists()
+                )
                 quota = _cgroup_value(cpu, "cpu.cfs_quota_us", "cpu.max").split()[0]
                 assert int(quota) == int(100_000 * LIMITS.cpus)
                 pids = next(path for path in started.cgroups if (path / "pids.max").exists())
@@ -734,7 +786,7 @@ def test_a_running_sandbox_runs_under_an_unprivileged_uid_in_capped_cgroups():
 
 @pytest.mark.skipif(not bwrap_available(), reason="bubblewrap is not installed")
 def test_an_unprivileged_grader_gives_the_student_no_way_to_host_root():
-    """Hole 1, as a normal user: `python -m autograder.check` run by nobody grades the escape probe; every
+    """Hole 1, as a normal user: `python -m autograder.cli.check` run by nobody grades the escape probe; every
     process of its sandbox is nobody's on the host, and /proc/sys takes no write."""
     why = unprivileged.available()
     if why:
@@ -744,8 +796,13 @@ def test_an_unprivileged_grader_gives_the_student_no_way_to_host_root():
         path = home / f"{A}.ipynb"
         nbformat.write(with_cell(zeros(), attacks.ESCAPE_PROBE, after_setup=True), str(path))
         os.chown(path, unprivileged.NOBODY, unprivileged.NOBODY)
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "TMPDIR": str(home),
-               "LANG": "C.UTF-8", **course_settings.environment(TERM)}
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(home),
+            "TMPDIR": str(home),
+            "LANG": "C.UTF-8",
+            **course_settings.environment(TERM),
+        }
         seen: dict[int, host.Process] = {}
 
         def look(pid: int) -> None:  # the sandbox's processes, seen from the host while it runs
@@ -753,8 +810,9 @@ def test_an_unprivileged_grader_gives_the_student_no_way_to_host_root():
                 if process.alive and ("autograder.sandbox.worker" in process.command or "bwrap" in process.command):
                     seen.setdefault(process.pid, process)
 
-        run = unprivileged.run_as([sys.executable, "-m", "autograder.check", str(path)], env=env,
-                                  cwd=COURSE_ROOT, observe=look)
+        run = unprivileged.run_as(
+            [sys.executable, "-m", "autograder.check", str(path)], env=env, cwd=COURSE_ROOT, observe=look
+        )
         assert run.returncode == 1, (run.stdout, run.stderr[-3000:])
         assert f"/ {FULL:g}" in run.stdout.splitlines()[-1], run.stdout
         probe = next((line for line in run.stdout.splitlines() if "escape probe:" in line), None)
@@ -771,7 +829,7 @@ def test_an_unprivileged_grader_gives_the_student_no_way_to_host_root():
 
 
 def small_class(tmp_path: Path, students: dict) -> Path:
-    course = _nbgrader.make_course(tmp_path / "course")
+    course = make_course(tmp_path / "course")
     for student, nb in students.items():
         submit(course, student, A, nb)
     return course
@@ -810,13 +868,18 @@ def test_nothing_is_scored_when_the_sandbox_cannot_start(sandbox_that_cannot_sta
 
 
 @pytest.mark.skipif(not bwrap_available(), reason="bubblewrap is not installed")
-@pytest.mark.xfail(strict=True, raises=TypeError, reason="open hole: autograder.grade.GradingUnavailable is a @dataclass with no fields, "
-                   "so its generated __init__ takes no message; grade() raises GradingUnavailable(f'grading cannot "
-                   "start...') when the preflight fails and gets a TypeError instead, which main() does not catch: "
-                   "`make grade` ends with a traceback and exit status 1, not one error line and status 2. "
-                   "Reproduce: python -c \"from autograder.cli.grade import GradingUnavailable; GradingUnavailable('x')\"")
-def test_make_grade_stops_with_one_clear_error_when_the_sandbox_cannot_start(sandbox_that_cannot_start, monkeypatch,
-                                                                           capsys):
+@pytest.mark.xfail(
+    strict=True,
+    raises=TypeError,
+    reason="open hole: autograder.grade.GradingUnavailable is a @dataclass with no fields, "
+    "so its generated __init__ takes no message; grade() raises GradingUnavailable(f'grading cannot "
+    "start...') when the preflight fails and gets a TypeError instead, which main() does not catch: "
+    "`make grade` ends with a traceback and exit status 1, not one error line and status 2. "
+    "Reproduce: python -c \"from autograder.cli.grade import GradingUnavailable; GradingUnavailable('x')\"",
+)
+def test_make_grade_stops_with_one_clear_error_when_the_sandbox_cannot_start(
+    sandbox_that_cannot_start, monkeypatch, capsys
+):
     """Hole 11: `make grade` (autograder.grade.main) says what is wrong in one error line for the instructor,
     exits with status 2 and scores nobody."""
     course, _ = sandbox_that_cannot_start
@@ -847,7 +910,9 @@ def test_a_notebook_whose_sandbox_cannot_start_is_not_graded_never_zero(tmp_path
     _, results, _ = graded
     assert results["a_graded"].score == FULL
     assert results["b_not_graded"].score is None
-    assert results["b_not_graded"].note.startswith("not graded:") and broken_bwrap.MESSAGE in results["b_not_graded"].note
+    assert (
+        results["b_not_graded"].note.startswith("not graded:") and broken_bwrap.MESSAGE in results["b_not_graded"].note
+    )
     with (course / "grades" / f"{A}.csv").open() as f:
         rows = {row["student"]: row for row in csv.DictReader(f)}
     assert rows["b_not_graded"]["score"] == "" and rows["a_graded"]["score"] == str(FULL)
@@ -867,7 +932,7 @@ OTHER_GRADER = """
 import json, sys
 from autograder import course
 from autograder.packages import sandbox_packages
-from autograder.sandbox import Sandbox
+from autograder.sandbox.process import Sandbox
 cell = '''
 import os, time
 children = 0
@@ -880,22 +945,32 @@ for _ in range(20):
 with Sandbox(packages=sandbox_packages(course.Release("term", {"ch01_bahdanau"}))) as sandbox:
     print(json.dumps({"uid": sandbox._uid, "errors": sandbox.run_cells([cell])}))
 """
-HOLD_PROCESSES = "import os, time\nfor _ in range(50):\n    if os.fork() == 0:\n        time.sleep(120)\n        os._exit(0)"
+HOLD_PROCESSES = (
+    "import os, time\nfor _ in range(50):\n    if os.fork() == 0:\n        time.sleep(120)\n        os._exit(0)"
+)
 
 
 @pytest.mark.skipif(not (bwrap_available() and AS_ROOT), reason="needs bubblewrap and a grader running as root")
-@pytest.mark.xfail(strict=True, reason="open hole: autograder.sandbox._UID_POOL is per process, so two grader processes "
-                   "running at once (two `make grade` on one machine, or pytest -n 2 in `make test`) give their "
-                   "sandboxes the same host uid (61000 first); RLIMIT_NPROC (Limits.processes = 64) counts the "
-                   "processes of a host uid across both, so a sandbox holding 50 processes makes the other process's "
-                   "sandbox fail to fork (BlockingIOError), and an honest student there loses points")
+@pytest.mark.xfail(
+    strict=True,
+    reason="open hole: autograder.sandbox._UID_POOL is per process, so two grader processes "
+    "running at once (two `make grade` on one machine, or pytest -n 2 in `make test`) give their "
+    "sandboxes the same host uid (61000 first); RLIMIT_NPROC (Limits.processes = 64) counts the "
+    "processes of a host uid across both, so a sandbox holding 50 processes makes the other process's "
+    "sandbox fail to fork (BlockingIOError), and an honest student there loses points",
+)
 def test_a_sandbox_of_another_grader_process_is_not_starved_of_processes():
     """Two grader processes at once: the processes that one's sandbox holds cost the other's sandbox nothing."""
     with host.Watch() as watch:
         with Sandbox(LIMITS, "bwrap", sandbox_packages(TERM)) as sandbox:
             assert sandbox.run_cells([HOLD_PROCESSES]) == [None]
-            other = subprocess.run([sys.executable, "-c", OTHER_GRADER], capture_output=True, text=True,
-                                   timeout=300, env={**os.environ, "PYTHONPATH": str(COURSE_ROOT)})
+            other = subprocess.run(
+                [sys.executable, "-c", OTHER_GRADER],
+                capture_output=True,
+                text=True,
+                timeout=300,
+                env={**os.environ, "PYTHONPATH": str(COURSE_ROOT)},
+            )
         assert watch.leftovers() == {"processes": [], "cgroups": [], "temporary folders": [], "sandbox folders": []}
     assert other.returncode == 0, other.stderr[-3000:]
     found = json.loads(other.stdout.strip().splitlines()[-1])

@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from autograder import _nbgrader, notebooks, similarity
-from tests.submissions import fill, released, submit
+from autograder import notebooks
+from autograder.cli import similarity
+from tests.support.course import make_course
+from tests.support.submissions import fill, released, submit
 
 MHA = "ch03_multi_head"
 SDPA = "ch02_scaled_dot_product"
@@ -338,8 +340,11 @@ SDPA_COPY_OF_SOLUTIONS = {
 
 def left_unanswered(assignment: str, body: str) -> dict[str, str]:
     """Every answer cell as released, with ``body`` in place of ``raise NotImplementedError()``."""
-    return {notebooks.cell_id(cell): cell.source.replace("raise NotImplementedError()", body)
-            for cell in released(assignment).cells if notebooks.is_solution(cell)}
+    return {
+        notebooks.cell_id(cell): cell.source.replace("raise NotImplementedError()", body)
+        for cell in released(assignment).cells
+        if notebooks.is_solution(cell)
+    }
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
@@ -367,7 +372,7 @@ def plant_grading_state(root: Path, assignment: str) -> None:
 @pytest.fixture(scope="module")
 def mha(tmp_path_factory):
     """The ch03 class, compared once: (course folder, report, files before, files after)."""
-    course = _nbgrader.make_course(tmp_path_factory.mktemp("course"))
+    course = make_course(tmp_path_factory.mktemp("course"))
     submit(course, "alice", MHA, fill(MHA, ALICE))
     submit(course, "bob", MHA, fill(MHA, BOB_COPIES_ALICE))
     submit(course, "carol", MHA, fill(MHA, CAROL))
@@ -423,8 +428,13 @@ def test_flags_nothing_else(mha):
 
 def test_independent_honest_solutions_are_not_even_near(mha):
     _, report, _, _ = mha
-    for first, second in [("alice", "carol"), ("bob", "carol"), ("alice", f"solutions/{MHA}"),
-                          ("carol", f"solutions/{MHA}"), ("carol", "dave")]:
+    for first, second in [
+        ("alice", "carol"),
+        ("bob", "carol"),
+        ("alice", f"solutions/{MHA}"),
+        ("carol", f"solutions/{MHA}"),
+        ("carol", "dave"),
+    ]:
         assert find(report, first, second) is None, (first, second, report.pairs)
 
 
@@ -480,7 +490,7 @@ def test_leaves_grades_gradebook_feedback_and_submissions_untouched(mha):
 
 
 def test_no_submissions_is_a_clear_error(tmp_path):
-    course = _nbgrader.make_course(tmp_path / "course")
+    course = make_course(tmp_path / "course")
     (course / "submitted" / "alice" / "ch04_masking").mkdir(parents=True)  # another assignment only
     with pytest.raises(similarity.SimilarityError, match=f"submitted/<student>/{MHA}/"):
         similarity.similarity(MHA, root=course)
@@ -492,7 +502,7 @@ def test_no_submissions_is_a_clear_error(tmp_path):
 
 
 def test_only_unreadable_notebooks_is_a_clear_error(tmp_path):
-    course = _nbgrader.make_course(tmp_path / "course")
+    course = make_course(tmp_path / "course")
     folder = course / "submitted" / "alice" / MHA
     folder.mkdir(parents=True)
     (folder / f"{MHA}.ipynb").write_text("not a notebook")
@@ -502,9 +512,13 @@ def test_only_unreadable_notebooks_is_a_clear_error(tmp_path):
 
 def test_one_more_assignment(tmp_path):
     """ch02: the copy of a classmate and the copy of the published solutions are flagged, and only they."""
-    course = _nbgrader.make_course(tmp_path / "course")
-    for student, answers in [("ana", SDPA_HONEST_1), ("ben", SDPA_HONEST_2), ("cy", SDPA_COPY_OF_1),
-                             ("dee", SDPA_COPY_OF_SOLUTIONS)]:
+    course = make_course(tmp_path / "course")
+    for student, answers in [
+        ("ana", SDPA_HONEST_1),
+        ("ben", SDPA_HONEST_2),
+        ("cy", SDPA_COPY_OF_1),
+        ("dee", SDPA_COPY_OF_SOLUTIONS),
+    ]:
         submit(course, student, SDPA, fill(SDPA, answers))
     submit(course, "eve", SDPA, fill(SDPA, blank=True))
     submit(course, "fay", SDPA, fill(SDPA, left_unanswered(SDPA, "pass")))
@@ -515,8 +529,8 @@ def test_one_more_assignment(tmp_path):
 
 
 def test_command_line(tmp_path):
-    """`python -m autograder.similarity A --root R --threshold T` prints the counts and the paths."""
-    course = _nbgrader.make_course(tmp_path / "course")
+    """`python -m autograder.cli.similarity A --root R --threshold T` prints the counts and the paths."""
+    course = make_course(tmp_path / "course")
     submit(course, "alice", MHA, fill(MHA, ALICE))
     submit(course, "bob", MHA, fill(MHA, BOB_COPIES_ALICE))
     submit(course, "carol", MHA, fill(MHA, CAROL))
@@ -528,6 +542,5 @@ def test_command_line(tmp_path):
     assert "flagged (a share >= 0.99): 0 pair(s); near (a share > 0.65): 1 pair(s)" in printed
     assert str(course / "grades" / "similarity" / f"{MHA}.html") in printed
     assert str(course / "grades" / "similarity" / f"{MHA}.csv") in printed
-    with pytest.raises(SystemExit):
-        with contextlib.redirect_stderr(io.StringIO()):
-            similarity.main(["ch99_nothing", "--root", str(course)])
+    with pytest.raises(SystemExit), contextlib.redirect_stderr(io.StringIO()):
+        similarity.main(["ch99_nothing", "--root", str(course)])

@@ -7,7 +7,7 @@ so that a check that could not fail would show.
 import pytest
 
 from course_site import links
-from tests import browser
+from tests.support import browser
 
 GOOD = """<!doctype html><html><head><title>good</title><link rel="icon" href="dot.svg"></head><body>
 <h1 id="top">Good</h1><a href="other.html#part">other</a><a href="#top">up</a>
@@ -75,7 +75,8 @@ pre {{ font: 14px monospace; padding: 8px; margin: 0 0 8px 0; }}
 mjx-container[display="true"] {{ display: block; }}
 </style></head><body><article class="bd-article">
 <pre>short = "fits"</pre>
-<div class="math"><mjx-container display="true"><span style="display:inline-block;width:200px">x</span></mjx-container></div>
+<div class="math"><mjx-container display="true">
+<span style="display:inline-block;width:200px">x</span></mjx-container></div>
 <pre style="overflow-x: auto">{long}</pre>
 {broken}
 </article></body></html>"""

@@ -16,8 +16,8 @@ import nbformat
 import pytest
 
 from autograder import course, notebooks, packages, reference
-from autograder.grader import grade_notebook
-from tests.submissions import fill, solution_bodies
+from autograder.grading.notebook import grade_notebook
+from tests.support.submissions import fill, solution_bodies
 
 pytestmark = pytest.mark.slow
 
@@ -28,15 +28,16 @@ IMPORT_ONLY = {  # answers that only import the items from the course's packages
     "split_heads": "from attention_course.solutions.ch03_multi_head import split_heads",
     "merge_heads": "from attention_course.solutions.ch03_multi_head import merge_heads",
     "MultiHeadAttention": "from attention_course.solutions.ch03_multi_head import MultiHeadAttention\n"
-                          "from attention_course.model import FusedMultiHeadAttention",
+    "from attention_course.model import FusedMultiHeadAttention",
 }
 
 
 def test_answers_that_only_import_score_nothing_before_the_release():
     report = grade_notebook(A, fill(A, IMPORT_ONLY), release=TERM)
     assert report.score == 0 and report.max_score == 15
-    assert any("No module named 'attention_course.solutions.ch03_multi_head'" in error
-               for error in report.cell_errors.values())
+    assert any(
+        "No module named 'attention_course.solutions.ch03_multi_head'" in error for error in report.cell_errors.values()
+    )
 
 
 def test_once_released_the_solutions_are_importable_in_the_sandbox():
@@ -48,8 +49,13 @@ def test_make_check_follows_RELEASED(tmp_path):
     path = tmp_path / f"{A}.ipynb"
     nbformat.write(fill(A, IMPORT_ONLY), str(path))
     env = {**os.environ, "RELEASED": "ch01_bahdanau"}
-    result = subprocess.run([sys.executable, "-m", "autograder.check", str(path), "--assignment", A],
-                            capture_output=True, text=True, cwd=ROOT, env=env)
+    result = subprocess.run(
+        [sys.executable, "-m", "autograder.check", str(path), "--assignment", A],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+    )
     assert result.returncode == 1, result.stdout + result.stderr
     assert "Score: 0 / 15" in result.stdout
 
@@ -57,10 +63,13 @@ def test_make_check_follows_RELEASED(tmp_path):
 def test_pasting_the_students_packages_scores_nothing(tmp_path):
     """Everything students get in the term (the export's packages) pasted into every answer cell."""
     files = packages.write(tmp_path / "packages", TERM)
-    code = "\n\n".join((tmp_path / "packages" / rel).read_text().replace("from __future__ import annotations", "")
-                       for rel in files if rel.endswith(".py") and rel.startswith("attention_course/"))
+    code = "\n\n".join(
+        (tmp_path / "packages" / rel).read_text().replace("from __future__ import annotations", "")
+        for rel in files
+        if rel.endswith(".py") and rel.startswith("attention_course/")
+    )
     compile(code, "pasted", "exec")
-    answers = {name: code for name in IMPORT_ONLY}
+    answers = dict.fromkeys(IMPORT_ONLY, code)
     assert grade_notebook(A, fill(A, answers), release=TERM).score == 0
 
 
@@ -69,18 +78,23 @@ def test_the_sandbox_packages_hold_only_released_solutions():
     modules = sorted(p.name for p in (folder / "attention_course" / "solutions").glob("*.py"))
     assert modules == ["__init__.py", "ch01_bahdanau.py"]
     assert not (folder / "attention_course" / "model.py").exists()  # it builds on chapters 3 to 6
-    assert (folder / "attention_course" / "solutions" / "ch01_bahdanau.py").read_text() == \
-        reference.module_source("ch01_bahdanau")
+    assert (folder / "attention_course" / "solutions" / "ch01_bahdanau.py").read_text() == reference.module_source(
+        "ch01_bahdanau"
+    )
     assert not (folder / "solutions").exists()
 
 
 def _with_own_earlier_answers(nb):
     """ch06 answered, with the student's own exercises 3 to 5 pasted in the cell after the setup cell."""
-    own = "\n\n".join(solution_bodies(a)[name] for a, names in {
-        "ch03_multi_head": ("split_heads", "merge_heads", "MultiHeadAttention"),
-        "ch04_masking": ("padding_mask", "causal_mask"),
-        "ch05_positional_encoding": ("sinusoidal_positional_encoding", "PositionalEncoding"),
-    }.items() for name in names)
+    own = "\n\n".join(
+        solution_bodies(a)[name]
+        for a, names in {
+            "ch03_multi_head": ("split_heads", "merge_heads", "MultiHeadAttention"),
+            "ch04_masking": ("padding_mask", "causal_mask"),
+            "ch05_positional_encoding": ("sinusoidal_positional_encoding", "PositionalEncoding"),
+        }.items()
+        for name in names
+    )
     index = next(i for i, c in enumerate(nb.cells) if notebooks.is_setup(c) and notebooks.cell_id(c) == "setup")
     nb.cells[index + 1].source = "import math\n\n" + own
     return nb
@@ -96,7 +110,7 @@ def test_ch06_uses_the_students_own_earlier_answers_until_they_are_released():
 
 
 def test_the_own_answers_cell_is_where_the_notebook_says():
-    nb = notebooks.read(notebooks.assignment_notebook("ch06_transformer", "exercises"))
+    nb = notebooks.read(course.notebook_path("ch06_transformer", "exercises"))
     index = next(i for i, c in enumerate(nb.cells) if notebooks.cell_id(c) == "setup")
     assert "not released yet" in nb.cells[index].source
     follower = nb.cells[index + 1]
@@ -107,8 +121,9 @@ def test_the_own_answers_cell_is_where_the_notebook_says():
 def test_release_settings_name_unknown_assignments(tmp_path):
     with pytest.raises(course.SettingsError, match="'ch9_nothing', which is not an assignment"):
         course.release(ROOT, {"RELEASED": "ch01_bahdanau ch9_nothing"})
-    assert course.release(ROOT, {"RELEASED": "ch01_bahdanau,ch02_scaled_dot_product"}) == \
-        course.Release("term", {"ch01_bahdanau", "ch02_scaled_dot_product"})
+    assert course.release(ROOT, {"RELEASED": "ch01_bahdanau,ch02_scaled_dot_product"}) == course.Release(
+        "term", {"ch01_bahdanau", "ch02_scaled_dot_product"}
+    )
     assert course.release(ROOT, {"RELEASED": "all"}).released == frozenset(course.assignments())
     assert course.release(ROOT, {"EDITION": "open", "RELEASED": "none"}).edition == "open"
     with pytest.raises(course.SettingsError, match="EDITION must be one of open, term"):

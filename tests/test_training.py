@@ -30,11 +30,14 @@ def test_exact_match_counts_whole_strings():
     assert exact_match(["ab"], ["abc"]) == 0.0
 
 
-@pytest.mark.parametrize("predictions, targets, error", [
-    (["a", "b"], ["a"], "same length"),
-    ([], [], "targets must not be empty"),
-    ("abc", "abc", "not single strings"),
-])
+@pytest.mark.parametrize(
+    "predictions, targets, error",
+    [
+        (["a", "b"], ["a"], "same length"),
+        ([], [], "targets must not be empty"),
+        ("abc", "abc", "not single strings"),
+    ],
+)
 def test_exact_match_refuses_bad_arguments(predictions, targets, error):
     with pytest.raises(ValueError, match=error):
         exact_match(predictions, targets)
@@ -49,12 +52,15 @@ def test_accuracy_by_length_buckets_and_keeps_empty_ones():
     assert sum(b.count for b in buckets) == 6
 
 
-@pytest.mark.parametrize("lengths, correct, edges, error", [
-    ([1, 2], [True], [0, 5], "lengths .* and correct"),
-    ([1], [True], [0], "edges must be"),
-    ([1], [True], [0, 5, 5], "edges must be"),
-    ([7], [True], [0, 5], "do not cover"),
-])
+@pytest.mark.parametrize(
+    "lengths, correct, edges, error",
+    [
+        ([1, 2], [True], [0, 5], "lengths .* and correct"),
+        ([1], [True], [0], "edges must be"),
+        ([1], [True], [0, 5, 5], "edges must be"),
+        ([7], [True], [0, 5], "do not cover"),
+    ],
+)
 def test_accuracy_by_length_refuses_bad_arguments(lengths, correct, edges, error):
     with pytest.raises(ValueError, match=error):
         accuracy_by_length(lengths, correct, edges)
@@ -67,15 +73,18 @@ def test_epoch_batches_cover_every_item_once_per_epoch_and_reshuffle():
     assert sorted(torch.cat(first).tolist()) == list(range(10)) == sorted(torch.cat(second).tolist())
     assert torch.cat(first).tolist() != torch.cat(second).tolist()
     again = epoch_batches(list(range(10)), 4, collate=lambda chunk: torch.tensor(chunk))
-    assert torch.cat(list(again())).tolist() == torch.cat(first).tolist()     # seeded
+    assert torch.cat(list(again())).tolist() == torch.cat(first).tolist()  # seeded
     assert list(epoch_batches([1, 2, 3], 2, shuffle=False)()) == [[1, 2], [3]]
 
 
-@pytest.mark.parametrize("kwargs, error", [
-    ({"items": [], "batch_size": 2}, "items must not be empty"),
-    ({"items": [1], "batch_size": 0}, "batch_size must be a positive int"),
-    ({"items": [1], "batch_size": 1, "collate": 3}, "collate must be callable"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error",
+    [
+        ({"items": [], "batch_size": 2}, "items must not be empty"),
+        ({"items": [1], "batch_size": 0}, "batch_size must be a positive int"),
+        ({"items": [1], "batch_size": 1, "collate": 3}, "collate must be callable"),
+    ],
+)
 def test_epoch_batches_refuses_bad_arguments(kwargs, error):
     with pytest.raises(ValueError, match=error):
         epoch_batches(**kwargs)
@@ -159,7 +168,7 @@ def test_train_lowers_the_loss_of_a_tiny_model_and_returns_one_loss_per_step(cap
     assert sum(losses[-5:]) / 5 < 0.5 * sum(losses[:5]) / 5
     assert not model.training
     captured = capsys.readouterr()
-    assert "60/60" in captured.out and captured.err == ""      # the bar goes to stdout, not stderr
+    assert "60/60" in captured.out and captured.err == ""  # the bar goes to stdout, not stderr
 
 
 def test_train_can_run_silently_and_refuses_bad_arguments(capsys):

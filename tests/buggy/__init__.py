@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tests.submissions import solution_bodies
+from tests.support.submissions import solution_bodies
 
 
 @dataclass(frozen=True)

@@ -2,28 +2,31 @@
 
 from tests.correct import Answer
 
-ATTENTION_INIT = '''class AdditiveAttention(nn.Module):
+ATTENTION_INIT = """class AdditiveAttention(nn.Module):
     def __init__(self, query_dim, key_dim, hidden_dim):
         super().__init__()
         self.W_q = nn.Linear(query_dim, hidden_dim, bias=False)
         self.W_k = nn.Linear(key_dim, hidden_dim, bias=False)
         self.v = nn.Linear(hidden_dim, 1, bias=False)
-'''
+"""
 
-DECODER_INIT = '''class BahdanauDecoder(nn.Module):
+DECODER_INIT = """class BahdanauDecoder(nn.Module):
     def __init__(self, vocab_size, emb_dim, enc_dim, hidden_dim, attn_dim):
         super().__init__()
         self.embedding = nn.Embedding(vocab_size, emb_dim)
         self.attention = AdditiveAttention(hidden_dim, enc_dim, attn_dim)
         self.rnn = nn.GRUCell(emb_dim + enc_dim, hidden_dim)
         self.out = nn.Linear(hidden_dim + enc_dim + emb_dim, vocab_size)
-'''
+"""
 
 ANSWERS: list[Answer] = [
     # ------------------------------------------------------------------ AdditiveAttention
-    Answer("additive_einsum_large_negative", "AdditiveAttention",
-           idiom="einsum with v's weight; masked scores set to -1e9, weights multiplied by the mask",
-           code=ATTENTION_INIT + '''
+    Answer(
+        "additive_einsum_large_negative",
+        "AdditiveAttention",
+        idiom="einsum with v's weight; masked scores set to -1e9, weights multiplied by the mask",
+        code=ATTENTION_INIT
+        + """
     def forward(self, query, keys, values, mask=None):
         energy = torch.tanh(self.W_q(query)[:, None, :] + self.W_k(keys))  # (B, S, H)
         scores = torch.einsum("bsh,h->bs", energy, self.v.weight[0])
@@ -33,10 +36,14 @@ ANSWERS: list[Answer] = [
         if mask is not None:
             weights = weights * mask
         return torch.einsum("bs,bsd->bd", weights, values), weights
-'''),
-    Answer("additive_expand_nan_to_num", "AdditiveAttention",
-           idiom="the query expanded over the positions; NaN rows cleaned with nan_to_num; a broadcast sum",
-           code=ATTENTION_INIT + '''
+""",
+    ),
+    Answer(
+        "additive_expand_nan_to_num",
+        "AdditiveAttention",
+        idiom="the query expanded over the positions; NaN rows cleaned with nan_to_num; a broadcast sum",
+        code=ATTENTION_INIT
+        + """
     def forward(self, query, keys, values, mask=None):
         projected = self.W_q(query).unsqueeze(1).expand(-1, keys.size(1), -1)
         scores = self.v(torch.tanh(projected + self.W_k(keys))).squeeze(2)
@@ -45,10 +52,14 @@ ANSWERS: list[Answer] = [
         weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)
         context = (weights.unsqueeze(-1) * values).sum(dim=1)
         return context, weights
-'''),
-    Answer("additive_float64_finfo_min", "AdditiveAttention",
-           idiom="float64 intermediates, cast back; masked scores set to float64's most negative number",
-           code=ATTENTION_INIT + '''
+""",
+    ),
+    Answer(
+        "additive_float64_finfo_min",
+        "AdditiveAttention",
+        idiom="float64 intermediates, cast back; masked scores set to float64's most negative number",
+        code=ATTENTION_INIT
+        + """
     def forward(self, query, keys, values, mask=None):
         scores = self.v(torch.tanh(self.W_q(query).unsqueeze(-2) + self.W_k(keys))).squeeze(-1).double()
         if mask is not None:
@@ -58,10 +69,14 @@ ANSWERS: list[Answer] = [
             weights = weights.masked_fill(~mask, 0.0)
         context = torch.matmul(weights.unsqueeze(-2), values.double()).squeeze(-2)
         return context.to(values.dtype), weights.to(values.dtype)
-'''),
-    Answer("additive_loop_with_buffer", "AdditiveAttention",
-           idiom="a loop over the batch with its own stable softmax; an extra buffer for a fully masked row's weight",
-           code=ATTENTION_INIT + '''        self.register_buffer("nothing_visible", torch.tensor(0.0))
+""",
+    ),
+    Answer(
+        "additive_loop_with_buffer",
+        "AdditiveAttention",
+        idiom="a loop over the batch with its own stable softmax; an extra buffer for a fully masked row's weight",
+        code=ATTENTION_INIT
+        + """        self.register_buffer("nothing_visible", torch.tensor(0.0))
 
     def forward(self, query, keys, values, mask=None):
         contexts, maps = [], []
@@ -77,11 +92,15 @@ ANSWERS: list[Answer] = [
             maps.append(weights)
             contexts.append(weights @ values[b])
         return torch.stack(contexts), torch.stack(maps)
-'''),
+""",
+    ),
     # ------------------------------------------------------------------ BahdanauDecoder
-    Answer("decoder_gru_by_hand", "BahdanauDecoder",
-           idiom="the GRU cell's equations written out with its weights; torch.nn.functional.embedding and linear",
-           code=DECODER_INIT + '''
+    Answer(
+        "decoder_gru_by_hand",
+        "BahdanauDecoder",
+        idiom="the GRU cell's equations written out with its weights; torch.nn.functional.embedding and linear",
+        code=DECODER_INIT
+        + """
     def step(self, prev_tokens, hidden, enc_outputs, src_mask=None):
         embedded = F.embedding(prev_tokens, self.embedding.weight)
         context, weights = self.attention(hidden, enc_outputs, enc_outputs, src_mask)
@@ -95,18 +114,27 @@ ANSWERS: list[Answer] = [
         new_hidden = (1 - update) * candidate + update * hidden
         logits = F.linear(torch.cat((new_hidden, context, embedded), 1), self.out.weight, self.out.bias)
         return logits, new_hidden, weights
-'''),
-    Answer("decoder_keywords_hstack", "BahdanauDecoder",
-           idiom="the attention called by keyword before the embedding; torch.hstack", code=DECODER_INIT + '''
+""",
+    ),
+    Answer(
+        "decoder_keywords_hstack",
+        "BahdanauDecoder",
+        idiom="the attention called by keyword before the embedding; torch.hstack",
+        code=DECODER_INIT
+        + """
     def step(self, prev_tokens, hidden, enc_outputs, src_mask=None):
         context, weights = self.attention(query=hidden, keys=enc_outputs, values=enc_outputs, mask=src_mask)
         embedded = self.embedding(prev_tokens)
         new_hidden = self.rnn(torch.hstack([embedded, context]), hidden)
         return self.out(torch.hstack([new_hidden, context, embedded])), new_hidden, weights
-'''),
-    Answer("decoder_split_output_layer", "BahdanauDecoder",
-           idiom="the output layer's weight split into its three blocks, summed; an extra dropout submodule (p=0)",
-           code=DECODER_INIT + '''        self.sizes = (hidden_dim, enc_dim, emb_dim)
+""",
+    ),
+    Answer(
+        "decoder_split_output_layer",
+        "BahdanauDecoder",
+        idiom="the output layer's weight split into its three blocks, summed; an extra dropout submodule (p=0)",
+        code=DECODER_INIT
+        + """        self.sizes = (hidden_dim, enc_dim, emb_dim)
         self.dropout = nn.Dropout(0.0)
 
     def step(self, prev_tokens, hidden, enc_outputs, src_mask=None):
@@ -116,15 +144,20 @@ ANSWERS: list[Answer] = [
         W_s, W_c, W_e = self.out.weight.split(self.sizes, dim=1)
         logits = state @ W_s.T + context @ W_c.T + embedded @ W_e.T + self.out.bias
         return logits, state, weights
-'''),
-    Answer("decoder_addmm_indexing", "BahdanauDecoder",
-           idiom="the embedding table indexed directly; the mask by keyword; torch.addmm for the output layer",
-           code=DECODER_INIT + '''
+""",
+    ),
+    Answer(
+        "decoder_addmm_indexing",
+        "BahdanauDecoder",
+        idiom="the embedding table indexed directly; the mask by keyword; torch.addmm for the output layer",
+        code=DECODER_INIT
+        + """
     def step(self, prev_tokens, hidden, enc_outputs, src_mask=None):
         embedded = self.embedding.weight[prev_tokens]
         context, weights = self.attention(hidden, enc_outputs, enc_outputs, mask=src_mask)
         hidden = self.rnn(torch.cat([embedded, context], 1), hidden)
         features = torch.cat([hidden, context, embedded], 1)
         return torch.addmm(self.out.bias, features, self.out.weight.t()), hidden, weights
-'''),
+""",
+    ),
 ]

@@ -4,53 +4,90 @@ from tests.correct import Answer
 
 ANSWERS: list[Answer] = [
     # ------------------------------------------------------------------ softmax
-    Answer("softmax_log_sum_exp", "softmax", idiom="log-sum-exp in the shifted space, method calls", code='''
+    Answer(
+        "softmax_log_sum_exp",
+        "softmax",
+        idiom="log-sum-exp in the shifted space, method calls",
+        code="""
 def softmax(x, axis=-1):
     shifted = x - x.max(axis=axis, keepdims=True)
     return np.exp(shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True)))
-'''),
-    Answer("softmax_moveaxis", "softmax", idiom="moves the axis to the end and back, indexing with None", code='''
+""",
+    ),
+    Answer(
+        "softmax_moveaxis",
+        "softmax",
+        idiom="moves the axis to the end and back, indexing with None",
+        code="""
 def softmax(x, axis=-1):
     moved = np.moveaxis(x, axis, -1)
     exps = np.exp(moved - moved.max(axis=-1)[..., None])
     return np.moveaxis(exps / exps.sum(axis=-1)[..., None], -1, axis)
-'''),
-    Answer("softmax_float64_inside", "softmax", idiom="float64 intermediates, cast back to the input's dtype", code='''
+""",
+    ),
+    Answer(
+        "softmax_float64_inside",
+        "softmax",
+        idiom="float64 intermediates, cast back to the input's dtype",
+        code="""
 def softmax(x, axis=-1):
     wide = np.asarray(x, dtype=np.float64)
     exps = np.exp(wide - np.amax(wide, axis=axis, keepdims=True))
     return (exps / exps.sum(axis=axis, keepdims=True)).astype(x.dtype)
-'''),
-    Answer("softmax_apply_along_axis", "softmax", idiom="one slice at a time with np.apply_along_axis", code='''
+""",
+    ),
+    Answer(
+        "softmax_apply_along_axis",
+        "softmax",
+        idiom="one slice at a time with np.apply_along_axis",
+        code="""
 def softmax(x, axis=-1):
     def one(row):
         exps = np.exp(row - row.max())
         return exps / exps.sum()
 
     return np.apply_along_axis(one, axis, x)
-'''),
-    Answer("softmax_expand_dims", "softmax", idiom="reductions without keepdims, put back with np.expand_dims", code='''
+""",
+    ),
+    Answer(
+        "softmax_expand_dims",
+        "softmax",
+        idiom="reductions without keepdims, put back with np.expand_dims",
+        code="""
 def softmax(x, axis=-1):
     peak = np.expand_dims(np.max(x, axis=axis), axis)
     exps = np.exp(np.subtract(x, peak))
     return np.divide(exps, np.expand_dims(exps.sum(axis=axis), axis))
-'''),
+""",
+    ),
     # ------------------------------------------------------------------ attention_numpy
-    Answer("attention_numpy_einsum", "attention_numpy", idiom="einsum for both products", code='''
+    Answer(
+        "attention_numpy_einsum",
+        "attention_numpy",
+        idiom="einsum for both products",
+        code="""
 def attention_numpy(Q, K, V):
     scores = np.einsum("qd,kd->qk", Q, K) / np.sqrt(Q.shape[1])
     weights = softmax(scores)
     return np.einsum("qk,kv->qv", weights, V), weights
-'''),
-    Answer("attention_numpy_scaled_queries", "attention_numpy", idiom="scales Q first; np.matmul and np.swapaxes",
-           code='''
+""",
+    ),
+    Answer(
+        "attention_numpy_scaled_queries",
+        "attention_numpy",
+        idiom="scales Q first; np.matmul and np.swapaxes",
+        code="""
 def attention_numpy(Q, K, V):
     scaled = Q / math.sqrt(K.shape[1])
     weights = softmax(np.matmul(scaled, np.swapaxes(K, 0, 1)), axis=1)
     return np.matmul(weights, V), weights
-'''),
-    Answer("attention_numpy_loop", "attention_numpy", idiom="a loop over the queries with its own stable softmax",
-           code='''
+""",
+    ),
+    Answer(
+        "attention_numpy_loop",
+        "attention_numpy",
+        idiom="a loop over the queries with its own stable softmax",
+        code="""
 def attention_numpy(Q, K, V):
     d_k = K.shape[1]
     rows = []
@@ -60,26 +97,37 @@ def attention_numpy(Q, K, V):
         rows.append(exps / exps.sum())
     weights = np.stack(rows)
     return weights @ V, weights
-'''),
-    Answer("attention_numpy_dot", "attention_numpy", idiom="np.dot, transpose(), multiplication by 1/sqrt(d_k)",
-           code='''
+""",
+    ),
+    Answer(
+        "attention_numpy_dot",
+        "attention_numpy",
+        idiom="np.dot, transpose(), multiplication by 1/sqrt(d_k)",
+        code="""
 def attention_numpy(Q, K, V):
     weights = softmax(np.dot(Q, K.transpose()) * (1.0 / np.sqrt(K.shape[-1])), axis=-1)
     return np.dot(weights, V), weights
-'''),
+""",
+    ),
     # ------------------------------------------------------------------ scaled_dot_product_attention
-    Answer("sdpa_einsum_large_negative", "scaled_dot_product_attention", idiom="einsum; masked scores set to -1e9",
-           code='''
+    Answer(
+        "sdpa_einsum_large_negative",
+        "scaled_dot_product_attention",
+        idiom="einsum; masked scores set to -1e9",
+        code="""
 def scaled_dot_product_attention(q, k, v, mask=None):
     scores = torch.einsum("...qd,...kd->...qk", q, k) / math.sqrt(q.shape[-1])
     if mask is not None:
         scores = torch.where(mask, scores, torch.full_like(scores, -1e9))
     weights = scores.softmax(dim=-1)
     return torch.einsum("...qk,...kv->...qv", weights, v), weights
-'''),
-    Answer("sdpa_builtin_output", "scaled_dot_product_attention",
-           idiom="the output from torch.nn.functional.scaled_dot_product_attention, the weights computed beside it",
-           code='''
+""",
+    ),
+    Answer(
+        "sdpa_builtin_output",
+        "scaled_dot_product_attention",
+        idiom="the output from torch.nn.functional.scaled_dot_product_attention, the weights computed beside it",
+        code="""
 import torch.nn.functional as F
 
 
@@ -89,18 +137,26 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     if mask is not None:
         scores = scores.masked_fill(mask.logical_not(), float("-inf"))
     return output, torch.softmax(scores, dim=-1)
-'''),
-    Answer("sdpa_float64_finfo_min", "scaled_dot_product_attention",
-           idiom="float64 intermediates, cast back; masked scores set to the dtype's most negative number", code='''
+""",
+    ),
+    Answer(
+        "sdpa_float64_finfo_min",
+        "scaled_dot_product_attention",
+        idiom="float64 intermediates, cast back; masked scores set to the dtype's most negative number",
+        code="""
 def scaled_dot_product_attention(q, k, v, mask=None):
     scores = torch.matmul(q.double(), k.double().transpose(-1, -2)) / math.sqrt(k.size(-1))
     if mask is not None:
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
     weights = torch.softmax(scores, dim=-1)
     return (weights @ v.double()).to(v.dtype), weights.to(q.dtype)
-'''),
-    Answer("sdpa_additive_mask_manual_softmax", "scaled_dot_product_attention",
-           idiom="q scaled first; an additive -inf mask; its own stable softmax", code='''
+""",
+    ),
+    Answer(
+        "sdpa_additive_mask_manual_softmax",
+        "scaled_dot_product_attention",
+        idiom="q scaled first; an additive -inf mask; its own stable softmax",
+        code="""
 def scaled_dot_product_attention(q, k, v, mask=None):
     scores = (q * q.size(-1) ** -0.5) @ k.transpose(-1, -2)
     if mask is not None:
@@ -110,9 +166,13 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     exps = scores.exp()
     weights = exps / exps.sum(dim=-1, keepdim=True)
     return weights @ v, weights
-'''),
-    Answer("sdpa_nan_to_num", "scaled_dot_product_attention",
-           idiom="the scale as a tensor of the inputs' dtype; torch.nn.functional.softmax; a mask compared with 0; NaN rows cleaned with nan_to_num", code='''
+""",
+    ),
+    Answer(
+        "sdpa_nan_to_num",
+        "scaled_dot_product_attention",
+        idiom="the scale as a tensor of the inputs' dtype; torch.nn.functional.softmax; a mask compared with 0; NaN rows cleaned with nan_to_num",
+        code="""
 def scaled_dot_product_attention(q, k, v, mask=None):
     scale = q.new_tensor(q.size(-1)).sqrt()
     scores = torch.matmul(q, k.mT) / scale
@@ -120,5 +180,6 @@ def scaled_dot_product_attention(q, k, v, mask=None):
         scores = scores.masked_fill(mask == 0, float("-inf"))
     weights = torch.nan_to_num(torch.nn.functional.softmax(scores, dim=-1), nan=0.0)
     return torch.matmul(weights, v), weights
-'''),
+""",
+    ),
 ]

@@ -4,60 +4,107 @@ from tests.correct import Answer
 
 ANSWERS: list[Answer] = [
     # ------------------------------------------------------------------ split_heads
-    Answer("split_chunk_stack", "split_heads", idiom="torch.chunk over the features, stacked as dimension 1", code='''
+    Answer(
+        "split_chunk_stack",
+        "split_heads",
+        idiom="torch.chunk over the features, stacked as dimension 1",
+        code="""
 def split_heads(x, num_heads):
     if x.size(-1) % num_heads:
         raise ValueError(f"num_heads ({num_heads}) must divide the last dimension of x ({x.size(-1)})")
     return torch.stack(x.chunk(num_heads, dim=-1), dim=1)
-'''),
-    Answer("split_unflatten_permute", "split_heads", idiom="unflatten the features, then permute", code='''
+""",
+    ),
+    Answer(
+        "split_unflatten_permute",
+        "split_heads",
+        idiom="unflatten the features, then permute",
+        code="""
 def split_heads(x, num_heads):
     d_model = x.shape[-1]
     if d_model % num_heads != 0:
         raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
     return x.unflatten(-1, (num_heads, -1)).permute(0, 2, 1, 3)
-'''),
-    Answer("split_slices_loop", "split_heads", idiom="a loop over the heads, slicing the features", code='''
+""",
+    ),
+    Answer(
+        "split_slices_loop",
+        "split_heads",
+        idiom="a loop over the heads, slicing the features",
+        code="""
 def split_heads(x, num_heads):
     batch, length, d_model = x.shape
     if num_heads <= 0 or d_model % num_heads:
         raise ValueError("num_heads must be a positive divisor of the feature size")
     d_head = d_model // num_heads
     return torch.stack([x[:, :, h * d_head:(h + 1) * d_head] for h in range(num_heads)], dim=1)
-'''),
-    Answer("split_reshape_contiguous", "split_heads", idiom="divmod, reshape, transpose(2, 1), a contiguous copy",
-           code='''
+""",
+    ),
+    Answer(
+        "split_reshape_contiguous",
+        "split_heads",
+        idiom="divmod, reshape, transpose(2, 1), a contiguous copy",
+        code="""
 def split_heads(x, num_heads):
     batch, length, d_model = x.size()
     head_size, rest = divmod(d_model, num_heads)
     if rest:
         raise ValueError(f"cannot split {d_model} features into num_heads={num_heads} equal heads")
     return x.reshape(batch, length, num_heads, head_size).transpose(2, 1).contiguous()
-'''),
+""",
+    ),
     # ------------------------------------------------------------------ merge_heads
-    Answer("merge_unbind_cat", "merge_heads", idiom="the heads unbound and concatenated along the features", code='''
+    Answer(
+        "merge_unbind_cat",
+        "merge_heads",
+        idiom="the heads unbound and concatenated along the features",
+        code="""
 def merge_heads(x):
     return torch.cat(x.unbind(dim=1), dim=-1)
-'''),
-    Answer("merge_permute_view", "merge_heads", idiom="permute, a contiguous copy, then view", code='''
+""",
+    ),
+    Answer(
+        "merge_permute_view",
+        "merge_heads",
+        idiom="permute, a contiguous copy, then view",
+        code="""
 def merge_heads(x):
     return x.permute(0, 2, 1, 3).contiguous().view(x.size(0), x.size(2), -1)
-'''),
-    Answer("merge_flatten", "merge_heads", idiom="transpose, then flatten the last two dimensions", code='''
+""",
+    ),
+    Answer(
+        "merge_flatten",
+        "merge_heads",
+        idiom="transpose, then flatten the last two dimensions",
+        code="""
 def merge_heads(x):
     return x.transpose(1, 2).flatten(start_dim=2)
-'''),
-    Answer("merge_loop_cat", "merge_heads", idiom="a loop over the heads", code='''
+""",
+    ),
+    Answer(
+        "merge_loop_cat",
+        "merge_heads",
+        idiom="a loop over the heads",
+        code="""
 def merge_heads(x):
     return torch.cat([x[:, h] for h in range(x.size(1))], dim=-1)
-'''),
-    Answer("merge_movedim", "merge_heads", idiom="movedim, then reshape with -1", code='''
+""",
+    ),
+    Answer(
+        "merge_movedim",
+        "merge_heads",
+        idiom="movedim, then reshape with -1",
+        code="""
 def merge_heads(x):
     return x.movedim(1, 2).reshape(x.shape[0], x.shape[2], -1)
-'''),
+""",
+    ),
     # ------------------------------------------------------------------ MultiHeadAttention
-    Answer("mha_einsum_large_negative", "MultiHeadAttention",
-           idiom="its own reshapes and einsum; masked scores set to -1e9, weights multiplied by the mask", code='''
+    Answer(
+        "mha_einsum_large_negative",
+        "MultiHeadAttention",
+        idiom="its own reshapes and einsum; masked scores set to -1e9, weights multiplied by the mask",
+        code="""
 class MultiHeadAttention(nn.Module):
     def __init__(self, d_model, num_heads, bias=True):
         super().__init__()
@@ -82,9 +129,13 @@ class MultiHeadAttention(nn.Module):
             weights = weights * mask
         heads = torch.einsum("bhqk,bkhd->bqhd", weights, v).reshape(batch, query.size(1), -1)
         return self.W_o(heads), weights
-'''),
-    Answer("mha_loop_over_heads_with_buffer", "MultiHeadAttention",
-           idiom="a loop over the heads with torch.nn.functional.linear; the scale kept as an extra buffer", code='''
+""",
+    ),
+    Answer(
+        "mha_loop_over_heads_with_buffer",
+        "MultiHeadAttention",
+        idiom="a loop over the heads with torch.nn.functional.linear; the scale kept as an extra buffer",
+        code="""
 class MultiHeadAttention(nn.Module):
     def __init__(self, d_model, num_heads, bias=True):
         super().__init__()
@@ -114,9 +165,13 @@ class MultiHeadAttention(nn.Module):
             outputs.append(weights @ v[..., part])
             maps.append(weights)
         return self.W_o(torch.cat(outputs, dim=-1)), torch.stack(maps, dim=1)
-'''),
-    Answer("mha_float64_where", "MultiHeadAttention",
-           idiom="split_heads and merge_heads with float64 intermediates; torch.where with the dtype's minimum", code='''
+""",
+    ),
+    Answer(
+        "mha_float64_where",
+        "MultiHeadAttention",
+        idiom="split_heads and merge_heads with float64 intermediates; torch.where with the dtype's minimum",
+        code="""
 class MultiHeadAttention(nn.Module):
     def __init__(self, d_model, num_heads, bias=True):
         super().__init__()
@@ -140,9 +195,13 @@ class MultiHeadAttention(nn.Module):
             weights = torch.where(mask, weights, 0.0)
         heads = merge_heads(torch.matmul(weights, v)).to(query.dtype)
         return self.W_o(heads), weights.to(query.dtype)
-'''),
-    Answer("mha_output_projection_per_head", "MultiHeadAttention",
-           idiom="queries scaled first; an additive -inf mask; W_o applied head by head and summed", code='''
+""",
+    ),
+    Answer(
+        "mha_output_projection_per_head",
+        "MultiHeadAttention",
+        idiom="queries scaled first; an additive -inf mask; W_o applied head by head and summed",
+        code="""
 class MultiHeadAttention(nn.Module):
     def __init__(self, d_model, num_heads, bias=True):
         super().__init__()
@@ -170,5 +229,6 @@ class MultiHeadAttention(nn.Module):
         if self.W_o.bias is not None:
             output = output + self.W_o.bias
         return output, weights
-'''),
+""",
+    ),
 ]

@@ -4,75 +4,138 @@ from tests.correct import Answer
 
 ANSWERS: list[Answer] = [
     # ------------------------------------------------------------------ padding_mask
-    Answer("padding_ne", "padding_mask", '''
+    Answer(
+        "padding_ne",
+        "padding_mask",
+        """
 def padding_mask(tokens, pad_id):
     return torch.ne(tokens, pad_id)
-''', "torch.ne"),
-    Answer("padding_not_equal", "padding_mask", '''
+""",
+        "torch.ne",
+    ),
+    Answer(
+        "padding_not_equal",
+        "padding_mask",
+        """
 def padding_mask(tokens, pad_id):
     return ~(tokens == pad_id)
-''', "the negation of the padding positions"),
-    Answer("padding_loop", "padding_mask", '''
+""",
+        "the negation of the padding positions",
+    ),
+    Answer(
+        "padding_loop",
+        "padding_mask",
+        """
 def padding_mask(tokens, pad_id):
     rows = []
     for sequence in tokens:
         rows.append(torch.tensor([int(t) != pad_id for t in sequence], dtype=torch.bool, device=tokens.device))
     return torch.stack(rows)
-''', "a loop over the sequences and their tokens"),
-    Answer("padding_where", "padding_mask", '''
+""",
+        "a loop over the sequences and their tokens",
+    ),
+    Answer(
+        "padding_where",
+        "padding_mask",
+        """
 def padding_mask(tokens, pad_id):
     is_pad = torch.eq(tokens, torch.full_like(tokens, pad_id))
     return torch.where(is_pad, torch.zeros_like(is_pad), torch.ones_like(is_pad))
-''', "torch.where between two boolean tensors"),
-    Answer("padding_difference", "padding_mask", '''
+""",
+        "torch.where between two boolean tensors",
+    ),
+    Answer(
+        "padding_difference",
+        "padding_mask",
+        """
 def padding_mask(tokens, pad_id):
     return (tokens.long() - pad_id).abs().clamp(max=1).bool()
-''', "arithmetic on the ids, converted to bool at the end"),
+""",
+        "arithmetic on the ids, converted to bool at the end",
+    ),
     # ------------------------------------------------------------------ causal_mask
-    Answer("causal_arange", "causal_mask", '''
+    Answer(
+        "causal_arange",
+        "causal_mask",
+        """
 def causal_mask(size, device=None):
     positions = torch.arange(size, device=device)
     return positions[None, :] <= positions[:, None]
-''', "a comparison of aranges"),
-    Answer("causal_float_tril", "causal_mask", '''
+""",
+        "a comparison of aranges",
+    ),
+    Answer(
+        "causal_float_tril",
+        "causal_mask",
+        """
 def causal_mask(size, device=None):
     return torch.tril(torch.ones(size, size, device=device)).bool()
-''', "a float lower triangle converted to bool"),
-    Answer("causal_not_triu", "causal_mask", '''
+""",
+        "a float lower triangle converted to bool",
+    ),
+    Answer(
+        "causal_not_triu",
+        "causal_mask",
+        """
 def causal_mask(size, device=None):
     future = torch.triu(torch.ones(size, size, dtype=torch.bool, device=device), diagonal=1)
     return ~future
-''', "the negation of the strict upper triangle"),
-    Answer("causal_loop", "causal_mask", '''
+""",
+        "the negation of the strict upper triangle",
+    ),
+    Answer(
+        "causal_loop",
+        "causal_mask",
+        """
 def causal_mask(size, device=None):
     mask = torch.zeros(size, size, dtype=torch.bool, device=device)
     for i in range(size):
         mask[i, : i + 1] = True
     return mask
-''', "a loop over the query rows"),
-    Answer("causal_triu_zero", "causal_mask", '''
+""",
+        "a loop over the query rows",
+    ),
+    Answer(
+        "causal_triu_zero",
+        "causal_mask",
+        """
 def causal_mask(size, device=None):
     upper = torch.ones(size, size, device=device).triu(1)
     return upper == 0
-''', "where the strict upper triangle is zero"),
+""",
+        "where the strict upper triangle is zero",
+    ),
     # ------------------------------------------------------------------ masked_softmax
-    Answer("softmax_minus_1e9_promoted", "masked_softmax", '''
+    Answer(
+        "softmax_minus_1e9_promoted",
+        "masked_softmax",
+        """
 def masked_softmax(scores, mask=None, dim=-1):
     if mask is None:
         return F.softmax(scores, dim=dim)
     work = scores.to(torch.promote_types(scores.dtype, torch.float32))
     weights = F.softmax(work.masked_fill(~mask, -1e9), dim=dim)
     return weights.masked_fill(~mask, 0.0).to(scores.dtype)
-''', "-1e9 in float32 or wider, masked entries zeroed after"),
-    Answer("softmax_finfo_min", "masked_softmax", '''
+""",
+        "-1e9 in float32 or wider, masked entries zeroed after",
+    ),
+    Answer(
+        "softmax_finfo_min",
+        "masked_softmax",
+        """
 def masked_softmax(scores, mask=None, dim=-1):
     if mask is None:
         return torch.softmax(scores, dim=dim)
     lowest = torch.finfo(scores.dtype).min
     weights = torch.softmax(scores.masked_fill(mask.logical_not(), lowest), dim=dim)
     return torch.where(mask, weights, torch.zeros_like(weights))
-''', "torch.finfo(dtype).min, and torch.where to zero the masked entries"),
-    Answer("softmax_by_hand", "masked_softmax", '''
+""",
+        "torch.finfo(dtype).min, and torch.where to zero the masked entries",
+    ),
+    Answer(
+        "softmax_by_hand",
+        "masked_softmax",
+        """
 def masked_softmax(scores, mask=None, dim=-1):
     if mask is None:
         mask = torch.ones_like(scores, dtype=torch.bool)
@@ -83,15 +146,25 @@ def masked_softmax(scores, mask=None, dim=-1):
     exps = torch.exp(masked - top)
     total = exps.sum(dim=dim, keepdim=True)
     return torch.where(total > 0, exps / total.clamp_min(torch.finfo(scores.dtype).tiny), torch.zeros_like(exps))
-''', "the softmax written out: each row's maximum, exponentials, division"),
-    Answer("softmax_additive_mask", "masked_softmax", '''
+""",
+        "the softmax written out: each row's maximum, exponentials, division",
+    ),
+    Answer(
+        "softmax_additive_mask",
+        "masked_softmax",
+        """
 def masked_softmax(scores, mask=None, dim=-1):
     if mask is None:
         return scores.softmax(dim)
     additive = torch.zeros_like(scores).masked_fill(~mask, float("-inf"))
     return torch.nan_to_num(torch.softmax(scores + additive, dim=dim), nan=0.0)
-''', "an additive -inf mask, NaN of fully masked rows replaced by zeros"),
-    Answer("softmax_float64_inside", "masked_softmax", '''
+""",
+        "an additive -inf mask, NaN of fully masked rows replaced by zeros",
+    ),
+    Answer(
+        "softmax_float64_inside",
+        "masked_softmax",
+        """
 def masked_softmax(scores, mask=None, dim=-1):
     wide = scores.double()
     if mask is not None:
@@ -100,72 +173,124 @@ def masked_softmax(scores, mask=None, dim=-1):
     if mask is not None:
         weights = weights.masked_fill(~mask, 0.0)
     return weights.to(scores.dtype)
-''', "float64 intermediates"),
-    Answer("softmax_log_of_mask", "masked_softmax", '''
+""",
+        "float64 intermediates",
+    ),
+    Answer(
+        "softmax_log_of_mask",
+        "masked_softmax",
+        """
 def masked_softmax(scores, mask=None, dim=-1):
     if mask is None:
         return torch.softmax(scores, dim=dim)
     weights = torch.softmax(scores + torch.log(mask.to(scores.dtype)), dim=dim)
     return weights.masked_fill(~mask, 0)
-''', "the log of the mask (0 or -inf) added to the scores"),
+""",
+        "the log of the mask (0 or -inf) added to the scores",
+    ),
     # ------------------------------------------------------------------ teacher_forcing_split
-    Answer("split_narrow", "teacher_forcing_split", '''
+    Answer(
+        "split_narrow",
+        "teacher_forcing_split",
+        """
 def teacher_forcing_split(tgt):
     n = tgt.size(1) - 1
     return tgt.narrow(1, 0, n), tgt.narrow(1, 1, n)
-''', "narrow"),
-    Answer("split_index_select", "teacher_forcing_split", '''
+""",
+        "narrow",
+    ),
+    Answer(
+        "split_index_select",
+        "teacher_forcing_split",
+        """
 def teacher_forcing_split(tgt):
     steps = torch.arange(tgt.shape[1] - 1, device=tgt.device)
     return tgt.index_select(1, steps), tgt.index_select(1, steps + 1)
-''', "index_select with aranges"),
-    Answer("split_explicit_ends", "teacher_forcing_split", '''
+""",
+        "index_select with aranges",
+    ),
+    Answer(
+        "split_explicit_ends",
+        "teacher_forcing_split",
+        """
 def teacher_forcing_split(tgt):
     length = tgt.shape[-1]
     decoder_input = tgt[..., : length - 1].clone()
     target = tgt[..., 1:length].clone()
     return decoder_input, target
-''', "explicit ends on the last axis, copies"),
-    Answer("split_torch_split", "teacher_forcing_split", '''
+""",
+        "explicit ends on the last axis, copies",
+    ),
+    Answer(
+        "split_torch_split",
+        "teacher_forcing_split",
+        """
 def teacher_forcing_split(tgt):
     length = tgt.size(1)
     decoder_input, _ = torch.split(tgt, [length - 1, 1], dim=1)
     _, target = torch.split(tgt, [1, length - 1], dim=1)
     return decoder_input, target
-''', "torch.split"),
+""",
+        "torch.split",
+    ),
     # ------------------------------------------------------------------ decoder_self_attention_mask
-    Answer("decoder_aranges", "decoder_self_attention_mask", '''
+    Answer(
+        "decoder_aranges",
+        "decoder_self_attention_mask",
+        """
 def decoder_self_attention_mask(tgt, pad_id):
     length = tgt.size(1)
     position = torch.arange(length, device=tgt.device)
     causal = position[None, :] <= position[:, None]
     return (causal[None] & (tgt != pad_id)[:, None, :]).unsqueeze(1)
-''', "its own comparisons, without the helpers, head dimension added last"),
-    Answer("decoder_views", "decoder_self_attention_mask", '''
+""",
+        "its own comparisons, without the helpers, head dimension added last",
+    ),
+    Answer(
+        "decoder_views",
+        "decoder_self_attention_mask",
+        """
 def decoder_self_attention_mask(tgt, pad_id):
     batch, length = tgt.shape
     keys = padding_mask(tgt, pad_id).view(batch, 1, 1, length)
     return torch.logical_and(causal_mask(length, tgt.device).view(1, 1, length, length), keys)
-''', "view and logical_and"),
-    Answer("decoder_loop", "decoder_self_attention_mask", '''
+""",
+        "view and logical_and",
+    ),
+    Answer(
+        "decoder_loop",
+        "decoder_self_attention_mask",
+        """
 def decoder_self_attention_mask(tgt, pad_id):
     length = tgt.size(1)
     causal = causal_mask(length, device=tgt.device)
     masks = [causal & (sequence != pad_id)[None, :] for sequence in tgt]
     return torch.stack(masks).unsqueeze(1)
-''', "a loop over the sequences"),
-    Answer("decoder_float_product", "decoder_self_attention_mask", '''
+""",
+        "a loop over the sequences",
+    ),
+    Answer(
+        "decoder_float_product",
+        "decoder_self_attention_mask",
+        """
 def decoder_self_attention_mask(tgt, pad_id):
     length = tgt.size(1)
     causal = torch.tril(torch.ones(length, length, device=tgt.device))
     keys = (tgt != pad_id).float()
     return (causal[None, None] * keys[:, None, None, :]) > 0.5
-''', "a product of float masks, compared at the end"),
-    Answer("decoder_expand", "decoder_self_attention_mask", '''
+""",
+        "a product of float masks, compared at the end",
+    ),
+    Answer(
+        "decoder_expand",
+        "decoder_self_attention_mask",
+        """
 def decoder_self_attention_mask(tgt, pad_id):
     batch, length = tgt.shape
     causal = causal_mask(length, tgt.device).expand(batch, 1, length, length)
     keys = padding_mask(tgt, pad_id)[:, None, None, :].expand(batch, 1, length, length)
     return causal & keys
-''', "both masks expanded to the full shape"),
+""",
+        "both masks expanded to the full shape",
+    ),
 ]

@@ -4,7 +4,10 @@ from tests.correct import Answer
 
 ANSWERS: list[Answer] = [
     # ------------------------------------------------------------------ sinusoidal_positional_encoding
-    Answer("sin_cos_loop", "sinusoidal_positional_encoding", '''
+    Answer(
+        "sin_cos_loop",
+        "sinusoidal_positional_encoding",
+        """
 def sinusoidal_positional_encoding(max_len, d_model):
     if d_model % 2:
         raise ValueError(f"d_model={d_model} is odd; sines and cosines come in pairs")
@@ -16,8 +19,13 @@ def sinusoidal_positional_encoding(max_len, d_model):
             row += [math.sin(angle), math.cos(angle)]
         rows.append(row)
     return torch.tensor(rows, dtype=torch.float32).reshape(max_len, d_model)
-''', "a loop over positions and pairs with math.sin and math.cos"),
-    Answer("sin_cos_exp_log", "sinusoidal_positional_encoding", '''
+""",
+        "a loop over positions and pairs with math.sin and math.cos",
+    ),
+    Answer(
+        "sin_cos_exp_log",
+        "sinusoidal_positional_encoding",
+        """
 def sinusoidal_positional_encoding(max_len, d_model):
     if d_model % 2 == 1:
         raise ValueError("d_model must be even")
@@ -27,16 +35,26 @@ def sinusoidal_positional_encoding(max_len, d_model):
     pe[:, 0::2] = torch.sin(position * div_term)
     pe[:, 1::2] = torch.cos(position * div_term)
     return pe
-''', "the exp/log form of the frequencies, in float32 throughout"),
-    Answer("sin_cos_stack", "sinusoidal_positional_encoding", '''
+""",
+        "the exp/log form of the frequencies, in float32 throughout",
+    ),
+    Answer(
+        "sin_cos_stack",
+        "sinusoidal_positional_encoding",
+        """
 def sinusoidal_positional_encoding(max_len, d_model):
     if d_model % 2 != 0:
         raise ValueError(f"got d_model={d_model}, which is odd")
     pair = torch.arange(d_model // 2, dtype=torch.float64)
     angles = torch.outer(torch.arange(max_len, dtype=torch.float64), torch.pow(10000.0, -2 * pair / d_model))
     return torch.stack([angles.sin(), angles.cos()], dim=-1).flatten(1).to(torch.float32)
-''', "sines and cosines stacked on a new last axis and flattened, float64 intermediates"),
-    Answer("sin_cos_numpy_inside", "sinusoidal_positional_encoding", '''
+""",
+        "sines and cosines stacked on a new last axis and flattened, float64 intermediates",
+    ),
+    Answer(
+        "sin_cos_numpy_inside",
+        "sinusoidal_positional_encoding",
+        """
 import numpy as np
 
 def sinusoidal_positional_encoding(max_len, d_model):
@@ -48,8 +66,13 @@ def sinusoidal_positional_encoding(max_len, d_model):
     table[:, 0::2] = np.sin(positions * frequencies)
     table[:, 1::2] = np.cos(positions * frequencies)
     return torch.from_numpy(table).float()
-''', "computed in NumPy, returned as a torch tensor"),
-    Answer("sin_cos_complex", "sinusoidal_positional_encoding", '''
+""",
+        "computed in NumPy, returned as a torch tensor",
+    ),
+    Answer(
+        "sin_cos_complex",
+        "sinusoidal_positional_encoding",
+        """
 def sinusoidal_positional_encoding(max_len, d_model):
     if d_model % 2 != 0:
         raise ValueError(f"d_model must be even, got d_model={d_model}")
@@ -57,9 +80,14 @@ def sinusoidal_positional_encoding(max_len, d_model):
     angles = torch.arange(max_len, dtype=torch.float64)[:, None] * frequencies
     unit = torch.polar(torch.ones_like(angles), angles)  # cos + i sin
     return torch.view_as_real(unit).flip(-1).reshape(max_len, d_model).float()
-''', "complex numbers e^(i angle), real and imaginary parts swapped into (sin, cos)"),
+""",
+        "complex numbers e^(i angle), real and imaginary parts swapped into (sin, cos)",
+    ),
     # ------------------------------------------------------------------ PositionalEncoding
-    Answer("encoding_extra_buffer", "PositionalEncoding", '''
+    Answer(
+        "encoding_extra_buffer",
+        "PositionalEncoding",
+        """
 class PositionalEncoding(nn.Module):
     def __init__(self, d_model, max_len=5000, dropout=0.0):
         super().__init__()
@@ -76,8 +104,13 @@ class PositionalEncoding(nn.Module):
         if x.size(1) > self.pe.size(0):
             raise ValueError(f"x has {x.size(1)} positions; max_len is {self.pe.size(0)}")
         return self.dropout(x + self.pe[self.positions[: x.size(1)]].to(x.dtype))
-''', "its own table (exp/log form), an extra buffer of positions used to index it"),
-    Answer("encoding_functional_dropout", "PositionalEncoding", '''
+""",
+        "its own table (exp/log form), an extra buffer of positions used to index it",
+    ),
+    Answer(
+        "encoding_functional_dropout",
+        "PositionalEncoding",
+        """
 class PositionalEncoding(nn.Module):
     def __init__(self, d_model, max_len=5000, dropout=0.0):
         super().__init__()
@@ -91,8 +124,13 @@ class PositionalEncoding(nn.Module):
             raise ValueError(f"a sequence of {length} positions is longer than max_len={self.max_len}")
         summed = torch.add(x, self.pe.narrow(0, 0, length).type_as(x).unsqueeze(0))
         return F.dropout(summed, p=self.p, training=self.training)
-''', "functional dropout that follows the module's mode, narrow and type_as, no dropout submodule"),
-    Answer("encoding_loop_table", "PositionalEncoding", '''
+""",
+        "functional dropout that follows the module's mode, narrow and type_as, no dropout submodule",
+    ),
+    Answer(
+        "encoding_loop_table",
+        "PositionalEncoding",
+        """
 class PositionalEncoding(nn.Module):
     def __init__(self, d_model, max_len=5000, dropout=0.0):
         super().__init__()
@@ -106,8 +144,13 @@ class PositionalEncoding(nn.Module):
         if length > len(self.pe):
             raise ValueError(f"max_len={len(self.pe)} is smaller than the {length} positions of x")
         return self.dropout((x.double() + self.pe[:length]).to(x.dtype))
-''', "a float64 table built in a Python loop, the sum taken in float64"),
-    Answer("encoding_complex_table", "PositionalEncoding", '''
+""",
+        "a float64 table built in a Python loop, the sum taken in float64",
+    ),
+    Answer(
+        "encoding_complex_table",
+        "PositionalEncoding",
+        """
 class PositionalEncoding(nn.Module):
     def __init__(self, d_model, max_len=5000, dropout=0.0):
         super().__init__()
@@ -122,9 +165,14 @@ class PositionalEncoding(nn.Module):
         if x.size(1) > self.pe.shape[0]:
             raise ValueError(f"x is longer ({x.size(1)}) than max_len ({self.pe.shape[0]})")
         return self.dropout(x + self.scale.to(x.dtype) * self.pe[None, : x.size(1), :].to(dtype=x.dtype))
-''', "a complex-exponential table, a second buffer, the table broadcast with a leading axis"),
+""",
+        "a complex-exponential table, a second buffer, the table broadcast with a leading axis",
+    ),
     # ------------------------------------------------------------------ apply_rotary
-    Answer("rotary_complex", "apply_rotary", '''
+    Answer(
+        "rotary_complex",
+        "apply_rotary",
+        """
 def apply_rotary(x, positions=None, base=10000.0):
     length, d = x.shape[-2], x.shape[-1]
     if positions is None:
@@ -135,8 +183,13 @@ def apply_rotary(x, positions=None, base=10000.0):
     turn = torch.polar(torch.ones_like(angles), angles).to(torch.complex128 if work == torch.float64 else torch.complex64)
     pairs = torch.view_as_complex(x.to(work).reshape(*x.shape[:-1], d // 2, 2).contiguous())
     return torch.view_as_real(pairs * turn).reshape(x.shape).to(x.dtype)
-''', "complex numbers: each pair times e^(i angle)"),
-    Answer("rotary_loop_over_pairs", "apply_rotary", '''
+""",
+        "complex numbers: each pair times e^(i angle)",
+    ),
+    Answer(
+        "rotary_loop_over_pairs",
+        "apply_rotary",
+        """
 def apply_rotary(x, positions=None, base=10000.0):
     length, d = x.shape[-2], x.shape[-1]
     if positions is None:
@@ -150,8 +203,13 @@ def apply_rotary(x, positions=None, base=10000.0):
         out[..., 2 * i] = a * torch.cos(theta) - b * torch.sin(theta)
         out[..., 2 * i + 1] = a * torch.sin(theta) + b * torch.cos(theta)
     return out.to(x.dtype)
-''', "a loop over the pairs"),
-    Answer("rotary_rotate_every_two", "apply_rotary", '''
+""",
+        "a loop over the pairs",
+    ),
+    Answer(
+        "rotary_rotate_every_two",
+        "apply_rotary",
+        """
 def rotate_every_two(x):
     x1, x2 = x[..., ::2], x[..., 1::2]
     return torch.stack((-x2, x1), dim=-1).flatten(-2)
@@ -166,8 +224,13 @@ def apply_rotary(x, positions=None, base=10000.0):
     angles = torch.einsum("l,f->lf", positions.to(work), inv_freq).repeat_interleave(2, dim=-1)
     y = x.to(work)
     return (y * angles.cos() + rotate_every_two(y) * angles.sin()).to(x.dtype)
-''', "x cos + rotate_every_two(x) sin, with frequencies repeated per pair and a helper function"),
-    Answer("rotary_float64_inside", "apply_rotary", '''
+""",
+        "x cos + rotate_every_two(x) sin, with frequencies repeated per pair and a helper function",
+    ),
+    Answer(
+        "rotary_float64_inside",
+        "apply_rotary",
+        """
 def apply_rotary(x, positions=None, base=10000.0):
     *lead, length, d = x.shape
     positions = torch.arange(length) if positions is None else positions
@@ -178,8 +241,13 @@ def apply_rotary(x, positions=None, base=10000.0):
     first, second = pairs[..., 0], pairs[..., 1]
     turned = torch.stack((first * cos - second * sin, first * sin + second * cos), dim=-1)
     return turned.reshape(x.shape).to(x.dtype)
-''', "float64 intermediates, pairs by reshape"),
-    Answer("rotary_matrices", "apply_rotary", '''
+""",
+        "float64 intermediates, pairs by reshape",
+    ),
+    Answer(
+        "rotary_matrices",
+        "apply_rotary",
+        """
 def apply_rotary(x, positions=None, base=10000.0):
     length, d = x.size(-2), x.size(-1)
     if positions is None:
@@ -191,5 +259,7 @@ def apply_rotary(x, positions=None, base=10000.0):
     rotation = torch.stack((torch.stack((c, -s), -1), torch.stack((s, c), -1)), -2)  # (L, d/2, 2, 2)
     pairs = x.to(work).unflatten(-1, (d // 2, 2))
     return torch.einsum("lpij,...lpj->...lpi", rotation, pairs).flatten(-2).to(x.dtype)
-''', "2x2 rotation matrices applied with einsum"),
+""",
+        "2x2 rotation matrices applied with einsum",
+    ),
 ]

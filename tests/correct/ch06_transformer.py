@@ -45,34 +45,59 @@ DEC_HEAD = '''class DecoderLayer(nn.Module):
 
 ANSWERS: list[Answer] = [
     # ------------------------------------------------------------------ FeedForward
-    Answer("ff_sequential", "FeedForward", idiom="an nn.Sequential over the same submodules", code=FF_HEAD + '''        self.net = nn.Sequential(self.linear1, nn.ReLU(), self.dropout, self.linear2)
+    Answer(
+        "ff_sequential",
+        "FeedForward",
+        idiom="an nn.Sequential over the same submodules",
+        code=FF_HEAD
+        + """        self.net = nn.Sequential(self.linear1, nn.ReLU(), self.dropout, self.linear2)
 
     def forward(self, x):
         return self.net(x)
-'''),
-    Answer("ff_functional", "FeedForward", idiom="F.linear and F.dropout with the submodules' parameters and mode",
-           code=FF_HEAD + '''
+""",
+    ),
+    Answer(
+        "ff_functional",
+        "FeedForward",
+        idiom="F.linear and F.dropout with the submodules' parameters and mode",
+        code=FF_HEAD
+        + """
     def forward(self, x):
         hidden = F.relu(F.linear(x, self.linear1.weight, self.linear1.bias))
         hidden = F.dropout(hidden, p=self.dropout.p, training=self.training)
         return F.linear(hidden, self.linear2.weight, self.linear2.bias)
-'''),
-    Answer("ff_dropout_before_clamp", "FeedForward",
-           idiom="dropout before the ReLU, written as a clamp (the two commute: dropout scales by a factor >= 0)",
-           code=FF_HEAD + '''
+""",
+    ),
+    Answer(
+        "ff_dropout_before_clamp",
+        "FeedForward",
+        idiom="dropout before the ReLU, written as a clamp (the two commute: dropout scales by a factor >= 0)",
+        code=FF_HEAD
+        + """
     def forward(self, x):
         return self.linear2(self.dropout(self.linear1(x)).clamp(min=0))
-'''),
-    Answer("ff_einsum_float64", "FeedForward", idiom="einsum with float64 intermediates", code=FF_HEAD + '''
+""",
+    ),
+    Answer(
+        "ff_einsum_float64",
+        "FeedForward",
+        idiom="einsum with float64 intermediates",
+        code=FF_HEAD
+        + """
     def forward(self, x):
         hidden = torch.einsum("...d,fd->...f", x.double(), self.linear1.weight.double()) + self.linear1.bias.double()
         hidden = self.dropout(torch.maximum(hidden, torch.zeros_like(hidden)))
         out = torch.einsum("...f,df->...d", hidden, self.linear2.weight.double()) + self.linear2.bias.double()
         return out.to(x.dtype)
-'''),
+""",
+    ),
     # ------------------------------------------------------------------ EncoderLayer
-    Answer("encoder_shared_residual_helper", "EncoderLayer", idiom="one residual helper for both blocks and both orders",
-           code=ENC_HEAD + '''
+    Answer(
+        "encoder_shared_residual_helper",
+        "EncoderLayer",
+        idiom="one residual helper for both blocks and both orders",
+        code=ENC_HEAD
+        + """
     def _residual(self, x, block, norm, dropout):
         if self.norm_first:
             return x + dropout(block(norm(x)))
@@ -81,10 +106,14 @@ ANSWERS: list[Answer] = [
     def forward(self, x, mask=None):
         x = self._residual(x, lambda y: self.self_attn(y, y, y, mask=mask)[0], self.norm1, self.dropout1)
         return self._residual(x, self.ff, self.norm2, self.dropout2)
-'''),
-    Answer("encoder_functional_norm_and_dropout", "EncoderLayer",
-           idiom="F.layer_norm with the modules' weight, bias and eps; F.dropout following self.training",
-           code=ENC_HEAD + '''
+""",
+    ),
+    Answer(
+        "encoder_functional_norm_and_dropout",
+        "EncoderLayer",
+        idiom="F.layer_norm with the modules' weight, bias and eps; F.dropout following self.training",
+        code=ENC_HEAD
+        + """
     def _norm(self, norm, x):
         return F.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
 
@@ -100,19 +129,27 @@ ANSWERS: list[Answer] = [
         out, _ = self.self_attn(x, x, x, mask)
         x = self._norm(self.norm1, x + self._drop(self.dropout1, out))
         return self._norm(self.norm2, x + self._drop(self.dropout2, self.ff(x)))
-'''),
-    Answer("encoder_loop_over_blocks", "EncoderLayer", idiom="a loop over (block, norm, dropout) triples",
-           code=ENC_HEAD + '''
+""",
+    ),
+    Answer(
+        "encoder_loop_over_blocks",
+        "EncoderLayer",
+        idiom="a loop over (block, norm, dropout) triples",
+        code=ENC_HEAD
+        + """
     def forward(self, x, mask=None):
         blocks = ((lambda y: self.self_attn(y, y, y, mask)[0], self.norm1, self.dropout1),
                   (self.ff, self.norm2, self.dropout2))
         for block, norm, drop in blocks:
             x = x + drop(block(norm(x))) if self.norm_first else norm(x + drop(block(x)))
         return x
-'''),
-    Answer("encoder_two_methods", "EncoderLayer",
-           idiom="separate pre-norm and post-norm methods, submodules registered in another order",
-           code='''class EncoderLayer(nn.Module):
+""",
+    ),
+    Answer(
+        "encoder_two_methods",
+        "EncoderLayer",
+        idiom="separate pre-norm and post-norm methods, submodules registered in another order",
+        code='''class EncoderLayer(nn.Module):
     """Self-attention and a feed-forward network, each in a residual connection with a layer norm."""
 
     def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False):
@@ -136,10 +173,15 @@ ANSWERS: list[Answer] = [
 
     def forward(self, x, mask=None):
         return self._pre(x, mask) if self.norm_first else self._post(x, mask)
-'''),
+''',
+    ),
     # ------------------------------------------------------------------ DecoderLayer
-    Answer("decoder_loop_over_blocks", "DecoderLayer", idiom="a loop over (block, norm, dropout) triples",
-           code=DEC_HEAD + '''
+    Answer(
+        "decoder_loop_over_blocks",
+        "DecoderLayer",
+        idiom="a loop over (block, norm, dropout) triples",
+        code=DEC_HEAD
+        + """
     def forward(self, x, memory, tgt_mask=None, memory_mask=None):
         blocks = ((lambda y: self.self_attn(y, y, y, tgt_mask)[0], self.norm1, self.dropout1),
                   (lambda y: self.cross_attn(y, memory, memory, memory_mask)[0], self.norm2, self.dropout2),
@@ -147,10 +189,14 @@ ANSWERS: list[Answer] = [
         for block, norm, drop in blocks:
             x = x + drop(block(norm(x))) if self.norm_first else norm(x + drop(block(x)))
         return x
-'''),
-    Answer("decoder_functional_norm_and_dropout", "DecoderLayer",
-           idiom="F.layer_norm with the modules' weight, bias and eps; F.dropout following self.training",
-           code=DEC_HEAD + '''
+""",
+    ),
+    Answer(
+        "decoder_functional_norm_and_dropout",
+        "DecoderLayer",
+        idiom="F.layer_norm with the modules' weight, bias and eps; F.dropout following self.training",
+        code=DEC_HEAD
+        + """
     def _sublayer(self, x, block, norm, dropout):
         normed = lambda y: F.layer_norm(y, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
         if self.norm_first:
@@ -162,10 +208,13 @@ ANSWERS: list[Answer] = [
         x = self._sublayer(x, lambda y: self.cross_attn(y, memory, memory, memory_mask)[0], self.norm2,
                            self.dropout2)
         return self._sublayer(x, self.ff, self.norm3, self.dropout3)
-'''),
-    Answer("decoder_norms_in_a_loop", "DecoderLayer",
-           idiom="norms and dropouts registered with setattr in a loop; keyword arguments to the attentions",
-           code='''class DecoderLayer(nn.Module):
+""",
+    ),
+    Answer(
+        "decoder_norms_in_a_loop",
+        "DecoderLayer",
+        idiom="norms and dropouts registered with setattr in a loop; keyword arguments to the attentions",
+        code='''class DecoderLayer(nn.Module):
     """Masked self-attention, cross-attention over the memory, and a feed-forward network."""
 
     def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False):
@@ -191,9 +240,14 @@ ANSWERS: list[Answer] = [
         out, _ = self.cross_attn(query=x, key=memory, value=memory, mask=memory_mask)
         x = self.norm2(x + self.dropout2(out))
         return self.norm3(x + self.dropout3(self.ff(x)))
-'''),
-    Answer("decoder_residual_helper", "DecoderLayer", idiom="a residual helper taking the block's inputs",
-           code=DEC_HEAD + '''
+''',
+    ),
+    Answer(
+        "decoder_residual_helper",
+        "DecoderLayer",
+        idiom="a residual helper taking the block's inputs",
+        code=DEC_HEAD
+        + """
     def _add(self, x, index, block):
         norm, dropout = getattr(self, f"norm{index}"), getattr(self, f"dropout{index}")
         if self.norm_first:
@@ -204,11 +258,14 @@ ANSWERS: list[Answer] = [
         x = self._add(x, 1, lambda q: self.self_attn(q, q, q, tgt_mask)[0])
         x = self._add(x, 2, lambda q: self.cross_attn(q, memory, memory, memory_mask)[0])
         return self._add(x, 3, self.ff)
-'''),
+""",
+    ),
     # ------------------------------------------------------------------ Transformer
-    Answer("transformer_other_names", "Transformer",
-           idiom="other submodule names, masks made with unsqueeze, the scale computed in each method",
-           code='''class Transformer(nn.Module):
+    Answer(
+        "transformer_other_names",
+        "Transformer",
+        idiom="other submodule names, masks made with unsqueeze, the scale computed in each method",
+        code='''class Transformer(nn.Module):
     """The encoder-decoder Transformer."""
 
     def __init__(self, src_vocab_size, tgt_vocab_size, d_model, num_heads, num_layers, d_ff, dropout=0.1,
@@ -242,11 +299,14 @@ ANSWERS: list[Answer] = [
     def forward(self, src, tgt_in, src_mask=None, tgt_mask=None):
         memory = self.encode(src, src_mask)
         return self.decode(tgt_in, memory, tgt_mask=tgt_mask, memory_mask=src_mask)
-'''),
-    Answer("transformer_named_layers", "Transformer",
-           idiom="layers as named attributes (no ModuleList), registered interleaved; one positional encoding each "
-                 "for the source and the target",
-           code='''class Transformer(nn.Module):
+''',
+    ),
+    Answer(
+        "transformer_named_layers",
+        "Transformer",
+        idiom="layers as named attributes (no ModuleList), registered interleaved; one positional encoding each "
+        "for the source and the target",
+        code='''class Transformer(nn.Module):
     """The encoder-decoder Transformer."""
 
     def __init__(self, src_vocab_size, tgt_vocab_size, d_model, num_heads, num_layers, d_ff, dropout=0.1,
@@ -280,10 +340,13 @@ ANSWERS: list[Answer] = [
 
     def forward(self, src, tgt_in, src_mask=None, tgt_mask=None):
         return self.decode(tgt_in, self.encode(src, src_mask), tgt_mask, src_mask)
-'''),
-    Answer("transformer_tied_output", "Transformer",
-           idiom="the output layer's weight tied to the target embedding; embeddings scaled by a module of their own",
-           code='''class ScaledEmbedding(nn.Module):
+''',
+    ),
+    Answer(
+        "transformer_tied_output",
+        "Transformer",
+        idiom="the output layer's weight tied to the target embedding; embeddings scaled by a module of their own",
+        code='''class ScaledEmbedding(nn.Module):
     """Token embeddings times the square root of their size."""
 
     def __init__(self, vocab_size, d_model):
@@ -326,11 +389,14 @@ class Transformer(nn.Module):
 
     def forward(self, src, tgt_in, src_mask=None, tgt_mask=None):
         return self.decode(tgt_in, self.encode(src, src_mask), tgt_mask, src_mask)
-'''),
-    Answer("transformer_pre_norm", "Transformer",
-           idiom="pre-norm layers (norm_first=True) with nothing after the last one; the memory mask made once in "
-                 "forward and reused",
-           code='''class Transformer(nn.Module):
+''',
+    ),
+    Answer(
+        "transformer_pre_norm",
+        "Transformer",
+        idiom="pre-norm layers (norm_first=True) with nothing after the last one; the memory mask made once in "
+        "forward and reused",
+        code='''class Transformer(nn.Module):
     """The encoder-decoder Transformer, with pre-norm layers."""
 
     def __init__(self, src_vocab_size, tgt_vocab_size, d_model, num_heads, num_layers, d_ff, dropout=0.1,
@@ -370,11 +436,14 @@ class Transformer(nn.Module):
     def forward(self, src, tgt_in, src_mask=None, tgt_mask=None):
         memory = self.encode(src, src_mask=src_mask)
         return self.decode(tgt_in, memory, tgt_mask=tgt_mask, memory_mask=src_mask)
-'''),
+''',
+    ),
     # ------------------------------------------------------------------ greedy_decode
-    Answer("greedy_one_sequence_at_a_time", "greedy_decode",
-           idiom="a loop over the sequences, each decoded alone, then padded with eos_id to the longest",
-           code='''@torch.no_grad()
+    Answer(
+        "greedy_one_sequence_at_a_time",
+        "greedy_decode",
+        idiom="a loop over the sequences, each decoded alone, then padded with eos_id to the longest",
+        code='''@torch.no_grad()
 def greedy_decode(model, src, src_mask, bos_id, eos_id, max_len):
     """(B, T) greedy output without the leading bos_id; T <= max_len."""
     outputs = []
@@ -393,11 +462,14 @@ def greedy_decode(model, src, src_mask, bos_id, eos_id, max_len):
     length = max(len(tokens) for tokens in outputs)
     padded = [tokens + [eos_id] * (length - len(tokens)) for tokens in outputs]
     return torch.tensor(padded, dtype=torch.long, device=src.device)
-'''),
-    Answer("greedy_preallocated", "greedy_decode",
-           idiom="a preallocated (B, max_len + 1) buffer filled column by column, torch.where for finished rows, "
-                 "the look-ahead mask made with tril",
-           code='''@torch.no_grad()
+''',
+    ),
+    Answer(
+        "greedy_preallocated",
+        "greedy_decode",
+        idiom="a preallocated (B, max_len + 1) buffer filled column by column, torch.where for finished rows, "
+        "the look-ahead mask made with tril",
+        code='''@torch.no_grad()
 def greedy_decode(model, src, src_mask, bos_id, eos_id, max_len):
     """(B, T) greedy output without the leading bos_id; T <= max_len."""
     batch = src.size(0)
@@ -414,11 +486,14 @@ def greedy_decode(model, src, src_mask, bos_id, eos_id, max_len):
         ys[:, steps] = token
         done = done | (token == eos_id)
     return ys[:, 1:steps + 1]
-'''),
-    Answer("greedy_token_list", "greedy_decode",
-           idiom="inference_mode instead of the decorator, a list of token columns stacked at the end, a (1, 1, T, T) "
-                 "mask",
-           code='''def greedy_decode(model, src, src_mask, bos_id, eos_id, max_len):
+''',
+    ),
+    Answer(
+        "greedy_token_list",
+        "greedy_decode",
+        idiom="inference_mode instead of the decorator, a list of token columns stacked at the end, a (1, 1, T, T) "
+        "mask",
+        code='''def greedy_decode(model, src, src_mask, bos_id, eos_id, max_len):
     """(B, T) greedy output without the leading bos_id; T <= max_len."""
     with torch.inference_mode():
         memory = model.encode(src, src_mask)
@@ -432,10 +507,13 @@ def greedy_decode(model, src, src_mask, bos_id, eos_id, max_len):
             columns.append(nxt)
             finished = finished | nxt.eq(eos_id)
         return torch.stack(columns[1:], dim=1).clone()
-'''),
-    Answer("greedy_keywords_and_probabilities", "greedy_decode",
-           idiom="keyword arguments to encode and decode, the argmax of the softmax, a step counter",
-           code='''@torch.no_grad()
+''',
+    ),
+    Answer(
+        "greedy_keywords_and_probabilities",
+        "greedy_decode",
+        idiom="keyword arguments to encode and decode, the argmax of the softmax, a step counter",
+        code='''@torch.no_grad()
 def greedy_decode(model, src, src_mask, bos_id, eos_id, max_len):
     """(B, T) greedy output without the leading bos_id; T <= max_len."""
     memory = model.encode(src=src, src_mask=src_mask)
@@ -453,5 +531,6 @@ def greedy_decode(model, src, src_mask, bos_id, eos_id, max_len):
         if ended.all():
             break
     return ys[:, 1:]
-'''),
+''',
+    ),
 ]

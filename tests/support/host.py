@@ -17,6 +17,7 @@ machine are never counted.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import shutil
@@ -25,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import sandbox as sandbox_module
+from autograder.sandbox import process as sandbox_module
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 PR_SET_CHILD_SUBREAPER = 36
@@ -53,8 +54,7 @@ def process(pid: int) -> Process | None:
     except OSError:
         return None
     fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-    return Process(pid, int(fields["PPid"]), fields["State"].split()[0], int(fields["Uid"].split()[0]),
-                   command[:300])
+    return Process(pid, int(fields["PPid"]), fields["State"].split()[0], int(fields["Uid"].split()[0]), command[:300])
 
 
 def processes() -> list[Process]:
@@ -116,7 +116,7 @@ class Watch:
         self.started: list[Started] = []
         self.folder: Path | None = None
 
-    def __enter__(self) -> "Watch":
+    def __enter__(self) -> Watch:
         libc = ctypes.CDLL(None, use_errno=True)
         self._subreaper = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
         # Under /tmp and traversable: the sandbox's uid must reach its staging folder through it.
@@ -130,8 +130,14 @@ class Watch:
 
         def recording_init(sandbox, *args, **kwargs):
             original(sandbox, *args, **kwargs)
-            watch.started.append(Started(sandbox.process.pid, sandbox._uid, list(sandbox._cgroups.paths),
-                                         [str(f) for f in (sandbox._stage, sandbox._home) if f]))
+            watch.started.append(
+                Started(
+                    sandbox.process.pid,
+                    sandbox._uid,
+                    list(sandbox._cgroups.paths),
+                    [str(f) for f in (sandbox._stage, sandbox._home) if f],
+                )
+            )
 
         sandbox_module.Sandbox.__init__ = recording_init
         return self
@@ -153,10 +159,8 @@ class Watch:
         """Collect the exit status of orphans handed to this process (a subreaper), so no zombie stays."""
         for info in descendants():
             if info.ppid == os.getpid() and not info.alive:
-                try:
+                with contextlib.suppress(ChildProcessError):
                     os.waitpid(info.pid, os.WNOHANG)
-                except ChildProcessError:
-                    pass
 
     def leftovers(self, settle: float = 15.0) -> dict[str, list[str]]:
         """What the run left: live processes below this one, cgroups of its sandboxes, its sandboxes'
@@ -166,13 +170,18 @@ class Watch:
         while True:
             self.reap()
             left = {
-                "processes": [f"pid {p.pid} (uid {p.uid}, state {p.state}): {p.command}"
-                              for p in descendants() if p.alive and p.pid != os.getpid()],
+                "processes": [
+                    f"pid {p.pid} (uid {p.uid}, state {p.state}): {p.command}"
+                    for p in descendants()
+                    if p.alive and p.pid != os.getpid()
+                ],
                 "cgroups": sorted(str(path) for s in self.started for path in s.cgroups if path.exists()),
-                "temporary folders": sorted(str(path) for prefix in TEMP_PREFIXES
-                                            for path in self.folder.glob(f"{prefix}*")),
-                "sandbox folders": sorted(folder for s in self.started for folder in s.folders
-                                          if Path(folder).exists()),
+                "temporary folders": sorted(
+                    str(path) for prefix in TEMP_PREFIXES for path in self.folder.glob(f"{prefix}*")
+                ),
+                "sandbox folders": sorted(
+                    folder for s in self.started for folder in s.folders if Path(folder).exists()
+                ),
             }
             if not any(left.values()) or time.monotonic() > deadline:
                 return left

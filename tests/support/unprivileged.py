@@ -56,8 +56,15 @@ def home(uid: int = NOBODY) -> Path:
     return folder
 
 
-def run_as(command: list[str], *, uid: int = NOBODY, env: dict | None = None, cwd: Path | None = None,
-           timeout: float = 600, observe=None) -> subprocess.CompletedProcess:
+def run_as(
+    command: list[str],
+    *,
+    uid: int = NOBODY,
+    env: dict | None = None,
+    cwd: Path | None = None,
+    timeout: float = 600,
+    observe=None,
+) -> subprocess.CompletedProcess:
     """Run ``command`` as ``uid`` (its gid the same, no supplementary groups); see the module docstring.
 
     ``observe(pid)``, if given, is called about twice a second while the command runs, with the pid of
@@ -69,11 +76,25 @@ def run_as(command: list[str], *, uid: int = NOBODY, env: dict | None = None, cw
         launch = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--", *command]
     else:
         aside = Path(tempfile.mkdtemp(prefix="attention-aside-"))
-        launch = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", _SCRIPT, "sh",
-                  str(top), str(aside), str(uid), *command]
+        launch = [
+            "unshare",
+            "--mount",
+            "--propagation",
+            "private",
+            "--",
+            "sh",
+            "-c",
+            _SCRIPT,
+            "sh",
+            str(top),
+            str(aside),
+            str(uid),
+            *command,
+        ]
     try:
-        with subprocess.Popen(launch, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True) as running:
+        with subprocess.Popen(
+            launch, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        ) as running:
             deadline = time.monotonic() + timeout
             while True:
                 try:

@@ -18,8 +18,16 @@ from urllib.parse import urlsplit
 
 # Without these, Chromium tries to reach Google's services at start-up, which a closed network
 # turns into console noise; none of them changes how a page renders.
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def chromium_path() -> str:
@@ -106,8 +114,9 @@ def open_page(browser, url: str, *, width: int = 1280, height: int = 900):
 
 def wait_for_mathjax(page, timeout_ms: int = 30_000) -> None:
     """Wait until MathJax has typeset the page (its start-up promise has resolved)."""
-    page.wait_for_function("() => Boolean(window.MathJax && MathJax.startup && MathJax.startup.promise)",
-                           timeout=timeout_ms)
+    page.wait_for_function(
+        "() => Boolean(window.MathJax && MathJax.startup && MathJax.startup.promise)", timeout=timeout_ms
+    )
     page.evaluate("() => MathJax.startup.promise.then(() => true)")
 
 
