@@ -19,7 +19,7 @@ BOOK_OUT ?= .
 SITE ?= _build/html
 DEST ?=
 
-.PHONY: help venv lint test-fast sandbox browser book linkcheck check-site student-repo test exercises check-exercises grade check validate similarity bench-grading grading-accuracy train bench-transformer clean
+.PHONY: help venv lint test-fast sandbox browser book linkcheck check-site student-repo test exercises check-exercises grade check validate similarity bench-grading grading-accuracy train bench-transformer bench-generate clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -50,7 +50,17 @@ $(MATHJAX): course_site/mathjax.py | $(VENV)/.installed
 
 book: venv $(MATHJAX)  ## build the book into _build/html, open or term edition (EDITION, RELEASED; term.yml)
 	@$(BIN)/python -c "from autograder import course; raise SystemExit(course.main())"
-	$(BIN)/jupyter-book build $(BOOK_FLAGS) --path-output $(BOOK_OUT) .
+	@echo "Running each chapter's code, except where _build/.jupyter_cache holds the outputs of the same code"
+	@# One line per chapter, from myst-nb's log: executing it (minutes for a training chapter), or cached.
+	@set -o pipefail; PYTHONUNBUFFERED=1 $(BIN)/jupyter-book build $(BOOK_FLAGS) --path-output $(BOOK_OUT) . 2>&1 \
+	  | awk '{ line = $$0; gsub(/\033\[[0-9;]*m/, "", line) } \
+	    match(line, /book\/[A-Za-z0-9_]+\.md: /) { page = substr(line, RSTART + 5, RLENGTH - 10) } \
+	    line ~ /\.md: Executing notebook/ { print "[book] executing " page " ..."; fflush(); next } \
+	    line ~ /\.md: Executed notebook in / { sub(/.* in /, "", line); sub(/ seconds.*/, " s", line); \
+	      print "[book] executed " page " in " line; fflush(); next } \
+	    line ~ /\.md: Using cached notebook/ { print "[book] " page ": code unchanged, outputs from the cache"; fflush(); next } \
+	    line ~ /\.md: Cached executed notebook/ { next } \
+	    { print; fflush() }'
 	@echo "The book is at file://$(abspath $(BOOK_OUT))/_build/html/index.html"
 
 linkcheck: venv $(MATHJAX)  ## check the book's external links (needs a network; `make test` checks the internal ones)
@@ -88,7 +98,7 @@ grade: venv sandbox  ## autograde (sandboxed, JOBS at a time) submitted/*/$(ASSI
 
 check: venv sandbox  ## check NOTEBOOK=path against the hidden tests, as grading would
 	@test -n "$(NOTEBOOK)" || { echo "usage: make check NOTEBOOK=exercises/ch02_scaled_dot_product/ch02_scaled_dot_product.ipynb"; exit 2; }
-	$(BIN)/python -m autograder.cli.check $(NOTEBOOK)
+	@$(BIN)/python -m autograder.cli.check $(NOTEBOOK) || [ $$? -eq 1 ]  # failed tests are a verdict, not an error
 
 validate: venv  ## run NOTEBOOK top to bottom and list its visible tests' verdicts (no solutions needed)
 	@test -n "$(NOTEBOOK)" || { echo "usage: make validate NOTEBOOK=exercises/ch02_scaled_dot_product/ch02_scaled_dot_product.ipynb"; exit 2; }
@@ -109,6 +119,9 @@ train: venv  ## train the capstone Transformer (dates task, best device); option
 
 bench-transformer: venv  ## tokens/s of the course's Transformer vs the same model from torch.nn layers
 	$(BIN)/python -m benchmarks.transformer $(ARGS)
+
+bench-generate: venv  ## tokens/s of generation with and without the key/value cache, and torch.nn layers; ARGS="--quick"
+	$(BIN)/python -m benchmarks.generate $(ARGS)
 
 clean:  ## remove the built book and grading state (keeps .venv and submitted/)
 	rm -rf _build autograded feedback grades gradebook.db .pytest_cache runs

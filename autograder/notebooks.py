@@ -57,6 +57,25 @@ def cell_id(cell) -> str | None:
     return nbgrader_meta(cell).get("grade_id")
 
 
+def cell_label(nb, index: int) -> str:
+    """A name for cell ``index`` that a student can find in Jupyter, which shows no cell numbers:
+    its grade id, else its place under the nearest heading above it."""
+    gid = cell_id(nb.cells[index])
+    if gid:
+        return f"cell '{gid}'"
+    place = 1
+    for cell in reversed(nb.cells[:index]):
+        if cell.get("cell_type") == "markdown":
+            text = cell.source if isinstance(cell.source, str) else "".join(cell.source)
+            headings = [line.lstrip("#").strip() for line in text.splitlines() if line.startswith("#")]
+            if headings:
+                ordinal = {1: "first", 2: "second", 3: "third"}.get(place, f"{place}th")
+                return f"the {ordinal} code cell under the heading '{headings[-1][:60]}'"
+        elif cell.get("cell_type") == "code":
+            place += 1
+    return f"code cell {sum(c.get('cell_type') == 'code' for c in nb.cells[: index + 1])}"
+
+
 def read(path: Path):
     import nbformat
 

@@ -42,8 +42,11 @@ def toc_chapters() -> list[str]:
 
 
 CHAPTERS = toc_chapters()
-# The code cells of the chapters keep to this many characters a line, which fit a code block of
-# the article at a 1280-pixel-wide window (book/_static/course.css).
+# The chapters that end with an exercise: those with an assignment (solutions/<chapter>/). Chapter 8,
+# on training fast, has none.
+EXERCISES = [chapter for chapter in CHAPTERS if chapter in course.assignments()]
+# The code cells of the chapters keep to this many characters a line, so that they read without
+# scrolling sideways in most windows (a wider block scrolls inside itself; book/_static/course.css).
 CODE_LINE_LENGTH = 80
 # The references that the course's bibliography must hold, by author and year.
 REQUIRED_REFERENCES = [("Bahdanau", "2015"), ("Luong", "2015"), ("Vaswani", "2017"), ("Su", "2021"), ("Dao", "2022")]
@@ -136,9 +139,15 @@ def test_book_builds_strictly(site):
     # Chapter 5 runs its extrapolation experiment at build time and shows the rotary code.
     positions = (site / "book" / "ch05_positional_encoding.html").read_text()
     assert '<span class="nf">apply_rotary</span>' in positions and "rotary" in positions
-    # Chapter 6 trains the Transformer with the training program at build time and runs the benchmark.
+    # Chapter 6 trains the Transformer with the training program at build time.
     transformer = (site / "book" / "ch06_transformer.html").read_text()
     assert '<span class="nf">greedy_decode</span>' in transformer and "tokens_per_second" in transformer
+    # Chapter 7 shows the code of its exercise's items, grouped-query attention and the online softmax.
+    scale = (site / "book" / "ch07_efficient_attention.html").read_text()
+    assert '<span class="nf">repeat_kv</span>' in scale and '<span class="nf">online_softmax_attention</span>' in scale
+    # Chapter 8 counts FLOPs against FlopCounterMode, runs the benchmark and torchrun at build time.
+    fast = (site / "book" / "ch08_training_fast.html").read_text()
+    assert "FlopCounterMode" in fast and "course (fused attention)" in fast and "largest difference" in fast
 
 
 def test_every_page_of_the_table_of_contents_is_built(site):
@@ -247,8 +256,7 @@ def code_cell_lines(text: str) -> list[tuple[int, str]]:
 
 
 def test_code_cells_keep_to_the_line_length():
-    """The code that chapters show keeps to CODE_LINE_LENGTH characters a line, so that it fits its
-    block at a 1280-pixel-wide window without scrolling."""
+    """The code that chapters show in their code cells keeps to CODE_LINE_LENGTH characters a line."""
     long_lines = []
     for chapter in CHAPTERS:
         cells = code_cell_lines((COURSE_ROOT / "book" / f"{chapter}.md").read_text())
@@ -284,6 +292,7 @@ def test_code_cell_lines_are_read_without_their_options():
 
 
 def test_every_chapter_has_objectives_figures_takeaways_and_an_exercise(chromium, site):
+    assert CHAPTERS[:-1] == EXERCISES, "every chapter but the last (training fast) has an exercise"
     base, chrome = chromium
     for chapter in CHAPTERS:
         with browser.open_page(chrome, f"{base}book/{chapter}.html") as (page, _):
@@ -293,16 +302,19 @@ def test_every_chapter_has_objectives_figures_takeaways_and_an_exercise(chromium
                                             .filter(img => img.naturalWidth > 0).length""")
         headings = [h.strip().rstrip("#").strip() for h in headings]
         assert first_admonition.strip() == "Learning objectives", f"{chapter}: no learning objectives at the top"
-        assert headings[-2:] == ["Key takeaways", "Exercise"], (
-            f"{chapter}: the page must end with 'Key takeaways' and 'Exercise', not {headings[-2:]}"
+        ending = ["Key takeaways", "Exercise"] if chapter in EXERCISES else ["Key takeaways"]
+        assert headings[-len(ending) :] == ending, (
+            f"{chapter}: the page must end with {ending}, not {headings[-len(ending) :]}"
         )
+        if chapter not in EXERCISES:
+            assert "Exercise" not in headings, f"{chapter}: an exercise heading, but no assignment"
         assert figures >= 1, f"{chapter}: no figure drawn by the chapter's code"
 
 
 def test_exercise_links_point_at_the_repository_notebooks(chromium, site):
     base, chrome = chromium
     repo = repository()
-    for chapter in CHAPTERS:
+    for chapter in EXERCISES:
         with browser.open_page(chrome, f"{base}book/{chapter}.html") as (page, _):
             hrefs = {
                 cls: page.locator(f".exercise-links a.{cls}").get_attribute("href")
@@ -326,7 +338,7 @@ def test_exercise_links_point_at_the_repository_notebooks(chromium, site):
 
 def test_exercise_page_links_every_exercise(site):
     page = (site / "book" / "working_on_exercises.html").read_text()
-    for chapter in CHAPTERS:
+    for chapter in EXERCISES:
         assert repository().colab_url(exercise_path(chapter)) in page, chapter
 
 
@@ -348,12 +360,20 @@ def test_landing_page_glossary_and_bibliography(chromium, site):
                                             .some(img => img.naturalWidth > 0)""")
     assert logo_loaded, "the course logo is not shown"
     assert "Attention: from Bahdanau to Transformers" in landing
-    for chapter_title in ("Bahdanau", "Multi-head attention", "Masking", "Positional encodings", "Transformer"):
+    for chapter_title in (
+        "Bahdanau",
+        "Multi-head attention",
+        "Masking",
+        "Positional encodings",
+        "Transformer",
+        "Attention at scale",
+        "Training fast",
+    ):
         assert chapter_title in landing, f"the landing page's learning path does not name {chapter_title!r}"
     assert "need to know" in landing.lower(), "the landing page has no prerequisites"
 
     glossary = (site / "book" / "glossary.html").read_text()
-    for symbol in ("d_model", "d_k", "causal"):
+    for symbol in ("d_model", "d_k", "causal", "num_kv_heads", "grouped-query attention", "model FLOPs utilisation"):
         assert symbol in glossary, f"the glossary does not explain {symbol}"
     bibliography = (site / "book" / "bibliography.html").read_text()
     for author, year in REQUIRED_REFERENCES:
@@ -405,7 +425,7 @@ def test_pages_workflow_builds_checks_and_uploads_the_site():
 
 
 def test_the_open_edition_shows_every_solution_after_its_exercise(site):
-    for assignment in CHAPTERS:
+    for assignment in EXERCISES:
         blocks = admonitions((site / "book" / f"{assignment}.html").read_text())
         for name in graded_items(assignment):
             code = squeezed(reference.item_source(assignment, name))
@@ -424,7 +444,7 @@ def test_the_term_edition_holds_no_unreleased_solution(term_site):
     assert report.regions > 10 and report.files > 50, "the check looked for almost nothing"
     assert report.ok, "the term site must not be published:\n" + "\n".join(map(str, report.problems))
     assert not (term_site / "_sources").exists(), "the term edition publishes no page sources"
-    for assignment in CHAPTERS:
+    for assignment in EXERCISES:
         page = (term_site / "book" / f"{assignment}.html").read_text()
         codes = [squeezed(reference.item_source(assignment, name)) for name in graded_items(assignment)]
         texts = [squeezed(text) for kind, _, text in admonitions(page) if kind == "solution"]
@@ -433,6 +453,10 @@ def test_the_term_edition_holds_no_unreleased_solution(term_site):
         else:
             assert texts and all("once your instructor releases the solutions" in text for text in texts)
             assert not any(code[:60] in squeezed(html.unescape(re.sub(r"<[^>]+>", "", page))) for code in codes)
+    # Chapter 8 works out the online softmax of exercise 7 in a tagged cell: withheld, its output kept.
+    fast = squeezed(html.unescape(re.sub(r"<[^>]+>", "", (term_site / "book" / "ch08_training_fast.html").read_text())))
+    assert "def blocked_attention" not in fast and "largest score matrix held" in fast
+    assert "once your instructor releases the solutions of exercise ch07_efficient_attention" in fast
     search = (term_site / "searchindex.js").read_text()
     assert "ch03_multi_head" in search  # the pages are indexed, without the withheld code
 

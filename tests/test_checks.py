@@ -514,3 +514,24 @@ def test_fixtures_cross_the_wire_as_name_and_arguments():
         wire.decode({"fixture": {"name": "os.system", "args": {"list": []}}})
     with pytest.raises(ValueError, match="unknown fixture"):
         specs.fixture("Nothing")
+
+
+def test_a_message_larger_than_a_pipe_arrives_whole_from_an_unbuffered_stream():
+    """An unbuffered pipe hands over at most 64 KiB per read: the worker must keep reading."""
+    import io
+
+    from autograder.sandbox import wire
+
+    class Trickle(io.RawIOBase):
+        def __init__(self, data: bytes):
+            self.data = data
+
+        def read(self, size=-1):
+            chunk, self.data = self.data[: min(size, 65536)], self.data[min(size, 65536) :]
+            return chunk
+
+    sent = io.BytesIO()
+    message = {"call": "f", "args": [list(range(100_000))]}
+    wire.send(sent, message)
+    assert wire.receive(Trickle(sent.getvalue())) == message
+    assert wire.receive(Trickle(sent.getvalue()[:-1])) is None  # a stream that ends early

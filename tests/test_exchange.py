@@ -203,7 +203,7 @@ def term(tmp_path_factory) -> Term:
 
     begun = time.monotonic()
     t.make_grade = subprocess.run(
-        [sys.executable, "-m", "autograder.grade", A, "--root", str(course), "--jobs", "2"],
+        [sys.executable, "-m", "autograder.cli.grade", A, "--root", str(course), "--jobs", "2"],
         cwd=COURSE_ROOT,
         env={**_nbgrader.environment(), **TERM},
         capture_output=True,

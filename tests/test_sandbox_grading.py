@@ -301,10 +301,14 @@ def test_self_check_gives_the_instructors_verdicts_and_messages(graded):
     student = "honest_mask_with_zero"
     path = course / "submitted" / student / A / f"{A}.ipynb"
     env = {**os.environ, **course_settings.environment(TERM)}
-    run = subprocess.run([sys.executable, "-m", "autograder.check", str(path)], capture_output=True, text=True, env=env)
+    run = subprocess.run(
+        [sys.executable, "-m", "autograder.cli.check", str(path)], capture_output=True, text=True, env=env
+    )
     assert run.returncode == 1, run.stderr[-2000:]
     report = Report.from_json(report_path(course, A, student, A).read_text())
     assert f"Score: {results[student].score:g} / {results[student].max_score:g}" in run.stdout
+    last = run.stdout.rstrip().splitlines()[-1]
+    assert last.startswith(f"Verdict: {results[student].score:g} / {results[student].max_score:g}; "), last
     for gid, test in report.tests.items():
         assert f"{'PASS' if test.passed else 'FAIL'}  {gid}" in run.stdout
         for line in test.message.splitlines():
@@ -811,7 +815,7 @@ def test_an_unprivileged_grader_gives_the_student_no_way_to_host_root():
                     seen.setdefault(process.pid, process)
 
         run = unprivileged.run_as(
-            [sys.executable, "-m", "autograder.check", str(path)], env=env, cwd=COURSE_ROOT, observe=look
+            [sys.executable, "-m", "autograder.cli.check", str(path)], env=env, cwd=COURSE_ROOT, observe=look
         )
         assert run.returncode == 1, (run.stdout, run.stderr[-3000:])
         assert f"/ {FULL:g}" in run.stdout.splitlines()[-1], run.stdout

@@ -50,7 +50,7 @@ def test_make_check_follows_RELEASED(tmp_path):
     nbformat.write(fill(A, IMPORT_ONLY), str(path))
     env = {**os.environ, "RELEASED": "ch01_bahdanau"}
     result = subprocess.run(
-        [sys.executable, "-m", "autograder.check", str(path), "--assignment", A],
+        [sys.executable, "-m", "autograder.cli.check", str(path), "--assignment", A],
         capture_output=True,
         text=True,
         cwd=ROOT,

@@ -5,7 +5,9 @@
 Runs the notebook in the same sandbox, with the same tests and limits, as
 ``make grade``, and prints each test's verdict and message and the score.
 Needs the course's ``solutions/`` folder (a full clone of the repository).
-Exits with 0 for full marks, 1 otherwise.
+Ends with a one-line verdict. Exit status, for scripts: 0 full marks, 1 some tests failed,
+2 the notebook could not be checked (a usage error, or the grader could not run it).
+``make check`` prints the same and succeeds in both of the first two cases.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ def format_report(report, path: Path) -> str:
     for note in report.notes:
         lines.append(f"  note: {note}")
     for index, error in sorted(report.cell_errors.items()):
-        lines.append(f"  cell {index + 1} raised {error.splitlines()[0][:200]}")
+        lines.append(f"  {report.cell_name(index)} raised {error.splitlines()[0][:200]}")
     width = max(len(gid) for gid in report.tests) if report.tests else 0
     for gid, test in report.tests.items():
         verdict = "PASS" if test.passed else "FAIL"
@@ -58,7 +60,25 @@ def main(argv: list[str] | None = None) -> int:
     except ReferenceUnavailable as exc:
         parser.error(str(exc))
     print(format_report(report, args.notebook))
-    return 0 if report.tests and report.score == report.max_score else 1
+    print(verdict(report))
+    if report.not_graded or not report.tests:
+        return 2
+    return 0 if report.score == report.max_score else 1
+
+
+def verdict(report) -> str:
+    if report.not_graded:
+        return f"Verdict: not checked. The grader could not run the notebook: {report.not_graded}"
+    if not report.tests:
+        return "Verdict: not checked. No test of the assignment ran; is this the right notebook?"
+    failed = sum(not test.passed for test in report.tests.values())
+    if not failed:
+        return f"Verdict: full marks ({report.score:g} / {report.max_score:g}). Ready to submit."
+    tests = "test fails" if failed == 1 else "tests fail"
+    return (
+        f"Verdict: {report.score:g} / {report.max_score:g}; {failed} {tests}. "
+        "Read each FAIL's message above, fix that item, and check again."
+    )
 
 
 if __name__ == "__main__":

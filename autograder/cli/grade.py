@@ -152,7 +152,7 @@ def precompute(
                 continue
             found.notes[student] += report.notes
             found.notes[student] += [
-                f"cell {i + 1}: {report.cell_errors[i].splitlines()[0][:160]}"
+                f"{report.cell_name(i)}: {report.cell_errors[i].splitlines()[0][:160]}"
                 for i in sorted(report.cell_errors)
                 if i in report.skipped or report.cell_errors[i].startswith(("MemoryError", "BlockingIOError"))
             ]

@@ -30,7 +30,7 @@ from pathlib import Path
 import nbformat
 import torch
 
-from autograder import course, reference
+from autograder import course, notebooks, reference
 from autograder.checks import CheckFailed
 from autograder.grading.report import Report, TestResult
 from autograder.grading.session import MAX_MESSAGE_CHARS, Remote, Session
@@ -151,6 +151,7 @@ def grade_notebook(
                 source, report, f"the notebook has {code_cells} code cells, more than the {MAX_CODE_CELLS} allowed"
             )
         program, where = student_program(source, nb)
+        report.cell_names = {index: notebooks.cell_label(nb, index) for index in where if index >= 0}
         report.notes += tampered_tests(source, nb if as_submitted is None else as_submitted)
     except Exception as exc:
         return _refused(source, report, clean_text(f"could not read the notebook: {type(exc).__name__}: {exc}", 500))

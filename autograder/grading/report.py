@@ -22,12 +22,16 @@ class Report:
     notebook: str
     tests: dict[str, TestResult] = field(default_factory=dict)
     cell_errors: dict[int, str] = field(default_factory=dict)  # submission cell index -> error
+    cell_names: dict[int, str] = field(default_factory=dict)  # submission cell index -> how a student finds it
     skipped: list[int] = field(default_factory=list)  # submission cells that hung or killed the process
     notes: list[str] = field(default_factory=list)
     output: str = ""
     seconds: float = 0.0
     key: str = ""
     not_graded: str = ""  # why the grader could not grade it (its failure, not the student's); scores mean nothing
+
+    def cell_name(self, index: int) -> str:
+        return self.cell_names.get(index, f"cell {index + 1}")
 
     @property
     def score(self) -> float:
@@ -45,4 +49,5 @@ class Report:
         data = json.loads(text)
         data["tests"] = {k: TestResult(**v) for k, v in data["tests"].items()}
         data["cell_errors"] = {int(k): v for k, v in data["cell_errors"].items()}
+        data["cell_names"] = {int(k): v for k, v in data.get("cell_names", {}).items()}
         return cls(**data)

@@ -49,7 +49,7 @@ class Session:
                 raise SandboxError("grading stopped: the notebook used up its time and restarts")
             self.restarts += 1
             sandbox = Sandbox(self.limits, self.isolation, self.packages)
-            labels = [f"cell {index + 1}" if index >= 0 else "the setup cell" for index in self.where]
+            labels = [self.report.cell_name(index) if index >= 0 else "the setup cell" for index in self.where]
             try:
                 errors = sandbox.run_cells(
                     [None if i in self.skipped else code for i, code in enumerate(self.program)], labels

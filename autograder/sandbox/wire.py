@@ -142,17 +142,29 @@ def send(stream, message: dict) -> None:
     stream.flush()
 
 
+def _read_exactly(stream, size: int) -> bytes | None:
+    """``size`` bytes, or None if the stream ends first. An unbuffered pipe gives at most what it
+    holds (64 KiB on Linux) per read, so a large message takes several."""
+    data = bytearray()
+    while len(data) < size:
+        chunk = stream.read(size - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return bytes(data)
+
+
 def receive(stream, max_size: int = MAX_MESSAGE) -> dict | None:
     """The next message, or None at end of stream. A message larger than ``max_size`` bytes is
     refused before it is read."""
-    header = stream.read(4)
-    if len(header) < 4:
+    header = _read_exactly(stream, 4)
+    if header is None:
         return None
     (size,) = struct.unpack(">I", header)
     if size > max_size:
         raise WireError(f"message of {size} bytes is larger than the limit of {max_size}")
-    payload = stream.read(size)
-    if len(payload) < size:
+    payload = _read_exactly(stream, size)
+    if payload is None:
         return None
     message = json.loads(payload)
     if not isinstance(message, dict):
