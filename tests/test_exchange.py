@@ -44,13 +44,13 @@ from autograder.cli import run_nbgrader as _nbgrader
 from autograder.course import COURSE_ROOT
 from autograder.grading.notebook import Report
 from autograder.nbgrader_plugins import report_path
-from tests.support.course import make_course
+from tests.support.course import full_marks, make_course
 from tests.support.submissions import fill
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("exchange")]
 
 A = "ch02_scaled_dot_product"
-FULL = 13.0
+FULL = full_marks(A)
 COURSE_ID = re.search(
     r'^c\.CourseDirectory\.course_id\s*=\s*"([^"]+)"', (COURSE_ROOT / "nbgrader_config.py").read_text(), re.MULTILINE
 ).group(1)
@@ -287,7 +287,7 @@ def test_each_student_fetches_their_own_feedback_with_their_score(term):
         assert list(feedback) == [term.timestamps[name]], (name, list(feedback))
         html = feedback[term.timestamps[name]].read_text()
         assert f"{A} (Score: {scores[name]:.1f} / {FULL:.1f})" in html, name
-        assert ("Late submission penalty (Score: -13.0)" in html) == (name == LATE), name
+        assert (f"Late submission penalty (Score: -{FULL:.1f})" in html) == (name == LATE), name
         assert "BEGIN HIDDEN TESTS" not in html
 
 
@@ -338,7 +338,7 @@ def test_a_late_submission_gets_the_configured_penalty_and_an_on_time_one_none(t
         assert found[name]["seconds_late"] == 0 and found[name]["penalty"] == 0, name
     output = term.outputs["autograde"]
     assert re.search(rf"SubmittedAssignment<{A} for {LATE}> is [\d.]+ seconds late", output)
-    assert "Late submission penalty: 13.0" in output
+    assert f"Late submission penalty: {FULL:.1f}" in output
     assert not re.search(rf"SubmittedAssignment<{A} for (alice|bob)> is [\d.]+ seconds late", output)
 
 
@@ -402,7 +402,7 @@ def test_make_grade_prints_each_phase_and_the_summary(term):
     assert -1 not in where and where == sorted(where), dict(zip(PHASES, where))
     assert f"Grades for {A}: 3 submission(s)" in out
     lines = {line.split()[0]: line for line in out.splitlines() if line.split()[:1] in (["alice"], ["bob"], ["carol"])}
-    assert "13 / 13  all passed" in lines["alice"] and "0 / 13" in lines["bob"]
+    assert f"{FULL:g} / {FULL:g}  all passed" in lines["alice"] and f"0 / {FULL:g}" in lines["bob"]
     assert "mean " in out and f"Grades:   {term.course / 'grades' / (A + '.csv')}" in out
 
 

@@ -47,14 +47,14 @@ from autograder.sandbox.process import UIDS, Limits, Sandbox, bwrap_available
 from tests import attacks
 from tests.buggy.ch02_scaled_dot_product import BUGS, TESTS
 from tests.support import broken_bwrap, host, unprivileged
-from tests.support.course import make_course
+from tests.support.course import full_marks, item_points, make_course
 from tests.support.submissions import fill, solution_bodies, submit
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("sandbox")]
 
 A = "ch02_scaled_dot_product"
-FULL = 13.0
-POINTS = {"softmax": 4.0, "attention_numpy": 4.0, "scaled_dot_product_attention": 5.0}
+FULL = full_marks(A)
+POINTS = item_points(A, TESTS)
 MASK_WITH_ZERO = next(b for b in BUGS if b.name == "sdpa_mask_with_zero")
 IN_PLACE = next(b for b in BUGS if b.name == "softmax_in_place")
 LIMITS = Limits()
@@ -246,7 +246,7 @@ def test_gradebook_and_submissions_are_untouched_by_attackers(graded):
     export = _nbgrader.run("export", "--to", "grades.csv", root=course, check=False, quiet=True)
     assert export.returncode == 0, export.stderr[-2000:]
     rows = (course / "grades.csv").read_text().splitlines()
-    assert any(",honest_reference," in row and row.endswith(",13.0,13.0") for row in rows), rows[:3]
+    assert any(",honest_reference," in row and row.endswith(f",{FULL},{FULL}") for row in rows), rows[:3]
 
 
 def test_same_submission_same_score():

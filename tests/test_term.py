@@ -17,6 +17,7 @@ import pytest
 
 from autograder import course, notebooks, packages, reference
 from autograder.grading.notebook import grade_notebook
+from tests.support.course import full_marks
 from tests.support.submissions import fill, solution_bodies
 
 pytestmark = pytest.mark.slow
@@ -34,7 +35,7 @@ IMPORT_ONLY = {  # answers that only import the items from the course's packages
 
 def test_answers_that_only_import_score_nothing_before_the_release():
     report = grade_notebook(A, fill(A, IMPORT_ONLY), release=TERM)
-    assert report.score == 0 and report.max_score == 15
+    assert report.score == 0 and report.max_score == full_marks(A)
     assert any(
         "No module named 'attention_course.solutions.ch03_multi_head'" in error for error in report.cell_errors.values()
     )
@@ -42,7 +43,7 @@ def test_answers_that_only_import_score_nothing_before_the_release():
 
 def test_once_released_the_solutions_are_importable_in_the_sandbox():
     released = course.Release("term", {"ch01_bahdanau", A})
-    assert grade_notebook(A, fill(A, IMPORT_ONLY), release=released).score == 15
+    assert grade_notebook(A, fill(A, IMPORT_ONLY), release=released).score == full_marks(A)
 
 
 def test_make_check_follows_RELEASED(tmp_path):
@@ -57,7 +58,7 @@ def test_make_check_follows_RELEASED(tmp_path):
         env=env,
     )
     assert result.returncode == 1, result.stdout + result.stderr
-    assert "Score: 0 / 15" in result.stdout
+    assert f"Score: 0 / {full_marks(A):g}" in result.stdout
 
 
 def test_pasting_the_students_packages_scores_nothing(tmp_path):

@@ -41,3 +41,25 @@ def make_course(folder: Path, *, plain: bool = False, root: Path = COURSE_ROOT) 
         if not (folder / name).exists():
             (folder / name).symlink_to(Path(root).resolve() / name)
     return folder
+
+
+def test_points(assignment: str) -> dict[str, float]:
+    """The points of each test cell of an assignment, by grade id, from its instructor notebook."""
+    from autograder import course, notebooks
+
+    nb = notebooks.read(course.notebook_path(assignment))
+    return {
+        notebooks.cell_id(cell): float(notebooks.nbgrader_meta(cell).get("points", 0))
+        for cell in nb.cells
+        if notebooks.is_test(cell)
+    }
+
+
+def full_marks(assignment: str) -> float:
+    return sum(test_points(assignment).values())
+
+
+def item_points(assignment: str, tests_of_item: dict[str, list[str]]) -> dict[str, float]:
+    """Points per graded item, given the item -> test ids map of its buggy suite."""
+    points = test_points(assignment)
+    return {item: sum(points[t] for t in tests) for item, tests in tests_of_item.items()}
