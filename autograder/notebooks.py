@@ -15,6 +15,7 @@ from pathlib import Path
 
 COLAB_CELL = "colab_setup"  # the grade_id of the first cell of every notebook (autograder.colab)
 # The markers, as nbgrader finds them: anywhere in a line (the course writes them as `### BEGIN SOLUTION`).
+QUESTION = "question"  # the tag of an understanding question's answer cell
 SOLUTION = ("BEGIN SOLUTION", "END SOLUTION")
 HIDDEN_TESTS = ("BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
 MARKERS = (*SOLUTION, *HIDDEN_TESTS)
@@ -34,6 +35,12 @@ def nbgrader_meta(cell) -> dict:
 def is_solution(cell) -> bool:
     """An answer cell: the student writes its code."""
     return cell.get("cell_type") == "code" and _nbgrader_utils().is_solution(cell)
+
+
+def is_question(cell) -> bool:
+    """An answer cell of an understanding question (a count, a formula, a choice; tagged
+    ``question``): short answers that honest students write alike."""
+    return is_solution(cell) and QUESTION in cell.get("metadata", {}).get("tags", [])
 
 
 def is_test(cell) -> bool:

@@ -37,3 +37,12 @@ def test_reports_keep_the_names_through_json():
     again = Report.from_json(report.to_json())
     assert again.cell_name(3) == report.cell_names[3]
     assert again.cell_name(7) == "cell 8"
+
+
+def test_understanding_questions_are_tagged_answer_cells():
+    from autograder import course, notebooks
+
+    nb = notebooks.read(course.notebook_path("ch02_scaled_dot_product"))
+    questions = [notebooks.cell_id(c) for c in nb.cells if notebooks.is_question(c)]
+    assert questions == ["score_matrix_bytes", "unscaled_score_std"]
+    assert all(notebooks.is_solution(c) for c in nb.cells if notebooks.is_question(c))

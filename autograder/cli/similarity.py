@@ -4,7 +4,8 @@
 
 For every ``submitted/<student>/<assignment>/<assignment>.ipynb`` it takes the code of the graded
 answer cells only: the cells whose nbgrader ``grade_id`` is one of the solution cells of the
-released exercise, in the notebook's order. Each student's answers become one Python file, and so
+released exercise, in the notebook's order, except the understanding questions (tagged
+``question``), whose short answers honest students write alike. Each student's answers become one Python file, and so
 do the reference solutions that the open edition publishes to self-learners (the same cells of
 the instructor notebook, as :func:`autograder.reference.item_source` shows them). copydetect
 compares every pair of these files: students with each other, and each student with the
@@ -157,9 +158,12 @@ class Report:
 
 
 def graded_ids(assignment: str, root: Path) -> list[str]:
-    """The grade_ids of the released exercise's answer (solution) cells, in order."""
+    """The grade_ids of the released exercise's answer (solution) cells, in order; not those of the
+    understanding questions, whose short answers honest students write alike."""
     nb = notebooks.read(course.notebook_path(assignment, "exercises", root))
-    return [notebooks.cell_id(cell) for cell in nb.cells if notebooks.is_solution(cell)]
+    return [
+        notebooks.cell_id(cell) for cell in nb.cells if notebooks.is_solution(cell) and not notebooks.is_question(cell)
+    ]
 
 
 def answer_cells(nb, ids: list[str]) -> list[tuple[str, str]]:

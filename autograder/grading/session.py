@@ -136,7 +136,9 @@ class Session:
     def result(self, reply: dict, item: str, args=(), kwargs=None):
         """The value of a reply, as plain data here; objects that stay in the sandbox become RemoteObjects."""
         if not reply.get("ok"):
-            raise _student_exception(str(reply.get("error_type", "Exception")), str(reply.get("error", "")))
+            exc = _student_exception(str(reply.get("error_type", "Exception")), str(reply.get("error", "")))
+            exc.raised_in = str(reply.get("raised_in", ""))  # the student's function whose own code raised it
+            raise exc
         # The arguments as they are after the call: an array argument whose state is missing or does
         # not fit fails the call (the worker always reports it; only tampering with it would not).
         after = list(reply.get("args_after") or [])

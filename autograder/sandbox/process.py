@@ -561,9 +561,10 @@ class Sandbox:
                 raise self._protocol_error("a reply of the wrong form")
             return reply
         if (
-            not set(reply) <= {"seq", "ok", "error_type", "error"}
+            not set(reply) <= {"seq", "ok", "error_type", "error", "raised_in"}
             or not isinstance(reply.get("error_type"), str)
             or not isinstance(reply.get("error"), str)
+            or not isinstance(reply.get("raised_in", ""), str)
         ):
             raise self._protocol_error("an error reply of the wrong form")
         return {
@@ -571,6 +572,7 @@ class Sandbox:
             "ok": False,
             "error_type": clean_text(reply["error_type"], 80),
             "error": clean_text(reply["error"], 2000),
+            "raised_in": clean_text(reply.get("raised_in", ""), 80),
         }
 
     def _send(self, message: dict, timeout: float) -> None:

@@ -19,7 +19,8 @@ Requests:
   call the student's object ``name`` (or a handle from an earlier reply, or its
   attribute ``attr``); reply ``{"ok": true, "value": ..., "args_after": [...],
   "kwargs_after": {...}}`` (array arguments as they are after the call, so the
-  grader sees in-place changes) or ``{"ok": false, "error_type": str, "error": str}``; every
+  grader sees in-place changes) or ``{"ok": false, "error_type": str, "error": str,
+  "raised_in": str}`` (``raised_in``: the function whose own frame raised it); every
   reply carries the request's ``seq``.
   Values that are not plain data (a module the student's class built, a bound
   method) stay here and are returned as handles.
@@ -146,7 +147,13 @@ def _call(namespace: dict, request: dict, wire, handles: _Handles) -> dict:
     except BaseException as exc:  # the student's error, reported to the grader as data
         if isinstance(exc, (SystemExit, KeyboardInterrupt, GeneratorExit)):
             return {"ok": False, "error_type": type(exc).__name__, "error": "the function tried to stop the process"}
-        return {"ok": False, "error_type": type(exc).__name__, "error": str(exc)[:2000]}
+        reply = {"ok": False, "error_type": type(exc).__name__, "error": str(exc)[:2000]}
+        origin = exc.__traceback__
+        while origin is not None and origin.tb_next is not None:
+            origin = origin.tb_next
+        if origin is not None:  # the function whose frame raised it, e.g. an unfilled item's own stub
+            reply["raised_in"] = origin.tb_frame.f_code.co_name[:80]
+        return reply
     finally:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -10,10 +10,16 @@ from tests.buggy import Bug, variant
 TESTS = {
     "AdditiveAttention": ["test_additive_shapes", "test_additive_mask", "test_additive_values"],
     "BahdanauDecoder": ["test_step_shapes", "test_step_values"],
+    "additive_attention_parameters": ["test_additive_attention_parameters"],
+    "attention_scores_computed": ["test_attention_scores_computed"],
 }
 
 attention = partial(variant, "ch01_bahdanau", "AdditiveAttention")
 decoder = partial(variant, "ch01_bahdanau", "BahdanauDecoder")
+parameters = partial(variant, "ch01_bahdanau", "additive_attention_parameters")
+scores = partial(variant, "ch01_bahdanau", "attention_scores_computed")
+COUNT = "query_dim * hidden_dim + key_dim * hidden_dim + hidden_dim"
+SCORES = "batch * tgt_len * src_len"
 
 SCORE = "self.v(torch.tanh(self.W_q(query).unsqueeze(1) + self.W_k(keys)))"
 
@@ -190,5 +196,49 @@ BUGS = [
         why="converts src_mask as if the attention wanted True = padding",
         cause="pass it on to the attention as it is",
         code=decoder(("enc_outputs, src_mask)", "enc_outputs, None if src_mask is None else ~src_mask)")),
+    ),
+    # ------------------------------------------------------------------ additive_attention_parameters
+    Bug(
+        "parameters_with_biases",
+        "additive_attention_parameters",
+        why="counts a bias in each linear layer, as nn.Linear has by default",
+        cause="biases are counted",
+        code=parameters((COUNT, COUNT + " + 2 * hidden_dim + 1")),
+    ),
+    Bug(
+        "parameters_without_v",
+        "additive_attention_parameters",
+        why="counts W_q and W_k only",
+        cause="the vector v",
+        code=parameters((COUNT, "query_dim * hidden_dim + key_dim * hidden_dim")),
+    ),
+    Bug(
+        "parameters_square_v",
+        "additive_attention_parameters",
+        why="counts v as a hidden_dim x hidden_dim matrix",
+        cause="not hidden_dim x hidden_dim",
+        code=parameters((COUNT, "query_dim * hidden_dim + key_dim * hidden_dim + hidden_dim * hidden_dim")),
+    ),
+    # ------------------------------------------------------------------ attention_scores_computed
+    Bug(
+        "scores_once",
+        "attention_scores_computed",
+        why="computes the scores once, as if the query did not change between steps",
+        cause="again at every decoding step",
+        code=scores((SCORES, "batch * src_len")),
+    ),
+    Bug(
+        "scores_one_per_step",
+        "attention_scores_computed",
+        why="one score per step",
+        cause="one score per source position",
+        code=scores((SCORES, "batch * tgt_len")),
+    ),
+    Bug(
+        "scores_no_batch",
+        "attention_scores_computed",
+        why="counts one sentence only",
+        cause="every sentence of the batch",
+        code=scores((SCORES, "tgt_len * src_len")),
     ),
 ]

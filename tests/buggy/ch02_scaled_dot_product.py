@@ -11,6 +11,8 @@ TESTS = {
     "softmax": ["test_softmax_values", "test_softmax_stable", "test_softmax_axis"],
     "attention_numpy": ["test_attention_numpy_example", "test_attention_numpy_general"],
     "scaled_dot_product_attention": ["test_sdpa_shapes", "test_sdpa_values", "test_sdpa_mask"],
+    "score_matrix_bytes": ["test_score_matrix_bytes"],
+    "unscaled_score_std": ["test_unscaled_score_std"],
 }
 
 softmax = partial(variant, "ch02_scaled_dot_product", "softmax")
@@ -20,6 +22,11 @@ sdpa = partial(variant, "ch02_scaled_dot_product", "scaled_dot_product_attention
 SOFTMAX_BODY = """shifted = x - np.max(x, axis=axis, keepdims=True)
     exps = np.exp(shifted)
     return exps / np.sum(exps, axis=axis, keepdims=True)"""
+
+score_bytes = partial(variant, "ch02_scaled_dot_product", "score_matrix_bytes")
+score_std = partial(variant, "ch02_scaled_dot_product", "unscaled_score_std")
+PRODUCT = "batch * heads * len_q * len_k * bytes_per_element"
+
 
 BUGS = [
     # ------------------------------------------------------------------ softmax
@@ -274,5 +281,49 @@ BUGS = [
                 "q /= math.sqrt(d_k)\n    scores = q @ k.transpose(-2, -1)",
             )
         ),
+    ),
+    # ------------------------------------------------------------------ score_matrix_bytes
+    Bug(
+        "bytes_no_heads",
+        "score_matrix_bytes",
+        why="one matrix shared by all heads",
+        cause="every head has its own matrix",
+        code=score_bytes((PRODUCT, "batch * len_q * len_k * bytes_per_element")),
+    ),
+    Bug(
+        "bytes_square_queries",
+        "score_matrix_bytes",
+        why="len_q x len_q, as in self-attention",
+        cause="not len_q x len_q",
+        code=score_bytes((PRODUCT, "batch * heads * len_q * len_q * bytes_per_element")),
+    ),
+    Bug(
+        "bytes_counts_numbers",
+        "score_matrix_bytes",
+        why="the number of weights, not the bytes",
+        cause="bytes_per_element bytes for each",
+        code=score_bytes((PRODUCT, "batch * heads * len_q * len_k")),
+    ),
+    # ------------------------------------------------------------------ unscaled_score_std
+    Bug(
+        "std_is_variance",
+        "unscaled_score_std",
+        why="the variance d_k",
+        cause="that is the variance",
+        code=score_std(("math.sqrt(d_k)", "d_k")),
+    ),
+    Bug(
+        "std_after_scaling",
+        "unscaled_score_std",
+        why="1, the standard deviation after the scaling",
+        cause="after the scaling",
+        code=score_std(("math.sqrt(d_k)", "1.0")),
+    ),
+    Bug(
+        "std_shrinks",
+        "unscaled_score_std",
+        why="1 / sqrt(d_k), the scaling factor",
+        cause="does not shrink",
+        code=score_std(("math.sqrt(d_k)", "1 / math.sqrt(d_k)")),
     ),
 ]

@@ -11,6 +11,8 @@ TESTS = {
     "split_heads": ["test_split_heads_shapes", "test_split_heads_values", "test_split_heads_error"],
     "merge_heads": ["test_merge_heads"],
     "MultiHeadAttention": ["test_mha_shapes", "test_mha_matches_torch", "test_mha_mask", "test_mha_error"],
+    "multi_head_parameters": ["test_multi_head_parameters"],
+    "score_multiplications": ["test_score_multiplications"],
 }
 
 split = partial(variant, "ch03_multi_head", "split_heads")
@@ -24,6 +26,10 @@ SPLIT_CHECK = """    if d_model % num_heads != 0:
 MHA_CHECK = """        if d_model % num_heads != 0:
             raise ValueError(f"num_heads={num_heads} must divide d_model={d_model}")
 """
+
+mh_parameters = partial(variant, "ch03_multi_head", "multi_head_parameters")
+multiplications = partial(variant, "ch03_multi_head", "score_multiplications")
+
 
 BUGS = [
     # ------------------------------------------------------------------ split_heads
@@ -257,5 +263,56 @@ BUGS = [
         why="a ValueError that does not say which argument",
         cause="whose message names num_heads",
         code=mha(('f"num_heads={num_heads} must divide d_model={d_model}"', '"d_model is not divisible"')),
+    ),
+    # ------------------------------------------------------------------ multi_head_parameters
+    Bug(
+        "mh_parameters_per_head",
+        "multi_head_parameters",
+        why="four d_model x d_model projections for every head",
+        cause="the heads share the four projections",
+        code=mh_parameters(("count = 4 * per_layer", "count = 4 * per_layer * num_heads")),
+    ),
+    Bug(
+        "mh_parameters_no_output",
+        "multi_head_parameters",
+        why="counts W_q, W_k and W_v only",
+        cause="the output projection W_o",
+        code=mh_parameters(("count = 4 * per_layer", "count = 3 * per_layer")),
+    ),
+    Bug(
+        "mh_parameters_no_biases",
+        "multi_head_parameters",
+        why="ignores the bias flag: never counts the biases",
+        cause="each of the four layers has a bias vector",
+        code=mh_parameters(("(d_model if bias else 0)", "0")),
+    ),
+    Bug(
+        "mh_parameters_scalar_bias",
+        "multi_head_parameters",
+        why="one bias number per layer",
+        cause="one number per output feature",
+        code=mh_parameters(("(d_model if bias else 0)", "(1 if bias else 0)")),
+    ),
+    # ------------------------------------------------------------------ score_multiplications
+    Bug(
+        "multiplications_full_width",
+        "score_multiplications",
+        why="each head's dot products over all d_model features",
+        cause="its own d_model // num_heads features",
+        code=multiplications(("(d_model // num_heads)", "d_model")),
+    ),
+    Bug(
+        "multiplications_one_head",
+        "score_multiplications",
+        why="the scores of one head only",
+        cause="every head computes its own scores",
+        code=multiplications(("num_heads * ", "")),
+    ),
+    Bug(
+        "multiplications_one_sequence",
+        "score_multiplications",
+        why="one sequence only",
+        cause="every sequence of the batch",
+        code=multiplications(("batch * ", "")),
     ),
 ]

@@ -14,6 +14,8 @@ TESTS = {
     "masked_softmax": ["test_masked_softmax_mask", "test_masked_softmax_general"],
     "teacher_forcing_split": ["test_teacher_forcing_split"],
     "decoder_self_attention_mask": ["test_decoder_mask"],
+    "mask_for": ["test_mask_for"],
+    "visible_pairs": ["test_visible_pairs"],
 }
 
 NOT_PAD = "tokens != pad_id"
@@ -44,6 +46,12 @@ def decoder(why, cause, *replacements, name):
     return Bug(
         name, "decoder_self_attention_mask", variant(A, "decoder_self_attention_mask", *replacements), why, cause
     )
+
+
+ENCODER = '"encoder self-attention": "padding of the keys"'
+DECODER = '"decoder self-attention": "causal and padding of the keys"'
+CROSS = '"cross-attention": "padding of the keys"'
+PAIRS = "min(i + 1, num_real)"
 
 
 BUGS = [
@@ -308,5 +316,56 @@ BUGS = [
         "numbers (1 and 0)",
         ("return " + BOTH, "return (" + BOTH + ").float()"),
         name="decoder_mask_float",
+    ),
+    # ------------------------------------------------------------------ mask_for
+    Bug(
+        "mask_for_decoder_causal_only",
+        "mask_for",
+        why="the decoder's self-attention gets the causal mask only",
+        cause="the target batch is padded too",
+        code=variant(A, "mask_for", (DECODER, '"decoder self-attention": "causal"')),
+    ),
+    Bug(
+        "mask_for_cross_causal",
+        "mask_for",
+        why="cross-attention gets the causal mask too",
+        cause="the keys are the encoder's outputs",
+        code=variant(A, "mask_for", (CROSS, '"cross-attention": "causal and padding of the keys"')),
+    ),
+    Bug(
+        "mask_for_encoder_unmasked",
+        "mask_for",
+        why="the encoder gets no mask",
+        cause="the source batch is padded",
+        code=variant(A, "mask_for", (ENCODER, '"encoder self-attention": "no mask"')),
+    ),
+    Bug(
+        "mask_for_own_words",
+        "mask_for",
+        why="answers in its own words, not one of the options",
+        cause="one of the strings of MASK_OPTIONS",
+        code=variant(A, "mask_for", (DECODER, '"decoder self-attention": "causal + padding"')),
+    ),
+    # ------------------------------------------------------------------ visible_pairs
+    Bug(
+        "pairs_no_padding",
+        "visible_pairs",
+        why="counts the causal mask only",
+        cause="the padding keys are hidden too",
+        code=variant(A, "visible_pairs", (PAIRS, "i + 1")),
+    ),
+    Bug(
+        "pairs_not_causal",
+        "visible_pairs",
+        why="counts the padding mask only",
+        cause="the mask is causal as well",
+        code=variant(A, "visible_pairs", (PAIRS, "num_real")),
+    ),
+    Bug(
+        "pairs_padding_queries_blind",
+        "visible_pairs",
+        why="gives the padding queries no keys",
+        cause="not padding queries",
+        code=variant(A, "visible_pairs", (PAIRS, "(i + 1 if i < num_real else 0)")),
     ),
 ]

@@ -160,4 +160,91 @@ ANSWERS: list[Answer] = [
         return torch.addmm(self.out.bias, features, self.out.weight.t()), hidden, weights
 """,
     ),
+    # ------------------------------------------------------------------ additive_attention_parameters
+    Answer(
+        "parameters_factored",
+        "additive_attention_parameters",
+        idiom="one factored product",
+        code="""
+def additive_attention_parameters(query_dim, key_dim, hidden_dim):
+    return hidden_dim * (query_dim + key_dim + 1)
+""",
+    ),
+    Answer(
+        "parameters_built",
+        "additive_attention_parameters",
+        idiom="builds the module and counts its parameters",
+        code="""
+def additive_attention_parameters(query_dim, key_dim, hidden_dim):
+    module = AdditiveAttention(query_dim, key_dim, hidden_dim)
+    return sum(p.numel() for p in module.parameters() if p.requires_grad)
+""",
+    ),
+    Answer(
+        "parameters_shapes",
+        "additive_attention_parameters",
+        idiom="a loop over the weight shapes, in float",
+        code="""
+def additive_attention_parameters(query_dim, key_dim, hidden_dim):
+    shapes = [(hidden_dim, query_dim), (hidden_dim, key_dim), (1, hidden_dim)]
+    total = 0.0
+    for rows, cols in shapes:
+        total += rows * cols
+    return total
+""",
+    ),
+    Answer(
+        "parameters_torch",
+        "additive_attention_parameters",
+        idiom="a torch tensor",
+        code="""
+def additive_attention_parameters(query_dim, key_dim, hidden_dim):
+    sizes = torch.tensor([query_dim, key_dim, 1])
+    return (sizes * hidden_dim).sum()
+""",
+    ),
+    # ------------------------------------------------------------------ attention_scores_computed
+    Answer(
+        "scores_loop",
+        "attention_scores_computed",
+        idiom="loops over the steps and sentences",
+        code="""
+def attention_scores_computed(batch, src_len, tgt_len):
+    total = 0
+    for _ in range(tgt_len):
+        for _ in range(batch):
+            total += src_len
+    return total
+""",
+    ),
+    Answer(
+        "scores_math_prod",
+        "attention_scores_computed",
+        idiom="math.prod",
+        code="""
+def attention_scores_computed(batch, src_len, tgt_len):
+    return math.prod([batch, src_len, tgt_len])
+""",
+    ),
+    Answer(
+        "scores_shape",
+        "attention_scores_computed",
+        idiom="the number of entries of a (tgt_len, batch, src_len) tensor of scores",
+        code="""
+def attention_scores_computed(batch, src_len, tgt_len):
+    return torch.empty(tgt_len, batch, src_len, device="meta").numel()
+""",
+    ),
+    Answer(
+        "scores_numpy",
+        "attention_scores_computed",
+        idiom="a NumPy integer",
+        code="""
+import numpy as np
+
+
+def attention_scores_computed(batch, src_len, tgt_len):
+    return np.int64(src_len) * tgt_len * batch
+""",
+    ),
 ]

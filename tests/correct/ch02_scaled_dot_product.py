@@ -182,4 +182,83 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     return torch.matmul(weights, v), weights
 """,
     ),
+    # ------------------------------------------------------------------ score_matrix_bytes
+    Answer(
+        "bytes_numpy_prod",
+        "score_matrix_bytes",
+        idiom="np.prod of the shape",
+        code="""
+def score_matrix_bytes(batch, heads, len_q, len_k, bytes_per_element):
+    return int(np.prod([batch, heads, len_q, len_k])) * bytes_per_element
+""",
+    ),
+    Answer(
+        "bytes_meta_tensor",
+        "score_matrix_bytes",
+        idiom="a meta tensor of the weights' shape: numel times element size",
+        code="""
+def score_matrix_bytes(batch, heads, len_q, len_k, bytes_per_element):
+    weights = torch.empty(batch, heads, len_q, len_k, device="meta")
+    return weights.numel() * bytes_per_element
+""",
+    ),
+    Answer(
+        "bytes_loop",
+        "score_matrix_bytes",
+        idiom="a loop over the rows",
+        code="""
+def score_matrix_bytes(batch, heads, len_q, len_k, bytes_per_element):
+    total = 0
+    for _ in range(batch * heads * len_q):
+        total += len_k * bytes_per_element
+    return total
+""",
+    ),
+    Answer(
+        "bytes_float",
+        "score_matrix_bytes",
+        idiom="a float, in another order",
+        code="""
+def score_matrix_bytes(batch, heads, len_q, len_k, bytes_per_element):
+    return float(bytes_per_element) * len_k * len_q * heads * batch
+""",
+    ),
+    # ------------------------------------------------------------------ unscaled_score_std
+    Answer(
+        "std_power",
+        "unscaled_score_std",
+        idiom="a power of one half",
+        code="""
+def unscaled_score_std(d_k):
+    return d_k ** 0.5
+""",
+    ),
+    Answer(
+        "std_numpy",
+        "unscaled_score_std",
+        idiom="np.sqrt of the variance, a sum of d_k ones",
+        code="""
+def unscaled_score_std(d_k):
+    variance = np.sum(np.ones(d_k))
+    return np.sqrt(variance)
+""",
+    ),
+    Answer(
+        "std_torch",
+        "unscaled_score_std",
+        idiom="a torch tensor",
+        code="""
+def unscaled_score_std(d_k):
+    return torch.tensor(float(d_k), dtype=torch.float64).sqrt()
+""",
+    ),
+    Answer(
+        "std_exp_log",
+        "unscaled_score_std",
+        idiom="exp of half the log",
+        code="""
+def unscaled_score_std(d_k):
+    return math.exp(0.5 * math.log(d_k))
+""",
+    ),
 ]

@@ -231,4 +231,91 @@ class MultiHeadAttention(nn.Module):
         return output, weights
 """,
     ),
+    # ------------------------------------------------------------------ multi_head_parameters
+    Answer(
+        "mh_parameters_built",
+        "multi_head_parameters",
+        idiom="builds the module and counts its parameters",
+        code="""
+def multi_head_parameters(d_model, num_heads, bias):
+    module = MultiHeadAttention(d_model, num_heads, bias=bias)
+    return sum(p.numel() for p in module.parameters())
+""",
+    ),
+    Answer(
+        "mh_parameters_factored",
+        "multi_head_parameters",
+        idiom="one factored formula with int(bias)",
+        code="""
+def multi_head_parameters(d_model, num_heads, bias):
+    return 4 * d_model * (d_model + int(bias))
+""",
+    ),
+    Answer(
+        "mh_parameters_loop",
+        "multi_head_parameters",
+        idiom="a loop over the four layers' shapes",
+        code="""
+def multi_head_parameters(d_model, num_heads, bias):
+    total = 0
+    for name in ["W_q", "W_k", "W_v", "W_o"]:
+        total += d_model * d_model
+        if bias:
+            total += d_model
+    return total
+""",
+    ),
+    Answer(
+        "mh_parameters_nn_linear",
+        "multi_head_parameters",
+        idiom="counts one nn.Linear on the meta device, times four",
+        code="""
+def multi_head_parameters(d_model, num_heads, bias):
+    layer = nn.Linear(d_model, d_model, bias=bias, device="meta")
+    return 4 * sum(p.numel() for p in layer.parameters())
+""",
+    ),
+    # ------------------------------------------------------------------ score_multiplications
+    Answer(
+        "multiplications_per_head",
+        "score_multiplications",
+        idiom="a loop over the heads",
+        code="""
+def score_multiplications(batch, len_q, len_k, d_model, num_heads):
+    head_size = d_model // num_heads
+    total = 0
+    for _ in range(num_heads):
+        total += batch * len_q * len_k * head_size
+    return total
+""",
+    ),
+    Answer(
+        "multiplications_simplified",
+        "score_multiplications",
+        idiom="the heads cancel: batch * len_q * len_k * d_model",
+        code="""
+def score_multiplications(batch, len_q, len_k, d_model, num_heads):
+    return batch * len_q * len_k * d_model
+""",
+    ),
+    Answer(
+        "multiplications_meta_shapes",
+        "score_multiplications",
+        idiom="the shapes of meta tensors of the split queries and the scores",
+        code="""
+def score_multiplications(batch, len_q, len_k, d_model, num_heads):
+    q = torch.empty(batch, num_heads, len_q, d_model // num_heads, device="meta")
+    scores = torch.empty(batch, num_heads, len_q, len_k, device="meta")
+    return scores.numel() * q.size(-1)
+""",
+    ),
+    Answer(
+        "multiplications_math_prod",
+        "score_multiplications",
+        idiom="math.prod, as a float",
+        code="""
+def score_multiplications(batch, len_q, len_k, d_model, num_heads):
+    return float(math.prod([batch, num_heads, len_q, len_k])) * (d_model / num_heads)
+""",
+    ),
 ]

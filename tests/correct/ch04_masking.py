@@ -293,4 +293,113 @@ def decoder_self_attention_mask(tgt, pad_id):
 """,
         "both masks expanded to the full shape",
     ),
+    # ------------------------------------------------------------------ mask_for
+    Answer(
+        "mask_for_conditions",
+        "mask_for",
+        idiom="if/else on the situation, answers taken from MASK_OPTIONS",
+        code="""
+MASK_OPTIONS = ("no mask", "padding of the keys", "padding of the queries", "causal", "causal and padding of the keys")
+
+
+def mask_for(situation):
+    if situation == "decoder self-attention":
+        return MASK_OPTIONS[4]
+    return MASK_OPTIONS[1]
+""",
+    ),
+    Answer(
+        "mask_for_match",
+        "mask_for",
+        idiom="a match statement",
+        code="""
+MASK_OPTIONS = ("no mask", "padding of the keys", "padding of the queries", "causal", "causal and padding of the keys")
+
+
+def mask_for(situation):
+    match situation:
+        case "encoder self-attention" | "cross-attention":
+            return "padding of the keys"
+        case "decoder self-attention":
+            return "causal and padding of the keys"
+""",
+    ),
+    Answer(
+        "mask_for_rules",
+        "mask_for",
+        idiom="built from two rules: keys that can be padding, and whether the future is among the keys",
+        code="""
+MASK_OPTIONS = ("no mask", "padding of the keys", "padding of the queries", "causal", "causal and padding of the keys")
+
+
+def mask_for(situation):
+    sees_own_future = situation.startswith("decoder")
+    return "causal and padding of the keys" if sees_own_future else "padding of the keys"
+""",
+    ),
+    Answer(
+        "mask_for_table",
+        "mask_for",
+        idiom="a list of pairs searched in a loop",
+        code="""
+MASK_OPTIONS = ("no mask", "padding of the keys", "padding of the queries", "causal", "causal and padding of the keys")
+TABLE = [
+    ("cross-attention", "padding of the keys"),
+    ("decoder self-attention", "causal and padding of the keys"),
+    ("encoder self-attention", "padding of the keys"),
+]
+
+
+def mask_for(situation):
+    for name, answer in TABLE:
+        if name == situation:
+            return answer
+    raise ValueError(situation)
+""",
+    ),
+    # ------------------------------------------------------------------ visible_pairs
+    Answer(
+        "pairs_closed_form",
+        "visible_pairs",
+        idiom="a closed formula",
+        code="""
+def visible_pairs(length, num_real):
+    return num_real * (num_real + 1) // 2 + (length - num_real) * num_real
+""",
+    ),
+    Answer(
+        "pairs_from_the_mask",
+        "visible_pairs",
+        idiom="builds the mask of Part 5 and counts its True entries",
+        code="""
+def visible_pairs(length, num_real):
+    tgt = torch.zeros(1, length, dtype=torch.long)
+    tgt[0, :num_real] = 1
+    return int(decoder_self_attention_mask(tgt, 0).sum())
+""",
+    ),
+    Answer(
+        "pairs_double_loop",
+        "visible_pairs",
+        idiom="a loop over all pairs",
+        code="""
+def visible_pairs(length, num_real):
+    count = 0
+    for i in range(length):
+        for j in range(length):
+            if j <= i and j < num_real:
+                count += 1
+    return count
+""",
+    ),
+    Answer(
+        "pairs_torch_tril",
+        "visible_pairs",
+        idiom="a lower triangle and the real-key columns, with torch",
+        code="""
+def visible_pairs(length, num_real):
+    lower = torch.ones(length, length).tril()
+    return lower[:, :num_real].sum().item()
+""",
+    ),
 ]
