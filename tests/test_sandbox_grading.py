@@ -47,7 +47,7 @@ from autograder.sandbox.process import UIDS, Limits, Sandbox, bwrap_available
 from tests import attacks
 from tests.buggy.ch02_scaled_dot_product import BUGS, TESTS
 from tests.support import broken_bwrap, host, unprivileged
-from tests.support.course import full_marks, item_points, make_course
+from tests.support.course import full_marks, item_points, make_course, points_by_test
 from tests.support.submissions import fill, solution_bodies, submit
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("sandbox")]
@@ -56,6 +56,9 @@ A = "ch02_scaled_dot_product"
 FULL = full_marks(A)
 POINTS = item_points(A, TESTS)
 MASK_WITH_ZERO = next(b for b in BUGS if b.name == "sdpa_mask_with_zero")
+# A mask applied by zeroing the scores gives wrong values wherever a mask is given: it loses the
+# points of the item's value and mask tests, and keeps the others.
+MASK_WITH_ZERO_SCORE = FULL - sum(points_by_test(A)[t] for t in ("test_sdpa_values", "test_sdpa_mask"))
 IN_PLACE = next(b for b in BUGS if b.name == "softmax_in_place")
 LIMITS = Limits()
 TERM = course_settings.Release("term", {"ch01_bahdanau"})  # graded before chapter 2's solutions are released
@@ -147,7 +150,7 @@ FAULTS = {  # student -> (notebook, expected score)
 HONEST = {
     "honest_reference": (lambda: fill(A), FULL),
     "honest_zeros": (zeros, None),
-    "honest_mask_with_zero": (lambda: fill(A, {MASK_WITH_ZERO.item: MASK_WITH_ZERO.code}), FULL - 2),
+    "honest_mask_with_zero": (lambda: fill(A, {MASK_WITH_ZERO.item: MASK_WITH_ZERO.code}), MASK_WITH_ZERO_SCORE),
 }
 
 
@@ -252,7 +255,7 @@ def test_gradebook_and_submissions_are_untouched_by_attackers(graded):
 def test_same_submission_same_score():
     nb = with_cell(fill(A, {MASK_WITH_ZERO.item: MASK_WITH_ZERO.code}), attacks.WARNS)
     first, second = grade_notebook(A, nb), grade_notebook(A, nb)
-    assert first.score == second.score == FULL - 2
+    assert first.score == second.score == MASK_WITH_ZERO_SCORE
     assert {k: v.message for k, v in first.tests.items()} == {k: v.message for k, v in second.tests.items()}
 
 
@@ -428,7 +431,7 @@ REVIEW_FAULTS = {  # student -> (notebook, expected score: exactly what its hone
 REVIEW_HONEST = {  # student -> (notebook, expected score; "alone": what it scores graded on its own)
     "honest_reference": (lambda: fill(A), FULL),
     "honest_zeros": (zeros, "alone"),
-    "honest_mask_with_zero": (lambda: fill(A, {MASK_WITH_ZERO.item: MASK_WITH_ZERO.code}), FULL - 2),
+    "honest_mask_with_zero": (lambda: fill(A, {MASK_WITH_ZERO.item: MASK_WITH_ZERO.code}), MASK_WITH_ZERO_SCORE),
     "honest_softmax_in_place": (lambda: fill(A, {IN_PLACE.item: IN_PLACE.code}), "alone"),
     SPINNERS_NEIGHBOUR: (lambda: fill(A), FULL),
 }

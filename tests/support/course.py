@@ -43,7 +43,7 @@ def make_course(folder: Path, *, plain: bool = False, root: Path = COURSE_ROOT) 
     return folder
 
 
-def test_points(assignment: str) -> dict[str, float]:
+def points_by_test(assignment: str) -> dict[str, float]:
     """The points of each test cell of an assignment, by grade id, from its instructor notebook."""
     from autograder import course, notebooks
 
@@ -56,10 +56,10 @@ def test_points(assignment: str) -> dict[str, float]:
 
 
 def full_marks(assignment: str) -> float:
-    return sum(test_points(assignment).values())
+    return sum(points_by_test(assignment).values())
 
 
 def item_points(assignment: str, tests_of_item: dict[str, list[str]]) -> dict[str, float]:
     """Points per graded item, given the item -> test ids map of its buggy suite."""
-    points = test_points(assignment)
+    points = points_by_test(assignment)
     return {item: sum(points[t] for t in tests) for item, tests in tests_of_item.items()}
