@@ -19,6 +19,14 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     return (torch.zeros(*q.shape[:-1], v.shape[-1], dtype=q.dtype),
             torch.zeros(*q.shape[:-1], k.shape[-2], dtype=q.dtype))
 """,
+    "score_matrix_bytes": """
+def score_matrix_bytes(batch, heads, len_q, len_k, bytes_per_element):
+    return 0
+""",
+    "unscaled_score_std": """
+def unscaled_score_std(d_k):
+    return 0.0
+""",
 }
 
 # ----------------------------------------------------------------------------- attacks (cell placed after setup)
@@ -342,6 +350,14 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     _forge({"seq": _worker()["request"]["seq"], "ok": "yes", "value": None})
     return (torch.zeros(*q.shape[:-1], v.shape[-1], dtype=q.dtype),
             torch.zeros(*q.shape[:-1], k.shape[-2], dtype=q.dtype))
+""",
+    "score_matrix_bytes": """
+def score_matrix_bytes(batch, heads, len_q, len_k, bytes_per_element):
+    return 0
+""",
+    "unscaled_score_std": """
+def unscaled_score_std(d_k):
+    return 0.0
 """,
 }
 

@@ -15,7 +15,7 @@ import torch
 
 from autograder.grading.report import Report
 from autograder.sandbox import wire
-from autograder.sandbox.process import Limits, Sandbox, SandboxError, SandboxTimeout, clean_text
+from autograder.sandbox.process import Limits, Sandbox, SandboxDied, SandboxError, SandboxTimeout, clean_text
 
 MAX_RESTARTS = 5
 MAX_MESSAGE_CHARS = 2000  # of one test's message, one cell's error, one note
@@ -41,7 +41,7 @@ class Session:
         self.sandbox: Sandbox | None = None
         self.restarts = 0
         self.generation = 0  # counts the sandboxes started; objects from an earlier one are gone
-        self.stuck: dict[str, str] = {}  # item -> why its calls are refused
+        self.stuck: dict[str, tuple[type, str]] = {}  # item -> (the error, why) that refuses its calls
 
     def start(self) -> Sandbox:
         while self.sandbox is None:
@@ -110,7 +110,8 @@ class Session:
     ) -> dict:
         """One request to the student's process; ``item`` is the graded item it belongs to."""
         if item in self.stuck:
-            raise SandboxTimeout(self.stuck[item])
+            refusal, why = self.stuck[item]
+            raise refusal(why)
         sandbox = self.start()
         if generation is not None and generation != self.generation:
             raise SandboxError(f"{label}: this object was lost when the notebook was restarted after a failure")
@@ -125,8 +126,13 @@ class Session:
             note = clean_text(f"{item}: {exc}", MAX_MESSAGE_CHARS)
             if note not in self.report.notes:
                 self.report.notes.append(note)
+            # An item that hung or killed its process is not called again: each call would cost a
+            # restart, and the restarts of one notebook are few (the other items need them).
             if isinstance(exc, SandboxTimeout):
-                self.stuck[item] = f"an earlier call of {item} did not finish within {self.limits.call_timeout:g} s"
+                why = f"an earlier call of {item} did not finish within {self.limits.call_timeout:g} s"
+                self.stuck[item] = (SandboxTimeout, why)
+            elif isinstance(exc, SandboxDied):
+                self.stuck[item] = (SandboxDied, f"an earlier call of {item} stopped the process running it")
             raise
         except BaseException:
             sandbox.close()
