@@ -15,6 +15,7 @@ import torch
 
 from attention_course.model import DecoderOnly
 from benchmarks import generate as bench
+from tests.support.decoding import logits_fed_in_pieces
 
 
 @pytest.fixture(autouse=True)
@@ -36,16 +37,6 @@ def _model(num_kv_heads, fused=False, dtype=torch.float64, seed=0, max_len=24, n
     return model.to(dtype).eval()
 
 
-def _in_pieces(model, ids, sizes):
-    cache, pieces, start = None, [], 0
-    for size in sizes:
-        logits, cache = model.extend(ids[:, start : start + size], cache)
-        pieces.append(logits)
-        start += size
-    assert start == ids.size(1)
-    return torch.cat(pieces, dim=1), cache
-
-
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @pytest.mark.parametrize("num_kv_heads", [4, 2, 1])  # multi-head (= num_heads), a divisor, multi-query
 def test_extend_in_pieces_equals_the_whole_sequence(num_kv_heads, dtype):
@@ -56,7 +47,7 @@ def test_extend_in_pieces_equals_the_whole_sequence(num_kv_heads, dtype):
         whole = model(ids)
         assert whole.dtype == dtype
         for sizes in ([1] * 13, [3, 1, 5, 2, 2], [6, 7], [1, 12], [13]):
-            logits, cache = _in_pieces(model, ids, sizes)
+            logits, cache = logits_fed_in_pieces(model, ids, sizes)
             torch.testing.assert_close(logits, whole, **tolerance, msg=lambda m, s=sizes: f"pieces {s}: {m}")
             assert len(cache) == 2
             for k, v in cache:
@@ -85,8 +76,8 @@ def test_the_fused_attention_agrees_with_the_course_attention(num_kv_heads):
     ids = torch.randint(0, 29, (2, 11))
     with torch.no_grad():
         torch.testing.assert_close(fused(ids), own(ids), atol=1e-10, rtol=1e-10)
-        fused_logits, fused_cache = _in_pieces(fused, ids, [4, 1, 6])
-        own_logits, own_cache = _in_pieces(own, ids, [4, 1, 6])
+        fused_logits, fused_cache = logits_fed_in_pieces(fused, ids, [4, 1, 6])
+        own_logits, own_cache = logits_fed_in_pieces(own, ids, [4, 1, 6])
     torch.testing.assert_close(fused_logits, own_logits, atol=1e-10, rtol=1e-10)
     torch.testing.assert_close(fused_cache, own_cache, atol=1e-10, rtol=1e-10)
     prompt = ids[:, :3]

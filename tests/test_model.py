@@ -10,6 +10,7 @@ from attention_course.model import DecoderOnly, EncoderDecoder, FusedMultiHeadAt
 from attention_course.solutions.ch03_multi_head import MultiHeadAttention
 from attention_course.solutions.ch04_masking import causal_mask
 from attention_course.solutions.ch06_transformer import EncoderLayer
+from tests.support.decoding import logits_fed_in_pieces
 
 
 @pytest.mark.parametrize("bias", [True, False])
@@ -94,17 +95,6 @@ def test_a_tied_decoder_only_model_shares_its_embedding_with_the_output_layer():
     assert tied.embed.tokens.weight.grad is tied.generator.weight.grad is not None
 
 
-def _logits_fed_in_pieces(model, ids, sizes):
-    """The logits of ``ids`` computed ``sizes[0]`` positions first, then ``sizes[1]``, ..., with the cache."""
-    cache, pieces, start = None, [], 0
-    for size in sizes:
-        logits, cache = model.extend(ids[:, start : start + size], cache)
-        pieces.append(logits)
-        start += size
-    assert start == ids.size(1)
-    return torch.cat(pieces, dim=1), cache
-
-
 @pytest.mark.parametrize(
     "num_kv_heads,fused,norm_first", [(None, False, True), (2, False, True), (1, False, False), (2, True, True)]
 )
@@ -116,9 +106,9 @@ def test_incremental_decoding_with_the_cache_equals_full_recomputation(num_kv_he
     ids = torch.randint(0, 23, (2, 11))
     with torch.no_grad():
         whole = model(ids)
-        one_at_a_time, cache = _logits_fed_in_pieces(model, ids, [1] * 11)
-        prompt_then_tokens, _ = _logits_fed_in_pieces(model, ids, [5] + [1] * 6)
-        in_chunks, _ = _logits_fed_in_pieces(model, ids, [4, 3, 4])
+        one_at_a_time, cache = logits_fed_in_pieces(model, ids, [1] * 11)
+        prompt_then_tokens, _ = logits_fed_in_pieces(model, ids, [5] + [1] * 6)
+        in_chunks, _ = logits_fed_in_pieces(model, ids, [4, 3, 4])
     for logits in (one_at_a_time, prompt_then_tokens, in_chunks):
         torch.testing.assert_close(logits, whole, atol=1e-5, rtol=1e-5)
     kv_heads = num_kv_heads or 4
