@@ -47,13 +47,13 @@ def test_visible_tests_run_without_the_solutions(assignment, tmp_path, monkeypat
     from tests.support.submissions import fill
 
     earlier = ASSIGNMENTS[: ASSIGNMENTS.index(assignment)]
+    answered = fill(assignment)  # answered here, where solutions/ is
+    visible_tests = len([c for c in answered.cells if notebooks.is_test(c)])
     packages.write(tmp_path / "packages", course.Release("term", set(earlier)))
     monkeypatch.setenv("PYTHONPATH", str(tmp_path / "packages"))  # the kernel imports the students' packages
     monkeypatch.setenv("AUTOGRADER_COURSE_ROOT", str(tmp_path))  # and finds no solutions/ there
     path = tmp_path / f"{assignment}.ipynb"
-    nbformat.write(fill(assignment), str(path))
+    nbformat.write(answered, str(path))
     lines, passed = validate(path, timeout=120)
     assert passed, "\n".join(lines)
-    assert sum(line.lstrip().startswith("pass") for line in lines) == len(
-        [c for c in fill(assignment).cells if notebooks.is_test(c)]
-    )
+    assert sum(line.lstrip().startswith("pass") for line in lines) == visible_tests
