@@ -30,6 +30,8 @@ IMPORT_ONLY = {  # answers that only import the items from the course's packages
     "merge_heads": "from attention_course.solutions.ch03_multi_head import merge_heads",
     "MultiHeadAttention": "from attention_course.solutions.ch03_multi_head import MultiHeadAttention\n"
     "from attention_course.model import FusedMultiHeadAttention",
+    "multi_head_parameters": "from attention_course.solutions.ch03_multi_head import multi_head_parameters",
+    "score_multiplications": "from attention_course.solutions.ch03_multi_head import score_multiplications",
 }
 
 
