@@ -191,7 +191,7 @@ def _feedback(course, student, assignment):
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_feedback_never_shows_hidden_tests_or_tracebacks(graded, assignment):
-    course, results = graded
+    folder, results = graded
     solution = notebooks.read(course.notebook_path(assignment, "solutions"))
     hidden_lines = {
         line.strip()
@@ -202,7 +202,7 @@ def test_feedback_never_shows_hidden_tests_or_tracebacks(graded, assignment):
     }
     assert hidden_lines
     for student in results[assignment]:
-        html = _feedback(course, student, assignment)
+        html = _feedback(folder, student, assignment)
         assert "BEGIN HIDDEN TESTS" not in html
         # A traceback through a test would quote the test and the checks; only messages may show.
         assert "autograder/checks.py" not in html
