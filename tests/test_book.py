@@ -81,8 +81,14 @@ def term_site(site):
 
 
 def graded_items(assignment: str) -> list[str]:
+    """The graded items that the chapter teaches with code (not the understanding questions)."""
     nb = notebooks.read(course.notebook_path(assignment, "solutions"))
-    return [name for cell in nb.cells if notebooks.is_solution(cell) for name in notebooks.defined_names(cell.source)]
+    return [
+        name
+        for cell in nb.cells
+        if notebooks.is_solution(cell) and not notebooks.is_question(cell)
+        for name in notebooks.defined_names(cell.source)
+    ]
 
 
 def code_blocks(page: str) -> list[str]:
