@@ -965,7 +965,7 @@ HOLD_PROCESSES = (
 
 @pytest.mark.skipif(not (bwrap_available() and AS_ROOT), reason="needs bubblewrap and a grader running as root")
 @pytest.mark.xfail(
-    strict=True,
+    strict=False,  # the clash needs both graders' sandboxes alive at once, which timing may not give
     reason="open hole: autograder.sandbox._UID_POOL is per process, so two grader processes "
     "running at once (two `make grade` on one machine, or pytest -n 2 in `make test`) give their "
     "sandboxes the same host uid (61000 first); RLIMIT_NPROC (Limits.processes = 64) counts the "
