@@ -827,7 +827,7 @@ def test_an_unprivileged_grader_gives_the_student_no_way_to_host_root():
             [sys.executable, "-m", "autograder.cli.check", str(path)], env=env, cwd=COURSE_ROOT, observe=look
         )
         assert run.returncode == 1, (run.stdout, run.stderr[-3000:])
-        assert f"/ {FULL:g}" in run.stdout.splitlines()[-1], run.stdout
+        assert f"/ {FULL:g}" in run.stdout.splitlines()[-1], (run.stdout, run.stderr[-3000:])
         probe = next((line for line in run.stdout.splitlines() if "escape probe:" in line), None)
         assert probe is not None, run.stdout
         assert "core_pattern=refused" in probe and "=written" not in probe, probe

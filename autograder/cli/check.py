@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import traceback
 from pathlib import Path
 
 from autograder import course
@@ -59,6 +60,10 @@ def main(argv: list[str] | None = None) -> int:
         report = grade_notebook(assignment, args.notebook, isolation="none" if args.no_sandbox else "bwrap")
     except ReferenceUnavailable as exc:
         parser.error(str(exc))
+    except Exception as exc:  # the grader's own failure: never read as the student's score (exit 1)
+        traceback.print_exc()
+        print(f"Verdict: not checked. The grader failed: {type(exc).__name__}: {exc}")
+        return 2
     print(format_report(report, args.notebook))
     print(verdict(report))
     if report.not_graded or not report.tests:
