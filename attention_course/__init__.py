@@ -12,7 +12,7 @@ from attention_course.dates import DateTask
 from attention_course.devices import best_device, seed_everything
 from attention_course.interop import to_torch_attn_mask, to_torch_multihead
 from attention_course.memory import attention_score_bytes, format_bytes
-from attention_course.plotting import plot_attention
+from attention_course.plotting import plot_attention, show_figure
 from attention_course.toy import FOUR_WORDS, four_word_example
 from attention_course.training import (
     LengthBucket,
@@ -41,6 +41,7 @@ __all__ = [
     "four_word_example",
     "greedy_decode_rnn",
     "plot_attention",
+    "show_figure",
     "plot_loss_curve",
     "seed_everything",
     "sequence_cross_entropy",

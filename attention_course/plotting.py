@@ -64,3 +64,20 @@ def plot_attention(
                 colour = "black" if matrix[i, j] > threshold else "white"
                 ax.text(j, i, f"{matrix[i, j]:.2f}", ha="center", va="center", color=colour, fontsize=8)
     return ax
+
+
+def show_figure(fig, name: str, alt: str, caption: str) -> None:
+    """Show ``fig`` in a book page as the numbered figure ``name``, with its alt text and caption.
+
+    The chapters call it for figures whose descriptions quote computed results, so that the alt
+    text and the caption are written from the same values as the figure. It only works in a page
+    that Jupyter Book executes (it emits a MyST ``glue:figure`` directive).
+    """
+    import matplotlib.pyplot as plt
+    from IPython.display import Markdown, display
+    from myst_nb import glue
+
+    glue(name, fig, display=False)
+    plt.close(fig)
+    alt = " ".join(alt.split())  # an option of a directive is one line
+    display(Markdown(f"```{{glue:figure}} {name}\n:alt: {alt}\n:name: {name}\n\n{caption}\n```"))
