@@ -30,6 +30,7 @@ from autograder.checks import (
     check_output_shapes,
     check_raises,
     check_rows_sum_to_one,
+    excused_where_helpers_fail,
     mistakes,
 )
 from autograder.specs import array, fixture, group, literal, mask, padded_tokens, tensor, tokens
@@ -55,6 +56,7 @@ __all__ = [
     "check_output_shapes",
     "check_raises",
     "check_rows_sum_to_one",
+    "excused_where_helpers_fail",
     "fixture",
     "group",
     "literal",

@@ -18,6 +18,7 @@ that runs the student's code in another process.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import functools
 import importlib
 import inspect
@@ -98,6 +99,46 @@ def mistakes(item: Item, *known: Mistake) -> None:
     for mistake in known:
         reference.variant(item.assignment, item.name, mistake.replacements)  # each must apply to the reference
     _MISTAKES[(item.assignment, item.name)] = tuple(known)
+
+
+def excused_where_helpers_fail(item: Item, raised_in: str) -> Item:
+    """``item`` graded on its own code where it fails only because the helpers it uses fail.
+
+    Where calling the student's object raises, the reference solution built on the student's
+    helpers (``item.uses``) runs on copies of the same inputs. If that raises too, the helpers are
+    to blame: they lose their points in their own tests, and the call returns what the reference
+    solution gives, so that this item is graded as if they were right. An unfilled stub of the item
+    itself (a ``NotImplementedError`` without a message, raised in the student's own frame
+    ``raised_in``: the function's name, or ``"__init__"`` for a class) is never excused, and
+    neither is a failure of the sandbox.
+    """
+    from autograder.sandbox.process import SandboxError  # the grader's side only
+
+    student = item.obj
+    solution = reference.get(item.assignment, item.name)
+    on_students_helpers = _with_helpers(solution, item.uses)
+
+    def copy(value):
+        return value.clone() if isinstance(value, torch.Tensor) else value
+
+    def graded(*args, **kwargs):
+        try:
+            return student(*args, **kwargs)
+        except SandboxError:
+            raise
+        except Exception as exc:
+            stub = isinstance(exc, NotImplementedError) and not str(exc)
+            if stub and getattr(exc, "raised_in", "") == raised_in:
+                raise
+            try:
+                on_students_helpers(*map(copy, args), **{key: copy(value) for key, value in kwargs.items()})
+            except SandboxError:
+                raise
+            except Exception:
+                return solution(*args, **kwargs)
+            raise
+
+    return dataclasses.replace(item, obj=graded)
 
 
 # --------------------------------------------------------------------------- helpers

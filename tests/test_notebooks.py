@@ -46,3 +46,18 @@ def test_understanding_questions_are_tagged_answer_cells():
     questions = [notebooks.cell_id(c) for c in nb.cells if notebooks.is_question(c)]
     assert questions == ["score_matrix_bytes", "unscaled_score_std"]
     assert all(notebooks.is_solution(c) for c in nb.cells if notebooks.is_question(c))
+
+
+def test_every_exercise_asks_questions_graded_in_their_own_test_cells():
+    from autograder import course, notebooks
+
+    for assignment in course.assignments():
+        nb = notebooks.read(course.notebook_path(assignment))
+        questions = [notebooks.cell_id(c) for c in nb.cells if notebooks.is_question(c)]
+        assert len(questions) >= 2, f"{assignment}: {questions}"
+        tests = {notebooks.cell_id(c): c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")}
+        for name in questions:
+            test = tests.get(f"test_{name}")
+            assert test is not None, f"{assignment}: no test cell test_{name}"
+            assert test.metadata["nbgrader"]["points"] > 0
+            assert f'"{name}"' in test.source, f"{assignment}: test_{name} does not grade {name}"

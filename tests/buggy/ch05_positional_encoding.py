@@ -12,6 +12,8 @@ TESTS = {
     "sinusoidal_positional_encoding": ["test_sinusoidal_values", "test_sinusoidal_long", "test_sinusoidal_error"],
     "PositionalEncoding": ["test_positional_encoding", "test_positional_encoding_error"],
     "apply_rotary": ["test_rotary_values", "test_rotary_options"],
+    "wavelength": ["test_wavelength"],
+    "effect": ["test_effect"],
 }
 
 PAIRS = "pe[:, 0::2] = torch.sin(angles)\n    pe[:, 1::2] = torch.cos(angles)"
@@ -29,6 +31,13 @@ ROTATED = (
     "rotated = torch.stack([" + TURN + "], dim=-1)  # (..., L, d / 2, 2)\n    return rotated.flatten(-2).to(x.dtype)"
 )
 DEFAULT_POSITIONS = "torch.arange(length, device=x.device)"
+WAVE = "2 * math.pi * base ** (2 * i / d_model)"
+PLAIN = '"outputs without positional encoding, when the tokens are permuted": "permuted the same way"'
+ADDED_PERMUTED = '"outputs with sinusoidal encodings added, when the tokens are permuted": "changed"'
+ROTARY_SHIFTED = '"scores with rotary embeddings, when both positions are shifted by the same offset": "unchanged"'
+ADDED_SHIFTED = (
+    '"scores with sinusoidal encodings added, when both positions are shifted by the same offset": "changed"'
+)
 
 
 def sinusoidal(why, cause, *replacements, name):
@@ -267,5 +276,72 @@ BUGS = [
         "dtype of x (float16 here)",
         (".flatten(-2).to(x.dtype)", ".flatten(-2)"),
         name="rotary_upcasts_float16",
+    ),
+    # ------------------------------------------------------------------ wavelength
+    Bug(
+        "wavelength_without_two_pi",
+        "wavelength",
+        why="takes 1 / frequency for the wavelength, forgetting that a full turn is 2π",
+        cause="a full turn, 2π radians",
+        code=variant(A, "wavelength", (WAVE, "base ** (2 * i / d_model)")),
+    ),
+    Bug(
+        "wavelength_exponent_i_over_d",
+        "wavelength",
+        why="base^(i/d) instead of base^(2i/d)",
+        cause="the exponent of the pair i is 2i/d",
+        code=variant(A, "wavelength", ("2 * i / d_model", "i / d_model")),
+    ),
+    Bug(
+        "wavelength_is_angular_frequency",
+        "wavelength",
+        why="returns the angular frequency base^(-2i/d), the reciprocal of what is asked (up to 2π)",
+        cause="that is the angular frequency",
+        code=variant(A, "wavelength", (WAVE, "base ** (-2 * i / d_model)")),
+    ),
+    Bug(
+        "wavelength_base_hard_coded",
+        "wavelength",
+        why="uses 10000 whatever base is given",
+        cause="use the base you are given",
+        code=variant(A, "wavelength", ("base **", "10000.0 **")),
+    ),
+    # ------------------------------------------------------------------ effect
+    Bug(
+        "effect_no_positions_invariant",
+        "effect",
+        why="without positions, permuting the tokens is said to leave the outputs unchanged (invariance for "
+        "equivariance)",
+        cause="equivariant, not invariant",
+        code=variant(A, "effect", (PLAIN, PLAIN.replace('"permuted the same way"', '"unchanged"'))),
+    ),
+    Bug(
+        "effect_added_encodings_permuted",
+        "effect",
+        why="with added encodings, the outputs are said to be permuted like the tokens (as if the encodings moved "
+        "with them)",
+        cause="the encodings stay at their positions",
+        code=variant(A, "effect", (ADDED_PERMUTED, ADDED_PERMUTED.replace('"changed"', '"permuted the same way"'))),
+    ),
+    Bug(
+        "effect_rotary_shift_changes",
+        "effect",
+        why="rotary scores are said to change under a common shift",
+        cause="depends only on the distance between their positions",
+        code=variant(A, "effect", (ROTARY_SHIFTED, ROTARY_SHIFTED.replace('"unchanged"', '"changed"'))),
+    ),
+    Bug(
+        "effect_absolute_shift_unchanged",
+        "effect",
+        why="scores with added (absolute) encodings are said to survive a common shift, as if they were relative",
+        cause="added encodings are absolute",
+        code=variant(A, "effect", (ADDED_SHIFTED, ADDED_SHIFTED.replace('"changed"', '"unchanged"'))),
+    ),
+    Bug(
+        "effect_own_words",
+        "effect",
+        why="answers in its own words, not one of the options",
+        cause="one of the strings of EFFECT_OPTIONS",
+        code=variant(A, "effect", (PLAIN, PLAIN.replace('"permuted the same way"', '"permuted"'))),
     ),
 ]

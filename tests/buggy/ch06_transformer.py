@@ -15,6 +15,8 @@ TESTS = {
     "DecoderLayer": ["test_decoder_layer"],
     "Transformer": ["test_transformer_shapes", "test_transformer_causal", "test_transformer_padding"],
     "greedy_decode": ["test_greedy_decode"],
+    "encoder_layer_parameters": ["test_encoder_layer_parameters"],
+    "cross_attention_weights_shape": ["test_cross_attention_weights_shape"],
 }
 
 variant = partial(variant, "ch06_transformer")
@@ -26,6 +28,9 @@ DEC_POST_SELF = "x = self.norm1(x + self.dropout1(self.self_attn(x, x, x, tgt_ma
 DEC_POST_CROSS = "x = self.norm2(x + self.dropout2(self.cross_attn(x, memory, memory, memory_mask)[0]))"
 DEC_POST_FF = "return self.norm3(x + self.dropout3(self.ff(x)))"
 FF = "return self.linear2(self.dropout(F.relu(self.linear1(x))))"
+ATTENTION = "attention = 4 * (d_model * d_model + d_model)"
+FEED_FORWARD = "feed_forward = d_model * d_ff + d_ff + d_ff * d_model + d_model"
+SHAPE = "(batch_size, num_heads, tgt_len, src_len)"
 
 BUGS = [
     # ------------------------------------------------------------------ FeedForward
@@ -677,5 +682,84 @@ BUGS = [
                 "model.decode(ys[:, -1:], memory, causal_mask(1, device=src.device), src_mask)",
             ),
         ),
+    ),
+    # ------------------------------------------------------------------ encoder_layer_parameters
+    Bug(
+        "parameters_no_layer_norms",
+        "encoder_layer_parameters",
+        why="counts the attention and the feed-forward network only",
+        cause="the two layer norms are not counted",
+        code=variant(
+            "encoder_layer_parameters",
+            ("count = attention + feed_forward + norms", "count = attention + feed_forward"),
+        ),
+    ),
+    Bug(
+        "parameters_no_biases",
+        "encoder_layer_parameters",
+        why="counts the weight matrices of the linear layers only",
+        cause="the biases of the linear layers are not counted",
+        code=variant(
+            "encoder_layer_parameters",
+            (ATTENTION, "attention = 4 * d_model * d_model"),
+            (FEED_FORWARD, "feed_forward = d_model * d_ff + d_ff * d_model"),
+        ),
+    ),
+    Bug(
+        "parameters_layer_norm_weight_only",
+        "encoder_layer_parameters",
+        why="counts d_model numbers per layer norm",
+        cause="a layer norm holds a bias as well as a weight",
+        code=variant("encoder_layer_parameters", ("norms = 2 * 2 * d_model", "norms = 2 * d_model")),
+    ),
+    Bug(
+        "parameters_three_projections",
+        "encoder_layer_parameters",
+        why="forgets the output projection W_o",
+        cause="the output projection W_o is a layer too",
+        code=variant("encoder_layer_parameters", ("attention = 4 * (", "attention = 3 * (")),
+    ),
+    Bug(
+        "parameters_projections_per_head",
+        "encoder_layer_parameters",
+        why="counts d_model x d_model projections for every head",
+        cause="the heads share the four projections",
+        code=variant("encoder_layer_parameters", ("attention = 4 * (", "attention = 4 * num_heads * (")),
+    ),
+    # ------------------------------------------------------------------ cross_attention_weights_shape
+    Bug(
+        "cross_shape_swapped",
+        "cross_attention_weights_shape",
+        why="one row per key and one column per query",
+        cause="queries and keys are swapped",
+        code=variant("cross_attention_weights_shape", (SHAPE, "(batch_size, num_heads, src_len, tgt_len)")),
+    ),
+    Bug(
+        "cross_shape_self_attention",
+        "cross_attention_weights_shape",
+        why="the shape of the decoder's self-attention",
+        cause="that is the shape of the decoder's self-attention",
+        code=variant("cross_attention_weights_shape", (SHAPE, "(batch_size, num_heads, tgt_len, tgt_len)")),
+    ),
+    Bug(
+        "cross_shape_no_heads",
+        "cross_attention_weights_shape",
+        why="forgets the dimension of the heads",
+        cause="every head has its own weights",
+        code=variant("cross_attention_weights_shape", (SHAPE, "(batch_size, tgt_len, src_len)")),
+    ),
+    Bug(
+        "cross_shape_no_batch",
+        "cross_attention_weights_shape",
+        why="forgets the dimension of the batch",
+        cause="every pair of the batch has its own weights",
+        code=variant("cross_attention_weights_shape", (SHAPE, "(num_heads, tgt_len, src_len)")),
+    ),
+    Bug(
+        "cross_shape_as_list",
+        "cross_attention_weights_shape",
+        why="returns a list, not a tuple",
+        cause="a tuple of Python ints",
+        code=variant("cross_attention_weights_shape", ("return shape", "return list(shape)")),
     ),
 ]

@@ -20,6 +20,8 @@ TESTS = {
     ],
     "sliding_window_mask": ["test_sliding_window", "test_sliding_window_error"],
     "online_softmax_attention": ["test_online_values", "test_online_masks", "test_online_memory"],
+    "kv_cache_bytes": ["test_kv_cache_bytes"],
+    "receptive_field": ["test_receptive_field"],
 }
 
 COPIES = "copies = x[:, :, None, :, :].expand(batch, kv_heads, n_rep, length, d_head)  # a view: nothing copied yet\n"
@@ -33,6 +35,8 @@ RESCALED_OUTPUT = "output = output * rescale + p"
 RESCALED_NORMALISER = "normaliser = normaliser * rescale + p"
 GUARD = 'base = torch.where(new_max == float("-inf"), torch.zeros_like(new_max), new_max)'
 DIVISION = "return output / torch.where(normaliser == 0, torch.ones_like(normaliser), normaliser)"
+CACHE_SIZE = "2 * num_layers * num_kv_heads * head_dim * tokens * batch_size * bytes_per_value"
+REACH = "num_layers * (window - 1) + 1"
 
 
 def repeat(why, cause, *replacements, name):
@@ -49,6 +53,14 @@ def window(why, cause, *replacements, name):
 
 def online(why, cause, *replacements, name):
     return Bug(name, "online_softmax_attention", variant(A, "online_softmax_attention", *replacements), why, cause)
+
+
+def cache_bytes(why, cause, *replacements, name):
+    return Bug(name, "kv_cache_bytes", variant(A, "kv_cache_bytes", *replacements), why, cause)
+
+
+def reach(why, cause, *replacements, name):
+    return Bug(name, "receptive_field", variant(A, "receptive_field", *replacements), why, cause)
 
 
 BUGS = [
@@ -211,5 +223,49 @@ def online_softmax_attention(q, k, v, block_size, mask=None):
         "the whole (Lq, Lk) score matrix at once, ignoring block_size: right values, but it does not fit in memory "
         "for long sequences",
         "never build the whole (lq, lk) score matrix",
+    ),
+    # ------------------------------------------------------------------ kv_cache_bytes
+    cache_bytes(
+        "counts the keys only",
+        "values as well as the keys",
+        (CACHE_SIZE, CACHE_SIZE.replace("2 * ", "")),
+        name="cache_bytes_keys_only",
+    ),
+    cache_bytes(
+        "counts num_heads key/value heads, the cache of multi-head attention",
+        "num_kv_heads key/value heads only",
+        (CACHE_SIZE, CACHE_SIZE.replace("num_kv_heads", "num_heads")),
+        name="cache_bytes_query_heads",
+    ),
+    cache_bytes(
+        "the cache of one layer only",
+        "every layer has its own",
+        (CACHE_SIZE, CACHE_SIZE.replace("num_layers * ", "")),
+        name="cache_bytes_one_layer",
+    ),
+    cache_bytes(
+        "the cache of one sequence only",
+        "every sequence of the batch",
+        (CACHE_SIZE, CACHE_SIZE.replace("batch_size * ", "")),
+        name="cache_bytes_one_sequence",
+    ),
+    # ------------------------------------------------------------------ receptive_field
+    reach(
+        "window positions for every layer: the position itself counted again in each",
+        "windows of stacked layers overlap",
+        (REACH, "num_layers * window"),
+        name="reach_window_per_layer",
+    ),
+    reach(
+        "the windows multiply from layer to layer",
+        "does not multiply",
+        (REACH, "window ** num_layers"),
+        name="reach_multiplies",
+    ),
+    reach(
+        "one window, whatever the depth",
+        "reach grows with every layer",
+        (REACH, "window"),
+        name="reach_one_layer",
     ),
 ]

@@ -262,4 +262,142 @@ def apply_rotary(x, positions=None, base=10000.0):
 """,
         "2x2 rotation matrices applied with einsum",
     ),
+    # ------------------------------------------------------------------ wavelength
+    Answer(
+        "wavelength_tau",
+        "wavelength",
+        """
+def wavelength(i, d_model, base=10000.0):
+    return math.tau * pow(base, 2 * i / d_model)
+""",
+        "math.tau and pow",
+    ),
+    Answer(
+        "wavelength_from_frequency",
+        "wavelength",
+        """
+def wavelength(i, d_model, base=10000.0):
+    frequency = 1.0 / base ** (2 * i / d_model)  # radians per position
+    return 2 * math.pi / frequency
+""",
+        "a full turn divided by the angular frequency",
+    ),
+    Answer(
+        "wavelength_exp_log",
+        "wavelength",
+        """
+def wavelength(i, d_model, base=10000.0):
+    return 2 * math.pi * math.exp(2 * i * math.log(base) / d_model)
+""",
+        "exp and log",
+    ),
+    Answer(
+        "wavelength_torch_table",
+        "wavelength",
+        """
+def wavelength(i, d_model, base=10000.0):
+    frequencies = torch.tensor(base, dtype=torch.float64) ** (-torch.arange(0, d_model, 2, dtype=torch.float64)
+                                                               / d_model)
+    return (2 * torch.pi / frequencies[i]).item()
+""",
+        "the frequencies of every pair with torch, in float64, then the pair's",
+    ),
+    Answer(
+        "wavelength_numpy",
+        "wavelength",
+        """
+import numpy as np
+
+
+def wavelength(i, d_model, base=10000.0):
+    return np.float64(2 * np.pi) * np.power(np.float64(base), 2 * i / d_model)
+""",
+        "NumPy scalars",
+    ),
+    # ------------------------------------------------------------------ effect
+    Answer(
+        "effect_keywords",
+        "effect",
+        """
+EFFECT_OPTIONS = ("unchanged", "permuted the same way", "changed")
+SITUATIONS = (
+    "outputs without positional encoding, when the tokens are permuted",
+    "outputs with sinusoidal encodings added, when the tokens are permuted",
+    "scores with rotary embeddings, when both positions are shifted by the same offset",
+    "scores with sinusoidal encodings added, when both positions are shifted by the same offset",
+)
+
+
+def effect(situation):
+    if "rotary" in situation:
+        return EFFECT_OPTIONS[0]
+    if "without" in situation:
+        return EFFECT_OPTIONS[1]
+    return EFFECT_OPTIONS[2]
+""",
+        "keywords of the situation, answers taken from EFFECT_OPTIONS",
+    ),
+    Answer(
+        "effect_match",
+        "effect",
+        """
+EFFECT_OPTIONS = ("unchanged", "permuted the same way", "changed")
+SITUATIONS = (
+    "outputs without positional encoding, when the tokens are permuted",
+    "outputs with sinusoidal encodings added, when the tokens are permuted",
+    "scores with rotary embeddings, when both positions are shifted by the same offset",
+    "scores with sinusoidal encodings added, when both positions are shifted by the same offset",
+)
+
+
+def effect(situation):
+    match situation:
+        case "outputs without positional encoding, when the tokens are permuted":
+            return "permuted the same way"
+        case "scores with rotary embeddings, when both positions are shifted by the same offset":
+            return "unchanged"
+        case _:
+            return "changed"
+""",
+        "a match statement",
+    ),
+    Answer(
+        "effect_rules",
+        "effect",
+        """
+EFFECT_OPTIONS = ("unchanged", "permuted the same way", "changed")
+SITUATIONS = (
+    "outputs without positional encoding, when the tokens are permuted",
+    "outputs with sinusoidal encodings added, when the tokens are permuted",
+    "scores with rotary embeddings, when both positions are shifted by the same offset",
+    "scores with sinusoidal encodings added, when both positions are shifted by the same offset",
+)
+
+
+def effect(situation):
+    absolute = "sinusoidal" in situation  # the layer reads the position itself
+    if absolute:
+        return "changed"
+    return "permuted the same way" if situation.startswith("outputs") else "unchanged"
+""",
+        "built from a rule: absolute positions change the result, otherwise outputs follow their tokens",
+    ),
+    Answer(
+        "effect_indices",
+        "effect",
+        """
+EFFECT_OPTIONS = ("unchanged", "permuted the same way", "changed")
+SITUATIONS = (
+    "outputs without positional encoding, when the tokens are permuted",
+    "outputs with sinusoidal encodings added, when the tokens are permuted",
+    "scores with rotary embeddings, when both positions are shifted by the same offset",
+    "scores with sinusoidal encodings added, when both positions are shifted by the same offset",
+)
+
+
+def effect(situation):
+    return EFFECT_OPTIONS[[1, 2, 0, 2][SITUATIONS.index(situation)]]
+""",
+        "the option's index looked up by the situation's index",
+    ),
 ]

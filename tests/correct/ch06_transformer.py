@@ -533,4 +533,98 @@ def greedy_decode(model, src, src_mask, bos_id, eos_id, max_len):
     return ys[:, 1:]
 ''',
     ),
+    # ------------------------------------------------------------------ encoder_layer_parameters
+    Answer(
+        "parameters_closed_form",
+        "encoder_layer_parameters",
+        idiom="one closed formula",
+        code="""
+def encoder_layer_parameters(d_model, num_heads, d_ff):
+    return 4 * d_model**2 + 2 * d_model * d_ff + 9 * d_model + d_ff
+""",
+    ),
+    Answer(
+        "parameters_counted_from_the_layer",
+        "encoder_layer_parameters",
+        idiom="builds the notebook's EncoderLayer and counts its trainable numbers",
+        code="""
+def encoder_layer_parameters(d_model, num_heads, d_ff):
+    layer = EncoderLayer(d_model, num_heads, d_ff)
+    return sum(p.numel() for p in layer.parameters() if p.requires_grad)
+""",
+    ),
+    Answer(
+        "parameters_per_linear_layer",
+        "encoder_layer_parameters",
+        idiom="a helper for one linear layer, summed over the layers, floats",
+        code="""
+def linear(n_in, n_out):
+    return float(n_in * n_out + n_out)
+
+
+def encoder_layer_parameters(d_model, num_heads, d_ff):
+    projections = sum(linear(d_model, d_model) for _ in ("W_q", "W_k", "W_v", "W_o"))
+    feed_forward = linear(d_model, d_ff) + linear(d_ff, d_model)
+    layer_norms = 2 * (d_model + d_model)
+    return projections + feed_forward + layer_norms
+""",
+    ),
+    Answer(
+        "parameters_of_the_submodules",
+        "encoder_layer_parameters",
+        idiom="counts each submodule with parameters_to_vector and returns a tensor",
+        code="""
+from torch.nn.utils import parameters_to_vector
+
+
+def encoder_layer_parameters(d_model, num_heads, d_ff):
+    parts = [MultiHeadAttention(d_model, num_heads), FeedForward(d_model, d_ff), nn.LayerNorm(d_model),
+             nn.LayerNorm(d_model)]
+    return torch.tensor(sum(parameters_to_vector(part.parameters()).numel() for part in parts))
+""",
+    ),
+    # ------------------------------------------------------------------ cross_attention_weights_shape
+    Answer(
+        "cross_shape_bare_tuple",
+        "cross_attention_weights_shape",
+        idiom="a bare return of the four sizes",
+        code="""
+def cross_attention_weights_shape(batch_size, num_heads, src_len, tgt_len):
+    return batch_size, num_heads, tgt_len, src_len
+""",
+    ),
+    Answer(
+        "cross_shape_measured",
+        "cross_attention_weights_shape",
+        idiom="runs a MultiHeadAttention on target queries and source keys and reads the weights' shape",
+        code="""
+def cross_attention_weights_shape(batch_size, num_heads, src_len, tgt_len):
+    d_model = 2 * num_heads
+    attention = MultiHeadAttention(d_model, num_heads)
+    target, memory = torch.zeros(batch_size, tgt_len, d_model), torch.zeros(batch_size, src_len, d_model)
+    with torch.no_grad():
+        _, weights = attention(target, memory, memory)
+    return tuple(weights.shape)
+""",
+    ),
+    Answer(
+        "cross_shape_torch_size",
+        "cross_attention_weights_shape",
+        idiom="a torch.Size (a tuple of ints)",
+        code="""
+def cross_attention_weights_shape(batch_size, num_heads, src_len, tgt_len):
+    return torch.Size([batch_size, num_heads, tgt_len, src_len])
+""",
+    ),
+    Answer(
+        "cross_shape_from_the_scores",
+        "cross_attention_weights_shape",
+        idiom="the shape of q @ k^T, split into heads, built from named dimensions",
+        code="""
+def cross_attention_weights_shape(batch_size, num_heads, src_len, tgt_len):
+    queries = torch.empty(batch_size, num_heads, tgt_len, 1)
+    keys = torch.empty(batch_size, num_heads, src_len, 1)
+    return tuple(int(n) for n in (queries @ keys.transpose(-2, -1)).shape)
+""",
+    ),
 ]

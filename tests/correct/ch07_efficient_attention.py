@@ -392,4 +392,128 @@ def online_softmax_attention(q, k, v, block_size, mask=None):
 """,
         "scaled keys, an additive -inf mask, a while loop, in-place assignment into a copy",
     ),
+    # ------------------------------------------------------------------ kv_cache_bytes
+    Answer(
+        "cache_bytes_meta_tensors",
+        "kv_cache_bytes",
+        """
+def kv_cache_bytes(num_layers, num_heads, num_kv_heads, head_dim, tokens, batch_size, bytes_per_value):
+    keys = torch.empty(batch_size, num_kv_heads, tokens, head_dim, device="meta")
+    values = torch.empty_like(keys)
+    return num_layers * (keys.numel() + values.numel()) * bytes_per_value
+""",
+        "the cache's tensors made on the meta device, their numbers counted",
+    ),
+    Answer(
+        "cache_bytes_math_prod",
+        "kv_cache_bytes",
+        """
+def kv_cache_bytes(num_layers, num_heads, num_kv_heads, head_dim, tokens, batch_size, bytes_per_value):
+    shape = (batch_size, num_kv_heads, tokens, head_dim)  # one of the two tensors of one layer
+    return math.prod((num_layers, 2, *shape, bytes_per_value))
+""",
+        "math.prod over the shape of the cached tensors",
+    ),
+    Answer(
+        "cache_bytes_loop",
+        "kv_cache_bytes",
+        """
+def kv_cache_bytes(num_layers, num_heads, num_kv_heads, head_dim, tokens, batch_size, bytes_per_value):
+    per_token = num_kv_heads * head_dim * bytes_per_value
+    total = 0
+    for layer in range(num_layers):
+        for cached in ("keys", "values"):
+            total += per_token * tokens * batch_size
+    return total
+""",
+        "a loop over the layers and over keys and values",
+    ),
+    Answer(
+        "cache_bytes_from_module",
+        "kv_cache_bytes",
+        """
+def kv_cache_bytes(num_layers, num_heads, num_kv_heads, head_dim, tokens, batch_size, bytes_per_value):
+    with torch.device("meta"):  # only the shapes of the projections are needed
+        layer = GroupedQueryAttention(num_heads * head_dim, num_heads, num_kv_heads)
+    per_position = layer.W_k.out_features + layer.W_v.out_features
+    return per_position * tokens * batch_size * num_layers * bytes_per_value
+""",
+        "reads the widths of W_k and W_v off a GroupedQueryAttention built on the meta device",
+    ),
+    Answer(
+        "cache_bytes_numpy",
+        "kv_cache_bytes",
+        """
+import numpy as np
+
+
+def kv_cache_bytes(num_layers, num_heads, num_kv_heads, head_dim, tokens, batch_size, bytes_per_value):
+    factors = np.array([2, num_layers, num_kv_heads, head_dim, tokens, batch_size, bytes_per_value], dtype=np.int64)
+    return factors.prod()
+""",
+        "a NumPy int64 product, returned as a NumPy integer",
+    ),
+    # ------------------------------------------------------------------ receptive_field
+    Answer(
+        "reach_closed_form",
+        "receptive_field",
+        """
+def receptive_field(window, num_layers):
+    return 1 + (window - 1) * num_layers
+""",
+        "the closed formula, written the other way round",
+    ),
+    Answer(
+        "reach_loop",
+        "receptive_field",
+        """
+def receptive_field(window, num_layers):
+    earliest = latest = 0  # offsets from the last position
+    for _ in range(num_layers):
+        earliest -= window - 1
+    return latest - earliest + 1
+""",
+        "the earliest position reached, followed down the layers",
+    ),
+    Answer(
+        "reach_mask_simulation",
+        "receptive_field",
+        """
+def receptive_field(window, num_layers):
+    length = num_layers * window + 1  # long enough: no window reaches the start
+    sees = sliding_window_mask(length, window).float()
+    depends = torch.zeros(length)
+    depends[-1] = 1.0
+    for _ in range(num_layers):
+        depends = ((depends @ sees) > 0).float()
+    return int(depends.sum())
+""",
+        "follows the dependencies through the masks of Part 3, layer by layer",
+    ),
+    Answer(
+        "reach_recursion",
+        "receptive_field",
+        """
+def receptive_field(window, num_layers):
+    if num_layers == 0:
+        return 1
+    return receptive_field(window, num_layers - 1) + window - 1
+""",
+        "recursion over the layers",
+    ),
+    Answer(
+        "reach_convolution",
+        "receptive_field",
+        """
+import numpy as np
+
+
+def receptive_field(window, num_layers):
+    reached = np.ones(1, dtype=bool)
+    for _ in range(num_layers):
+        reached = np.convolve(reached.astype(float), np.ones(window)) > 0
+    return int(np.count_nonzero(reached))
+""",
+        "a NumPy convolution with a window of ones per layer",
+    ),
 ]
