@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -37,6 +38,15 @@ def available() -> str | None:
         return "the tests do not run as root"
     missing = [tool for tool in ("unshare", "setpriv", "mount") if shutil.which(tool) is None]
     return f"missing: {', '.join(missing)}" if missing else None
+
+
+def unreachable(path: Path, uid: int = NOBODY) -> str | None:
+    """None where ``uid`` (with no groups) can reach ``path`` and read what is there, else why not."""
+    for folder in [*reversed(Path(path).resolve().parents), Path(path).resolve()]:
+        info = folder.stat()
+        if info.st_uid != uid and not info.st_mode & stat.S_IXOTH:
+            return f"{folder} is not searchable by uid {uid} (mode {stat.S_IMODE(info.st_mode):o})"
+    return None
 
 
 def python_top() -> Path | None:
