@@ -21,7 +21,7 @@ TESTS = {
     "sliding_window_mask": ["test_sliding_window", "test_sliding_window_error"],
     "online_softmax_attention": ["test_online_values", "test_online_masks", "test_online_memory"],
     "kv_cache_bytes": ["test_kv_cache_bytes"],
-    "receptive_field": ["test_receptive_field"],
+    "layers_needed": ["test_layers_needed"],
 }
 
 COPIES = "copies = x[:, :, None, :, :].expand(batch, kv_heads, n_rep, length, d_head)  # a view: nothing copied yet\n"
@@ -36,7 +36,7 @@ RESCALED_NORMALISER = "normaliser = normaliser * rescale + p"
 GUARD = 'base = torch.where(new_max == float("-inf"), torch.zeros_like(new_max), new_max)'
 DIVISION = "return output / torch.where(normaliser == 0, torch.ones_like(normaliser), normaliser)"
 CACHE_SIZE = "2 * num_layers * num_kv_heads * head_dim * tokens * batch_size * bytes_per_value"
-REACH = "num_layers * (window - 1) + 1"
+DEPTH = "-(-(context - 1) // (window - 1))"
 
 
 def repeat(why, cause, *replacements, name):
@@ -59,8 +59,8 @@ def cache_bytes(why, cause, *replacements, name):
     return Bug(name, "kv_cache_bytes", variant(A, "kv_cache_bytes", *replacements), why, cause)
 
 
-def reach(why, cause, *replacements, name):
-    return Bug(name, "receptive_field", variant(A, "receptive_field", *replacements), why, cause)
+def depth(why, cause, *replacements, name):
+    return Bug(name, "layers_needed", variant(A, "layers_needed", *replacements), why, cause)
 
 
 BUGS = [
@@ -249,23 +249,23 @@ def online_softmax_attention(q, k, v, block_size, mask=None):
         (CACHE_SIZE, CACHE_SIZE.replace("batch_size * ", "")),
         name="cache_bytes_one_sequence",
     ),
-    # ------------------------------------------------------------------ receptive_field
-    reach(
-        "window positions for every layer: the position itself counted again in each",
+    # ------------------------------------------------------------------ layers_needed
+    depth(
+        "rounds the number of layers down",
+        "round the number of layers up",
+        (DEPTH, "(context - 1) // (window - 1)"),
+        name="depth_rounded_down",
+    ),
+    depth(
+        "needs a layer for the last position itself",
+        "depends on itself with no layer",
+        (DEPTH, "-(-context // (window - 1))"),
+        name="depth_counts_itself",
+    ),
+    depth(
+        "counts window new positions per layer",
         "windows of stacked layers overlap",
-        (REACH, "num_layers * window"),
-        name="reach_window_per_layer",
-    ),
-    reach(
-        "the windows multiply from layer to layer",
-        "does not multiply",
-        (REACH, "window ** num_layers"),
-        name="reach_multiplies",
-    ),
-    reach(
-        "one window, whatever the depth",
-        "reach grows with every layer",
-        (REACH, "window"),
-        name="reach_one_layer",
+        (DEPTH, "-(-(context - 1) // window)"),
+        name="depth_window_per_layer",
     ),
 ]

@@ -453,67 +453,49 @@ def kv_cache_bytes(num_layers, num_heads, num_kv_heads, head_dim, tokens, batch_
 """,
         "a NumPy int64 product, returned as a NumPy integer",
     ),
-    # ------------------------------------------------------------------ receptive_field
+    # ------------------------------------------------------------------ layers_needed
     Answer(
-        "reach_closed_form",
-        "receptive_field",
+        "depth_ceil",
+        "layers_needed",
         """
-def receptive_field(window, num_layers):
-    return 1 + (window - 1) * num_layers
-""",
-        "the closed formula, written the other way round",
-    ),
-    Answer(
-        "reach_loop",
-        "receptive_field",
-        """
-def receptive_field(window, num_layers):
-    earliest = latest = 0  # offsets from the last position
-    for _ in range(num_layers):
-        earliest -= window - 1
-    return latest - earliest + 1
-""",
-        "the earliest position reached, followed down the layers",
-    ),
-    Answer(
-        "reach_mask_simulation",
-        "receptive_field",
-        """
-def receptive_field(window, num_layers):
-    length = num_layers * window + 1  # long enough: no window reaches the start
-    sees = sliding_window_mask(length, window).float()
-    depends = torch.zeros(length)
-    depends[-1] = 1.0
-    for _ in range(num_layers):
-        depends = ((depends @ sees) > 0).float()
-    return int(depends.sum())
-""",
-        "follows the dependencies through the masks of Part 3, layer by layer",
-    ),
-    Answer(
-        "reach_recursion",
-        "receptive_field",
-        """
-def receptive_field(window, num_layers):
-    if num_layers == 0:
-        return 1
-    return receptive_field(window, num_layers - 1) + window - 1
-""",
-        "recursion over the layers",
-    ),
-    Answer(
-        "reach_convolution",
-        "receptive_field",
-        """
-import numpy as np
+import math
 
 
-def receptive_field(window, num_layers):
-    reached = np.ones(1, dtype=bool)
-    for _ in range(num_layers):
-        reached = np.convolve(reached.astype(float), np.ones(window)) > 0
-    return int(np.count_nonzero(reached))
+def layers_needed(window, context):
+    return math.ceil((context - 1) / (window - 1))
 """,
-        "a NumPy convolution with a window of ones per layer",
+        "math.ceil of a float division",
+    ),
+    Answer(
+        "depth_loop",
+        "layers_needed",
+        """
+def layers_needed(window, context):
+    layers, reach = 0, 1
+    while reach < context:
+        layers += 1
+        reach += window - 1
+    return layers
+""",
+        "adds layers until the reach is enough",
+    ),
+    Answer(
+        "depth_floor_plus_one",
+        "layers_needed",
+        """
+def layers_needed(window, context):
+    return (context - 2) // (window - 1) + 1
+""",
+        "integer division, shifted by one",
+    ),
+    Answer(
+        "depth_divmod",
+        "layers_needed",
+        """
+def layers_needed(window, context):
+    full, rest = divmod(context - 1, window - 1)
+    return full + (1 if rest else 0)
+""",
+        "divmod, with one more layer for a remainder",
     ),
 ]
