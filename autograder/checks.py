@@ -101,22 +101,22 @@ def mistakes(item: Item, *known: Mistake) -> None:
     _MISTAKES[(item.assignment, item.name)] = tuple(known)
 
 
-def excused_where_helpers_fail(item: Item, raised_in: str) -> Item:
+def excused_where_helpers_fail(item: Item) -> Item:
     """``item`` graded on its own code where it fails only because the helpers it uses fail.
 
     Where calling the student's object raises, the reference solution built on the student's
     helpers (``item.uses``) runs on copies of the same inputs. If that raises too, the helpers are
     to blame: they lose their points in their own tests, and the call returns what the reference
     solution gives, so that this item is graded as if they were right. An unfilled stub of the item
-    itself (a ``NotImplementedError`` without a message, raised in the student's own frame
-    ``raised_in``: the function's name, or ``"__init__"`` for a class) is never excused, and
-    neither is a failure of the sandbox.
+    itself (a ``NotImplementedError`` without a message, raised in the student's own frame: the
+    function's, or ``__init__`` of a class) is never excused, and neither is a failure of the sandbox.
     """
     from autograder.sandbox.process import SandboxError  # the grader's side only
 
     student = item.obj
     solution = reference.get(item.assignment, item.name)
     on_students_helpers = _with_helpers(solution, item.uses)
+    raised_in = "__init__" if isinstance(solution, type) else item.name
 
     def copy(value):
         return value.clone() if isinstance(value, torch.Tensor) else value
