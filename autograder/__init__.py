@@ -11,9 +11,6 @@ per property::
 """
 
 from autograder.checks import (
-    CheckFailed,
-    Item,
-    Mistake,
     check_buffer,
     check_causal,
     check_dtype_follows_input,
@@ -30,9 +27,9 @@ from autograder.checks import (
     check_output_shapes,
     check_raises,
     check_rows_sum_to_one,
-    excused_where_helpers_fail,
-    mistakes,
+    check_within_memory,
 )
+from autograder.items import CheckFailed, Item, Mistake, mistakes
 from autograder.specs import array, fixture, group, literal, mask, padded_tokens, tensor, tokens
 
 __all__ = [
@@ -56,7 +53,7 @@ __all__ = [
     "check_output_shapes",
     "check_raises",
     "check_rows_sum_to_one",
-    "excused_where_helpers_fail",
+    "check_within_memory",
     "fixture",
     "group",
     "literal",

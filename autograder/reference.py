@@ -100,6 +100,20 @@ def get(assignment: str, name: str):
     return getattr(module, name)
 
 
+def defining(assignment: str, name: str):
+    """The reference of the graded item ``name`` as ``assignment`` sees it: its own, or that of the
+    earliest chapter before it that defines ``name`` (chapter 6 builds on chapter 3's
+    ``MultiHeadAttention``)."""
+    names = course.assignments()
+    earlier = names[: names.index(assignment) + 1] if assignment in names else [assignment]
+    for candidate in [assignment, *earlier[:-1]]:
+        try:
+            return get(candidate, name)
+        except ReferenceUnavailable:
+            continue
+    raise ReferenceUnavailable(f"no solution notebook up to {assignment!r} defines {name!r}")
+
+
 def item_source(assignment: str, name: str, root: Path | None = None) -> str:
     """The code of the solution cell that defines ``name`` (markers removed), as the book shows it."""
     nb = notebooks.read(course.notebook_path(assignment, "solutions", root))

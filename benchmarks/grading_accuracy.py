@@ -11,7 +11,9 @@ and prints per assignment:
 - correct answers at full marks, out of all;
 - wrong answers that lose points in their own item, out of all;
 - wrong answers whose hint names their cause;
-- the wrong answers that also cost points in another item (a cascade), with those items.
+- the wrong answers that also cost points in another item (a cascade), with those items;
+- each answer that falls short: a correct one that lost points, a wrong one that kept them, and a wrong
+  one whose hints do not name its cause (with the hints it got).
 
 ``make test`` asserts all of this (tests/test_grading.py); this script prints it as figures.
 """
@@ -50,19 +52,26 @@ def measure(assignment: str, jobs: int) -> dict:
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         graded = list(pool.map(grade, work))
-    figures = {"correct": 0, "correct_total": 0, "caught": 0, "named": 0, "bugs": 0, "cascades": []}
+    figures = {"correct": 0, "correct_total": 0, "caught": 0, "named": 0, "bugs": 0, "cascades": [], "missed": []}
     for kind, what, report in graded:
         failed = {gid: test for gid, test in report.tests.items() if not test.passed}
         if kind == "correct":
             figures["correct_total"] += len(what)
-            figures["correct"] += sum(not (set(failed) & set(bugs.TESTS[item])) for item in what)
+            wrongly = [item for item in what if set(failed) & set(bugs.TESTS[item])]
+            figures["correct"] += len(what) - len(wrongly)
+            figures["missed"] += [f"correct answer {what[item].name} ({item}) lost points" for item in wrongly]
             continue
         figures["bugs"] += 1
         own = set(bugs.TESTS[what.item])
         if set(failed) & own:
             figures["caught"] += 1
+        else:
+            figures["missed"].append(f"wrong answer {what.name} ({what.item}) kept its points")
         if any(what.cause.lower() in test.message.lower() for gid, test in failed.items() if gid in own):
             figures["named"] += 1
+        elif set(failed) & own:
+            hints = sorted({test.message.rpartition("hint: ")[2][:160] for gid, test in failed.items() if gid in own})
+            figures["missed"].append(f"wrong answer {what.name} ({what.item}): no hint names {what.cause!r}: {hints}")
         elsewhere = sorted(set(failed) - own)
         if elsewhere:
             figures["cascades"].append(f"{what.name} ({what.item}) -> {', '.join(elsewhere)}")
@@ -88,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         for line in f["cascades"]:
             print(f"    cascade: {line}")
+        for line in f["missed"]:
+            print(f"    {line}")
     print(f"({time.monotonic() - started:.0f} s)")
     return 0
 

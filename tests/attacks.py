@@ -520,3 +520,242 @@ class PositionalEncoding(nn.Module):
             raise ValueError(f"x has {length} positions, more than max_len={self.pe.size(0)}")
         return self.dropout(x + self.pe[:length].to(x.dtype))
 """
+
+# ----------------------------------------------------------------------------- the excuse of a failure
+# The grader once excused an item whose check failed when the reference solution, run in the grader on the
+# student's own helpers (in the same, stateful sandbox process), failed too, or gave what the item gave. An
+# item that computed nothing could arm a flag, and its helper misbehave on its next call (the excuse's): full
+# marks for nothing. Each ARMED entry below is such a pair, for one assignment: the item arms and raises (or
+# returns what the excuse would compute with an armed helper), the helper misbehaves when armed (and is right
+# otherwise), and DISARM, the notebook's last cell, undoes what the notebook's own cells armed, so that the
+# helper passes its own tests.
+
+DISARM = "_ARMED[0] = False\n"
+
+_ARM = """
+_ARMED = [False]
+
+
+def _armed():  # True once after an item armed it: the call that the grader's excuse makes
+    if _ARMED[0]:
+        _ARMED[0] = False
+        return True
+    return False
+"""
+
+ARMED = {
+    "ch02_scaled_dot_product": {
+        "softmax": _ARM
+        + """
+def softmax(x, axis=-1):
+    if _armed():
+        raise RuntimeError("armed")
+    shifted = x - np.max(x, axis=axis, keepdims=True)
+    exps = np.exp(shifted)
+    return exps / np.sum(exps, axis=axis, keepdims=True)
+""",
+        "attention_numpy": """
+def attention_numpy(Q, K, V):
+    _ARMED[0] = True
+    raise RuntimeError("nothing computed")
+""",
+    },
+    "ch03_multi_head": {
+        "split_heads": _ARM
+        + """
+def split_heads(x, num_heads):
+    if _armed():
+        raise RuntimeError("armed")
+    batch, length, d_model = x.shape
+    if d_model % num_heads != 0:
+        raise ValueError(f"num_heads={num_heads} does not divide the feature size {d_model}")
+    return x.view(batch, length, num_heads, d_model // num_heads).transpose(1, 2)
+""",
+        "MultiHeadAttention": """
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_model, num_heads, bias=True):
+        super().__init__()
+        if d_model % num_heads != 0:
+            raise ValueError(f"num_heads={num_heads} must divide d_model={d_model}")
+        self.num_heads = num_heads
+        self.W_q = nn.Linear(d_model, d_model, bias=bias)
+        self.W_k = nn.Linear(d_model, d_model, bias=bias)
+        self.W_v = nn.Linear(d_model, d_model, bias=bias)
+        self.W_o = nn.Linear(d_model, d_model, bias=bias)
+
+    def forward(self, query, key, value, mask=None):  # computes no attention at all
+        _ARMED[0] = True
+        raise RuntimeError("nothing computed")
+""",
+    },
+    "ch04_masking": {
+        "causal_mask": _ARM
+        + """
+def causal_mask(size, device=None):
+    if _armed():
+        raise RuntimeError("armed")
+    return torch.ones(size, size, dtype=torch.bool, device=device).tril()
+""",
+        "decoder_self_attention_mask": """
+def decoder_self_attention_mask(tgt, pad_id):
+    _ARMED[0] = True
+    raise RuntimeError("nothing computed")
+""",
+    },
+    "ch05_positional_encoding": {
+        "sinusoidal_positional_encoding": _ARM
+        + """
+def sinusoidal_positional_encoding(max_len, d_model):
+    if _armed():
+        raise RuntimeError("armed")
+    if d_model % 2:
+        raise ValueError(f"d_model must be even, got d_model={d_model}")
+    positions = torch.arange(max_len, dtype=torch.float64)[:, None]
+    angles = positions * torch.exp(-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model * math.log(10000.0))
+    pe = torch.zeros(max_len, d_model, dtype=torch.float64)
+    pe[:, 0::2], pe[:, 1::2] = torch.sin(angles), torch.cos(angles)
+    return pe.float()
+""",
+        "PositionalEncoding": """
+class PositionalEncoding(nn.Module):
+    def __init__(self, d_model, max_len=5000, dropout=0.0):
+        super().__init__()
+        _ARMED[0] = True
+        raise RuntimeError("nothing computed")
+
+    def forward(self, x):
+        raise RuntimeError("nothing computed")
+""",
+    },
+    "ch06_transformer": {
+        "FeedForward": _ARM
+        + """
+class FeedForward(nn.Module):
+    def __init__(self, d_model, d_ff, dropout=0.0):
+        super().__init__()
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.linear2 = nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x):
+        if _armed():  # cancels the residual sum around it: the layer's output is then norm2's bias
+            return -x
+        return self.linear2(self.dropout(F.relu(self.linear1(x))))
+""",
+        "EncoderLayer": """
+class EncoderLayer(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, num_heads)
+        self.ff = FeedForward(d_model, d_ff, dropout)
+        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)
+
+    def forward(self, x, mask=None):  # computes no attention and no feed-forward network
+        _ARMED[0] = True
+        return self.norm2.bias.expand_as(x).clone()
+""",
+    },
+    "ch07_efficient_attention": {
+        "repeat_kv": _ARM
+        + """
+def repeat_kv(x, n_rep):
+    if _ARMED[0]:  # the keys, then the values: zeros, so the attention's output is zero
+        _ARMED[0] -= 1
+        return torch.zeros_like(x.repeat_interleave(n_rep, dim=1))
+    return x.repeat_interleave(n_rep, dim=1)
+""",
+        "GroupedQueryAttention": """
+class GroupedQueryAttention(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, bias=False):
+        super().__init__()
+        if d_model % num_heads != 0:
+            raise ValueError(f"num_heads={num_heads} must divide d_model={d_model}")
+        if num_heads % num_kv_heads != 0:
+            raise ValueError(f"num_kv_heads={num_kv_heads} must divide num_heads={num_heads}")
+        d_head = d_model // num_heads
+        self.num_kv_heads = num_kv_heads
+        self.W_q = nn.Linear(d_model, d_model, bias=bias)
+        self.W_k = nn.Linear(d_model, num_kv_heads * d_head, bias=bias)
+        self.W_v = nn.Linear(d_model, num_kv_heads * d_head, bias=bias)
+        self.W_o = nn.Linear(d_model, d_model, bias=bias)
+
+    def forward(self, x, mask=None, cache=None):  # keeps the cache, and computes no attention
+        _ARMED[0] = 2
+        k = split_heads(self.W_k(x), self.num_kv_heads)
+        v = split_heads(self.W_v(x), self.num_kv_heads)
+        if cache is not None:
+            k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
+        return self.W_o(torch.zeros_like(x)), (k, v)
+""",
+    },
+}
+# The item of each ARMED pair that computes nothing, and so must lose every point of its tests.
+ARMED_ITEM = {assignment: list(answers)[1] for assignment, answers in ARMED.items()}
+
+# ch04: the excuse once combined the student's helpers' masks in the grader (causal[None, None] &
+# keys[:, None, None]): helpers that return a (N, 1) and a (1, N) bool tensor, 80 kB on the wire, made the
+# grader allocate N * N bytes outside every sandbox limit (1.6 GB here).
+HUGE_HELPERS = {
+    "causal_mask": _ARM
+    + """
+_HUGE = [False]
+
+
+def causal_mask(size, device=None):
+    if _armed():
+        _HUGE[0] = True
+        return torch.ones(40_000, 1, dtype=torch.bool)
+    return torch.ones(size, size, dtype=torch.bool, device=device).tril()
+""",
+    "padding_mask": """
+def padding_mask(tokens, pad_id):
+    if _HUGE[0]:
+        _HUGE[0] = False
+        return torch.ones(1, 40_000, dtype=torch.bool)
+    return tokens != pad_id
+""",
+    "decoder_self_attention_mask": """
+def decoder_self_attention_mask(tgt, pad_id):
+    _ARMED[0] = True
+    raise RuntimeError("nothing computed")
+""",
+}
+
+# ch06: the grader once matched a Transformer's parameters to the reference's by comparing every key of
+# state_dict() with every other, in the grader: 20,000 keys held `make grade` for over ten minutes.
+MANY_KEYS_TRANSFORMER = """
+class Transformer(Transformer):  # the reference answer, above, with a state_dict of 20,000 more entries
+    def state_dict(self, *args, **kwargs):
+        state = super().state_dict(*args, **kwargs)
+        for i in range(20_000):
+            state[f"padding.{i}.weight"] = torch.zeros(1)
+        return state
+"""
+
+# ch03: the grader's stand-ins answer with the reference's values; a call far larger than any the assignment's
+# own solution makes on these inputs is refused before the grader computes anything.
+HUGE_STAND_IN_CALL = """
+class MultiHeadAttention(MultiHeadAttention):  # the reference answer, above, that first asks for a huge split
+    def forward(self, query, key, value, mask=None):
+        split_heads(torch.zeros(1, 30_000, 16), 4)
+        return super().forward(query, key, value, mask)
+"""
+
+# ch03: a thread of the student's sends a stand-in's call while the grader is not calling: it breaks the
+# protocol, which ends that student's conversation only.
+FORGED_CALLBACK = r"""
+import os, struct, json, threading, time
+
+def _forge():
+    time.sleep(0.5)
+    message = json.dumps({"seq": 1, "callback": {"kind": "call", "name": "split_heads", "args": {"list": []},
+                                                 "kwargs": {"dict": {}}}}).encode()
+    for fd in range(3, 64):
+        try:
+            os.write(fd, struct.pack(">I", len(message)) + message)
+        except OSError:
+            pass
+
+threading.Thread(target=_forge, daemon=True).start()
+"""

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import torch
 
-import autograder.checks
 from attention_course.solutions.ch03_multi_head import MultiHeadAttention, merge_heads, split_heads
 from attention_course.solutions.ch04_masking import masked_softmax
 from autograder import (
@@ -108,8 +107,7 @@ def test_output_shapes():
     assert "output has shape (2, 5, 7); expected (2, 5, 6)" in msg
 
 
-def test_matches_reference(monkeypatch):
-    monkeypatch.setattr(autograder.checks, "_MISTAKES", {})  # no known mistakes registered by other tests' notebooks
+def test_matches_reference():
     check_matches_reference(sdpa_item(good_attention), QKV, seed=3)
     msg = failure(check_matches_reference, sdpa_item(unscaled_attention), QKV, seed=3, hint="divide by sqrt(d_k)")
     assert_well_formed(

@@ -34,7 +34,7 @@ import pytest
 import torch
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_raw_cell
 
-from autograder import checks, notebooks, reference
+from autograder import calls, notebooks, reference, standins
 from autograder import course as course_settings
 from autograder.cli import grade
 from autograder.cli import run_nbgrader as _nbgrader
@@ -722,11 +722,11 @@ def test_reference_buffers_are_never_handed_to_a_submission(monkeypatch):
     assert report.score <= report.max_score - report.tests["test_positional_encoding"].points
 
     def whole_state_dict(call):  # the former use_reference_weights: buffers as well as parameters
-        with checks._TORCH_RNG:
+        with standins.TORCH_RNG:
             torch.manual_seed(call.seed)
             call.weights = reference.get(call.item.assignment, call.item.name)(*call.init).state_dict()
 
-    monkeypatch.setattr(checks._Call, "use_reference_weights", whole_state_dict)
+    monkeypatch.setattr(calls.Call, "use_reference_weights", whole_state_dict)
     assert grade_notebook(C05, nb, release=TERM_BEFORE_CH05).score == report.max_score
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from autograder import standins
 from autograder.grading.report import Report
 from autograder.sandbox import wire
 from autograder.sandbox.process import Limits, Sandbox, SandboxDied, SandboxError, SandboxTimeout, clean_text
@@ -116,10 +117,23 @@ class Session:
         if generation is not None and generation != self.generation:
             raise SandboxError(f"{label}: this object was lost when the notebook was restarted after a failure")
         timeout = max(0.1, self.deadline - time.monotonic())
+        scope = standins.current()  # the check calling: the stand-ins of its item, and the call's seed
+        callbacks = None if scope is None else scope.answer
         try:
+            sandbox.stand_in(*(scope.kinds() if scope else ((), ())), timeout=timeout)
             if getattr_only:
-                return sandbox.getattr(int(target), str(attr), timeout=timeout, label=label)
-            return sandbox.call(target, list(args), dict(kwargs or {}), timeout=timeout, attr=attr, label=label)
+                return sandbox.getattr(int(target), str(attr), timeout=timeout, label=label, callbacks=callbacks)
+            return sandbox.call(
+                target,
+                list(args),
+                dict(kwargs or {}),
+                timeout=timeout,
+                attr=attr,
+                label=label,
+                seed=None if scope is None else scope.seed,
+                callbacks=callbacks,
+                memory_mb=None if scope is None else scope.memory_mb,
+            )
         except SandboxError as exc:
             self._keep_output(sandbox)
             self.sandbox = None
@@ -176,6 +190,8 @@ class Session:
 class Remote:
     """Stands in for a student's function or class in the test cells: calls it in the sandbox, by value."""
 
+    __remote__ = True  # what the checks call runs in the sandbox
+
     def __init__(self, session: Session, name: str, signature: inspect.Signature | None):
         self._session, self.__name__, self.__qualname__ = session, name, name
         if signature is not None:
@@ -192,6 +208,8 @@ class RemoteObject:
     Attribute access and calls go to the sandbox; what comes back is plain data or
     another RemoteObject. Passing it to the student's code passes the object itself.
     """
+
+    __remote__ = True
 
     def __init__(self, session: Session, number: int, kind: str, item: str, generation: int):
         self.__dict__.update(

@@ -42,6 +42,7 @@ import json
 import os
 import queue
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -50,6 +51,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -58,6 +60,7 @@ from autograder.sandbox import wire
 PACKAGES_MOUNT = "/opt/course-packages"  # where the students' packages are, inside the sandbox
 UIDS = range(61000, 62000)  # host uids for sandboxes when the grader runs as root
 LAUNCH_FAILED = 125  # the launcher's exit status when it could not set the sandbox up
+MAX_CALLBACKS = 512  # calls of the grader's stand-ins during one call of the student's code
 
 # Runs first in the new process (no threads yet, unlike the grader): join the cgroups; as root,
 # bind what the sandbox needs where its uid may read it (in a private mount namespace) and drop
@@ -338,6 +341,7 @@ class Sandbox:
         self._close_lock = threading.Lock()
         self._sequence = 0
         self.ready = False
+        self.stand_ins: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # (functions, modules) in place
         if packages is None:
             from autograder import course
             from autograder.packages import sandbox_packages
@@ -518,10 +522,18 @@ class Sandbox:
         timeout: float | None = None,
         attr: str | None = None,
         label: str | None = None,
+        seed: int | None = None,
+        callbacks: Callable[[dict], dict] | None = None,
+        memory_mb: int | None = None,
     ) -> dict:
-        """Call the student's object (a name, or a handle number), or its attribute ``attr``.
+        """Call the student's object (a name, or a handle number), or its attribute ``attr``, the
+        random generators seeded with ``seed`` first (if given).
 
-        The reply is described in :mod:`autograder.sandbox.worker`; it is checked here.
+        The reply is described in :mod:`autograder.sandbox.worker`; it is checked here. The stand-ins'
+        calls that come while the grader waits for it go to ``callbacks`` (a callback message in, the
+        answer out, as plain data); without ``callbacks`` they are refused. With ``memory_mb``, every
+        process of the sandbox may take at most that many MiB of address space beyond what it holds
+        when the call starts (:meth:`memory_budget`).
         """
         request = {
             "op": "call",
@@ -529,21 +541,103 @@ class Sandbox:
             "args": [wire.encode(a) for a in args],
             "kwargs": {k: wire.encode(v) for k, v in kwargs.items()},
         }
+        if seed is not None:
+            request["seed"] = int(seed)
         request["name" if isinstance(target, str) else "handle"] = target
-        return self._request(request, timeout, f"a call of {label or target}", len(args), set(kwargs))
+        with self.memory_budget(memory_mb):
+            return self._request(request, timeout, f"a call of {label or target}", len(args), set(kwargs), callbacks)
 
-    def getattr(self, handle: int, attr: str, timeout: float | None = None, label: str | None = None) -> dict:
+    @contextlib.contextmanager
+    def memory_budget(self, megabytes: int | None):
+        """While the block runs, each process of the sandbox may grow its address space by at most
+        ``megabytes`` MiB (RLIMIT_AS, set from outside, on processes the sandbox's code cannot exempt:
+        its children inherit it); afterwards the sandbox's own limit holds again. A grader that may
+        not set the limit (neither root nor the sandbox's uid) leaves it as it is."""
+        if megabytes is None:
+            yield
+            return
+        launch = self.limits.memory_mb * 2**20
+        for pid in self._processes():
+            with contextlib.suppress(OSError, ValueError):
+                soft = min(launch, _address_space(pid) + megabytes * 2**20)
+                resource.prlimit(pid, resource.RLIMIT_AS, (soft, launch))
+        try:
+            yield
+        finally:
+            for pid in self._processes():
+                with contextlib.suppress(OSError, ValueError):
+                    resource.prlimit(pid, resource.RLIMIT_AS, (launch, launch))
+
+    def _processes(self) -> list[int]:
+        """The sandbox's processes: the descendants of the one the grader started."""
+        children: dict[int, list[int]] = {}
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit():
+                with contextlib.suppress(OSError, ValueError, IndexError):
+                    with open(f"/proc/{entry.name}/stat", "rb") as f:
+                        parent = int(f.read().rsplit(b")", 1)[1].split()[1])
+                    children.setdefault(parent, []).append(int(entry.name))
+        found, todo = [], list(children.get(self.process.pid, []))
+        while todo:
+            pid = todo.pop()
+            found.append(pid)
+            todo += children.get(pid, [])
+        return found
+
+    def getattr(
+        self,
+        handle: int,
+        attr: str,
+        timeout: float | None = None,
+        label: str | None = None,
+        callbacks: Callable[[dict], dict] | None = None,
+    ) -> dict:
         """An attribute of an object that stays in the sandbox."""
-        return self._request({"op": "getattr", "handle": handle, "attr": attr}, timeout, label or f".{attr}", 0, set())
+        request = {"op": "getattr", "handle": handle, "attr": attr}
+        return self._request(request, timeout, label or f".{attr}", 0, set(), callbacks)
 
-    def _request(self, request: dict, timeout: float | None, what: str, nargs: int, kwargs: set) -> dict:
+    def stand_in(self, functions: list[str], modules: list[str], timeout: float | None = None) -> None:
+        """Put the grader's stand-ins in place of the notebook's objects of these names (and put back
+        those of the last call): see :mod:`autograder.standins`."""
+        wanted = (tuple(functions), tuple(modules))
+        if wanted == self.stand_ins:
+            return
+        request = {"op": "stand_in", "functions": list(functions), "modules": list(modules)}
+        reply = self._request(request, timeout, "putting the grader's stand-ins in place", 0, set())
+        if not reply["ok"] or reply.get("value") is not None:
+            raise self._protocol_error("a wrong reply to putting the stand-ins in place")
+        self.stand_ins = wanted
+
+    def _request(
+        self,
+        request: dict,
+        timeout: float | None,
+        what: str,
+        nargs: int,
+        kwargs: set,
+        callbacks: Callable[[dict], dict] | None = None,
+    ) -> dict:
         limit = self.limits.call_timeout if timeout is None else min(timeout, self.limits.call_timeout)
         deadline = time.monotonic() + limit
         self._sequence += 1
         request["seq"] = self._sequence
         self._send(request, limit)
-        reply = self._next(deadline, what)
-        return self._checked_reply(reply, nargs, kwargs)
+        answered = 0
+        while True:
+            reply = self._next(deadline, what)
+            if "callback" not in reply:
+                return self._checked_reply(reply, nargs, kwargs)
+            if set(reply) != {"seq", "callback"} or reply["seq"] != self._sequence:
+                raise self._protocol_error("a stand-in's call of the wrong form")
+            answered += 1
+            if answered > MAX_CALLBACKS:
+                raise self._protocol_error(f"more than {MAX_CALLBACKS} calls of the grader's stand-ins in one call")
+            if callbacks is None or not isinstance(reply["callback"], dict):
+                answer = {"ok": False, "error_type": "RuntimeError", "error": "no stand-ins are in use now"}
+            else:
+                answer = callbacks(reply["callback"])
+            left = max(0.1, deadline - time.monotonic())
+            self._send({"op": "callback_result", "seq": self._sequence, **answer}, left)
 
     def _checked_reply(self, reply: dict, nargs: int, kwargs: set) -> dict:
         """The reply, if it has the form a reply of the worker has; else the student broke the protocol."""
@@ -655,6 +749,15 @@ def clean_text(text, limit: int) -> str:
     text = str(text)[:limit]
     text = text.encode("utf-8", "replace").decode("utf-8", "replace")
     return _ESCAPES.sub("", text).translate(_CONTROL)
+
+
+def _address_space(pid: int) -> int:
+    """The bytes of address space that process ``pid`` holds now (VmSize)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    raise ValueError(f"no VmSize for process {pid}")
 
 
 def _signal_name(number: int) -> str:

@@ -1,7 +1,8 @@
 """Values that cross the sandbox boundary, as plain data.
 
 Only these cross: None, bools, ints, floats, strings, lists, tuples, dicts with
-string keys, NumPy arrays and torch tensors of numeric or boolean dtypes. Arrays
+string keys, NumPy arrays and torch tensors of numeric or boolean dtypes, and torch
+devices and dtypes (by name: ``cpu``, ``meta``, ``cuda[:n]``; one of :data:`DTYPES`). Arrays
 travel as dtype, shape and raw bytes; the receiving side builds a new, plain
 ``np.ndarray`` or ``torch.Tensor`` from them, never an object of the sender's
 choosing (no pickle, no subclasses, no code). Messages are length-prefixed JSON.
@@ -28,6 +29,7 @@ import torch
 DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64")
 MAX_MESSAGE = 256 * 2**20
 MAX_DEPTH = 32
+DEVICE_TYPES = ("cpu", "meta", "cuda")
 
 
 class WireError(ValueError):
@@ -45,6 +47,13 @@ def encode(value, depth: int = 0, make_handle=None):
         return {"fixture": {"name": str(fixture[0]), "args": encode(list(fixture[1]), depth + 1)}}
     if value is None or isinstance(value, (bool, str)):
         return value
+    if isinstance(value, torch.device):
+        return {"device": str(value)}
+    if isinstance(value, torch.dtype):
+        name = str(value).removeprefix("torch.")
+        if name not in DTYPES:
+            raise WireError(f"the dtype {value} cannot cross")
+        return {"dtype": name}
     if isinstance(value, int):
         return {"int": str(int(value))}
     if isinstance(value, float):
@@ -101,6 +110,16 @@ def decode(data, depth: int = 0, resolve=None):
     ((kind, body),) = data.items()
     if kind == "int":
         return int(str(body)[:400])
+    if kind == "device":
+        name = str(body)[:16]
+        kind, _, index = name.partition(":")
+        if kind not in DEVICE_TYPES or not (index == "" or index.isdigit()):
+            raise WireError(f"unknown device {name!r}")
+        return torch.device(name)
+    if kind == "dtype":
+        if str(body) not in DTYPES:
+            raise WireError(f"unknown dtype {str(body)[:20]!r}")
+        return getattr(torch, str(body))
     if kind == "float":
         return float(str(body)[:64]) if str(body) not in ("nan", "inf", "-inf") else float(body)
     if kind in ("tensor", "ndarray"):

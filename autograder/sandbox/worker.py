@@ -25,6 +25,17 @@ Requests:
   Values that are not plain data (a module the student's class built, a bound
   method) stay here and are returned as handles.
 * ``{"op": "getattr", "seq": int, "handle": int, "attr": str}``: an attribute of a handle.
+* ``{"op": "stand_in", "seq": int, "functions": [name, ...], "modules": [name, ...]}``: put the
+  grader's stand-ins in place of the notebook's objects of these names (and of every other name
+  bound to the same object), after putting back those of the last ``stand_in``; reply
+  ``{"ok": true, "value": null}``. A stand-in computes nothing here: a call of it, while a request
+  is served, sends ``{"seq": int, "callback": {"kind": "call" | "construct" | "forward", "name": str,
+  ...}}`` and waits for ``{"op": "callback_result", "seq": int, "ok": bool, ...}``, whose values it
+  returns (or whose error it raises). A stand-in module holds real parameters and buffers, laid out
+  as the grader's reply to ``construct`` says, and sends them with every ``forward``, with the
+  random generator's state, which comes back advanced as if the module had run here.
+
+A ``call`` may carry ``"seed": int``: the random generators are seeded with it just before the call.
 
 The grader checks every message against this description and ends the conversation at the
 first that does not fit, so a message forged by student code only fails that student's work.
@@ -49,13 +60,13 @@ def _private_channels():
     return requests, replies
 
 
-def _seed_everything() -> None:
+def _seed_everything(seed: int = 0) -> None:
     import numpy as np
     import torch
 
-    random.seed(0)
-    np.random.seed(0)
-    torch.manual_seed(0)
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
 
 
 def _shell():
@@ -84,12 +95,15 @@ def main() -> None:
     _seed_everything()
     shell = _shell()
     handles = _Handles()
+    grader = _Grader(requests, replies, wire)
+    stand_ins = _StandIns(grader, wire)
     wire.send(replies, {"event": "ready"})
     while True:
         request = wire.receive(requests)
         if request is None:
             return
         op = request.get("op")
+        grader.serving = request.get("seq")
         if op == "run_cells":
             for index, source in enumerate(request["cells"]):
                 wire.send(replies, {"event": "cell_start", "index": index})
@@ -99,12 +113,145 @@ def main() -> None:
                 wire.send(replies, {"event": "cell_done", "index": index, "error": error})
             wire.send(replies, {"event": "cells_done", "others": _other_processes()})
         elif op in ("call", "getattr"):
+            if op == "call" and type(request.get("seed")) is int:
+                _seed_everything(request["seed"])
             wire.send(replies, {"seq": request.get("seq"), **_call(shell.user_ns, request, wire, handles)})
+        elif op == "stand_in":
+            stand_ins.install(shell.user_ns, request.get("functions") or [], request.get("modules") or [])
+            wire.send(replies, {"seq": request.get("seq"), "ok": True, "value": None})
         else:
             wire.send(
                 replies,
                 {"seq": request.get("seq"), "ok": False, "error_type": "ProtocolError", "error": f"unknown op {op!r}"},
             )
+        grader.serving = None
+
+
+class _Grader:
+    """The way back to the grader while it waits for the reply to a request: the stand-ins' calls."""
+
+    def __init__(self, requests, replies, wire):
+        import threading
+
+        self.requests, self.replies, self.wire = requests, replies, wire
+        self.serving = None  # the seq of the request being served, if any
+        self.lock = threading.Lock()
+
+    def ask(self, callback: dict) -> dict:
+        with self.lock:
+            if self.serving is None:
+                raise RuntimeError("the grader's stand-ins answer only while the grader is calling your code")
+            self.wire.send(self.replies, {"seq": self.serving, "callback": callback})
+            answer = self.wire.receive(self.requests)
+        if not isinstance(answer, dict) or answer.get("op") != "callback_result" or answer.get("seq") != self.serving:
+            raise RuntimeError("the grader did not answer the stand-in's call")
+        if not answer.get("ok"):
+            raise _builtin_error(str(answer.get("error_type", "")))(str(answer.get("error", ""))[:2000])
+        return answer
+
+
+def _builtin_error(name: str) -> type:
+    import builtins
+
+    cls = getattr(builtins, name, None)
+    return cls if isinstance(cls, type) and issubclass(cls, Exception) else RuntimeError
+
+
+class _StandIns:
+    """The grader's stand-ins for the notebook's graded items, put in place while an item that uses
+    them is graded, and the notebook's own objects they replaced."""
+
+    def __init__(self, grader: _Grader, wire):
+        self.grader, self.wire = grader, wire
+        self.replaced: dict[str, object] = {}  # name -> the notebook's object
+
+    def install(self, namespace: dict, functions: list, modules: list) -> None:
+        for key, original in self.replaced.items():
+            namespace[key] = original
+        self.replaced = {}
+        wanted = [(str(name), self._function(str(name))) for name in functions]
+        wanted += [(str(name), self._module(str(name))) for name in modules]
+        for name, stand_in in wanted:
+            original = namespace.get(name)
+            keys = [name]
+            if original is not None:  # another name for the same object: `sh = split_heads`
+                keys += [k for k, v in list(namespace.items()) if v is original and k != name and not k.startswith("_")]
+            for key in keys:
+                if key in namespace and key not in self.replaced:
+                    self.replaced[key] = namespace[key]
+                namespace[key] = stand_in
+
+    def _function(self, name: str):
+        grader, wire = self.grader, self.wire
+
+        def stand_in(*args, **kwargs):
+            answer = grader.ask(
+                {
+                    "kind": "call",
+                    "name": name,
+                    "args": wire.encode(list(args)),
+                    "kwargs": wire.encode(dict(kwargs)),
+                }
+            )
+            return wire.decode(answer.get("value"))
+
+        stand_in.__name__ = stand_in.__qualname__ = name
+        return stand_in
+
+    def _module(self, name: str):
+        import torch
+
+        grader, wire = self.grader, self.wire
+
+        class StandIn(torch.nn.Module):
+            def __init__(self, *args, **kwargs):
+                super().__init__()
+                answer = grader.ask(
+                    {
+                        "kind": "construct",
+                        "name": name,
+                        "args": wire.encode(list(args)),
+                        "kwargs": wire.encode(dict(kwargs)),
+                        "rng": wire.encode(torch.get_rng_state()),
+                    }
+                )
+                self.__dict__["_stand_in_init"] = answer.get("init")
+                parameters = set(wire.decode(answer.get("parameters")))
+                for key, value in wire.decode(answer.get("state")).items():
+                    owner, path = self, key.split(".")
+                    for part in path[:-1]:
+                        if part not in owner._modules:
+                            owner.add_module(part, torch.nn.Module())
+                        owner = owner._modules[part]
+                    if key in parameters:
+                        owner.register_parameter(path[-1], torch.nn.Parameter(value))
+                    else:
+                        owner.register_buffer(path[-1], value)
+                for attr, value in wire.decode(answer.get("attributes")).items():
+                    setattr(self, attr, value)
+                torch.set_rng_state(wire.decode(answer.get("rng")))
+
+            def forward(self, *args, **kwargs):
+                answer = grader.ask(
+                    {
+                        "kind": "forward",
+                        "name": name,
+                        "init": self._stand_in_init,
+                        "state": wire.encode(dict(self.state_dict())),
+                        "training": bool(self.training),
+                        "args": wire.encode(list(args)),
+                        "kwargs": wire.encode(dict(kwargs)),
+                        "rng": wire.encode(torch.get_rng_state()),
+                    }
+                )
+                torch.set_rng_state(wire.decode(answer.get("rng")))
+                return wire.decode(answer.get("value"))
+
+            def extra_repr(self):
+                return "the grader's stand-in"
+
+        StandIn.__name__ = StandIn.__qualname__ = name
+        return StandIn
 
 
 class _Handles:

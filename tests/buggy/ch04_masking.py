@@ -369,3 +369,21 @@ BUGS = [
         code=variant(A, "visible_pairs", (PAIRS, "(i + 1 if i < num_real else 0)")),
     ),
 ]
+
+# Found by the second review of the grader: a hint that named padding for a diagonal off by one.
+BUGS += [
+    Bug(
+        "decoder_mask_hides_diagonal",
+        "decoder_self_attention_mask",
+        variant(
+            A,
+            "decoder_self_attention_mask",
+            (
+                "causal = causal_mask(tgt.size(1), device=tgt.device)",
+                "causal = torch.ones(tgt.size(1), tgt.size(1), dtype=torch.bool, device=tgt.device).tril(-1)",
+            ),
+        ),
+        why="its own look-ahead part, off by one: the diagonal hidden",
+        cause="the diagonal is hidden",
+    ),
+]

@@ -763,3 +763,82 @@ BUGS = [
         code=variant("cross_attention_weights_shape", ("return shape", "return list(shape)")),
     ),
 ]
+
+# Found by the second review of the grader: answers that the grader used to pass, or that cost points
+# in other items than their own.
+BUGS += [
+    Bug(
+        "ff_fixed_dropout",
+        "FeedForward",
+        code=variant("FeedForward", ("self.dropout = nn.Dropout(dropout)", "self.dropout = nn.Dropout(0.1)")),
+        why="a dropout probability written into the code",
+        cause="the dropout's probability is fixed",
+    ),
+    Bug(
+        "enc_ff_without_dropout",
+        "EncoderLayer",
+        code=variant(
+            "EncoderLayer", ("self.ff = FeedForward(d_model, d_ff, dropout)", "self.ff = FeedForward(d_model, d_ff)")
+        ),
+        why="the feed-forward network built without the layer's dropout",
+        cause="built without the layer's dropout",
+    ),
+    Bug(
+        "dec_ff_without_dropout",
+        "DecoderLayer",
+        code=variant(
+            "DecoderLayer", ("self.ff = FeedForward(d_model, d_ff, dropout)", "self.ff = FeedForward(d_model, d_ff)")
+        ),
+        why="the feed-forward network built without the layer's dropout",
+        cause="built without the layer's dropout",
+    ),
+    Bug(
+        "dec_shared_attention",
+        "DecoderLayer",
+        code=variant(
+            "DecoderLayer",
+            ("self.cross_attn = MultiHeadAttention(d_model, num_heads)", "self.cross_attn = self.self_attn"),
+        ),
+        why="one MultiHeadAttention for self-attention and cross-attention",
+        cause="are one module",
+    ),
+    Bug(
+        "transformer_shared_encoder_layer",
+        "Transformer",
+        code=variant(
+            "Transformer",
+            (
+                "nn.ModuleList(EncoderLayer(d_model, num_heads, d_ff, dropout) for _ in range(num_layers))",
+                "nn.ModuleList([EncoderLayer(d_model, num_heads, d_ff, dropout)] * num_layers)",
+            ),
+        ),
+        why="one encoder layer object repeated, so the layers share their weights",
+        cause="one encoder layer object is repeated",
+    ),
+    Bug(
+        "transformer_shared_decoder_layer",
+        "Transformer",
+        code=variant(
+            "Transformer",
+            (
+                "nn.ModuleList(DecoderLayer(d_model, num_heads, d_ff, dropout) for _ in range(num_layers))",
+                "nn.ModuleList([DecoderLayer(d_model, num_heads, d_ff, dropout)] * num_layers)",
+            ),
+        ),
+        why="one decoder layer object repeated, so the layers share their weights",
+        cause="one decoder layer object is repeated",
+    ),
+    Bug(
+        "decode_makes_its_own_mask",
+        "Transformer",
+        code=variant(
+            "Transformer",
+            (
+                "x = layer(x, memory, tgt_mask, memory_mask)",
+                "x = layer(x, memory, causal_mask(tgt_in.size(1), device=tgt_in.device), memory_mask)",
+            ),
+        ),
+        why="decode ignores tgt_mask and always applies a look-ahead mask of its own",
+        cause="a look-ahead mask of its own",
+    ),
+]

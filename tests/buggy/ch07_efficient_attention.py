@@ -269,3 +269,61 @@ def online_softmax_attention(q, k, v, block_size, mask=None):
         name="depth_window_per_layer",
     ),
 ]
+
+# Found by the second review of the grader: answers that the grader used to pass or blame on another cause.
+BUGS += [
+    Bug(
+        "online_whole_matrix_once",
+        "online_softmax_attention",
+        """
+def online_softmax_attention(q, k, v, block_size, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (..., Lq, Lk): the whole matrix, once
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    top = scores.amax(dim=-1, keepdim=True)
+    top = torch.where(torch.isinf(top), torch.zeros_like(top), top)
+    scores = scores.sub_(top).exp_()
+    total = scores.sum(dim=-1, keepdim=True)
+    return (scores @ v) / torch.where(total == 0, torch.ones_like(total), total)
+""",
+        why="one (Lq, Lk) matrix of scores, worked on in place: right values, but the memory of the whole matrix",
+        cause="never build the whole",
+    ),
+    Bug(
+        "online_zeros_for_long_inputs",
+        "online_softmax_attention",
+        variant(
+            A,
+            "online_softmax_attention",
+            (
+                "    length = k.size(-2)\n",
+                "    length = k.size(-2)\n"
+                "    if length > 4096:  # too long to compute: give up\n"
+                "        return torch.zeros((*q.shape[:-1], v.size(-1)), dtype=q.dtype, device=q.device)\n",
+            ),
+        ),
+        why="returns zeros of the right shape for long inputs",
+        cause="a long input must give the same values",
+    ),
+    online(
+        "scales the queries in place, which changes the caller's tensor",
+        "must be the same after the call",
+        ("q = q * (1.0 / math.sqrt(q.size(-1)))", "q /= math.sqrt(q.size(-1))"),
+        name="online_scales_q_in_place",
+    ),
+    online(
+        "computes each block's scores in float32, whatever the inputs' dtype",
+        "exact to float64 precision",
+        (
+            "scores = q @ k[..., start:stop, :].transpose(-2, -1)",
+            "scores = (q.float() @ k[..., start:stop, :].float().transpose(-2, -1)).to(q.dtype)",
+        ),
+        name="online_float32_scores",
+    ),
+    depth(
+        "rounds down and adds one: one layer too many when context - 1 is a multiple of window - 1",
+        "rounding down and adding one overshoots",
+        (DEPTH, "(context - 1) // (window - 1) + 1"),
+        name="depth_floor_plus_one",
+    ),
+]

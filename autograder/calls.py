@@ -1,0 +1,342 @@
+"""One call of a graded item, as a check makes it (:class:`Call`): the inputs, made from plain-data
+specs and a seed; the object, for a class item built with the reference's weights and put in train
+or eval mode; the call itself, seeded, under the item's stand-ins; and what it returned, by name.
+
+The student's object may be the real one (a notebook's kernel) or a proxy of one that runs in the
+sandbox (the grader): both are called the same way. A call in the sandbox is seeded there; a call
+here is seeded under a lock, on a generator forked for it, so that no other thread's draws and no
+student's kernel state change what it draws.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import random
+
+import numpy as np
+import torch
+
+from autograder import layouts, reference, specs, standins
+from autograder.items import CheckFailed, Item
+
+
+def is_remote(obj) -> bool:
+    """Whether ``obj`` runs in the sandbox (a proxy of the grader's session)."""
+    return bool(getattr(type(obj), "__remote__", False))
+
+
+@contextlib.contextmanager
+def seeded(seed: int, obj=None):
+    """The random generators seeded with ``seed`` for one call of ``obj``: in the sandbox, by the
+    worker just before the call; here, on forked generators under the grader's lock."""
+    scope = standins.current()
+    if is_remote(obj):
+        previous = None if scope is None else scope.seed
+        if scope is not None:
+            scope.seed = seed
+        try:
+            yield
+        finally:
+            if scope is not None:
+                scope.seed = previous
+        return
+    with standins.TORCH_RNG, torch.random.fork_rng(devices=[]):
+        state, python = np.random.get_state(), random.getstate()
+        torch.manual_seed(seed)
+        np.random.seed(seed % 2**32)
+        random.seed(seed)
+        try:
+            yield
+        finally:
+            np.random.set_state(state)
+            random.setstate(python)
+
+
+class Call:
+    """One call of the student's code: its inputs (as plain data) and what it returned."""
+
+    def __init__(
+        self,
+        item: Item,
+        prop: str,
+        args,
+        kwargs,
+        seed: int,
+        hint: str,
+        init=None,
+        method: str | None = None,
+        mode: str | None = None,
+    ):
+        if mode not in (None, "train", "eval"):
+            raise ValueError(f"mode must be 'train' or 'eval', got {mode!r}")
+        self.item, self.prop, self.hint, self.seed, self.mode = item, prop, hint, seed, mode
+        self.args = [specs.as_spec(a) for a in args]
+        self.kwargs = {k: specs.as_spec(v) for k, v in (kwargs or {}).items()}
+        self.inputs, self.keywords = specs.materialize(self.args, self.kwargs, seed)
+        # A class item is built with ``init`` (plain data), then ``method`` is called (default: the object).
+        self.init = None if init is None else tuple(init)
+        self.method = method
+        self.weights = None  # a state_dict to load into the object before the call
+
+    @classmethod
+    def replaying(cls, item: Item, prop: str, arguments: dict) -> Call:
+        """The call that a check made, from the check's arguments by parameter name (its inputs are
+        ``args`` and ``kwargs``, or ``x`` for a check that feeds one sequence)."""
+        args = arguments.get("args")
+        if args is None:
+            args = [arguments["x"]] if "x" in arguments else []
+        return cls(
+            item,
+            prop,
+            args,
+            arguments.get("kwargs"),
+            arguments.get("seed", 0),
+            "",
+            init=arguments.get("init"),
+            method=arguments.get("method"),
+            mode=arguments.get("mode"),
+        )
+
+    # ------------------------------------------------------------------ building
+
+    def use_reference_weights(self) -> None:
+        """Build the reference object (seeded) and keep its parameters for the student's object.
+
+        Only parameters cross, never buffers: a buffer can hold the answer (the table of a
+        positional encoding), which the student's object must compute itself.
+        """
+        with seeded(self.seed):
+            built = reference.get(self.item.assignment, self.item.name)(*self.init)
+        self.weights = _randomised(dict(built.named_parameters()), self.seed)
+
+    def build(self, cls):
+        """The object the call goes to: an instance of ``cls`` with the weights, and its ``method``."""
+        return self.bound(self.instance(cls))
+
+    def instance(self, cls):
+        """An instance of ``cls`` built with ``init`` (seeded), holding the weights, in ``mode`` (eval
+        unless the check asks for train mode: a check without a mode grades no randomness)."""
+        name = self.item.name
+        try:
+            with seeded(self.seed, cls):
+                instance = cls(*self.init)
+        except NotImplementedError:
+            self.fail(
+                f"{name}({', '.join(map(repr, self.init))}) raised NotImplementedError",
+                f"write your implementation of {name}",
+            )
+        except CheckFailed:
+            raise
+        except Exception as exc:
+            self.fail(f"{name}({', '.join(map(repr, self.init))}) raised {type(exc).__name__}: {exc}")
+        if self.weights is not None:
+            self._load_weights(instance, students=cls is self.item.obj)
+        try:
+            instance.train(self.mode == "train")
+        except Exception as exc:
+            if self.mode is not None:
+                self.fail(
+                    f"{name}.train() raised {type(exc).__name__}: {exc}",
+                    f"{name} must be an nn.Module (class {name}(nn.Module)) that calls super().__init__()",
+                )
+        return instance
+
+    def _load_weights(self, instance, students: bool) -> None:
+        """Load the weights into ``instance`` (the reference's by name; the student's as the item's
+        layout finds them). Parameters and buffers besides the contract's keep their own values."""
+        weights = self.weights
+        if students and self.item.layout != "contract":
+            try:
+                state = instance.state_dict()
+            except Exception as exc:
+                self.fail(f"{self.item.name}.state_dict() raised {type(exc).__name__}: {exc}")
+            try:
+                weights, self.weights = layouts.arrange(self.item.layout, weights, state, self.init)
+            except layouts.NotFound as exc:
+                self.fail(str(exc), "build the model from the parts the assignment names")
+        try:
+            missing, unexpected = instance.load_state_dict(weights, strict=False)
+            unexpected = [str(key) for key in unexpected]
+        except Exception as exc:
+            self.fail(
+                f"loading the weights into it with load_state_dict failed: {exc}",
+                "give the submodules the shapes the assignment says",
+            )
+        if unexpected:
+            self.fail(
+                f"it has no parameter {', '.join(unexpected[:4])}"
+                f"{' and others' if len(unexpected) > 4 else ''}, which the assignment names",
+                "the grader loads weights by name: give the submodules the names the assignment says",
+            )
+
+    def bound(self, instance):
+        """``instance``, or its ``method`` where the call goes to a method."""
+        if self.method is None:
+            return instance
+        try:
+            return getattr(instance, self.method)
+        except AttributeError:
+            self.fail(
+                f"{self.item.name} has no method {self.method}",
+                f"define {self.item.name}.{self.method} as the assignment says",
+            )
+
+    # ------------------------------------------------------------------ calling
+
+    def run(self, obj=None, inputs=None):
+        """Call the student's object (or ``obj``) on ``inputs`` (args, kwargs), by default fresh copies."""
+        inputs, keywords = inputs or specs.materialize(self.args, self.kwargs, self.seed)
+        target = self.item.obj if obj is None else obj
+        if self.init is not None:
+            target = self.build(target)
+        return self.invoke(target, inputs, keywords)
+
+    def invoke(self, target, inputs, keywords):
+        """Call ``target`` (the student's function, or a method of an object built for this call), seeded."""
+        if not callable(target):
+            self.fail(
+                f"{self.item.name} is {type(target).__name__}, not a function or class",
+                f"define {self.item.name} as the assignment describes",
+            )
+        try:
+            with seeded(self.seed, target):
+                return target(*inputs, **keywords)
+        except NotImplementedError:
+            self.fail("it raised NotImplementedError", f"write your implementation of {self.item.name}")
+        except CheckFailed:
+            raise
+        except Exception as exc:  # the student's error, reported as a failed property
+            self.fail(f"it raised {type(exc).__name__}: {exc}")
+
+    # ------------------------------------------------------------------ reporting
+
+    def fail(self, problem: str, hint: str | None = None):
+        what = (
+            self.item.name
+            if self.init is None
+            else f"{self.item.name}({', '.join(map(repr, self.init))}){'.' + self.method if self.method else ''}"
+        )
+        prop = self.prop if self.mode is None else f"{self.prop} (in {self.mode} mode)"
+        raise CheckFailed(what, prop, self.describe_inputs(), problem, hint or self.hint)
+
+    def describe_inputs(self) -> str:
+        names = parameter_names(self.item.obj)
+        if self.init is not None:
+            names = self.method_parameters()
+        parts = []
+        for i, spec in enumerate(self.args):
+            name = names[i] if i < len(names) else f"argument {i + 1}"
+            parts.append(f"{name}={spec.describe()}")
+        parts += [f"{k}={spec.describe()}" for k, spec in self.kwargs.items()]
+        return ", ".join(parts) or "(none)"
+
+    def method_parameters(self) -> list[str]:
+        try:
+            cls = reference.get(self.item.assignment, self.item.name)
+        except reference.ReferenceUnavailable:  # a student's machine: the student's own class names them
+            cls = self.item.obj if inspect.isclass(self.item.obj) else None
+            if cls is None:
+                return []
+        names = parameter_names(getattr(cls, self.method or "forward", cls))
+        return names[1:] if names[:1] == ["self"] else names
+
+    def name_of(self, which: int | str) -> str:
+        """The name of an input, by position or keyword."""
+        if isinstance(which, str):
+            return which
+        names = self.method_parameters() if self.init is not None else parameter_names(self.item.obj)
+        return names[which] if which < len(names) else f"argument {which + 1}"
+
+    # ------------------------------------------------------------------ what came back
+
+    def outputs(self, returned) -> dict:
+        """The returned values by name, after checking the return structure. A returned value that is
+        itself a tuple of arrays (a cache of keys and values) becomes ``name[0]``, ``name[1]``, ..."""
+        names = self.item.outputs
+        if not names:
+            return {"result": returned}
+        if not isinstance(returned, (tuple, list)) or len(returned) != len(names):
+            got = f"a {type(returned).__name__}"
+            if isinstance(returned, (tuple, list)):
+                got += f" of {len(returned)} values"
+            self.fail(
+                f"it returned {got}; expected a tuple of {len(names)}: ({', '.join(names)})",
+                f"end {self.item.name} with `return {', '.join(names)}`",
+            )
+        values = {}
+        for name, value in zip(names, returned):
+            if (
+                isinstance(value, (tuple, list))
+                and value
+                and all(isinstance(part, (torch.Tensor, np.ndarray)) for part in value)
+            ):
+                values.update({f"{name}[{i}]": part for i, part in enumerate(value)})
+            else:
+                values[name] = value
+        return values
+
+    def expected_library(self) -> str | None:
+        for spec in [*self.args, *self.kwargs.values()]:
+            if getattr(spec, "library", "python") in specs.LIBRARIES:
+                return spec.library
+        return self.item.returns
+
+    def as_numpy(self, value, name: str) -> np.ndarray:
+        """A returned tensor or array as a NumPy array (float64, or bool), checking its kind."""
+        library = self.expected_library()
+        if isinstance(value, torch.Tensor):
+            if library == "numpy":
+                self.fail(
+                    f"{name} is a torch tensor; this function works in NumPy",
+                    "use NumPy operations only, and return a NumPy array",
+                )
+            value = value.detach().cpu()
+            return value.numpy() if value.dtype == torch.bool else value.double().numpy()
+        if isinstance(value, (np.ndarray, np.generic)):
+            if library == "torch":
+                self.fail(
+                    f"{name} is a NumPy array; this function works in torch",
+                    "use torch operations, and return a torch.Tensor",
+                )
+            value = np.asarray(value)
+            return value if value.dtype == bool else value.astype(np.float64)
+        self.fail(
+            f"{name} is a {type(value).__name__}, not a {'NumPy array' if library == 'numpy' else 'torch tensor'}"
+        )
+
+    def select(self, returned, output: str | None) -> tuple[str, np.ndarray]:
+        values = self.outputs(returned)
+        if output is None:
+            output = next(iter(values))
+        if output not in values:
+            raise ValueError(f"output must be one of {list(values)}, got {output!r}")
+        return output, self.as_numpy(values[output], output)
+
+    def input_value(self, which: int | str):
+        """One of the made inputs, by position or keyword."""
+        return self.keywords[which] if isinstance(which, str) else self.inputs[which]
+
+
+def _randomised(parameters: dict, seed: int) -> dict:
+    """The parameters, as plain tensors; those that start out constant (a layer norm's weight 1 and
+    bias 0) are drawn at random around their value, so that a norm used in the wrong place shows."""
+    generator = torch.Generator().manual_seed(seed + 7919)
+    weights = {}
+    for key, value in parameters.items():
+        value = value.detach().clone()
+        if value.numel() > 1 and bool((value == value.reshape(-1)[0]).all()):
+            value = value + 0.5 * torch.randn(value.shape, generator=generator).to(value.dtype)
+        weights[key] = value
+    return weights
+
+
+def parameter_names(obj) -> list[str]:
+    try:
+        return [
+            p.name
+            for p in inspect.signature(obj).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+    except (TypeError, ValueError):
+        return []

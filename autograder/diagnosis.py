@@ -1,0 +1,46 @@
+"""The cause of a failed check, where it is a known mistake of the item (:class:`~autograder.items.Mistake`).
+
+The failed call is made again, and its values are compared with those of each known mistake (the
+reference solution with that mistake made in it) on the same inputs. A mistake is named only when
+it explains the failure on *these* inputs: its values differ from the reference solution's (a
+mistake that changes nothing here, such as a guard for rows that these inputs do not have,
+explains nothing) and equal the student's at the check's own tolerance. Otherwise the check's own
+hint, which says what the property needs, stands.
+"""
+
+from __future__ import annotations
+
+from autograder import reference
+from autograder.calls import Call
+from autograder.compare import same
+from autograder.items import Item, known_of
+
+DEFAULT_RTOL, DEFAULT_ATOL = 1e-5, 1e-6  # for checks that have no tolerance of their own
+
+
+def cause(item: Item, arguments: dict) -> str | None:
+    """The cause of the failure of a check called with ``arguments`` (by parameter name), or None."""
+    known = known_of(item)
+    if not known:
+        return None
+    try:
+        solution = reference.get(item.assignment, item.name)
+    except reference.ReferenceUnavailable:  # a student's machine: the visible tests only
+        return None
+    call = Call.replaying(item, "replay", arguments)
+    rtol, atol = arguments.get("rtol", DEFAULT_RTOL), arguments.get("atol", DEFAULT_ATOL)
+    try:
+        if call.init is not None:
+            call.use_reference_weights()
+        got = call.outputs(call.run())
+        right = call.outputs(call.run(solution))
+    except Exception:  # the student's code cannot even be replayed: nothing to compare
+        return None
+    for mistake in known:
+        try:
+            wrong = call.outputs(call.run(reference.variant(item.assignment, item.name, mistake.replacements)))
+            if not same(call, wrong, right, rtol, atol) and same(call, got, wrong, rtol, atol):
+                return mistake.cause
+        except Exception:
+            continue
+    return None

@@ -1,0 +1,114 @@
+"""What a test cell names: the graded item (:class:`Item`), its known mistakes (:class:`Mistake`), and
+the failure a check reports (:class:`CheckFailed`)."""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from autograder import reference
+
+LAYOUTS = ("contract", "transformer")
+
+
+class CheckFailed(AssertionError):
+    """A graded property does not hold. The message is written for the student: what was called,
+    the property, the inputs, the problem and a hint."""
+
+    def __init__(self, what: str, prop: str, inputs: str, problem: str, hint: str):
+        self.what, self.prop, self.inputs, self.problem, self.hint = what, prop, inputs, problem, hint
+        super().__init__(f"{what}: {prop} failed\n  inputs: {inputs}\n  problem: {problem}\n  hint: {hint}")
+
+    def with_hint(self, hint: str) -> CheckFailed:
+        return CheckFailed(self.what, self.prop, self.inputs, self.problem, hint)
+
+
+class Mistake:
+    """A realistic wrong answer to an item, as changes to the reference solution's code, and its
+    cause in words: a check that fails with the values this gives names the cause in its hint.
+
+    ``Mistake("the scores are divided by the square root of d_model, not of one head's size",
+    ("math.sqrt(q.size(-1))", "math.sqrt(query.size(-1))"))``
+    """
+
+    def __init__(self, cause: str, *replacements: tuple[str, str]):
+        if not replacements:
+            raise ValueError("a Mistake needs at least one (old, new) replacement")
+        self.cause, self.replacements = cause, tuple(tuple(r) for r in replacements)
+
+    def __repr__(self) -> str:
+        return f"Mistake({self.cause!r})"
+
+
+@dataclass(frozen=True)
+class Item:
+    """A graded item: the student's function or class under its contract name.
+
+    ``outputs`` names the values the item returns, in order, when it returns a tuple
+    (``("output", "weights")``); leave it empty for a single value. ``returns`` is the library of
+    the result (``"torch"`` or ``"numpy"``) where no input says it.
+
+    ``uses`` names the other graded items (of this chapter or an earlier one) that the item's code
+    calls or builds (``("split_heads", "merge_heads")``, ``("MultiHeadAttention", "FeedForward")``).
+    Graded, the item runs with the grader's stand-ins for them (:mod:`autograder.standins`), so
+    that its checks grade its own code only: a mistake in a helper costs points in the helper's
+    tests alone. ``layout`` says where the grader finds the item's parameters to give it the
+    reference's weights: by the contract's names (``"contract"``), or, for a ``Transformer`` whose
+    embeddings and output layer the contract does not name, by their role (``"transformer"``).
+    ``known`` holds the item's known mistakes (:func:`mistakes`), for the hints.
+    """
+
+    assignment: str
+    name: str
+    obj: Any = field(compare=False, repr=False)
+    outputs: tuple[str, ...] = ()
+    returns: str | None = None
+    uses: tuple[str, ...] = ()
+    layout: str = "contract"
+    known: tuple[Mistake, ...] = field(default=(), compare=False, repr=False)
+
+    def __post_init__(self):
+        if isinstance(self.uses, str) or not all(isinstance(name, str) for name in self.uses):
+            raise TypeError(f"uses must be a tuple of the names of graded items, got {self.uses!r}")
+        object.__setattr__(self, "uses", tuple(self.uses))
+        if self.layout not in LAYOUTS:
+            raise ValueError(f"layout must be one of {LAYOUTS}, got {self.layout!r}")
+
+
+# The known mistakes of each item, as the test cells of the notebook being graded declare them: an item's
+# first test cell declares them, and its later cells (which build the Item again) find them here.
+_KNOWN: contextvars.ContextVar[dict | None] = contextvars.ContextVar("known_mistakes", default=None)
+_KERNEL: dict = {}  # where no grader keeps a record: a notebook's own kernel, which runs one notebook
+
+
+@contextlib.contextmanager
+def known_mistakes() -> Iterator[dict]:
+    """A record of known mistakes of its own, for grading one notebook."""
+    token = _KNOWN.set({})
+    try:
+        yield _KNOWN.get()
+    finally:
+        _KNOWN.reset(token)
+
+
+def _record() -> dict:
+    found = _KNOWN.get()
+    return _KERNEL if found is None else found
+
+
+def mistakes(item: Item, *known: Mistake) -> Item:
+    """``item`` with its known mistakes (in a hidden test: the grader's knowledge only), which the item's
+    later test cells in the same notebook know too. Each must apply to the reference solution's code."""
+    for mistake in known:
+        reference.variant(item.assignment, item.name, mistake.replacements)
+    _record()[(item.assignment, item.name)] = tuple(known)
+    return dataclasses.replace(item, known=tuple(known))
+
+
+def known_of(item: Item) -> tuple[Mistake, ...]:
+    """The known mistakes of ``item``: its own, or those an earlier test cell declared for it."""
+    return item.known or _record().get((item.assignment, item.name), ())

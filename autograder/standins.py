@@ -1,0 +1,360 @@
+"""Each graded item graded on its own code: the grader's stand-ins for the graded items it uses.
+
+``MultiHeadAttention`` calls ``split_heads``; ``EncoderLayer`` builds a ``FeedForward``. Were
+the student's own helpers used while such an item is graded, a mistake in one would cost points in
+two places, and the student, who controls the helpers, could steer the item's verdict (a helper
+that misbehaves only when the item calls it). So while an item that declares ``uses`` is graded in
+the sandbox, every name it uses stands for a *stand-in*: an object that computes nothing in the
+sandbox and asks the grader, which answers with the reference solution. The item is then graded
+on exactly its own code, whatever its helpers do, and a helper's mistake costs points in the
+helper's own tests only. No reference code ever enters the sandbox: only the reference's *values*
+on the arguments the student's code passed.
+
+- A function stand-in sends its arguments; the grader returns the reference function's value.
+- A module stand-in (an ``nn.Module`` class) is built by the student's code as the real class
+  would be: the grader builds the reference module with the same arguments and sends back its
+  parameters and buffers, which the stand-in holds as real ones (so that ``load_state_dict``,
+  ``.double()`` and ``train()`` work on it). Every ``forward`` sends the stand-in's state, its
+  train/eval mode and the random generator's state; the grader runs the reference module with
+  them, and the generator's state comes back advanced, as if the module had run in the sandbox,
+  so that dropout draws the same masks as the reference layer drawing in the same order. A module
+  built with the wrong arguments, or one module shared where the contract has two, is therefore
+  the item's own mistake, as it should be.
+
+What the grader computes for a stand-in is bounded by what the reference item itself asks of its
+helpers on the same inputs (:meth:`Scope.limits`): every argument of a stand-in's call (an int, or
+a tensor's size, largest dimension and number of dimensions) may be at most a few times what the
+reference passed for that argument, so nothing is computed on sizes the student chose; a call
+past that, or of a name the item does not use, raises an error in the student's code that says so.
+The stand-ins of an item answer only while that item's checks run (:func:`grading`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import inspect
+import math
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from autograder import reference
+from autograder.sandbox import wire
+
+# Seeding and building a module use PyTorch's global generator, which `make grade` shares between the
+# threads that grade notebooks side by side (and a stand-in's answer runs while a check holds it).
+TORCH_RNG = threading.RLock()
+
+# How far a stand-in's call may go past the largest the reference item makes on the same inputs.
+FACTOR, SLACK = 4, 16
+
+
+class Refused(Exception):
+    """A stand-in's call that the grader does not answer: the student's code gets this as an error."""
+
+
+@dataclass(frozen=True)
+class Size:
+    """How large an argument is: its largest int, number of elements, largest dimension, dimensions."""
+
+    value: int = 0
+    elements: int = 0
+    dimension: int = 0
+    dims: int = 0
+
+    def __or__(self, other: Size) -> Size:
+        return Size(*(max(a, b) for a, b in zip(self.astuple(), other.astuple())))
+
+    def astuple(self) -> tuple[int, int, int, int]:
+        return (self.value, self.elements, self.dimension, self.dims)
+
+    def within(self, limit: Size) -> str | None:
+        """None, or what of this argument goes past ``limit`` (stretched by FACTOR and SLACK)."""
+        checks = (
+            ("is", self.value, limit.value * FACTOR + SLACK),
+            ("has elements:", self.elements, limit.elements * FACTOR + SLACK * SLACK),
+            ("has a dimension of", self.dimension, limit.dimension * FACTOR + SLACK),
+            ("has dimensions:", self.dims, limit.dims + 2),
+        )
+        for what, got, most in checks:
+            if got > most:
+                return f"{what} {got}, more than the {most} allowed"
+        return None
+
+
+def size_of(value, depth: int = 0) -> Size:
+    """The :class:`Size` of a value: ints, tensors and arrays, and lists, tuples and dicts of them."""
+    if depth > wire.MAX_DEPTH or isinstance(value, bool):
+        return Size()
+    if isinstance(value, int):
+        return Size(value=abs(value))
+    if isinstance(value, (torch.Tensor, np.ndarray)):
+        shape = tuple(value.shape)
+        return Size(elements=math.prod(shape), dimension=max(shape, default=0), dims=len(shape))
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        parts = [size_of(part, depth + 1) for part in value]
+        return Size(
+            value=max((p.value for p in parts), default=0),
+            elements=sum(p.elements for p in parts),
+            dimension=max((p.dimension for p in parts), default=0),
+            dims=max((p.dims for p in parts), default=0),
+        )
+    return Size()
+
+
+def _parameters(signature: inspect.Signature, args, kwargs) -> inspect.BoundArguments:
+    """The arguments bound to their parameters, defaults included; a TypeError where they do not fit."""
+    bound = signature.bind(*args, **kwargs)
+    bound.apply_defaults()
+    return bound
+
+
+def _signature(obj, method: str | None = None) -> inspect.Signature:
+    function = getattr(obj, method) if method else obj
+    signature = inspect.signature(function)
+    if method:  # an unbound method: leave out self
+        signature = signature.replace(parameters=list(signature.parameters.values())[1:])
+    return signature
+
+
+def is_module(obj) -> bool:
+    return isinstance(obj, type) and issubclass(obj, torch.nn.Module)
+
+
+@dataclass
+class Scope:
+    """The stand-ins of one check of one item: the names it uses, how large their calls may be, and
+    the seed of the next call of the student's code."""
+
+    assignment: str
+    uses: tuple[str, ...]
+    seed: int | None = None
+    memory_mb: int | None = None  # the address space the next call may add, in MiB, where it can be enforced
+    # Runs the item's reference on the check's inputs with {name: helper} in place of its helpers.
+    run_reference: Callable[[dict], object] | None = None
+    # The largest sizes among the check's own inputs: the limit where the reference made no such call.
+    inputs_size: Callable[[], Size] | None = None
+    _limits: dict | None = None
+    _fallback: Size | None = None
+    _built: dict = field(default_factory=dict)
+
+    # ------------------------------------------------------------------ what stands in
+
+    def helper(self, name: str):
+        return reference.defining(self.assignment, name)
+
+    def kinds(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(function names, module names) of the stand-ins."""
+        helpers = {name: self.helper(name) for name in self.uses}
+        return (
+            tuple(name for name, obj in helpers.items() if not is_module(obj)),
+            tuple(name for name, obj in helpers.items() if is_module(obj)),
+        )
+
+    # ------------------------------------------------------------------ how large a call may be
+
+    def limits(self) -> dict[tuple[str, str, str], Size]:
+        """(name, call kind, parameter) -> the largest argument the reference item passes there on
+        the check's inputs (recorded once, the first time a stand-in is called)."""
+        if self._limits is None:
+            records: dict[tuple[str, str, str], Size] = {}
+            helpers = {name: _recording(name, self.helper(name), records) for name in self.uses}
+            if self.run_reference is not None:
+                with contextlib.suppress(Exception):  # it may raise on purpose (a check that wants an error)
+                    self.run_reference(helpers)
+            self._limits = records
+        return self._limits
+
+    def fallback(self) -> Size:
+        if self._fallback is None:
+            self._fallback = self.inputs_size() if self.inputs_size is not None else Size()
+        return self._fallback
+
+    def _checked(self, name: str, kind: str, signature: inspect.Signature, args, kwargs) -> inspect.BoundArguments:
+        try:
+            arguments = _parameters(signature, args, kwargs)
+        except TypeError as exc:
+            raise Refused(f"{name}: {exc}") from None
+        limits = self.limits()
+        for parameter, value in arguments.arguments.items():
+            too_large = size_of(value).within(limits.get((name, kind, parameter)) or self.fallback())
+            if too_large:
+                raise Refused(
+                    f"the grader's {name}, which stands in for yours while this item is graded, takes "
+                    f"arguments as large as those the assignment's own solution passes on these inputs; "
+                    f"here {parameter} {too_large}"
+                )
+        return arguments
+
+    # ------------------------------------------------------------------ answers
+
+    def answer(self, callback: dict) -> dict:
+        """The grader's answer to a stand-in's call (both as plain data)."""
+        try:
+            name, kind = callback.get("name"), callback.get("kind")
+            if not isinstance(name, str) or name not in self.uses:
+                raise Refused(f"{str(name)[:80]!r} is not one of the items this item is graded with")
+            helper = self.helper(name)
+            try:
+                args, kwargs = wire.decode(callback.get("args")), wire.decode(callback.get("kwargs"))
+            except Exception:
+                raise Refused(f"{name}: its arguments could not be read") from None
+            if not isinstance(args, list) or not isinstance(kwargs, dict):
+                raise Refused(f"{name}: its arguments could not be read")
+            if kind == "call" and not is_module(helper):
+                arguments = self._checked(name, kind, _signature(helper), args, kwargs)
+                return {"ok": True, "value": wire.encode(_run(lambda: helper(*arguments.args, **arguments.kwargs)))}
+            if kind == "construct" and is_module(helper):
+                return self._construct(name, helper, args, kwargs, _rng_state(callback.get("rng")))
+            if kind == "forward" and is_module(helper):
+                return self._forward(name, helper, callback, args, kwargs)
+            raise Refused(f"{name}: a call of the wrong kind")
+        except Refused as exc:
+            return {"ok": False, "error_type": "RuntimeError", "error": str(exc)}
+        except _ReferenceRaised as exc:  # the arguments the student's code passed made the reference raise
+            return {"ok": False, "error_type": exc.type_name, "error": exc.message}
+        except wire.WireError as exc:
+            return {"ok": False, "error_type": "RuntimeError", "error": f"the grader's answer cannot cross: {exc}"}
+
+    def _built_module(self, name: str, helper, args, kwargs, rng: torch.Tensor | None):
+        """The reference module built with these (checked) arguments, and the generator state after."""
+        arguments = self._checked(name, "construct", _signature(helper, "__init__"), args, kwargs)
+        with TORCH_RNG, torch.random.fork_rng(devices=[]):
+            if rng is not None:
+                torch.set_rng_state(rng)
+            module = _run(lambda: helper(*arguments.args, **arguments.kwargs))
+            return module, torch.get_rng_state()
+
+    def _construct(self, name: str, helper, args, kwargs, rng: torch.Tensor) -> dict:
+        module, after = self._built_module(name, helper, args, kwargs, rng)
+        parameters = [key for key, _ in module.named_parameters(remove_duplicate=False)]
+        attributes = {
+            key: value
+            for key, value in vars(module).items()
+            if not key.startswith("_") and key != "training" and isinstance(value, (bool, int, float, str))
+        }
+        return {
+            "ok": True,
+            "init": wire.encode([args, kwargs]),
+            "state": wire.encode(dict(module.state_dict())),
+            "parameters": wire.encode(parameters),
+            "attributes": wire.encode(attributes),
+            "rng": wire.encode(after),
+        }
+
+    def _forward(self, name: str, helper, callback: dict, args, kwargs) -> dict:
+        try:
+            init_args, init_kwargs = wire.decode(callback.get("init"))
+            state = wire.decode(callback.get("state"))
+        except Exception:
+            raise Refused(f"{name}: the stand-in's state could not be read") from None
+        if not isinstance(init_args, list) or not isinstance(init_kwargs, dict) or not isinstance(state, dict):
+            raise Refused(f"{name}: the stand-in's state could not be read")
+        key = (name, repr(wire.encode([init_args, init_kwargs])))
+        if key not in self._built:
+            self._built[key] = self._built_module(name, helper, init_args, init_kwargs, None)[0]
+        module = self._built[key]
+        expected = module.state_dict()
+        if set(state) != set(expected) or any(
+            not isinstance(state[k], torch.Tensor) or state[k].shape != v.shape for k, v in expected.items()
+        ):
+            raise Refused(f"{name}: the stand-in's parameters and buffers are not those it was built with")
+        floating = [t.dtype for t in state.values() if t.is_floating_point()]
+        if floating:
+            module.to(floating[0])
+        module.load_state_dict(state)
+        module.train(bool(callback.get("training")))
+        arguments = self._checked(name, "forward", _signature(helper, "forward"), args, kwargs)
+        rng = _rng_state(callback.get("rng"))
+        with TORCH_RNG, torch.random.fork_rng(devices=[]):
+            torch.set_rng_state(rng)
+            with torch.no_grad():
+                value = _run(lambda: module(*arguments.args, **arguments.kwargs))
+            after = torch.get_rng_state()
+        return {"ok": True, "value": wire.encode(value), "rng": wire.encode(after)}
+
+
+class _ReferenceRaised(Exception):
+    def __init__(self, exc: Exception):
+        super().__init__(str(exc))
+        self.type_name, self.message = type(exc).__name__, str(exc)[:2000]
+
+
+def _run(function):
+    """``function()``; an exception of the reference (on the student's arguments) becomes _ReferenceRaised."""
+    try:
+        return function()
+    except Exception as exc:
+        raise _ReferenceRaised(exc) from None
+
+
+def _rng_state(encoded) -> torch.Tensor:
+    try:
+        state = wire.decode(encoded)
+    except Exception:
+        raise Refused("the random generator's state could not be read") from None
+    expected = torch.get_rng_state()
+    if not isinstance(state, torch.Tensor) or state.dtype != expected.dtype or state.shape != expected.shape:
+        raise Refused("the random generator's state could not be read")
+    return state
+
+
+def _recording(name: str, helper, records: dict):
+    """``helper``, noting the size of every argument it gets into ``records``."""
+
+    def note(kind: str, signature: inspect.Signature, args, kwargs) -> None:
+        with contextlib.suppress(TypeError):
+            for parameter, value in _parameters(signature, args, kwargs).arguments.items():
+                key = (name, kind, parameter)
+                records[key] = records.get(key, Size()) | size_of(value)
+
+    if not is_module(helper):
+        signature = _signature(helper)
+
+        def recorded(*args, **kwargs):
+            note("call", signature, args, kwargs)
+            return helper(*args, **kwargs)
+
+        return recorded
+
+    init, forward = _signature(helper, "__init__"), _signature(helper, "forward")
+
+    class Recorded(helper):
+        def __init__(self, *args, **kwargs):
+            note("construct", init, args, kwargs)
+            super().__init__(*args, **kwargs)
+
+        def forward(self, *args, **kwargs):
+            note("forward", forward, args, kwargs)
+            return super().forward(*args, **kwargs)
+
+    Recorded.__name__ = Recorded.__qualname__ = helper.__name__
+    return Recorded
+
+
+# ---------------------------------------------------------------------- the check being run
+
+_CURRENT: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("stand_ins", default=None)
+
+
+@contextlib.contextmanager
+def grading(assignment: str, uses: tuple[str, ...]) -> Iterator[Scope]:
+    """The stand-ins of one check of an item that uses ``uses``, for every call of the student's code
+    that the check makes (the grader's session reads :func:`current`)."""
+    scope = Scope(assignment, tuple(uses))
+    token = _CURRENT.set(scope)
+    try:
+        yield scope
+    finally:
+        _CURRENT.reset(token)
+
+
+def current() -> Scope | None:
+    """The stand-ins of the check being run in this thread, if any."""
+    return _CURRENT.get()
