@@ -118,6 +118,9 @@ class Call:
         """An instance of ``cls`` built with ``init`` (seeded), holding the weights, in ``mode`` (eval
         unless the check asks for train mode: a check without a mode grades no randomness)."""
         name = self.item.name
+        scope = standins.current()
+        if scope is not None and cls is self.item.obj:
+            scope.chosen = {}  # what the stand-ins record of this build, for a reference built the same way
         try:
             with seeded(self.seed, cls):
                 instance = cls(*self.init)
@@ -145,16 +148,13 @@ class Call:
     def _load_weights(self, instance, students: bool) -> None:
         """Load the weights into ``instance`` (the reference's by name; the student's as the item's
         layout finds them). Parameters and buffers besides the contract's keep their own values."""
-        weights = self.weights
+        weights, arranged = self.weights, None
         if students and self.item.layout != "contract":
             try:
-                state = instance.state_dict()
-            except Exception as exc:
-                self.fail(f"{self.item.name}.state_dict() raised {type(exc).__name__}: {exc}")
-            try:
-                weights, self.weights = layouts.arrange(self.item.layout, weights, state, self.init)
+                arranged = layouts.arrange(self.item.layout, weights, self._state(instance), self.init)
             except layouts.NotFound as exc:
                 self.fail(str(exc), "build the model from the parts the assignment names")
+            weights, self.weights = arranged.moved, arranged.common
         try:
             missing, unexpected = instance.load_state_dict(weights, strict=False)
             unexpected = [str(key) for key in unexpected]
@@ -169,6 +169,17 @@ class Call:
                 f"{' and others' if len(unexpected) > 4 else ''}, which the assignment names",
                 "the grader loads weights by name: give the submodules the names the assignment says",
             )
+        if arranged is not None:
+            self.weights = arranged.settled(self._state(instance))
+
+    def _state(self, instance) -> dict:
+        try:
+            state = instance.state_dict()
+        except Exception as exc:
+            self.fail(f"{self.item.name}.state_dict() raised {type(exc).__name__}: {exc}")
+        if not isinstance(state, dict):
+            self.fail(f"{self.item.name}.state_dict() returned a {type(state).__name__}, not a dict of tensors")
+        return state
 
     def bound(self, instance):
         """``instance``, or its ``method`` where the call goes to a method."""

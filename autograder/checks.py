@@ -24,7 +24,6 @@ import builtins
 import functools
 import importlib
 import inspect
-import types
 
 import numpy as np
 import torch
@@ -35,31 +34,11 @@ from autograder.compare import compare
 from autograder.items import CheckFailed, Item
 
 
-def _with_helpers(obj, helpers: dict):
-    """The reference ``obj`` (a function or a class) calling ``helpers`` in place of its own."""
-    if not helpers:
-        return obj
-
-    def rebind(function):
-        return types.FunctionType(
-            function.__code__,
-            {**function.__globals__, **helpers},
-            function.__name__,
-            function.__defaults__,
-            function.__closure__,
-        )
-
-    if isinstance(obj, types.FunctionType):
-        return rebind(obj)
-    methods = {name: rebind(value) for name, value in vars(obj).items() if isinstance(value, types.FunctionType)}
-    return type(obj.__name__, (obj,), methods)
-
-
 def _reference_run(item: Item, arguments: dict, helpers: dict):
     """The item's reference, called as the check calls the student's item, with ``helpers`` in place
     of the graded items it uses (the stand-ins record how large the calls of them are)."""
     call = Call.replaying(item, "reference", arguments)
-    return call.run(_with_helpers(reference.get(item.assignment, item.name), helpers))
+    return call.run(standins.rebound(reference.get(item.assignment, item.name), helpers))
 
 
 def _inputs_size(item: Item, arguments: dict) -> standins.Size:
@@ -160,7 +139,7 @@ def check_matches_reference(
     if init is not None:
         call.use_reference_weights()
     got = call.outputs(call.run())
-    want = call.outputs(call.run(reference.get(item.assignment, item.name)))
+    want = call.outputs(call.run(standins.as_chosen(reference.get(item.assignment, item.name), item.free)))
     for name in outputs or got:
         compare(call, name, call.as_numpy(got[name], name), call.as_numpy(want[name], name), rtol, atol)
 

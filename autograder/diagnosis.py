@@ -10,7 +10,9 @@ hint, which says what the property needs, stands.
 
 from __future__ import annotations
 
-from autograder import reference
+import numpy as np
+
+from autograder import reference, standins
 from autograder.calls import Call
 from autograder.compare import same
 from autograder.items import Item, known_of
@@ -33,14 +35,25 @@ def cause(item: Item, arguments: dict) -> str | None:
         if call.init is not None:
             call.use_reference_weights()
         got = call.outputs(call.run())
-        right = call.outputs(call.run(solution))
+        right = _right(call, standins.as_chosen(solution, item.free), arguments)
     except Exception:  # the student's code cannot even be replayed: nothing to compare
         return None
     for mistake in known:
         try:
-            wrong = call.outputs(call.run(reference.variant(item.assignment, item.name, mistake.replacements)))
-            if not same(call, wrong, right, rtol, atol) and same(call, got, wrong, rtol, atol):
+            variant = reference.variant(item.assignment, item.name, mistake.replacements)
+            wrong = call.outputs(call.run(standins.as_chosen(variant, item.free)))
+            explains = not same(call, {name: wrong.get(name) for name in right}, right, rtol, atol)
+            if explains and same(call, got, wrong, rtol, atol):
                 return mistake.cause
         except Exception:
             continue
     return None
+
+
+def _right(call: Call, solution, arguments: dict) -> dict:
+    """The right values of the call, by output name: the known answer of a check that has one (a question's
+    number, which the reference gives in its own form), else what the reference solution returns."""
+    if "expected" in arguments:
+        name = arguments.get("output") or (call.item.outputs or ("result",))[0]
+        return {name: np.asarray(arguments["expected"])}
+    return call.outputs(call.run(solution))

@@ -59,6 +59,9 @@ class Item:
     tests alone. ``layout`` says where the grader finds the item's parameters to give it the
     reference's weights: by the contract's names (``"contract"``), or, for a ``Transformer`` whose
     embeddings and output layer the contract does not name, by their role (``"transformer"``).
+    ``free`` names, for a used module, the arguments that the student may choose when building it
+    (``{"EncoderLayer": ("norm_first",)}``: a Transformer of pre-norm layers is right too): the grader
+    compares with the reference built with the same choice.
     ``known`` holds the item's known mistakes (:func:`mistakes`), for the hints.
     """
 
@@ -69,12 +72,17 @@ class Item:
     returns: str | None = None
     uses: tuple[str, ...] = ()
     layout: str = "contract"
+    free: dict = field(default_factory=dict, compare=False)
     known: tuple[Mistake, ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self):
         if isinstance(self.uses, str) or not all(isinstance(name, str) for name in self.uses):
             raise TypeError(f"uses must be a tuple of the names of graded items, got {self.uses!r}")
         object.__setattr__(self, "uses", tuple(self.uses))
+        if not set(self.free) <= set(self.uses):
+            raise ValueError(
+                f"free names modules that the item does not use: {sorted(set(self.free) - set(self.uses))}"
+            )
         if self.layout not in LAYOUTS:
             raise ValueError(f"layout must be one of {LAYOUTS}, got {self.layout!r}")
 

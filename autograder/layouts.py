@@ -12,6 +12,10 @@ reference's.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import torch
+
 LAYER_KEY = "self_attn.W_q.weight"
 MAX_EXTRA = 64  # parameters and buffers a model may hold besides four times the reference's
 
@@ -20,9 +24,35 @@ class NotFound(Exception):
     """The student's model has no parameter in a role the reference's weights need."""
 
 
-def arrange(layout: str, weights: dict, state: dict, init: tuple) -> tuple[dict, dict]:
-    """(the reference's ``weights`` under the student's names, the weights that every model of the
-    call gets: ``weights`` itself, or with a piece the student's model leaves out set to zero)."""
+@dataclass
+class Arranged:
+    """The reference's weights for a student's model: ``moved``, under the student's names, and
+    ``common``, what every model of the call gets (the reference's own names)."""
+
+    moved: dict
+    common: dict
+    roles: tuple[dict, dict]  # (the reference's roles, the student's roles)
+
+    def settled(self, state_after: dict) -> dict:
+        """``common``, made to match a model whose output layer shares its weight with the target
+        embedding (as the assignment allows): whichever of the two the student's model now holds in
+        both, the reference gets in both too. Nothing else is shared this way: layers that share their
+        weights stay the student's mistake."""
+        ours, theirs = self.roles
+        if not (ours["out"] and ours["tgt"] and theirs["out"] and theirs["tgt"]):
+            return self.common
+        held_out, held_tgt = state_after.get(theirs["out"]), state_after.get(theirs["tgt"])
+        tensors = isinstance(held_out, torch.Tensor) and isinstance(held_tgt, torch.Tensor)
+        if not tensors or held_out.shape != held_tgt.shape or not torch.equal(held_out, held_tgt):
+            return self.common
+        common = dict(self.common)
+        common[ours["out"]] = common[ours["tgt"]] = held_out.clone()
+        return common
+
+
+def arrange(layout: str, weights: dict, state: dict, init: tuple) -> Arranged:
+    """The reference's ``weights`` arranged for a student's model whose ``state`` (its state_dict) this is;
+    a piece the student's model leaves out (an output layer's bias) is zero in every model of the call."""
     if layout != "transformer":
         raise ValueError(f"unknown layout {layout!r}")
     if not isinstance(state, dict):
@@ -55,7 +85,7 @@ def arrange(layout: str, weights: dict, state: dict, init: tuple) -> tuple[dict,
         else:
             what = {"src": "source embedding", "tgt": "target embedding", "out": "output layer"}[role]
             raise NotFound(f"the model holds no {what} (a parameter of shape {_shape_of(role, init)})")
-    return moved, common
+    return Arranged(moved, common, (ours, theirs))
 
 
 def _shape_of(role: str, init: tuple) -> tuple:

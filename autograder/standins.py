@@ -36,6 +36,7 @@ import contextvars
 import inspect
 import math
 import threading
+import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -140,6 +141,8 @@ class Scope:
     run_reference: Callable[[dict], object] | None = None
     # The largest sizes among the check's own inputs: the limit where the reference made no such call.
     inputs_size: Callable[[], Size] | None = None
+    # The arguments that the student's object last built each used module with, in order (by parameter name).
+    chosen: dict = field(default_factory=dict)
     _limits: dict | None = None
     _fallback: Size | None = None
     _built: dict = field(default_factory=dict)
@@ -233,6 +236,8 @@ class Scope:
 
     def _construct(self, name: str, helper, args, kwargs, rng: torch.Tensor) -> dict:
         module, after = self._built_module(name, helper, args, kwargs, rng)
+        arguments = _parameters(_signature(helper, "__init__"), args, kwargs).arguments
+        self.chosen.setdefault(name, []).append(dict(arguments))
         parameters = [key for key, _ in module.named_parameters(remove_duplicate=False)]
         attributes = {
             key: value
@@ -336,6 +341,60 @@ def _recording(name: str, helper, records: dict):
 
     Recorded.__name__ = Recorded.__qualname__ = helper.__name__
     return Recorded
+
+
+def rebound(obj, helpers: dict):
+    """The reference ``obj`` (a function or a class) calling ``helpers`` (name -> object) in place of the
+    objects of those names that its code looks up."""
+    if not helpers:
+        return obj
+
+    def rebind(function):
+        return types.FunctionType(
+            function.__code__,
+            {**function.__globals__, **helpers},
+            function.__name__,
+            function.__defaults__,
+            function.__closure__,
+        )
+
+    if isinstance(obj, types.FunctionType):
+        return rebind(obj)
+    methods = {name: rebind(value) for name, value in vars(obj).items() if isinstance(value, types.FunctionType)}
+    return type(obj.__name__, (obj,), methods)
+
+
+def as_chosen(obj, free: dict):
+    """The reference ``obj``, building each used module named in ``free`` with the student's own choice of
+    the arguments listed there (``{"EncoderLayer": ("norm_first",)}``), as the student's object last built
+    them, in the same order: the grader compares with what the reference gives for the same choice. Every
+    other argument stays the reference's, so a module built with wrong arguments stays a mistake."""
+    scope = current()
+    if not free or scope is None:
+        return obj
+    helpers = {}
+    for name, parameters in free.items():
+        records = scope.chosen.get(name)
+        if records:
+            helpers[name] = _choosing(reference.defining(scope.assignment, name), tuple(parameters), records)
+    return rebound(obj, helpers)
+
+
+def _choosing(helper, parameters: tuple[str, ...], records: list[dict]):
+    signature, built = _signature(helper, "__init__"), [0]
+
+    class Chosen(helper):
+        def __init__(self, *args, **kwargs):
+            arguments = _parameters(signature, args, kwargs)
+            if built[0] < len(records):
+                for parameter in parameters:
+                    if parameter in records[built[0]]:
+                        arguments.arguments[parameter] = records[built[0]][parameter]
+            built[0] += 1
+            super().__init__(*arguments.args, **arguments.kwargs)
+
+    Chosen.__name__ = Chosen.__qualname__ = helper.__name__
+    return Chosen
 
 
 # ---------------------------------------------------------------------- the check being run

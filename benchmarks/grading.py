@@ -2,6 +2,7 @@
 
     python -m benchmarks.grading            # 8 correct submissions of ch02, JOBS 1 and 2 (make bench-grading)
     python -m benchmarks.grading 40 --jobs 1 2 4
+    python -m benchmarks.grading 16 --jobs 2 --assignment ch03_multi_head --sandboxed-only
 
 Both pipelines grade the same submissions end to end, as `make grade` does
 (gradebook, autograde, feedback, CSV): "plain nbgrader" executes each notebook
@@ -26,13 +27,13 @@ from tests.support.submissions import fill, submit
 ASSIGNMENT = "ch02_scaled_dot_product"
 
 
-def run(n: int, *, plain: bool, jobs: int, folder: Path) -> float:
+def run(n: int, *, plain: bool, jobs: int, folder: Path, assignment: str = ASSIGNMENT) -> float:
     course = make_course(folder, plain=plain)
-    notebook = fill(ASSIGNMENT)
+    notebook = fill(assignment)
     for i in range(n):
-        submit(course, f"student{i:03d}", ASSIGNMENT, notebook)
+        submit(course, f"student{i:03d}", assignment, notebook)
     started = time.perf_counter()
-    results = grade.grade(ASSIGNMENT, root=course, quiet=True, jobs=jobs, sandbox=not plain)
+    results = grade.grade(assignment, root=course, quiet=True, jobs=jobs, sandbox=not plain)
     seconds = time.perf_counter() - started
     wrong = [r.student for r in results if r.score != r.max_score]
     if len(results) != n or wrong:
@@ -44,29 +45,30 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("n", nargs="?", type=int, default=8, help="number of submissions (default 8)")
     parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2], help="JOBS values for the sandboxed runs")
+    parser.add_argument("--assignment", default=ASSIGNMENT, help=f"the assignment graded (default {ASSIGNMENT})")
+    parser.add_argument("--sandboxed-only", action="store_true", help="leave out plain nbgrader")
     args = parser.parse_args()
     if args.n < 1 or min(args.jobs) < 1:
         parser.error("n and every --jobs value must be at least 1")
     print(
-        f"{args.n} correct submissions of {ASSIGNMENT}; {os.cpu_count()} CPU cores, "
+        f"{args.n} correct submissions of {args.assignment}; {os.cpu_count()} CPU cores, "
         f"{platform.processor() or platform.machine()}, Python {platform.python_version()}"
     )
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        rows.append(("plain nbgrader (kernel)", 1, run(args.n, plain=True, jobs=1, folder=Path(tmp) / "plain")))
+        if not args.sandboxed_only:
+            plain = run(args.n, plain=True, jobs=1, folder=Path(tmp) / "plain", assignment=args.assignment)
+            rows.append(("plain nbgrader (kernel)", 1, plain))
         for jobs in args.jobs:
-            rows.append(
-                (
-                    f"sandboxed, JOBS={jobs}",
-                    jobs,
-                    run(args.n, plain=False, jobs=jobs, folder=Path(tmp) / f"sandboxed{jobs}"),
-                )
+            seconds = run(
+                args.n, plain=False, jobs=jobs, folder=Path(tmp) / f"sandboxed{jobs}", assignment=args.assignment
             )
-    base = rows[0][2] / args.n
+            rows.append((f"sandboxed, JOBS={jobs}", jobs, seconds))
+    base = None if args.sandboxed_only else rows[0][2] / args.n
     print(f"{'pipeline':<26} {'total s':>8} {'s/notebook':>11} {'vs plain':>9}")
     for name, _, seconds in rows:
         per = seconds / args.n
-        print(f"{name:<26} {seconds:>8.1f} {per:>11.2f} {base / per:>8.2f}x")
+        print(f"{name:<26} {seconds:>8.1f} {per:>11.2f} {'' if base is None else f'{base / per:.2f}x':>9}")
 
 
 if __name__ == "__main__":

@@ -535,3 +535,15 @@ def test_a_message_larger_than_a_pipe_arrives_whole_from_an_unbuffered_stream():
     wire.send(sent, message)
     assert wire.receive(Trickle(sent.getvalue())) == message
     assert wire.receive(Trickle(sent.getvalue()[:-1])) is None  # a stream that ends early
+
+
+def test_a_check_beside_the_students_own_helpers_says_what_it_cannot_tell():
+    """Outside the grader (a notebook, make validate) no stand-in takes the helpers' place: the hint of a failing
+    check of an item that uses them says that it ran with the student's own."""
+    wrong = reference.variant("ch03_multi_head", "MultiHeadAttention", (("q.size(-1))", "query.size(-1))"),))
+    uses = ("split_heads", "merge_heads")
+    item = Item("ch03_multi_head", "MultiHeadAttention", wrong, outputs=("output", "weights"), uses=uses)
+    msg = failure(check_matches_torch, item, "multihead_attention", [tensor(2, 5, 16)] * 3, init=(16, 4))
+    assert "this check ran MultiHeadAttention with your own split_heads, merge_heads" in msg, msg
+    right = Item("ch03_multi_head", "MultiHeadAttention", MultiHeadAttention, outputs=("output", "weights"), uses=uses)
+    check_matches_torch(right, "multihead_attention", [tensor(2, 5, 16)] * 3, init=(16, 4))

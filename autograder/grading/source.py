@@ -5,12 +5,15 @@ cells it changed or deleted."""
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from autograder import notebooks, reference
 
 UNGRADED = "ungraded"  # a cell tag: long, optional work (training) that grading does not run
+_ITEM = re.compile(r"""\bItem\(\s*ASSIGNMENT\s*,\s*["'](\w+)["']""")
+_USES = re.compile(r"""\buses\s*=\s*\(([^)]*)\)""")
 
 
 @dataclass(frozen=True)
@@ -39,7 +42,28 @@ class Source:
             if notebooks.is_test(c)
         ]
         items = tuple(name for c in nb.cells if notebooks.is_solution(c) for name in notebooks.defined_names(c.source))
-        return cls(assignment, notebook, setup, tests, items, hashlib.sha256(path.read_bytes()).hexdigest())
+        source = cls(assignment, notebook, setup, tests, items, hashlib.sha256(path.read_bytes()).hexdigest())
+        problems = source.order_problems()
+        if problems:
+            raise ValueError(f"{path}: {'; '.join(problems)}")
+        return source
+
+    def order_problems(self) -> list[str]:
+        """Test cells of an item that come after a test cell of an item that uses it. The grader answers
+        an item's stand-ins only once that item's own tests have run, so a stand-in that the student's code
+        kept could not answer them; the instructor notebook must keep that order."""
+        graded: dict[str, list[int]] = {}
+        for index, (_, code, _) in enumerate(self.tests):
+            for name in _ITEM.findall(code):
+                graded.setdefault(name, []).append(index)
+        problems = []
+        for index, (gid, code, _) in enumerate(self.tests):
+            for uses in _USES.findall(code):
+                for name in re.findall(r"""["'](\w+)["']""", uses):
+                    later = [self.tests[i][0] for i in graded.get(name, []) if i > index]
+                    if later:
+                        problems.append(f"{gid} uses {name}, whose test cells {', '.join(later)} come after it")
+        return problems
 
 
 def tampered_tests(source: Source, nb) -> list[str]:

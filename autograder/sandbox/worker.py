@@ -165,20 +165,24 @@ class _StandIns:
         self.grader, self.wire = grader, wire
         self.replaced: dict[str, object] = {}  # name -> the notebook's object
 
+    MISSING = object()  # a name the notebook did not define: taken away again afterwards
+
     def install(self, namespace: dict, functions: list, modules: list) -> None:
         for key, original in self.replaced.items():
-            namespace[key] = original
+            if original is self.MISSING:
+                namespace.pop(key, None)
+            else:
+                namespace[key] = original
         self.replaced = {}
         wanted = [(str(name), self._function(str(name))) for name in functions]
         wanted += [(str(name), self._module(str(name))) for name in modules]
         for name, stand_in in wanted:
-            original = namespace.get(name)
+            original = namespace.get(name, self.MISSING)
             keys = [name]
-            if original is not None:  # another name for the same object: `sh = split_heads`
+            if original is not self.MISSING:  # another name for the same object: `sh = split_heads`
                 keys += [k for k, v in list(namespace.items()) if v is original and k != name and not k.startswith("_")]
             for key in keys:
-                if key in namespace and key not in self.replaced:
-                    self.replaced[key] = namespace[key]
+                self.replaced.setdefault(key, namespace.get(key, self.MISSING))
                 namespace[key] = stand_in
 
     def _function(self, name: str):

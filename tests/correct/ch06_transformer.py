@@ -132,6 +132,30 @@ ANSWERS: list[Answer] = [
 """,
     ),
     Answer(
+        "encoder_one_dropout_keyword_parts",
+        "EncoderLayer",
+        idiom="one nn.Dropout for both blocks; its parts built with keyword arguments; the attention called by keyword",
+        code="""
+class EncoderLayer(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False):
+        super().__init__()
+        self.pre = norm_first
+        self.norm1 = nn.LayerNorm(d_model)
+        self.self_attn = MultiHeadAttention(num_heads=num_heads, d_model=d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.ff = FeedForward(d_model=d_model, d_ff=d_ff, dropout=dropout)
+        self.drop = nn.Dropout(p=dropout)
+
+    def forward(self, x, mask=None):
+        if self.pre:
+            h = self.norm1(x)
+            x = x + self.drop(self.self_attn(query=h, key=h, value=h, mask=mask)[0])
+            return x + self.drop(self.ff(self.norm2(x)))
+        x = self.norm1(x + self.drop(self.self_attn(query=x, key=x, value=x, mask=mask)[0]))
+        return self.norm2(x + self.drop(self.ff(x)))
+""",
+    ),
+    Answer(
         "encoder_loop_over_blocks",
         "EncoderLayer",
         idiom="a loop over (block, norm, dropout) triples",

@@ -1,0 +1,169 @@
+"""The grader's side of the stand-ins (autograder.standins): what it answers, what it refuses, and the
+random state it carries. The sandbox's side is graded end to end in tests/test_grades_hold.py and
+tests/test_grading.py."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from autograder import reference, standins
+from autograder.grading.source import Source
+from autograder.sandbox import wire
+from autograder.standins import Scope, Size, size_of
+
+CH03, CH06 = "ch03_multi_head", "ch06_transformer"
+
+
+def decoded(answer: dict, key: str = "value"):
+    assert answer["ok"], answer
+    return wire.decode(answer[key])
+
+
+def callback(kind: str, name: str, *args, **kwargs) -> dict:
+    return {"kind": kind, "name": name, "args": wire.encode(list(args)), "kwargs": wire.encode(kwargs)}
+
+
+def mha_scope() -> Scope:
+    """The stand-ins of a check of MultiHeadAttention(16, 4) on (2, 5, 16) inputs."""
+    scope = Scope(CH03, ("split_heads", "merge_heads"))
+
+    def run(helpers):
+        mha = standins.rebound(reference.get(CH03, "MultiHeadAttention"), helpers)(16, 4)
+        x = torch.randn(2, 5, 16)
+        return mha(x, x, x)
+
+    scope.run_reference = run
+    scope.inputs_size = lambda: size_of([torch.zeros(2, 5, 16)])
+    return scope
+
+
+def test_sizes_of_ints_tensors_and_containers():
+    assert size_of(7) == Size(value=7)
+    assert size_of(torch.zeros(2, 3, 4)) == Size(elements=24, dimension=4, dims=3)
+    assert size_of([torch.zeros(2, 3), (torch.zeros(5), 9)]) == Size(value=9, elements=11, dimension=5, dims=2)
+    assert size_of(True) == Size() and size_of(0.5) == Size() and size_of("x") == Size()
+    limit = Size(value=4, elements=160, dimension=16, dims=3)
+    assert size_of(torch.zeros(2, 5, 16)).within(limit) is None
+    assert "has elements: 40000" in size_of(torch.zeros(1, 2500, 16)).within(limit)
+    assert "has dimensions: 6" in size_of(torch.zeros(1, 1, 1, 1, 1, 1)).within(limit)
+
+
+def test_a_function_stand_in_answers_with_the_reference_value():
+    scope = mha_scope()
+    x = torch.randn(2, 5, 16)
+    got = decoded(scope.answer(callback("call", "split_heads", x, 4)))
+    assert torch.equal(got, reference.get(CH03, "split_heads")(x, 4))
+    assert scope.kinds() == (("split_heads", "merge_heads"), ())
+
+
+def test_a_call_larger_than_the_reference_makes_is_refused_before_anything_is_computed():
+    scope = mha_scope()
+    answer = scope.answer(callback("call", "split_heads", torch.zeros(1, 3000, 16), 4))
+    assert not answer["ok"] and "stands in for yours" in answer["error"] and "x has elements" in answer["error"]
+    answer = scope.answer(callback("call", "split_heads", torch.zeros(2, 5, 16), 10**9))
+    assert not answer["ok"] and "num_heads is 1000000000" in answer["error"]
+
+
+def test_names_the_item_does_not_use_and_malformed_calls_are_refused():
+    scope = mha_scope()
+    for bad in (
+        callback("call", "MultiHeadAttention", 16, 4),
+        callback("construct", "split_heads"),
+        {"kind": "call", "name": "split_heads", "args": {"pickle": "x"}, "kwargs": {"dict": {}}},
+        {"kind": "call", "name": ["split_heads"]},
+    ):
+        answer = scope.answer(bad)
+        assert answer == {"ok": False, "error_type": "RuntimeError", "error": answer["error"]}, answer
+
+
+def test_the_reference_raising_on_the_students_arguments_raises_the_same_error_there():
+    answer = mha_scope().answer(callback("call", "split_heads", torch.zeros(2, 5, 16), 3))
+    assert answer["ok"] is False and answer["error_type"] == "ValueError" and "num_heads" in answer["error"]
+
+
+def layer_scope(dropout: float) -> Scope:
+    """The stand-ins of a check of EncoderLayer(16, 4, 32, dropout) in train mode."""
+    scope = Scope(CH06, ("MultiHeadAttention", "FeedForward"))
+
+    def run(helpers):
+        layer = standins.rebound(reference.get(CH06, "EncoderLayer"), helpers)(16, 4, 32, dropout)
+        return layer(torch.randn(2, 6, 16))
+
+    scope.run_reference = run
+    return scope
+
+
+def test_a_module_stand_in_is_built_and_run_as_the_reference_with_the_sandboxs_random_state():
+    scope = layer_scope(0.3)
+    torch.manual_seed(5)
+    start = torch.get_rng_state()
+    built = scope.answer({**callback("construct", "FeedForward", 16, 32, 0.3), "rng": wire.encode(start)})
+    state = decoded(built, "state")
+    assert set(state) == {"linear1.weight", "linear1.bias", "linear2.weight", "linear2.bias"}
+    assert set(decoded(built, "parameters")) == set(state)
+    torch.set_rng_state(start)
+    expected_module = reference.get(CH06, "FeedForward")(16, 32, 0.3)
+    assert all(torch.equal(state[k], v) for k, v in expected_module.state_dict().items())
+    assert torch.equal(decoded(built, "rng"), torch.get_rng_state())  # advanced as building it here advances it
+
+    x = torch.randn(2, 6, 16)
+    before = torch.get_rng_state()
+    ran = scope.answer(
+        {
+            **callback("forward", "FeedForward", x),
+            "init": built["init"],
+            "state": wire.encode(state),
+            "training": True,
+            "rng": wire.encode(before),
+        }
+    )
+    torch.set_rng_state(before)
+    expected_module.train()
+    assert torch.equal(decoded(ran), expected_module(x))  # the same dropout mask
+    assert torch.equal(decoded(ran, "rng"), torch.get_rng_state())
+
+
+def test_a_module_stand_in_refuses_a_state_it_was_not_built_with_and_a_forged_random_state():
+    scope = layer_scope(0.0)
+    rng = wire.encode(torch.get_rng_state())
+    built = scope.answer({**callback("construct", "FeedForward", 16, 32), "rng": rng})
+    state = decoded(built, "state")
+    state["linear1.weight"] = torch.zeros(64, 16)
+    answer = scope.answer(
+        {
+            **callback("forward", "FeedForward", torch.zeros(2, 6, 16)),
+            "init": built["init"],
+            "state": wire.encode(state),
+        }
+    )
+    assert not answer["ok"] and "not those it was built with" in answer["error"]
+    forged = scope.answer({**callback("construct", "FeedForward", 16, 32), "rng": wire.encode(torch.zeros(3))})
+    assert not forged["ok"] and "random generator" in forged["error"]
+    huge = scope.answer({**callback("construct", "FeedForward", 16, 100_000), "rng": rng})
+    assert not huge["ok"] and "d_ff is 100000" in huge["error"]
+
+
+def test_devices_and_dtypes_cross_by_name_and_nothing_else_does():
+    for value in (torch.device("cpu"), torch.device("meta"), torch.float64, torch.bool):
+        assert wire.decode(wire.encode(value)) == value
+    for bad in ({"device": "cuda:x"}, {"device": "tpu"}, {"dtype": "object"}):
+        with pytest.raises(wire.WireError):
+            wire.decode(bad)
+
+
+def test_an_item_used_by_another_is_tested_first():
+    tests = [
+        ("test_mha", 'item = Item(ASSIGNMENT, "MultiHeadAttention", MultiHeadAttention, uses=("split_heads",))', 1.0),
+        ("test_split", 'item = Item(ASSIGNMENT, "split_heads", split_heads)', 1.0),
+    ]
+    source = Source(CH03, CH03, {}, tests, ("MultiHeadAttention", "split_heads"), "")
+    assert source.order_problems() == ["test_mha uses split_heads, whose test cells test_split come after it"]
+    assert Source(CH03, CH03, {}, tests[::-1], source.items, "").order_problems() == []
+
+
+def test_the_check_being_run_is_the_current_scope():
+    assert standins.current() is None
+    with standins.grading(CH03, ("split_heads",)) as scope:
+        assert standins.current() is scope and scope.uses == ("split_heads",)
+    assert standins.current() is None
