@@ -58,7 +58,11 @@ c.LimitOutput.max_traceback = 50
 # instructor's version back, after the cell that preceded it. Test cells are restored
 # without nbgrader's warning about the hidden tests that the released cells lack.
 c.OverwriteCells.add_missing_cells = True
+# Every cell's nbgrader metadata is first made the instructor's (from the gradebook), or removed
+# from a cell the instructor's notebook does not have: a student's metadata ("task": true on a code
+# cell, a broken grade_id) would make nbgrader refuse the notebook and quote the cell in its log.
 c.Autograde.sanitize_preprocessors = [
+    "autograder.nbgrader_plugins.InstructorCellRoles",
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
@@ -71,7 +75,10 @@ c.Autograde.create_student = True
 
 # Feedback shows which tests passed and each check's message, never the hidden
 # test code or a traceback through it.
+# Markdown and raw cells too long to show are cut, with a note (LimitMarkdown, which also tells
+# `make grade` which notebook it is on, so that one that takes too long is stopped).
 c.GenerateFeedback.preprocessors = [
+    "autograder.nbgrader_plugins.LimitMarkdown",
     "nbgrader.preprocessors.GetGrades",
     "autograder.nbgrader_plugins.HideHiddenTests",
     "nbconvert.preprocessors.sanitize.SanitizeHTML",
@@ -82,6 +89,11 @@ c.GenerateFeedback.preprocessors = [
 c.SanitizeHTML.enabled = True
 c.SanitizeHTML.strip = False
 c.HTMLExporter.sanitize_html = True
+# nbconvert's strip_files_prefix takes quadratic time on a line of "[" (minutes for 150,000); the
+# course's gives the same output in linear time.
+c.HTMLExporter.filters = {"strip_files_prefix": "autograder.nbgrader_plugins.strip_files_prefix"}
+c.LimitMarkdown.max_cell_chars = 20_000
+c.LimitMarkdown.max_total_chars = 200_000
 
 # SQLAlchemy's warnings about nbgrader's own gradebook sessions say nothing to an instructor.
 warnings.filterwarnings("ignore", category=SAWarning)

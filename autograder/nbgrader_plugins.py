@@ -25,17 +25,34 @@ recording a score.
 test cell as it ran, hidden tests included, and a failing hidden test's traceback quotes the
 hidden code. It leaves, for each test cell, the visible tests, a one-line placeholder where the
 hidden tests were, and the failing check's message without the traceback.
+
+:class:`InstructorCellRoles` runs first when ``nbgrader autograde`` sanitises a submission: every
+cell's nbgrader metadata becomes the instructor's (from the gradebook) or none, so that nbgrader
+never refuses a notebook over metadata a student wrote, and its log never quotes a cell because of
+it.
+
+:class:`LimitMarkdown` runs first when ``nbgrader generate_feedback`` writes a student's feedback: it
+cuts markdown and raw cells too long to show, says so at the top of the feedback, and tells ``make
+grade`` (through the file named by ``AUTOGRADER_FEEDBACK_PROGRESS``) which notebook it is writing, so
+that a notebook whose feedback takes too long is stopped (:func:`autograder.cli.grade.write_feedback`).
+:func:`strip_files_prefix` replaces nbconvert's filter of that name, whose regular expression takes
+quadratic time on a line of ``[`` (150,000 of them: minutes).
 """
 
 from __future__ import annotations
 
+import copy
+import json
+import os
+import re
 from pathlib import Path
 
 import nbformat
 from nbformat.v4 import new_markdown_cell, new_output
+from nbgrader.api import Gradebook
 from nbgrader.preprocessors import NbGraderPreprocessor, OverwriteCells
 from nbgrader.utils import is_grade, is_locked
-from traitlets import List, Unicode
+from traitlets import Integer, List, Unicode
 
 from autograder import course
 from autograder.grading.notebook import MAX_NOTEBOOK_BYTES, grade_notebook, program_key
@@ -45,6 +62,7 @@ from autograder.notebooks import cell_id, is_test, released_source, without_hidd
 from autograder.sandbox.process import Limits, clean_text
 
 REPORTS = Path("grades") / "reports"
+FEEDBACK_PROGRESS = "AUTOGRADER_FEEDBACK_PROGRESS"  # the file LimitMarkdown names each notebook in, as it starts
 
 
 class NotGraded(RuntimeError):
@@ -193,3 +211,184 @@ class HideHiddenTests(NbGraderPreprocessor):
                 if output.output_type == "error":
                     output.traceback = [clean_text(f"{output.ename}: {output.evalue}", 4000)]
         return cell, resources
+
+
+# ----------------------------------------------------------------------------- cell roles
+
+
+def instructor_metadata(notebook) -> dict[str, dict]:
+    """grade_id -> the nbgrader metadata of that cell of the instructor's notebook, as the gradebook
+    records it (``notebook``: the gradebook's Notebook)."""
+    grade = {cell.name: cell.max_score for cell in notebook.grade_cells}
+    task = {cell.name: cell.max_score for cell in notebook.task_cells}
+    solution = {cell.name for cell in notebook.solution_cells}
+    roles = {}
+    for cell in notebook.source_cells:
+        meta = {
+            "schema_version": 3,
+            "grade": cell.name in grade,
+            "solution": cell.name in solution,
+            "locked": bool(cell.locked),
+            "task": cell.name in task,
+            "grade_id": cell.name,
+        }
+        if cell.name in grade or cell.name in task:
+            meta["points"] = grade.get(cell.name, task.get(cell.name))
+        roles[cell.name] = meta
+    return roles
+
+
+def give_instructor_roles(nb, roles: dict[str, dict]) -> int:
+    """Give each cell of ``nb`` the nbgrader metadata of the instructor's cell whose grade_id it holds,
+    and a cell whose grade_id is not the instructor's (or that has none) no nbgrader metadata at all.
+    Returns how many cells' metadata changed.
+
+    A cell's role is the instructor's to decide, and the grader already decides it so: its program
+    (:func:`autograder.grading.source.student_program`) runs the instructor's setup and test cells,
+    found by grade_id, and everything else as the student's code, whatever else the metadata says.
+    Left as the student wrote it, that metadata is an instruction to nbgrader: ``"task": true`` on a
+    code cell, a duplicated, missing or malformed grade_id, an unknown schema version each make
+    nbgrader refuse the notebook (it quotes the cell's source in its log on the way) or stop grading
+    the class. Made the instructor's, nbgrader grades the notebook as the sandbox did, and the
+    program the grader runs is the same before and after (the grade_ids it reads are kept), so the
+    report made before ``nbgrader autograde`` is still the one used.
+    """
+    changed = 0
+    for cell in nb.cells:
+        metadata = cell.get("metadata")
+        if not isinstance(metadata, dict) or "nbgrader" not in metadata:
+            continue
+        meta = metadata["nbgrader"]
+        grade_id = meta.get("grade_id") if isinstance(meta, dict) else None
+        wanted = roles.get(grade_id) if isinstance(grade_id, str) else None
+        if wanted is None:
+            del metadata["nbgrader"]
+            changed += 1
+            continue
+        changed += _role(meta) != _role(wanted)
+        # Replaced even when the role is the same: the other keys (a checksum, the cell's type when
+        # released) are nbgrader's to recompute, and a malformed one would fail its validation.
+        metadata["nbgrader"] = copy.deepcopy(wanted)
+    return changed
+
+
+def _role(meta: dict) -> tuple:
+    return (
+        *(bool(meta.get(key, False)) for key in ("grade", "solution", "locked", "task")),
+        meta.get("points"),
+        meta.get("schema_version"),
+    )
+
+
+class InstructorCellRoles(NbGraderPreprocessor):
+    """Every cell's nbgrader metadata made the instructor's, or removed (see :func:`give_instructor_roles`).
+
+    The first of ``Autograde.sanitize_preprocessors``: before nbgrader's own steps read a grade_id
+    (``DeduplicateIds`` fails on a grade cell without one) or validate the metadata
+    (``CheckCellMetadata``)."""
+
+    def preprocess(self, nb, resources):
+        info = resources["nbgrader"]
+        with Gradebook(info["db_url"]) as gradebook:
+            roles = instructor_metadata(gradebook.find_notebook(info["notebook"], info["assignment"]))
+        changed = give_instructor_roles(nb, roles)
+        if changed:
+            self.log.info(
+                "%s/%s: the nbgrader metadata of %d cell(s) was not the instructor's; the instructor's is used",
+                info["student"],
+                info["assignment"],
+                changed,
+            )
+        return nb, resources
+
+
+# ----------------------------------------------------------------------------- feedback
+
+
+def announce_feedback(student: str, notebook: str, cut: int) -> None:
+    """Tell ``make grade`` (the file named by ``AUTOGRADER_FEEDBACK_PROGRESS``, if set) that the feedback on a
+    student's notebook is being written, and how many of its cells were cut."""
+    path = os.environ.get(FEEDBACK_PROGRESS)
+    if path:
+        with open(path, "a") as f:
+            f.write(json.dumps({"student": student, "notebook": notebook, "cut": cut}) + "\n")
+
+
+CUT_NOTE = (
+    "**Note from the grader:** {count} markdown or raw cell(s) of this notebook were too long to show "
+    "in full in this feedback, and are shown cut (each to {cell:,} characters, {total:,} in all). "
+    "Your work was graded as you submitted it; only this page is shortened."
+)
+
+
+class LimitMarkdown(NbGraderPreprocessor):
+    """Markdown and raw cells cut to ``max_cell_chars`` each and ``max_total_chars`` in all, with a note.
+
+    The first of ``GenerateFeedback.preprocessors``. nbconvert renders a markdown cell in time that
+    grows faster than its length on some inputs; a cut cell is followed by a cell of the course's
+    saying how long it was, and the feedback starts with a note (``CUT_NOTE``). It also announces
+    the notebook (:func:`announce_feedback`), so that ``make grade`` can time each one."""
+
+    max_cell_chars = Integer(20_000, help="the most characters of one markdown or raw cell shown").tag(config=True)
+    max_total_chars = Integer(200_000, help="the most characters of markdown and raw cells shown in all").tag(
+        config=True
+    )
+
+    def preprocess(self, nb, resources):
+        info = resources.get("nbgrader", {})
+        cells, shown, cut = [], 0, 0
+        for cell in nb.cells:
+            cells.append(cell)
+            if cell.cell_type not in ("markdown", "raw"):
+                continue
+            room = max(0, min(self.max_cell_chars, self.max_total_chars - shown))
+            length = len(cell.source)
+            if length > room:
+                cell.source = cell.source[:room]
+                cut += 1
+                cells.append(
+                    new_markdown_cell(
+                        f"*[The grader cut the cell above: it holds {length:,} characters, "
+                        f"and the first {room:,} are shown.]*"
+                    )
+                )
+            shown += len(cell.source)
+        if cut:
+            note = CUT_NOTE.format(count=cut, cell=self.max_cell_chars, total=self.max_total_chars)
+            nb.cells = [new_markdown_cell(note), *cells]
+        announce_feedback(str(info.get("student", "")), str(info.get("notebook", "")), cut)
+        return nb, resources
+
+
+_FILES_URL = re.compile(r"""(src|href)\=(['"]?)/?files/""")  # as nbconvert's; linear
+_FILES_LINK_TARGET = re.compile(r"\]\(/?files/")
+
+
+def strip_files_prefix(text: str) -> str:
+    """nbconvert's ``strip_files_prefix`` filter (``src="files/a.png"`` and ``[a](files/a.png)`` lose their
+    ``files/``), with the same output, in linear time.
+
+    nbconvert finds markdown links with ``(!?)\\[(?P<caption>.*?)\\]\\(/?files/(?P<location>.*?)\\)``,
+    which tries every ``[`` against the rest of its line: a line of 150,000 ``[`` took minutes. A match
+    from a ``[`` ends at the first ``](files/`` (or ``](/files/``) after it on its line, if a ``)``
+    follows that on the line; if none does, no later ``[`` of the line matches either, so the line
+    is done. Each character is looked at a bounded number of times.
+    """
+    text = _FILES_URL.sub(r"\1=\2", text)
+    pieces, done, start, line_end = [], 0, 0, -1  # text[:done] is in pieces; the search goes on from start
+    while True:
+        opening = text.find("[", start)
+        if opening < 0:
+            break
+        if opening > line_end:  # on a line not seen yet: where it ends (looked for once per line)
+            line_end = text.find("\n", opening)
+            line_end = len(text) if line_end < 0 else line_end
+        target = _FILES_LINK_TARGET.search(text, opening + 1, line_end)
+        closing = text.find(")", target.end(), line_end) if target else -1
+        if closing < 0:
+            start = line_end + 1
+            continue
+        pieces += [text[done : target.start() + 2], text[target.end() : closing + 1]]
+        done = start = closing + 1
+    pieces.append(text[done:])
+    return "".join(pieces)

@@ -501,6 +501,29 @@ for _pourer in _pourers:
 raise ValueError("z" * (24 * 2**20))
 """
 
+# Hole 12 (nbgrader's log reaches the terminal): the student's own answer cell marked as an nbgrader
+# task (TASK_METADATA, merged into the cell's nbgrader metadata), its code led by TERMINAL_TAKEOVER.
+# nbgrader's CheckCellMetadata refuses a code cell that is a task and logs a traceback quoting the
+# cell's source as it is: these comments retitle the instructor's terminal (OSC 0), write its
+# clipboard (OSC 52), clear it (ESC[2J, and 8-bit CSI and OSC), then go back to the start of the
+# line and forge the grader's own last phase and a verdict. The refused notebook scored 0, every
+# test "failed", with no note, although the sandbox had graded it.
+TERMINAL_TAKEOVER = (
+    "# \x1b]0;owned\x07\x1b]52;c;b3duZWQ=\x07\x1b[2J\x1b[3J\x1b[H\x9b2J\x9d0;owned\x9c\x85\n"
+    "# \x1b[1G\x1b[2K[6/6] writing grades: all submissions graded, every notebook at full marks\n"
+    "# \x1b[1G\x1b[2Kall submissions graded\n"
+)
+TASK_METADATA = {"task": True}
+# Hole 12 too: a schema version nbgrader does not know, on the student's own answer cell. nbgrader
+# stops `autograde` for the whole class there (SchemaTooNewError): no student after it is graded.
+NEWER_SCHEMA = {"schema_version": 4}
+FORGED_LINES = ("all submissions graded", "[6/6] writing grades: all")  # what must never start a terminal line
+
+# Hole 13 (feedback stalled): a markdown cell of 150,000 "[". nbconvert's strip_files_prefix takes
+# quadratic time on it: it held `nbgrader generate_feedback`, and the feedback of the whole class,
+# for minutes (hours for a 1.5 MB cell).
+BRACKET_BOMB = "[" * 150_000
+
 # Hole 7 (reference values handed over), ch05: a positional encoding whose table is zero but for
 # the released worked example. A grader that loaded the reference's buffers into it (not only its
 # parameters) filled the table in for it, and it scored full marks.

@@ -640,15 +640,9 @@ def test_no_terminal_escapes_reach_the_instructor(review):
     assert {name: CONTROL.findall(text)[:5] for name, text in texts.items() if CONTROL.search(text)} == {}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open hole: autograder.sandbox.clean_text removes C0 controls and DEL only, "
-    "so C1 controls (U+0080-U+009F: U+009B is CSI, U+009D is OSC) raised by a submission reach the "
-    "instructor's terminal summary, the CSV and the reports; a terminal that takes 8-bit controls "
-    "acts on them (fault_c1_escapes: raise MemoryError('\\x9b2J...'))",
-)
 def test_no_c1_controls_reach_the_instructor(review):
-    """Hole 9, C1 controls: 8-bit CSI and OSC are terminal escapes too."""
+    """Hole 9, C1 controls: 8-bit CSI and OSC are terminal escapes too (fault_c1_escapes raises
+    MemoryError('\\x9b2J...')); none reaches the summary, the CSV, the reports or `make check`."""
     course, results, _ = review
     line = next(
         line for line in grade.summary(A, list(results.values())).splitlines() if line.startswith("fault_c1_escapes")

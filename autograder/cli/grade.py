@@ -10,23 +10,35 @@
    A submission that holds a symbolic link is refused (it scores nothing); one that the
    grader could not grade (its own failure) is marked "not graded", never scored;
 4. ``nbgrader autograde``, which takes the scores from those reports (one process
-   writes the gradebook, so it stays consistent);
-5. ``nbgrader generate_feedback`` into ``feedback/<student>/<assignment>/``;
+   writes the gradebook, so it stays consistent). A notebook that nbgrader refuses all the
+   same (one it cannot read, say) is reported as refused, with nbgrader's reason, and scores 0;
+   one it leaves without a score and without naming an error (it stopped before it) is "not
+   graded";
+5. ``nbgrader generate_feedback`` into ``feedback/<student>/<assignment>/``, each notebook
+   within ``--feedback-seconds`` (:func:`write_feedback`): one that takes longer is stopped, the
+   class goes on, and that student's feedback is a page saying so;
 6. writes ``grades/<assignment>.csv`` (one row per student, one column per test
    cell, in the notebook's order) and prints a summary table with each student's
-   failed tests and notes.
+   failed tests and notes. A refused notebook gets a feedback page of the course's that says
+   why.
 
-Every phase says what it is doing; no text from a submission reaches the terminal
-without its control characters removed.
+Every phase says what it is doing. No text from a submission reaches the terminal without
+going through :func:`autograder.sandbox.process.clean_text` (no escape sequence, no control
+character); nbgrader's own output is relayed with each row prefixed ``nbgrader: ``
+(:mod:`autograder.cli.run_nbgrader`), so that none of it passes for the grader's own lines.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import html
+import json
 import os
+import re
 import sys
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,8 +52,11 @@ from autograder.course import COURSE_ROOT
 from autograder.grading.notebook import grade_notebook, preflight
 from autograder.grading.report import Report
 from autograder.grading.source import Source
-from autograder.nbgrader_plugins import report_path
+from autograder.nbgrader_plugins import FEEDBACK_PROGRESS, NotGraded, report_path
 from autograder.sandbox.process import clean_text
+
+FEEDBACK_SECONDS = 60.0  # the most that writing one notebook's feedback may take
+NBGRADER_START_SECONDS = 120.0  # nbgrader's start-up, before it writes the first notebook's feedback
 
 
 @dataclass
@@ -186,6 +201,203 @@ def collect(assignment: str, students: list[str], root: Path = COURSE_ROOT) -> l
     return results
 
 
+# ----------------------------------------------------------------------------- what nbgrader refused
+
+_ERROR_AT = re.compile(r"There was an error processing assignment: (.+)$")
+_FRAME = re.compile(r'^(\s*)File "')
+
+
+def _exception_line(record: list[str]) -> str:
+    """The exception that a traceback in nbgrader's log ends with: the first line after its last frame
+    that is indented less than that frame (``KeyError: 'grade_id'``), or ''."""
+    frames = [(i, len(m.group(1))) for i, line in enumerate(record) if (m := _FRAME.match(line))]
+    if not frames:
+        return ""
+    last, indent = frames[-1]
+    for line in record[last + 1 :]:
+        if line.strip() and len(line) - len(line.lstrip()) < indent:
+            return line.strip()
+    return ""
+
+
+def nbgrader_errors(log: str, assignment: str, students: list[str]) -> dict[str, str]:
+    """student -> the error that nbgrader's log (its output, cleaned) gives for that student's submission."""
+    lines = log.splitlines()
+    found = {}
+    for index, line in enumerate(lines):
+        match = _ERROR_AT.search(line)
+        folder = Path(match.group(1).strip()) if match else None
+        if folder is None or folder.name != assignment or folder.parent.name not in students:
+            continue
+        record = lines[index + 1 : index + 2]  # nbgrader's next record: the traceback, up to the record after it
+        for following in lines[index + 2 :]:
+            if following.startswith("["):
+                break
+            record.append(following)
+        reason = _exception_line(record)
+        if reason:
+            found[folder.parent.name] = clean_text(reason, 300)
+    return found
+
+
+def nbgrader_refused(assignment: str, students: list[str], root: Path, log: str) -> tuple[dict[str, str], list[str]]:
+    """What ``nbgrader autograde`` left undone among ``students`` (those given to it): the students with
+    a submitted notebook of which it left no autograded copy, and so recorded no score.
+
+    Returns, first, student -> the error nbgrader's log gives for that student's notebook (nbgrader
+    refused it), and second, the students for whom the log gives none (nbgrader stopped before
+    them, say: not the student's doing).
+    """
+    names = notebook_names(assignment, root)
+    undone = [
+        student
+        for student in students
+        if any(
+            (Path(root) / "submitted" / student / assignment / f"{name}.ipynb").is_file()
+            and not (Path(root) / "autograded" / student / assignment / f"{name}.ipynb").is_file()
+            for name in names
+        )
+    ]
+    reasons = nbgrader_errors(log, assignment, undone)
+    return reasons, [student for student in undone if student not in reasons]
+
+
+def _sandbox_score(root: Path, assignment: str, student: str) -> str:
+    """What the sandboxed grader's reports give the student ('' if there are none)."""
+    try:
+        reports = [
+            Report.from_json(report_path(root, assignment, student, name).read_text())
+            for name in notebook_names(assignment, root)
+        ]
+    except (OSError, ValueError, TypeError, KeyError):
+        return ""
+    if not reports or any(r.not_graded for r in reports):
+        return ""
+    return f"{sum(r.score for r in reports):g} / {sum(r.max_score for r in reports):g}"
+
+
+# ----------------------------------------------------------------------------- feedback
+
+
+def write_feedback(
+    assignment: str,
+    students: list[str],
+    root: Path = COURSE_ROOT,
+    *,
+    exclude: list[str] | tuple = (),
+    env: dict | None = None,
+    quiet: bool = False,
+    seconds: float = FEEDBACK_SECONDS,
+) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """Phase 5: ``nbgrader generate_feedback`` for ``students`` but ``exclude``, each notebook within ``seconds``.
+
+    nbgrader renders each notebook as HTML with no time limit of its own, and one notebook can hold
+    it for hours (the markdown that :class:`~autograder.nbgrader_plugins.LimitMarkdown` cuts and
+    :func:`~autograder.nbgrader_plugins.strip_files_prefix` renders in linear time is one such;
+    others may be unknown). So one nbgrader process writes the class's feedback, watched:
+    ``LimitMarkdown``, its first step for each notebook, names the notebook it starts in a file
+    (``AUTOGRADER_FEEDBACK_PROGRESS``); a notebook still being written ``seconds`` later stops the
+    process, with everything it started. That student's feedback on it is then a page of the
+    course's saying so (written in phase 6), and nbgrader starts again for the students it had not
+    reached. The phase takes at most ``seconds`` per notebook, and nbgrader's start-up
+    (``NBGRADER_START_SECONDS`` at most) each time it starts.
+
+    Returns the notes per student (markdown cut, feedback stopped) and, per student whose feedback
+    was stopped, the notebook it was stopped on.
+    """
+    notes: dict[str, list[str]] = {}
+    stopped: dict[str, str] = {}
+    pending = [student for student in students if student not in set(exclude)]
+    while pending:
+        others = sorted(set(students) - set(pending))
+        excluded = [f"--CourseDirectory.student_id_exclude={','.join(others)}"] if others else []
+        with tempfile.TemporaryDirectory(prefix="autograder-feedback-") as tmp:
+            progress = Path(tmp) / "progress.jsonl"
+            progress.touch()
+            running = run_nbgrader.start(
+                "generate_feedback",
+                assignment,
+                "--force",
+                *excluded,
+                root=root,
+                quiet=quiet,
+                log_level="ERROR",
+                env={**(env or {}), FEEDBACK_PROGRESS: str(progress)},
+            )
+            reached: list[str] = []  # students in the order nbgrader started them; all but the last are done
+            current, since, limit, timed_out, unread = None, time.monotonic(), NBGRADER_START_SECONDS, False, ""
+            with progress.open() as announcements:
+                while True:
+                    ended = running.poll() is not None
+                    unread += announcements.read()
+                    *complete, unread = unread.split("\n")
+                    for line in complete:
+                        try:
+                            event = json.loads(line)
+                            student, notebook = str(event["student"]), str(event["notebook"])
+                        except (ValueError, TypeError, KeyError):  # written by LimitMarkdown alone; never expected
+                            continue
+                        if student not in pending:
+                            continue
+                        if student not in reached:
+                            reached.append(student)
+                        current, since, limit = (student, notebook), time.monotonic(), seconds
+                        if event.get("cut"):
+                            notes.setdefault(student, []).append(
+                                f"feedback on {notebook}.ipynb: {int(event['cut'])} markdown cell(s) too long "
+                                "to show were cut"
+                            )
+                    if ended:
+                        break
+                    if time.monotonic() - since > limit:
+                        running.stop()
+                        timed_out = True
+                        break
+                    time.sleep(0.1)
+            running.wait()
+        if not timed_out:
+            break
+        if current is None:  # nbgrader wrote nothing at all: its failure, not a student's
+            for student in pending:
+                notes.setdefault(student, []).append(
+                    f"feedback not written: nbgrader generate_feedback started no notebook within "
+                    f"{NBGRADER_START_SECONDS:g} s and was stopped"
+                )
+            break
+        slow, notebook = current
+        stopped[slow] = notebook
+        notes.setdefault(slow, []).append(
+            f"feedback on {notebook}.ipynb not written: it took over {seconds:g} s and was stopped "
+            "(the student's feedback page says so)"
+        )
+        pending = [student for student in pending if student not in reached]
+    return notes, stopped
+
+
+def feedback_page(assignment: str, notebook: str, paragraphs: list[str]) -> str:
+    """A feedback page of the course's own: a title and ``paragraphs`` of plain text, every one cleaned
+    (:func:`clean_text`) and escaped."""
+    title = f"Feedback on {notebook}.ipynb ({assignment})"
+    body = "".join(f"<p>{html.escape(clean_text(text, 4000))}</p>\n" for text in paragraphs)
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{html.escape(title)}</title>\n</head>\n<body>\n<h1>{html.escape(title)}</h1>\n{body}</body>\n</html>\n"
+    )
+
+
+def write_feedback_page(root: Path, student: str, assignment: str, notebook: str, paragraphs: list[str]) -> Path:
+    """Write :func:`feedback_page` where nbgrader writes the student's feedback on that notebook."""
+    path = Path(root) / "feedback" / student / assignment / f"{notebook}.html"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(feedback_page(assignment, notebook, paragraphs))
+    return path
+
+
+def _score_line(assignment: str, result: Result) -> str:
+    failed = f" Tests failed: {', '.join(result.failed)}." if result.failed else ""
+    return f"Your score for {assignment}: {result.score:g} / {result.max_score:g}.{failed}"
+
+
 def test_order(assignment: str, root: Path = COURSE_ROOT) -> list[str]:
     """The grade_ids of the assignment's test cells, in the notebooks' order."""
     order = []
@@ -254,6 +466,47 @@ def summary(assignment: str, results: list[Result]) -> str:
     return "\n".join(lines)
 
 
+def _write_feedback_pages(
+    root: Path,
+    assignment: str,
+    result: Result,
+    refused: dict[str, str],
+    refused_by_nbgrader: dict[str, str],
+    stopped: dict[str, str],
+    seconds: float,
+) -> None:
+    """The course's own feedback pages, where nbgrader wrote none: for a refused submission (every
+    notebook) and for a notebook whose feedback was stopped (it and the student's notebooks after it)."""
+    student, names = result.student, notebook_names(assignment, root)
+    if student in refused:
+        why = f"Your submission was refused: {refused[student].removeprefix('refused: ')}."
+        pages = dict.fromkeys(names, [why, _score_line(assignment, result), "Submit again, or ask your instructor."])
+    elif student in refused_by_nbgrader:
+        # The student's page names the kind of error only: nbgrader's message can quote the notebook as
+        # the gradebook restored it (hidden tests included), so it goes to the instructor's notes alone.
+        kind = refused_by_nbgrader[student].split(":")[0].rsplit(".", 1)[-1].strip()
+        why = (
+            f"Your notebook was not graded: nbgrader, which records the grades, refused it"
+            f"{f' ({kind})' if kind.isidentifier() else ''}. This happens when a notebook's format or the "
+            "nbgrader metadata of its cells was changed by hand."
+        )
+        advice = "Copy your answers into the notebook as it was released and submit that, or ask your instructor."
+        pages = dict.fromkeys(names, [why, _score_line(assignment, result), advice])
+    elif student in stopped:
+        folder = Path(root) / "feedback" / student / assignment
+        late = [name for name in names if name == stopped[student] or not (folder / f"{name}.html").is_file()]
+        why = (
+            f"The feedback on this notebook could not be written: writing it took more than {seconds:g} s, "
+            "so it was stopped. This happens when a cell is very large (a markdown cell of many thousands "
+            "of characters, for example). Your work was graded as usual."
+        )
+        pages = dict.fromkeys(late, [why, _score_line(assignment, result)])
+    else:
+        return
+    for name, paragraphs in pages.items():
+        write_feedback_page(root, student, assignment, name, paragraphs)
+
+
 def _say(quiet: bool, text: str) -> None:
     if not quiet:
         print(text, file=sys.stderr, flush=True)
@@ -266,14 +519,16 @@ def grade(
     jobs: int = 1,
     sandbox: bool = True,
     settings: course.Release | None = None,
+    feedback_seconds: float = FEEDBACK_SECONDS,
 ) -> list[Result]:
     """Grade every submission of ``assignment`` under ``root``; see the module's docstring.
 
     ``sandbox=False`` skips the parallel sandboxed pass and leaves execution to
     whatever ``nbgrader autograde`` is configured with (for comparisons). ``settings``: the
     release whose packages the sandbox offers (default: the course's ``term.yml`` and
-    environment); nbgrader's own run is given the same. Raises :class:`GradingUnavailable`
-    when the sandbox does not work; then nothing is scored.
+    environment); nbgrader's own run is given the same. ``feedback_seconds``: the most that
+    writing one notebook's feedback may take (:func:`write_feedback`). Raises
+    :class:`GradingUnavailable` when the sandbox does not work; then nothing is scored.
     """
     root = Path(root)
     settings = settings or course.release(root)
@@ -298,32 +553,51 @@ def grade(
     excluded = sorted({*found.refused, *found.not_graded})
     exclude = [f"--CourseDirectory.student_id_exclude={','.join(excluded)}"] if excluded else []
     _say(quiet, "[4/6] recording the scores in the gradebook (nbgrader autograde)")
-    run_nbgrader.run(
+    autograde = run_nbgrader.run(
         "autograde", assignment, "--force", *exclude, root=root, check=False, quiet=quiet, log_level="ERROR", env=env
     )
+    given = [student for student in students if student not in excluded]
+    refused_by_nbgrader, unexplained = nbgrader_refused(
+        assignment, given, root, f"{autograde.stdout}\n{autograde.stderr}"
+    )
+    for student in unexplained:  # never a silent 0: the grader's failure, to grade again
+        found.not_graded[student] = (
+            "nbgrader autograde recorded no score for this submission, and its log names no error of its "
+            "(it may have stopped before it: see nbgrader's errors)"
+        )
+    for student, why in list(refused_by_nbgrader.items()):
+        if why.startswith(f"{NotGraded.__module__}.{NotGraded.__name__}:"):  # the grader's failure, not a refusal
+            found.not_graded[student] = why.split("not graded: ", 1)[-1]
+            del refused_by_nbgrader[student]
     _say(quiet, "[5/6] writing each student's feedback (nbgrader generate_feedback)")
-    run_nbgrader.run(
-        "generate_feedback",
+    feedback_notes, stopped = write_feedback(
         assignment,
-        "--force",
-        *exclude,
-        root=root,
-        check=False,
-        quiet=quiet,
-        log_level="ERROR",
+        students,
+        root,
+        exclude=[*excluded, *found.not_graded, *refused_by_nbgrader],
         env=env,
+        quiet=quiet,
+        seconds=feedback_seconds,
     )
     _say(quiet, f"[6/6] writing grades/{assignment}.csv")
     results = collect(assignment, students, root)
     for result in results:
-        if result.student in found.not_graded:
+        student = result.student
+        if student in found.not_graded:
             result.score, result.tests = None, {}
-            result.note = f"not graded: {found.not_graded[result.student]}"
+            result.note = f"not graded: {found.not_graded[student]}"
             continue
-        if result.student in found.refused:
+        refusal = found.refused.get(student, "")
+        if student in refused_by_nbgrader:
+            sandboxed = _sandbox_score(root, assignment, student)
+            refusal = f"refused by nbgrader: {refused_by_nbgrader[student]}" + (
+                f" (the sandboxed grader's report gave {sandboxed}; nbgrader recorded no score)" if sandboxed else ""
+            )
+        if refusal:
             result.score, result.tests = 0.0, {}
-        extra = [found.refused.get(result.student, ""), *found.notes.get(result.student, [])]
+        extra = [refusal, *found.notes.get(student, []), *feedback_notes.get(student, [])]
         result.note = clean_text("; ".join(filter(None, [result.note, *extra])), 4000)
+        _write_feedback_pages(root, assignment, result, found.refused, refused_by_nbgrader, stopped, feedback_seconds)
     write_csv(root / "grades" / f"{assignment}.csv", results, test_order(assignment, root))
     return results
 
@@ -340,6 +614,12 @@ def main(argv: list[str] | None = None) -> int:
         help="notebooks graded at once (default: half the CPU cores)",
     )
     parser.add_argument(
+        "--feedback-seconds",
+        type=float,
+        default=FEEDBACK_SECONDS,
+        help=f"the most that writing one notebook's feedback may take (default: {FEEDBACK_SECONDS:g})",
+    )
+    parser.add_argument(
         "--allow-released",
         action="store_true",
         help="grade even though the term's settings release this assignment's solutions",
@@ -347,6 +627,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
+    if not args.feedback_seconds > 0:
+        parser.error(f"--feedback-seconds must be more than 0, got {args.feedback_seconds}")
     if args.assignment not in course.assignments(args.root):
         parser.error(f"no assignment {args.assignment!r} under {args.root / 'solutions'}")
     try:
@@ -366,7 +648,9 @@ def main(argv: list[str] | None = None) -> int:
             f'command (RELEASED="..."), or pass --allow-released'
         )
     try:
-        results = grade(args.assignment, args.root, jobs=args.jobs, settings=settings)
+        results = grade(
+            args.assignment, args.root, jobs=args.jobs, settings=settings, feedback_seconds=args.feedback_seconds
+        )
     except GradingUnavailable as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

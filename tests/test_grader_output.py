@@ -1,0 +1,493 @@
+"""What a submission can put on the instructor's terminal, and how long its feedback may take.
+
+Unit tests of the one filter (``clean_text``), of the relay of nbgrader's output
+(:mod:`autograder.cli.run_nbgrader`), of the cell roles given back before nbgrader checks a notebook,
+of the markdown cut for the feedback and of the linear ``strip_files_prefix``; then two classes
+graded end to end by `make grade` (``python -m autograder.cli.grade``, its terminal output captured):
+
+* with the course's configuration: a student whose answer cell is an nbgrader "task" full of
+  terminal escapes and forged lines, and one whose answer cell claims a schema version nbgrader
+  does not know, are graded as the sandbox graded them (and the class goes on), a notebook
+  nbgrader cannot read is reported refused with nbgrader's reason, and a markdown cell of 150,000
+  ``[`` leaves the feedback phase fast, that student's feedback saying it was cut;
+* with nbgrader's own behaviour put back (no cell roles given back, nbconvert's quadratic filter, no
+  markdown cut): the attacks are real there, nbgrader refuses the "task" notebook and quotes the
+  cell in its log, and the grader still shows none of it unfiltered, reports the refusal with its
+  reason, and stops the slow feedback at its time limit while the class goes on.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from nbconvert.filters.strings import strip_files_prefix as nbconvert_strip_files_prefix
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from nbgrader.nbgraderformat import MetadataValidator, ValidationError
+
+from autograder import course, notebooks
+from autograder.cli import run_nbgrader
+from autograder.cli.grade import feedback_page, nbgrader_errors
+from autograder.course import COURSE_ROOT
+from autograder.grading.source import Source, student_program
+from autograder.nbgrader_plugins import (
+    CUT_NOTE,
+    FEEDBACK_PROGRESS,
+    LimitMarkdown,
+    give_instructor_roles,
+    instructor_metadata,
+    strip_files_prefix,
+)
+from autograder.sandbox.process import bwrap_available, clean_text
+from tests import attacks
+from tests.support.course import full_marks, make_course
+from tests.support.submissions import fill, submit
+
+A = "ch02_scaled_dot_product"
+FULL = full_marks(A)
+# What a terminal acts on: C0 controls but tab and newline, DEL, C1 controls (8-bit CSI, OSC...), ESC.
+TERMINAL_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
+ZEROS = fill(A, attacks.ZEROS)
+
+
+# ----------------------------------------------------------------------------- the one filter
+
+
+def test_clean_text_removes_every_terminal_control_and_keeps_the_text():
+    nasty = (
+        "a\x1b]0;title\x07b\x1b]52;c;b3duZWQ=\x1b\\c\x1b[2J\x1b[31md\x1b[0m\x9b2J\x9d0;owned\x9ce"
+        "\x1bPq#0;2;0;0;0\x1b\\f\x1bcg\x1b(Bh\x85i\x90payload\x9cj\x07\x08\r\u202eevil\u202ck"
+    )
+    assert clean_text(nasty, 1000) == "abcdefghijevilk"
+    text = "café → 中文, a tab\tand a newline\n[6/6] as written"
+    assert clean_text(text, 1000) == text  # right text passes unchanged
+    assert clean_text("x" * 50, 10) == "x" * 10
+    assert clean_text("lone \ud800 surrogate", 100) == "lone ? surrogate"
+
+
+def test_clean_text_cleans_the_review_attacks_c0_and_c1_escapes():
+    for payload in (attacks.TERMINAL_ESCAPES, attacks.C1_ESCAPES, attacks.TERMINAL_TAKEOVER):
+        message = payload.encode().decode("unicode_escape") if "\\x" in payload else payload
+        cleaned = clean_text(message, 10_000)
+        assert not TERMINAL_CONTROL.search(cleaned), repr(cleaned)
+
+
+# ----------------------------------------------------------------------------- the relay of nbgrader's output
+
+
+def test_relayed_rows_start_with_the_prefix_fit_the_terminal_and_hold_no_control():
+    line = attacks.TERMINAL_TAKEOVER.replace("\n", " ") + "x" * 150 + "中文" * 40 + "all submissions graded"
+    for width in (40, 80, 132):
+        rows = run_nbgrader.relayed(line, width)
+        assert len(rows) > 1
+        for row in rows:
+            assert row.startswith(run_nbgrader.PREFIX), row
+            assert sum(run_nbgrader._columns(c) for c in row) < width, row
+            assert not TERMINAL_CONTROL.search(row) and not BIDI.search(row), repr(row)
+    assert run_nbgrader.relayed("plain words", None) == ["nbgrader: plain words"]
+    assert len(run_nbgrader.relayed("y" * 10**6, None)[0]) == len(run_nbgrader.PREFIX) + run_nbgrader.MAX_LINE_CHARS
+
+
+PRINTER = r"""
+import sys, time
+sys.stdout.write("out \x1b]0;owned\x07\x9b2J line\n")
+sys.stdout.flush()
+sys.stderr.write("err " + "z" * 100000 + "\n" + "[6/6] writing grades: all submissions graded\n")
+sys.stderr.flush()
+"""
+
+
+def test_a_commands_output_is_relayed_prefixed_and_cleaned_and_kept_cleaned():
+    relay = io.StringIO()
+    running = run_nbgrader.Running([sys.executable, "-c", PRINTER], Path.cwd(), dict(os.environ), relay)
+    result = running.wait(timeout=60)
+    assert result.returncode == 0
+    shown = relay.getvalue().splitlines()
+    assert shown and all(line.startswith(run_nbgrader.PREFIX) for line in shown), shown
+    assert "nbgrader: out  line" in shown and "nbgrader: [6/6] writing grades: all submissions graded" in shown
+    assert not TERMINAL_CONTROL.search(relay.getvalue())
+    assert max(len(line) for line in shown) == len(run_nbgrader.PREFIX) + run_nbgrader.MAX_LINE_CHARS
+    assert result.stdout == "out  line"  # what the caller keeps: cleaned, not prefixed
+    assert result.stderr.splitlines()[1] == "[6/6] writing grades: all submissions graded"
+
+
+def test_a_stopped_command_is_killed_with_what_it_started():
+    code = "import subprocess, time\nsubprocess.Popen(['sleep', '4243'])\nprint('started', flush=True)\ntime.sleep(60)"
+    running = run_nbgrader.Running([sys.executable, "-c", code], Path.cwd(), dict(os.environ), None)
+    deadline = time.monotonic() + 30
+    while "started" not in running.kept["stdout"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    running.stop()
+    assert running.wait(timeout=30).returncode == -9
+    time.sleep(0.2)
+    listing = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.splitlines()
+    assert "sleep 4243" not in listing
+
+
+def test_nbgraders_error_for_a_student_is_found_in_its_log():
+    log = "\n".join(
+        [
+            "[AutogradeApp | ERROR] There was an error processing assignment: /c/submitted/mallory/" + A,
+            "[AutogradeApp | ERROR] Traceback (most recent call last):",
+            '      File "/x/base.py", line 390, in convert_notebooks',
+            "        self.convert_single_notebook(notebook_filename)",
+            "    jsonschema.exceptions.ValidationError: Task cells have to be markdown: x = 1",
+            "    # all submissions graded",
+            "    ",
+            "[AutogradeApp | ERROR] There was an error processing assignment '" + A + "' for student 'mallory'",
+        ]
+    )
+    found = nbgrader_errors(log, A, ["mallory", "alice"])
+    assert found == {"mallory": "jsonschema.exceptions.ValidationError: Task cells have to be markdown: x = 1"}
+    assert nbgrader_errors(log, A, ["alice"]) == {}
+
+
+def test_the_courses_feedback_page_escapes_everything():
+    page = feedback_page(A, "<nb>", ["<script>alert(1)</script> & \x1b[2J"])
+    assert "<script>" not in page and "&lt;script&gt;" in page and "&lt;nb&gt;.ipynb" in page
+    assert "\x1b" not in page
+
+
+# ----------------------------------------------------------------------------- cell roles
+
+
+def _gradebook_notebook(assignment: str):
+    """The instructor notebook's cells as the gradebook records them (what InstructorCellRoles reads)."""
+    nb = notebooks.read(course.notebook_path(assignment, "solutions"))
+    cells = [(notebooks.cell_id(c), notebooks.nbgrader_meta(c)) for c in nb.cells if notebooks.cell_id(c)]
+    return SimpleNamespace(
+        source_cells=[SimpleNamespace(name=name, locked=meta.get("locked", False)) for name, meta in cells],
+        grade_cells=[SimpleNamespace(name=name, max_score=meta["points"]) for name, meta in cells if meta.get("grade")],
+        solution_cells=[SimpleNamespace(name=name) for name, meta in cells if meta.get("solution")],
+        task_cells=[],
+    )
+
+
+def task_attack(nb, item: str = "softmax", metadata: dict = attacks.TASK_METADATA):
+    """``nb`` with its answer cell for ``item`` made an nbgrader task (or given other ``metadata``), led by
+    the terminal takeover."""
+    cell = next(c for c in nb.cells if notebooks.cell_id(c) == item)
+    cell.source = attacks.TERMINAL_TAKEOVER + cell.source
+    cell.metadata["nbgrader"].update(metadata)
+    return nb
+
+
+def test_a_submissions_cells_get_the_instructors_roles_and_the_same_program():
+    roles = instructor_metadata(_gradebook_notebook(A))
+    source = Source.load(A)
+    nb = task_attack(fill(A))
+    with pytest.raises(ValidationError, match="Task cells have to be markdown"):  # what nbgrader refused
+        MetadataValidator().validate_nb(copy.deepcopy(nb))
+    own = new_code_cell("extra = 1")
+    own.metadata["nbgrader"] = {"grade": True, "solution": False, "locked": False, "schema_version": 3}  # no grade_id
+    odd = new_code_cell("other = 2")
+    odd.metadata["nbgrader"] = "not even a dict"
+    renamed = new_code_cell("third = 3")
+    renamed.metadata["nbgrader"] = {"grade": False, "solution": True, "locked": False, "grade_id": "my_own"}
+    nb.cells += [own, renamed]
+    before = student_program(source, nb)
+    nb.cells.append(odd)
+    assert give_instructor_roles(nb, roles) == 4  # the task, and the three cells of the student's own
+    MetadataValidator().validate_nb(nb)  # nbgrader accepts it now
+    assert student_program(source, new_notebook(cells=nb.cells[:-1])) == before  # the grader runs the same
+    for cell in (own, odd, renamed):
+        assert "nbgrader" not in cell.metadata
+    graded = {notebooks.cell_id(c): notebooks.nbgrader_meta(c) for c in nb.cells if notebooks.cell_id(c)}
+    assert graded["softmax"] == roles["softmax"] and graded["softmax"]["task"] is False
+    assert graded["test_softmax_values"]["points"] == 2 and graded["test_softmax_values"]["locked"]
+
+
+def test_a_released_notebook_keeps_its_roles():
+    roles = instructor_metadata(_gradebook_notebook(A))
+    nb = fill(A)
+    kinds = [(notebooks.cell_id(c), notebooks.is_test(c), notebooks.is_solution(c)) for c in nb.cells]
+    assert give_instructor_roles(nb, roles) == 0  # no cell's role changed
+    assert [(notebooks.cell_id(c), notebooks.is_test(c), notebooks.is_solution(c)) for c in nb.cells] == kinds
+    MetadataValidator().validate_nb(nb)
+
+
+# ----------------------------------------------------------------------------- markdown in the feedback
+
+
+def test_long_markdown_is_cut_with_a_note_and_the_notebook_announced(tmp_path, monkeypatch):
+    progress = tmp_path / "progress.jsonl"
+    monkeypatch.setenv(FEEDBACK_PROGRESS, str(progress))
+    nb = new_notebook(
+        cells=[
+            new_markdown_cell("short and right"),
+            new_markdown_cell(attacks.BRACKET_BOMB),
+            new_code_cell("x = 1"),
+            new_markdown_cell("also short"),
+        ]
+    )
+    limit = LimitMarkdown(max_cell_chars=1000, max_total_chars=5000)
+    nb, _ = limit.preprocess(nb, {"nbgrader": {"student": "bob", "notebook": A}})
+    sources = [c.source for c in nb.cells]
+    assert sources[0] == CUT_NOTE.format(count=1, cell=1000, total=5000)
+    assert sources[1] == "short and right" and sources[2] == "[" * 1000
+    assert sources[3].startswith("*[The grader cut the cell above: it holds 150,000 characters")
+    assert sources[4:] == ["x = 1", "also short"]
+    assert [json.loads(line) for line in progress.read_text().splitlines()] == [
+        {"student": "bob", "notebook": A, "cut": 1}
+    ]
+    honest, _ = LimitMarkdown().preprocess(fill(A), {"nbgrader": {"student": "alice", "notebook": A}})
+    assert honest.cells == fill(A).cells  # a released notebook is shown whole
+    assert json.loads(progress.read_text().splitlines()[-1]) == {"student": "alice", "notebook": A, "cut": 0}
+
+
+def test_strip_files_prefix_gives_nbconverts_output():
+    import random
+
+    atoms = ["[", "]", "(", ")", "!", "/", "files/", "](files/", "](/files/", "\n", "a", "src=", 'href="', "'", " "]
+    rng = random.Random(12)
+    for _ in range(50_000):
+        text = "".join(rng.choice(atoms) for _ in range(rng.randint(0, 24)))
+        assert strip_files_prefix(text) == nbconvert_strip_files_prefix(text), text
+    page = '<img src="files/a.png"> [see](files/b.png) ![fig](/files/c.png) [keep](other/d.png)'
+    assert strip_files_prefix(page) == '<img src="a.png"> [see](b.png) ![fig](c.png) [keep](other/d.png)'
+
+
+def test_strip_files_prefix_takes_linear_time():
+    """1.5 MB of "[" (nbconvert's own filter: hours) and as many links on one line, in well under a second each."""
+    for text in ("<p>" + "[" * 1_500_000 + "</p>", "[a](files/b) " * 120_000):
+        started = time.monotonic()
+        strip_files_prefix(text)
+        assert time.monotonic() - started < 2.0
+
+
+# ----------------------------------------------------------------------------- `make grade`, end to end
+
+
+@dataclass
+class MakeGrade:
+    """A run of `make grade`: its exit status, its output and when each phase started (seconds)."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    phases: dict[int, float] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def phase_seconds(self, number: int) -> float:
+        return self.phases[number + 1] - self.phases[number]
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+
+PHASE = re.compile(r"^\[(\d)/6\] ")
+# The grader's own replay of a known mistake (reference code, in the grader) on a wrong answer may warn.
+OWN_WARNING = re.compile(rf"^<{A}/\w+, a known mistake>:\d+: \w*Warning: ")
+
+
+def make_grade(course_folder: Path, *args: str) -> MakeGrade:
+    """``python -m autograder.cli.grade`` on ``course_folder`` (a term before chapter 2's release), as `make
+    grade` runs it; each phase's start timed from its output."""
+    env = {**run_nbgrader.environment(), "RELEASED": "ch01_bahdanau"}
+    env.pop("EDITION", None)
+    started = time.monotonic()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "autograder.cli.grade", A, "--root", str(course_folder), "--jobs", "2", *args],
+        cwd=COURSE_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    run = MakeGrade(0, "", "")
+    out: list[bytes] = []
+    reader = threading.Thread(target=lambda: out.append(process.stdout.read()), daemon=True)
+    reader.start()
+    err = []
+    for raw in process.stderr:
+        line = raw.decode("utf-8", "surrogateescape")
+        err.append(line)
+        if match := PHASE.match(line):
+            run.phases[int(match.group(1))] = time.monotonic() - started
+    run.returncode = process.wait(timeout=1200)
+    reader.join()
+    run.seconds = run.phases[7] = time.monotonic() - started
+    run.stdout, run.stderr = out[0].decode("utf-8", "surrogateescape"), "".join(err)
+    return run
+
+
+def assert_nothing_reaches_the_terminal_unfiltered(run: MakeGrade) -> None:
+    """No control character or escape in what `make grade` printed (tqdm's carriage returns aside), and
+    every line of stderr is the grader's own (a phase, the progress bar) or nbgrader's, prefixed."""
+    without_bar = re.sub(r"\r(?=grading ch02_scaled_dot_product: )", "", run.output)
+    assert not TERMINAL_CONTROL.search(without_bar), TERMINAL_CONTROL.findall(without_bar)[:10]
+    assert not BIDI.search(run.output)
+    for line in run.stderr.splitlines():
+        line = line.split("\r")[-1]
+        ours = PHASE.match(line) or OWN_WARNING.match(line) or line.startswith(("grading ch02", run_nbgrader.PREFIX))
+        assert line == "" or ours, line
+    for forged in attacks.FORGED_LINES:
+        for line in run.output.replace("\r", "\n").splitlines():
+            assert not line.lstrip().startswith(forged), line
+
+
+def csv_rows(course_folder: Path) -> dict[str, dict]:
+    with (course_folder / "grades" / f"{A}.csv").open() as f:
+        return {row["student"]: row for row in csv.DictReader(f)}
+
+
+def summary_line(run: MakeGrade, student: str) -> str:
+    return next(line for line in run.stdout.splitlines() if line.startswith(f"{student} "))
+
+
+def feedback(course_folder: Path, student: str) -> str:
+    return (course_folder / "feedback" / student / A / f"{A}.html").read_text()
+
+
+def unreadable(course_folder: Path, student: str) -> None:
+    folder = course_folder / "submitted" / student / A
+    folder.mkdir(parents=True)
+    (folder / f"{A}.ipynb").write_text('{"cells": [ not json at all \x1b]0;owned\x07')
+
+
+needs_bwrap = pytest.mark.skipif(not bwrap_available(), reason="bubblewrap is not installed")
+
+
+@pytest.fixture(scope="module")
+def protected(tmp_path_factory):
+    """A class graded with the course's configuration."""
+    folder = make_course(tmp_path_factory.mktemp("protected"))
+    submit(folder, "alice", A, fill(A))
+    submit(folder, "bob_zeros", A, copy.deepcopy(ZEROS))  # wrong answers: must lose points
+    submit(folder, "mallory_task", A, task_attack(fill(A)))
+    submit(folder, "mallory_schema", A, task_attack(fill(A), "attention_numpy", attacks.NEWER_SCHEMA))
+    bomb = fill(A)
+    bomb.cells.insert(1, new_markdown_cell(attacks.BRACKET_BOMB))
+    submit(folder, "mallory_brackets", A, bomb)
+    unreadable(folder, "broken_json")
+    return folder, make_grade(folder)
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_a_task_cell_full_of_escapes_is_graded_as_the_sandbox_graded_it(protected):
+    """Hole 12: the cells' roles are the instructor's, so nbgrader accepts the notebooks (a task cell, an
+    unknown schema version); the escapes and forged lines reach no terminal, and the attackers get what
+    their answers earn (full marks here, as honest alice, where wrong answers lose points)."""
+    folder, run = protected
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert_nothing_reaches_the_terminal_unfiltered(run)
+    rows = csv_rows(folder)
+    assert rows["alice"]["score"] == rows["mallory_task"]["score"] == str(FULL), rows["mallory_task"]
+    assert float(rows["bob_zeros"]["score"]) < FULL
+    assert "refused" not in rows["mallory_task"]["note"]
+    assert "all passed" in summary_line(run, "mallory_task")
+    # A schema version nbgrader does not know stopped its autograde for the class: mallory_task, after it, is graded.
+    assert rows["mallory_schema"]["score"] == str(FULL) and "all passed" in summary_line(run, "mallory_schema")
+    assert (folder / "autograded" / "mallory_task" / A / f"{A}.ipynb").is_file()
+    assert "test_softmax_values" in feedback(folder, "mallory_task")
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_a_notebook_nbgrader_refuses_is_reported_refused_with_its_reason(protected):
+    """A notebook nbgrader cannot read scores 0 as refused, with nbgrader's reason, in the summary, the CSV and
+    a feedback page of the course's (never a silent 0 with every test failed)."""
+    folder, run = protected
+    row = csv_rows(folder)["broken_json"]
+    assert row["score"] == "0.0" and "refused by nbgrader: " in row["note"] and "NotJSONError" in row["note"]
+    assert all(row[test] == "" for test in row if test.startswith("test_")), row  # no test "failed"
+    line = summary_line(run, "broken_json")
+    assert "refused by nbgrader: " in line and "test_softmax_values" not in line
+    page = feedback(folder, "broken_json")
+    assert "refused it (NotJSONError)" in page and "owned" not in page and "\x1b" not in page
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_a_markdown_cell_of_brackets_leaves_the_feedback_phase_fast(protected):
+    """Hole 13: 150,000 "[" in a markdown cell held `generate_feedback` for 151 to 310 s; now the phase takes
+    seconds, that student's feedback says the cell was cut, and the others' feedback is as usual."""
+    folder, run = protected
+    assert run.phase_seconds(5) < 60, run.phases
+    page = feedback(folder, "mallory_brackets")
+    assert "Note from the grader:" in page and "The grader cut the cell above: it holds 150,000 characters" in page
+    assert "[" * 20_001 not in page
+    assert "cut" in csv_rows(folder)["mallory_brackets"]["note"]
+    assert csv_rows(folder)["mallory_brackets"]["score"] == str(FULL)
+    for student in ("alice", "bob_zeros", "mallory_task", "mallory_schema"):
+        page = feedback(folder, student)
+        assert "Note from the grader" not in page and "test_sdpa_values" in page, student
+
+
+# What plain nbgrader does: cells keep the roles a student wrote, nbconvert's own filter, no markdown cut.
+NBGRADERS_OWN = """
+c.Autograde.sanitize_preprocessors = [
+    p for p in c.Autograde.sanitize_preprocessors if not p.endswith("InstructorCellRoles")
+]
+c.HTMLExporter.filters = {}
+c.LimitMarkdown.max_cell_chars = 10**9
+c.LimitMarkdown.max_total_chars = 10**9
+"""
+FEEDBACK_LIMIT = 10
+
+
+@pytest.fixture(scope="module")
+def unprotected(tmp_path_factory):
+    """A class graded with nbgrader's own behaviour put back, and a feedback limit of FEEDBACK_LIMIT s."""
+    folder = make_course(tmp_path_factory.mktemp("unprotected"))
+    with (folder / "nbgrader_config.py").open("a") as f:
+        f.write(NBGRADERS_OWN)
+    submit(folder, "alice", A, fill(A))
+    submit(folder, "mallory_task", A, task_attack(fill(A)))
+    bomb = fill(A)
+    bomb.cells.insert(1, new_markdown_cell(attacks.BRACKET_BOMB))
+    submit(folder, "mallory_brackets", A, bomb)
+    submit(folder, "zed", A, copy.deepcopy(ZEROS))  # after the slow one: the class goes on
+    return folder, make_grade(folder, "--feedback-seconds", str(FEEDBACK_LIMIT))
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_nbgraders_refusal_of_a_task_cell_is_filtered_and_reported(unprotected):
+    """Hole 12, the attack is real: nbgrader refuses the notebook and its log quotes the cell. What reaches
+    the terminal is filtered and prefixed, and the student is reported refused with nbgrader's reason
+    (and the sandbox's score), never a silent 0 with every test failed."""
+    folder, run = unprotected
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "Task cells have to be markdown" in run.stderr  # nbgrader did quote the cell
+    quoted = [line for line in run.stderr.splitlines() if "all submissions graded" in line]
+    assert quoted and all(line.startswith(run_nbgrader.PREFIX) for line in quoted), quoted
+    assert_nothing_reaches_the_terminal_unfiltered(run)
+    row = csv_rows(folder)["mallory_task"]
+    assert row["score"] == "0.0" and "refused by nbgrader: " in row["note"] and "ValidationError" in row["note"]
+    assert f"the sandboxed grader's report gave {FULL:g} / {FULL:g}" in row["note"]
+    assert "refused by nbgrader: " in summary_line(run, "mallory_task")
+    page = feedback(folder, "mallory_task")
+    assert "refused it (ValidationError)" in page and "Your score for" in page and "owned" not in page
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_feedback_that_takes_too_long_is_stopped_and_the_class_goes_on(unprotected):
+    """Hole 13 with nbconvert's quadratic filter: the slow notebook is stopped at the limit, its student's
+    feedback is a page saying so, and the students after it get their feedback as usual."""
+    folder, run = unprotected
+    assert run.phase_seconds(5) < FEEDBACK_LIMIT + 60, run.phases  # unbounded, it takes minutes
+    page = feedback(folder, "mallory_brackets")
+    assert f"took more than {FEEDBACK_LIMIT:g} s, so it was stopped" in page and "[[[" not in page
+    assert "Your score for" in page
+    note = csv_rows(folder)["mallory_brackets"]["note"]
+    assert f"not written: it took over {FEEDBACK_LIMIT:g} s and was stopped" in note
+    assert csv_rows(folder)["mallory_brackets"]["score"] == str(FULL)
+    for student in ("alice", "zed"):
+        assert "test_sdpa_values" in feedback(folder, student) and "stopped" not in feedback(folder, student)
+    assert float(csv_rows(folder)["zed"]["score"]) < FULL
