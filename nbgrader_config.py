@@ -33,8 +33,8 @@ c.CourseDirectory.max_file_size = 10_000
 # in a Jupyter kernel beside the tests. It runs in a bubblewrap sandbox (no
 # network, no view of solutions/, the gradebook or other students, limits on
 # time, memory, processes and output), and the test cells run here, comparing
-# values that come back from the sandbox as plain data; see autograder/grader.py.
-# The limits live in autograder/sandbox.py (Limits), so that `make check` gives
+# values that come back from the sandbox as plain data; see autograder/grading/.
+# The limits live in autograder/sandbox/process.py (Limits), so that `make check` gives
 # self-learners the same verdicts.
 c.Autograde.autograde_preprocessors = [
     "autograder.nbgrader_plugins.SandboxedExecute",

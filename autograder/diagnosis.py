@@ -11,6 +11,7 @@ hint, which says what the property needs, stands.
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from autograder import reference, standins
 from autograder.calls import Call
@@ -55,5 +56,6 @@ def _right(call: Call, solution, arguments: dict) -> dict:
     number, which the reference gives in its own form), else what the reference solution returns."""
     if "expected" in arguments:
         name = arguments.get("output") or (call.item.outputs or ("result",))[0]
-        return {name: np.asarray(arguments["expected"])}
+        value = np.asarray(arguments["expected"])
+        return {name: torch.from_numpy(value) if call.expected_library() == "torch" else value}
     return call.outputs(call.run(solution))

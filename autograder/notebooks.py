@@ -29,24 +29,46 @@ def _nbgrader_utils():
 
 
 def nbgrader_meta(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {})
+    """A cell's nbgrader metadata; none where a submission put something else than a dict there."""
+    metadata = cell.get("metadata", {})
+    found = metadata.get("nbgrader", {}) if isinstance(metadata, dict) else {}
+    return found if isinstance(found, dict) else {}
+
+
+def tags(cell) -> list:
+    """A cell's tags; none where a submission put something else than a list of them there."""
+    metadata = cell.get("metadata", {})
+    found = metadata.get("tags", []) if isinstance(metadata, dict) else []
+    return [tag for tag in found if isinstance(tag, str)] if isinstance(found, list) else []
+
+
+def _readable(cell) -> bool:
+    """Whether nbgrader can read the cell's roles: its metadata, and nbgrader's part of it, are dicts
+    (a submission's own cell may hold anything; then it has no role)."""
+    metadata = cell.get("metadata", {})
+    return isinstance(metadata, dict) and isinstance(metadata.get("nbgrader", {}), dict)
 
 
 def is_solution(cell) -> bool:
     """An answer cell: the student writes its code."""
-    return cell.get("cell_type") == "code" and _nbgrader_utils().is_solution(cell)
+    return cell.get("cell_type") == "code" and _readable(cell) and bool(_nbgrader_utils().is_solution(cell))
 
 
 def is_question(cell) -> bool:
     """An answer cell of an understanding question (a count, a formula, a choice; tagged
     ``question``): short answers that honest students write alike."""
-    return is_solution(cell) and QUESTION in cell.get("metadata", {}).get("tags", [])
+    return is_solution(cell) and QUESTION in tags(cell)
 
 
 def is_test(cell) -> bool:
     """A test cell: read-only, with points, run by the grader."""
     utils = _nbgrader_utils()
-    return cell.get("cell_type") == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
+    return (
+        cell.get("cell_type") == "code"
+        and _readable(cell)
+        and bool(utils.is_grade(cell))
+        and not utils.is_solution(cell)
+    )
 
 
 def is_setup(cell) -> bool:
@@ -54,14 +76,16 @@ def is_setup(cell) -> bool:
     utils = _nbgrader_utils()
     return (
         cell.get("cell_type") == "code"
-        and utils.is_locked(cell)
+        and _readable(cell)
+        and bool(utils.is_locked(cell))
         and not utils.is_solution(cell)
         and not utils.is_grade(cell)
     )
 
 
 def cell_id(cell) -> str | None:
-    return nbgrader_meta(cell).get("grade_id")
+    gid = nbgrader_meta(cell).get("grade_id")
+    return gid if isinstance(gid, str) else None
 
 
 def cell_label(nb, index: int) -> str:

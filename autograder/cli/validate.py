@@ -40,7 +40,7 @@ def validate(path: Path, *, run_all: bool = False, timeout: int = 600) -> tuple[
 
     nb = nbformat.read(str(path), as_version=4)
     if not run_all:
-        nb.cells = [c for c in nb.cells if UNGRADED not in c.get("metadata", {}).get("tags", [])]
+        nb.cells = [c for c in nb.cells if UNGRADED not in notebooks.tags(c)]
     client = NotebookClient(
         nb,
         timeout=timeout,

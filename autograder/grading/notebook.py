@@ -24,6 +24,7 @@ import hashlib
 import inspect
 import json
 import time
+import warnings
 from dataclasses import asdict
 from pathlib import Path
 
@@ -38,6 +39,10 @@ from autograder.items import CheckFailed
 from autograder.packages import sandbox_packages
 from autograder.sandbox import wire
 from autograder.sandbox.process import Limits, Sandbox, SandboxError, SandboxUnavailable, clean_text
+
+# The warnings of the reference solutions and their known mistakes (an overflow that a mistake makes on
+# purpose), which the grader runs, are no concern of the instructor's terminal.
+warnings.filterwarnings("ignore", module=r"attention_course\.solutions\.")
 
 TOTAL_SECONDS = 600.0  # one submission's whole grading, restarts included
 DEFAULT_LIMITS = Limits()
@@ -138,6 +143,10 @@ def grade_notebook(
     test cells nbgrader has already put back (the notes on changed test cells come from it).
     """
     started = time.monotonic()
+    # The grader's own computations (inputs, references, stand-ins) are small: a pool of threads for them
+    # only spins against the sandboxes beside it (two threads made grading a chapter 6 notebook take twice
+    # as long on two cores).
+    torch.set_num_threads(1)
     release = release or course.release()
     source = Source.load(assignment, notebook)
     report = Report(assignment, source.notebook)

@@ -19,6 +19,10 @@ from autograder.sandbox import wire
 from autograder.sandbox.process import Limits, Sandbox, SandboxDied, SandboxError, SandboxTimeout, clean_text
 
 MAX_RESTARTS = 5
+UNBOUNDED = (
+    "the memory of a call could not be bounded on this grader (no memory cgroup, and no right to limit the "
+    "sandbox's processes), so how much memory it held was not graded"
+)
 MAX_MESSAGE_CHARS = 2000  # of one test's message, one cell's error, one note
 
 
@@ -123,7 +127,7 @@ class Session:
             sandbox.stand_in(*(scope.kinds() if scope else ((), ())), timeout=timeout)
             if getattr_only:
                 return sandbox.getattr(int(target), str(attr), timeout=timeout, label=label, callbacks=callbacks)
-            return sandbox.call(
+            reply = sandbox.call(
                 target,
                 list(args),
                 dict(kwargs or {}),
@@ -134,6 +138,9 @@ class Session:
                 callbacks=callbacks,
                 memory_mb=None if scope is None else scope.memory_mb,
             )
+            if sandbox.unbounded and UNBOUNDED not in self.report.notes:
+                self.report.notes.append(UNBOUNDED)
+            return reply
         except SandboxError as exc:
             self._keep_output(sandbox)
             self.sandbox = None

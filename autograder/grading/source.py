@@ -90,7 +90,7 @@ def student_program(source: Source, nb) -> tuple[list[str], list[int]]:
     program, where = [], []
     seen_setup = set()
     for index, cell in enumerate(nb.cells):
-        if cell.get("cell_type") != "code" or UNGRADED in cell.get("metadata", {}).get("tags", []):
+        if cell.get("cell_type") != "code" or UNGRADED in notebooks.tags(cell):
             continue
         gid = notebooks.cell_id(cell)
         if gid in source.setup:

@@ -306,6 +306,36 @@ class _Cgroups:
         self.procs.append(str(path / "cgroup.procs"))
         self.capped += applied
 
+    def memory_peak(self) -> Callable[[], int] | None:
+        """Start measuring the sandbox's peak memory (its processes and in-memory files together): a
+        function that gives the most it has held since, beyond what it held now, in bytes; None where
+        this grader has no memory cgroup whose peak it may reset."""
+        memory = next((path for path in self.paths if (path / "memory.usage_in_bytes").is_file()), None)
+        if memory is not None:  # v1: max_usage_in_bytes, reset by writing 0
+            try:
+                start = int((memory / "memory.usage_in_bytes").read_text())
+                (memory / "memory.max_usage_in_bytes").write_text("0")
+            except (OSError, ValueError):
+                return None
+            return lambda: int((memory / "memory.max_usage_in_bytes").read_text()) - start
+        memory = next((path for path in self.paths if (path / "memory.peak").is_file()), None)
+        if memory is None:
+            return None
+        try:  # v2: memory.peak, whose reset (Linux 6.12 and later) holds for the file it was written to
+            start = int((memory / "memory.current").read_text())
+            peak = open(memory / "memory.peak", "r+")  # noqa: SIM115 (read after the call, then closed)
+            peak.write("reset\n")
+            peak.flush()
+        except (OSError, ValueError):
+            return None
+
+        def read() -> int:
+            with peak:
+                peak.seek(0)
+                return int(peak.read()) - start
+
+        return read
+
     @staticmethod
     def _remove(path: Path) -> bool:
         for _ in range(100):
@@ -342,6 +372,7 @@ class Sandbox:
         self._sequence = 0
         self.ready = False
         self.stand_ins: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # (functions, modules) in place
+        self.unbounded = False  # a call's memory budget could not be enforced (see call)
         if packages is None:
             from autograder import course
             from autograder.packages import sandbox_packages
@@ -531,9 +562,10 @@ class Sandbox:
 
         The reply is described in :mod:`autograder.sandbox.worker`; it is checked here. The stand-ins'
         calls that come while the grader waits for it go to ``callbacks`` (a callback message in, the
-        answer out, as plain data); without ``callbacks`` they are refused. With ``memory_mb``, every
-        process of the sandbox may take at most that many MiB of address space beyond what it holds
-        when the call starts (:meth:`memory_budget`).
+        answer out, as plain data); without ``callbacks`` they are refused. With ``memory_mb``, the call
+        may add at most that many MiB to what the sandbox holds when it starts: measured by the sandbox's
+        memory cgroup (a call past it gets a MemoryError reply), or else enforced on the address space of
+        the sandbox's processes (:meth:`_address_space_budget`).
         """
         request = {
             "op": "call",
@@ -544,23 +576,41 @@ class Sandbox:
         if seed is not None:
             request["seed"] = int(seed)
         request["name" if isinstance(target, str) else "handle"] = target
-        with self.memory_budget(memory_mb):
-            return self._request(request, timeout, f"a call of {label or target}", len(args), set(kwargs), callbacks)
+        what = f"a call of {label or target}"
+        if memory_mb is None:
+            return self._request(request, timeout, what, len(args), set(kwargs), callbacks)
+        peak = self._cgroups.memory_peak()
+        if peak is not None:
+            reply = self._request(request, timeout, what, len(args), set(kwargs), callbacks)
+            used = peak()
+            if used > memory_mb * 2**20:
+                return {
+                    "seq": reply["seq"],
+                    "ok": False,
+                    "error_type": "MemoryError",
+                    "error": f"the call held up to {used / 2**20:,.0f} MiB at once beyond what its sandbox held when "
+                    f"it started; at most {memory_mb:,} MiB may be added",
+                    "raised_in": "",
+                }
+            return reply
+        with self._address_space_budget(memory_mb):
+            return self._request(request, timeout, what, len(args), set(kwargs), callbacks)
 
     @contextlib.contextmanager
-    def memory_budget(self, megabytes: int | None):
-        """While the block runs, each process of the sandbox may grow its address space by at most
-        ``megabytes`` MiB (RLIMIT_AS, set from outside, on processes the sandbox's code cannot exempt:
-        its children inherit it); afterwards the sandbox's own limit holds again. A grader that may
-        not set the limit (neither root nor the sandbox's uid) leaves it as it is."""
-        if megabytes is None:
-            yield
-            return
+    def _address_space_budget(self, megabytes: int):
+        """Where no memory cgroup measures the call: while the block runs, each process of the sandbox may
+        grow its address space by at most ``megabytes`` MiB (RLIMIT_AS, set from outside, on processes the
+        sandbox's code cannot exempt: its children inherit it); afterwards the sandbox's own limit holds
+        again. That takes the sandbox's uid (an unprivileged grader's own) or CAP_SYS_RESOURCE; a grader
+        with neither cannot bound the call, and says so (:attr:`unbounded`)."""
         launch = self.limits.memory_mb * 2**20
+        bounded = False
         for pid in self._processes():
             with contextlib.suppress(OSError, ValueError):
                 soft = min(launch, _address_space(pid) + megabytes * 2**20)
                 resource.prlimit(pid, resource.RLIMIT_AS, (soft, launch))
+                bounded = True
+        self.unbounded = self.unbounded or not bounded
         try:
             yield
         finally:
