@@ -146,18 +146,21 @@ class Scope:
     _limits: dict | None = None
     _fallback: Size | None = None
     _built: dict = field(default_factory=dict)
+    _helpers: dict = field(default_factory=dict)
 
     # ------------------------------------------------------------------ what stands in
 
     def helper(self, name: str):
-        return reference.defining(self.assignment, name)
+        """The reference of the used item ``name``."""
+        if name not in self._helpers:
+            self._helpers[name] = reference.defining(self.assignment, name)
+        return self._helpers[name]
 
     def kinds(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """(function names, module names) of the stand-ins."""
-        helpers = {name: self.helper(name) for name in self.uses}
         return (
-            tuple(name for name, obj in helpers.items() if not is_module(obj)),
-            tuple(name for name, obj in helpers.items() if is_module(obj)),
+            tuple(name for name in self.uses if not is_module(self.helper(name))),
+            tuple(name for name in self.uses if is_module(self.helper(name))),
         )
 
     # ------------------------------------------------------------------ how large a call may be
@@ -224,6 +227,12 @@ class Scope:
             return {"ok": False, "error_type": exc.type_name, "error": exc.message}
         except wire.WireError as exc:
             return {"ok": False, "error_type": "RuntimeError", "error": f"the grader's answer cannot cross: {exc}"}
+        except Exception as exc:  # what a forged call's contents make of the grader's steps: still refused
+            return {
+                "ok": False,
+                "error_type": "RuntimeError",
+                "error": f"the call could not be answered ({exc})"[:2000],
+            }
 
     def _built_module(self, name: str, helper, args, kwargs, rng: torch.Tensor | None):
         """The reference module built with these (checked) arguments, and the generator state after."""
@@ -273,7 +282,7 @@ class Scope:
         floating = [t.dtype for t in state.values() if t.is_floating_point()]
         if floating:
             module.to(floating[0])
-        module.load_state_dict(state)
+        _run(lambda: module.load_state_dict(state))
         module.train(bool(callback.get("training")))
         arguments = self._checked(name, "forward", _signature(helper, "forward"), args, kwargs)
         rng = _rng_state(callback.get("rng"))
