@@ -44,9 +44,13 @@ from autograder.nbgrader_plugins import report_path
 from autograder.sandbox.process import clean_text
 
 
-@dataclass
 class GradingUnavailable(SystemExit):
-    """Grading cannot start (the preflight failed): nothing was scored."""
+    """Grading cannot start (the preflight failed): nothing was scored. Its one argument, the message,
+    says what to fix; :func:`main` prints it as one ``error:`` line and exits with status 2 (a caller
+    that does not catch it exits with the message, as for any SystemExit)."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
 
 
 @dataclass
