@@ -315,7 +315,7 @@ class SafeCollect(ExchangeCollect):
             except Exception as error:  # noqa: BLE001 (a student's folder name: anything may be wrong with it)
                 self.log.error("Skipping %s: its name is not <student>+<assignment>+<timestamp>+... (%s)", path, error)
         self.all_records = groupby(records, lambda item: item["username"])
-        duedate = self._duedate() if self.before_duedate else None
+        self.duedate = duedate = self._duedate() if self.before_duedate else None  # read only when needed
         self.src_records = []
         for group in self.all_records.values():
             ordered = self._sort_by_timestamp(group)

@@ -272,7 +272,6 @@ def term(tmp_path_factory) -> Term:
     assert t.make_grade.returncode == 0, t.make_grade.stderr[-4000:]
     for name in GRADED:
         t.report_notes[name] = Report.from_json(report_path(course, A, name, A).read_text()).notes
-    assert not [name for name in REFUSED if report_path(course, A, name, A).exists()]
     shutil.rmtree(course / "grades" / "reports")  # plain nbgrader autograde grades every notebook itself
 
     step("autograde", "autograde", A, "--force")
@@ -567,7 +566,8 @@ def test_a_link_to_solutions_swapped_into_the_exchange_scores_nothing_and_shows_
 
 
 def test_a_link_to_another_students_collected_notebook_scores_nothing_and_leaves_hers_alone(term):
-    """erin's link to submitted/alice/<a>/<a>.ipynb: nbgrader's collect would give her alice's answers."""
+    """erin's link to submitted/alice/<a>/<a>.ipynb: nbgrader's collect gives her alice's answers when it
+    has collected alice first, and otherwise stops on the missing target, collecting nobody after her."""
     assert "erin" not in submissions(term)
     assert exported(term)["erin"]["score"] == "0.0"
     assert_nothing_of_the_solutions_reaches(term, "erin")  # alice's answers are the reference code
@@ -607,6 +607,7 @@ def test_make_grade_lists_the_refused_with_the_reason_and_scores_them_zero(term)
     with (term.course / "grades" / f"{A}.csv").open() as f:
         rows = {row["student"]: row for row in csv.DictReader(f)}
     for name in REFUSED:
+        assert not report_path(term.course, A, name, A).exists(), name  # never graded
         assert rows[name]["score"] == "0.0", rows[name]
         assert rows[name]["note"].startswith("refused: the submission in the exchange holds"), rows[name]
         assert not (term.course / "autograded" / name).exists() and not (term.course / "feedback" / name).exists()
