@@ -70,6 +70,14 @@ c.Autograde.sanitize_preprocessors = [
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 
+# Collecting from nbgrader's exchange (`nbgrader collect`, the formgrader's Collect button)
+# trusts nothing that students can change there after submitting: a student whose submission
+# holds a symbolic or hard link, a named pipe or another special file is refused (nothing of it
+# is copied, so no link can bring in solutions/ or another student's notebook), files are read
+# without following links, and the submission time is when the kernel last saw the submission
+# change, not what the student's timestamp.txt says; see autograder/exchange.py.
+c.ExchangeFactory.collect = "autograder.exchange.SafeCollect"
+
 # New students are added to the gradebook the first time they are graded.
 c.Autograde.create_student = True
 

@@ -2,28 +2,42 @@
 
 One term is run once (module fixture) in temporary folders: an instructor's course folder (made by
 ``make_course``, with ``c.Exchange.root`` pointing at a temporary exchange and a late-penalty
-method), and three students, each with a working folder and a cache of their own:
+method), and seven students, each with a working folder and a cache of their own. Four are honest:
 
 * alice answers every item and submits on time;
 * bob submits the notebook unanswered, with one test cell emptied and another deleted, on time;
 * carol answers every item and submits after the due date.
 
+and four attack the exchange once they have submitted, in their own folder there (which they own):
+
+* dave swaps his notebook for a symbolic link to ``solutions/<a>/<a>.ipynb``;
+* erin swaps hers for a symbolic link to alice's collected notebook, ``submitted/alice/<a>/<a>.ipynb``;
+* frank puts a named pipe beside his notebook;
+* grace answers like carol, submits late like her, then writes an on-time submission time into
+  her ``timestamp.txt`` and into the name of her folder.
+
 The instructor releases the exercise; the students fetch it, answer it and submit; the instructor
-sets the due date (between bob's and carol's submissions, so that carol is late by a real
-timestamp), collects, runs ``make grade`` (``python -m autograder.cli.grade``), then plain
-``nbgrader autograde`` with no saved reports, ``generate_feedback`` and ``release_feedback``; the
-students fetch their feedback; the instructor exports the grades. Every step is a real nbgrader
-command in its own process.
+sets the due date (between the on-time and the late submissions, so that carol and grace are late by
+a real timestamp); the attackers attack; the instructor collects (``nbgrader collect``, which is the
+course's collect, ``autograder.exchange.SafeCollect``), runs ``make grade`` (``python -m
+autograder.cli.grade``), then plain ``nbgrader autograde`` with no saved reports,
+``generate_feedback`` and ``release_feedback``; the students fetch their feedback; the instructor
+exports the grades. Every step is a real nbgrader command in its own process.
 
 nbgrader names the submitter after the OS user (or ``JUPYTERHUB_USER`` when that user is
 ``jovyan``, see ``nbgrader.utils.get_username``). Here the students share one OS user, so each
 passes ``--student`` (``nbgrader submit --help`` describes it), and collect's owner check is off.
+
+``test_make_grade_refuses_what_a_collect_that_follows_links_copied`` grades a second, small class
+collected by nbgrader's own collect (which follows links): ``make grade`` finds the link in the
+exchange and refuses what was copied through it.
 """
 
 from __future__ import annotations
 
 import csv
 import datetime
+import os
 import re
 import shutil
 import subprocess
@@ -38,14 +52,16 @@ import pytest
 from nbgrader.api import Gradebook
 from nbgrader.utils import parse_utc
 
+from autograder import course as course_settings
 from autograder import notebooks
 from autograder.cli import grade
 from autograder.cli import run_nbgrader as _nbgrader
 from autograder.course import COURSE_ROOT
+from autograder.exchange import REFUSAL
 from autograder.grading.notebook import Report
 from autograder.nbgrader_plugins import report_path
 from tests.support.course import full_marks, make_course
-from tests.support.submissions import fill
+from tests.support.submissions import fill, solution_bodies, submit
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("exchange")]
 
@@ -57,7 +73,16 @@ COURSE_ID = re.search(
 TERM = {"RELEASED": "ch01_bahdanau"}  # graded before chapter 2's solutions are released
 EDITED, DELETED = "test_softmax_values", "test_sdpa_mask"  # bob's emptied and deleted test cells
 EDITED_POINTS = 2.0  # what bob's emptied cell would earn him if it ran as he left it
-ON_TIME, LATE = ("alice", "bob"), "carol"
+HONEST = ("alice", "bob", "carol")
+LINKED = ("dave", "erin")  # symbolic links to solutions/ and to alice's collected notebook
+PIPED, FORGER = "frank", "grace"
+REFUSED = (*LINKED, PIPED)
+GRADED = (*HONEST, FORGER)
+ON_TIME, LATE = ("alice", "bob", *REFUSED), "carol"
+LATE_ONES = (LATE, FORGER)
+SOLUTION_LINES = [  # lines of the reference code long enough not to be found by chance
+    line.strip() for body in solution_bodies(A).values() for line in body.splitlines() if len(line.strip()) > 25
+]
 COURSE_CONFIG = """
 # A local exchange for this term (on a hub: a folder every user can write).
 c.Exchange.root = {exchange!r}
@@ -74,7 +99,7 @@ c.Exchange.cache = {cache!r}
 PHASES = [
     "[1/6] recording the tests of",
     "[2/6] checking that the sandbox works",
-    "[3/6] grading 3 submission(s) in the sandbox, 2 at a time",
+    "[3/6] grading 4 submission(s) in the sandbox, 2 at a time (3 refused, see the summary)",
     "[4/6] recording the scores in the gradebook (nbgrader autograde)",
     "[5/6] writing each student's feedback (nbgrader generate_feedback)",
     f"[6/6] writing grades/{A}.csv",
@@ -152,7 +177,36 @@ def tampered_blank():
     return nb
 
 
-ANSWERS = {"alice": lambda: fill(A), "bob": tampered_blank, "carol": lambda: fill(A)}
+ANSWERS = {
+    "alice": lambda: fill(A),
+    "bob": tampered_blank,
+    "carol": lambda: fill(A),
+    "dave": lambda: fill(A, blank=True),
+    "erin": lambda: fill(A, blank=True),
+    "frank": lambda: fill(A, blank=True),
+    "grace": lambda: fill(A),  # carol's answers, late as hers
+}
+
+
+def in_exchange(exchange_root: Path, student: str) -> Path:
+    """The student's submission in the exchange (the folder that `nbgrader submit` made, which they own)."""
+    (folder,) = (exchange_root / COURSE_ID / "inbound").glob(f"{student}+{A}+*")
+    return folder
+
+
+def attack(t: Term, exchange_root: Path) -> None:
+    """What the attackers do to their own submissions in the exchange once they have submitted."""
+    for student, target in (("dave", t.course / "solutions" / A), ("erin", t.course / "submitted" / "alice" / A)):
+        notebook = in_exchange(exchange_root, student) / f"{A}.ipynb"
+        notebook.unlink()
+        notebook.symlink_to(target / f"{A}.ipynb")
+    os.mkfifo(in_exchange(exchange_root, PIPED) / "weights.npy")
+    forged = in_exchange(exchange_root, FORGER)
+    on_time = t.timestamps["alice"]  # a time before the due date
+    (forged / "timestamp.txt").write_text(on_time)
+    name, assignment, _, rest = forged.name.split("+", 3)
+    forged.rename(forged.with_name(f"{name}+{assignment}+{on_time}+{rest}"))
+    t.forged = on_time
 
 
 @dataclass
@@ -166,6 +220,7 @@ class Term:
     report_notes: dict[str, list[str]] = field(default_factory=dict)  # make grade's report per student
     outputs: dict[str, str] = field(default_factory=dict)  # instructor's command -> its output
     seconds: dict[str, float] = field(default_factory=dict)
+    forged: str = ""  # the on-time submission time that grace wrote into her timestamp.txt
 
 
 @pytest.fixture(scope="module")
@@ -194,10 +249,12 @@ def term(tmp_path_factory) -> Term:
     t.timestamps.update(each([students[n] for n in ON_TIME], Student.submit))
     # The due date: after the on-time submissions have ended, before the late one starts.
     t.due = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
-    _, t.timestamps[LATE] = together(
+    _, t.timestamps[LATE], t.timestamps[FORGER] = together(
         lambda: step("db assignment add", "db", "assignment", "add", A, f"--duedate={t.due.isoformat(sep=' ')} UTC"),
         students[LATE].submit,
+        students[FORGER].submit,
     )
+    attack(t, exchange)
     step("collect", "collect", A)
     t.seconds["students until collect"] = time.monotonic() - started
 
@@ -213,7 +270,7 @@ def term(tmp_path_factory) -> Term:
     )
     t.seconds["make grade"] = time.monotonic() - begun
     assert t.make_grade.returncode == 0, t.make_grade.stderr[-4000:]
-    for name in students:
+    for name in GRADED:
         t.report_notes[name] = Report.from_json(report_path(course, A, name, A).read_text()).notes
     shutil.rmtree(course / "grades" / "reports")  # plain nbgrader autograde grades every notebook itself
 
@@ -236,8 +293,9 @@ def exported(t: Term) -> dict[str, dict[str, str]]:
 
 
 def submissions(t: Term) -> dict[str, dict]:
-    """What the gradebook holds for each student's submission."""
+    """What the gradebook holds for each submission that was graded (the refused have none)."""
     with Gradebook(grade.db_url(t.course)) as gradebook:
+        found = {s.student.id: s for s in gradebook.find_assignment(A).submissions}
         return {
             name: {
                 "score": s.score,
@@ -247,9 +305,43 @@ def submissions(t: Term) -> dict[str, dict]:
                 "penalty": s.late_submission_penalty,
                 "duedate": s.duedate,
             }
-            for name in t.students
-            for s in [gradebook.find_submission(A, name)]
+            for name, s in sorted(found.items())
         }
+
+
+def recorded_timestamp(t: Term, student: str) -> datetime.datetime:
+    """The submission time that the collect recorded (submitted/<student>/<a>/timestamp.txt)."""
+    return parse_utc((t.course / "submitted" / student / A / "timestamp.txt").read_text())
+
+
+def assert_recorded_when_submitted(t: Term, student: str) -> None:
+    """The recorded time is when the kernel saw the submission's files written: just after the time that
+    `nbgrader submit` printed (it copies the files after taking it), never before it."""
+    lag = (recorded_timestamp(t, student) - parse_utc(t.timestamps[student])).total_seconds()
+    assert 0 <= lag < 5, (student, lag)
+
+
+def texts_of(*folders: Path) -> dict[str, str]:
+    """Every file under ``folders``, as text."""
+    return {
+        str(path): path.read_text(errors="replace")
+        for folder in folders
+        for path in ([folder] if folder.is_file() else folder.rglob("*") if folder.exists() else [])
+        if path.is_file() and not path.is_symlink()
+    }
+
+
+def assert_nothing_of_the_solutions_reaches(t: Term, student: str) -> None:
+    """Nothing of solutions/ (nor of alice's answers, which are the reference code) is in what the course
+    keeps or gives back for ``student``: their collected, autograded and feedback folders, and the feedback
+    they fetched."""
+    assert SOLUTION_LINES
+    texts = texts_of(
+        *(t.course / folder / student for folder in ("submitted", "autograded", "feedback")),
+        t.students[student].home / A / "feedback",
+    )
+    leaks = {path: line for path, text in texts.items() for line in SOLUTION_LINES if line in text}
+    assert not leaks and not [path for path, text in texts.items() if "BEGIN SOLUTION" in text], leaks
 
 
 def autograde_lines(t: Term, student: str) -> list[str]:
@@ -273,7 +365,7 @@ def test_every_student_fetches_the_released_notebook(term):
 
 def test_each_submission_is_collected_and_graded(term):
     found = submissions(term)
-    assert {name: s["score"] for name, s in found.items()} == {"alice": FULL, "bob": 0.0, "carol": FULL}
+    assert {name: s["score"] for name, s in found.items()} == {"alice": FULL, "bob": 0.0, "carol": FULL, "grace": FULL}
     assert all(s["max_score"] == FULL for s in found.values())
     with Gradebook(grade.db_url(term.course)) as gradebook:  # bob's emptied cell ran as the instructor wrote it
         edited = gradebook.find_grade(EDITED, A, A, "bob")
@@ -281,60 +373,66 @@ def test_each_submission_is_collected_and_graded(term):
 
 
 def test_each_student_fetches_their_own_feedback_with_their_score(term):
-    scores = {"alice": FULL, "bob": 0.0, "carol": 0.0}  # carol's late penalty takes her whole score
-    for name, student in term.students.items():
-        feedback = student.feedback()
+    scores = {"alice": FULL, "bob": 0.0, "carol": 0.0, "grace": 0.0}  # a late penalty takes the whole score
+    for name in GRADED:
+        feedback = term.students[name].feedback()
         assert list(feedback) == [term.timestamps[name]], (name, list(feedback))
         html = feedback[term.timestamps[name]].read_text()
         assert f"{A} (Score: {scores[name]:.1f} / {FULL:.1f})" in html, name
-        assert (f"Late submission penalty (Score: -{FULL:.1f})" in html) == (name == LATE), name
+        assert (f"Late submission penalty (Score: -{FULL:.1f})" in html) == (name in LATE_ONES), name
         assert "BEGIN HIDDEN TESTS" not in html
+    for name in REFUSED:  # nothing was graded, so there is nothing to fetch
+        assert not (term.students[name].home / A / "feedback").exists(), name
 
 
-def test_release_feedback_publishes_one_file_per_submission(term):
+def test_release_feedback_publishes_one_file_per_graded_submission(term):
     published = list((term.course.parent / "exchange" / COURSE_ID / "feedback").glob("*.html"))
-    assert len(published) == len(term.students)
+    assert len(published) == len(GRADED)
 
 
-def test_export_lists_every_submission_with_its_timestamp(term):
+def test_export_lists_every_student_with_the_recorded_timestamp(term):
     rows = exported(term)
     assert set(rows) == set(term.students)
     for name, row in rows.items():
-        assert parse_utc(row["timestamp"]) == parse_utc(term.timestamps[name]), name
         assert float(row["max_score"]) == FULL
+        if name in REFUSED:
+            assert row["timestamp"] == "" and float(row["score"]) == 0, row
+        else:
+            assert parse_utc(row["timestamp"]) == recorded_timestamp(term, name), name
 
 
 # ----------------------------------------------------------------------------- nbgrader's own files
 
 
-def test_collect_keeps_nbgraders_own_files(term):
-    for name, student in term.students.items():
+def test_collect_keeps_nbgraders_own_files_and_records_when_each_was_submitted(term):
+    for name in HONEST:
         folder = term.course / "submitted" / name / A
         assert sorted(p.name for p in folder.iterdir()) == [f"{A}.ipynb", "submission_secret.txt", "timestamp.txt"]
-        assert (folder / "timestamp.txt").read_text() == term.timestamps[name]
-        assert (folder / "submission_secret.txt").read_text() == student.cached_secret()
+        assert_recorded_when_submitted(term, name)
+        assert (folder / "submission_secret.txt").read_text() == term.students[name].cached_secret()
 
 
-def test_the_gradebook_records_each_submissions_timestamp(term):
+def test_the_gradebook_records_the_collected_timestamp(term):
     for name, submission in submissions(term).items():
-        assert submission["timestamp"] == parse_utc(term.timestamps[name]), name
+        assert submission["timestamp"] == recorded_timestamp(term, name), name
 
 
 # ----------------------------------------------------------------------------- late penalties
 
 
 def test_the_due_date_falls_between_the_on_time_and_the_late_submissions(term):
+    assert all(recorded_timestamp(term, name) < term.due for name in ("alice", "bob"))
     assert all(parse_utc(term.timestamps[name]) < term.due for name in ON_TIME)
-    assert parse_utc(term.timestamps[LATE]) > term.due
+    assert all(parse_utc(term.timestamps[name]) > term.due for name in LATE_ONES)
     assert all(s["duedate"] == term.due for s in submissions(term).values())
 
 
 def test_a_late_submission_gets_the_configured_penalty_and_an_on_time_one_none(term):
     found = submissions(term)
     late = found[LATE]
-    assert late["seconds_late"] == (parse_utc(term.timestamps[LATE]) - term.due).total_seconds() > 0
+    assert late["seconds_late"] == (recorded_timestamp(term, LATE) - term.due).total_seconds() > 0
     assert late["penalty"] == FULL  # penalty_method "zero": the whole score
-    for name in ON_TIME:
+    for name in ("alice", "bob"):
         assert found[name]["seconds_late"] == 0 and found[name]["penalty"] == 0, name
     output = term.outputs["autograde"]
     assert re.search(rf"SubmittedAssignment<{A} for {LATE}> is [\d.]+ seconds late", output)
@@ -348,7 +446,13 @@ def test_the_exported_total_reflects_the_penalty(term):
         name: (float(r["raw_score"]), float(r["late_submission_penalty"]), float(r["score"]))
         for name, r in rows.items()
     }
-    assert numbers == {"alice": (FULL, 0.0, FULL), "bob": (0.0, 0.0, 0.0), "carol": (FULL, FULL, 0.0)}
+    assert numbers == {
+        "alice": (FULL, 0.0, FULL),
+        "bob": (0.0, 0.0, 0.0),
+        "carol": (FULL, FULL, 0.0),
+        "grace": (FULL, FULL, 0.0),  # carol's answers, as late as hers, whatever her timestamp.txt says
+        **dict.fromkeys(REFUSED, (0.0, 0.0, 0.0)),
+    }
     assert all(parse_utc(r["duedate"]) == term.due for r in rows.values())
 
 
@@ -357,7 +461,7 @@ def test_the_exported_total_reflects_the_penalty(term):
 
 def test_plain_autograde_grades_without_reports_and_warns_of_no_untouched_test_cell(term):
     assert not (term.course / "grades" / "reports").exists()
-    for name in ("alice", "carol"):
+    for name in ("alice", "carol", "grace"):
         assert not [line for line in autograde_lines(term, name) if TAMPERED.search(line)], name
     flagged = [line for line in term.outputs["autograde"].splitlines() if TAMPERED.search(line)]
     assert flagged and all(f"] bob/{A}: test cell " in line for line in flagged), flagged
@@ -384,7 +488,7 @@ def test_make_grade_reports_name_the_edited_and_the_deleted_test_cell(term):
         f"test cell {EDITED} was changed; the original was graded",
         f"test cell {DELETED} was deleted; the original was graded",
     ]
-    assert term.report_notes["alice"] == term.report_notes["carol"] == []
+    assert term.report_notes["alice"] == term.report_notes["carol"] == term.report_notes["grace"] == []
     line = next(line for line in term.make_grade.stdout.splitlines() if line.startswith("bob "))
     assert f"test cell {EDITED} was changed" in line and f"test cell {DELETED} was deleted" in line
 
@@ -400,9 +504,10 @@ def test_make_grade_prints_each_phase_and_the_summary(term):
     err, out = term.make_grade.stderr, term.make_grade.stdout
     where = [err.find(phase) for phase in PHASES]
     assert -1 not in where and where == sorted(where), dict(zip(PHASES, where))
-    assert f"Grades for {A}: 3 submission(s)" in out
-    lines = {line.split()[0]: line for line in out.splitlines() if line.split()[:1] in (["alice"], ["bob"], ["carol"])}
+    assert f"Grades for {A}: 7 submission(s)" in out
+    lines = {line.split()[0]: line for line in out.splitlines() if line.split()[:1] in [[name] for name in ANSWERS]}
     assert f"{FULL:g} / {FULL:g}  all passed" in lines["alice"] and f"0 / {FULL:g}" in lines["bob"]
+    assert all(f"0 / {FULL:g}  refused: the submission in the exchange holds" in lines[name] for name in REFUSED)
     assert "mean " in out and f"Grades:   {term.course / 'grades' / (A + '.csv')}" in out
 
 
@@ -424,4 +529,134 @@ def test_make_grade_csv_follows_the_notebooks_order_of_test_cells(term):
     with (term.course / "grades" / f"{A}.csv").open() as f:
         rows = list(csv.reader(f))
     assert rows[0] == ["student", "score", "max_score", *order, "note"]
-    assert [row[0] for row in rows[1:]] == ["alice", "bob", "carol"]
+    assert [row[0] for row in rows[1:]] == sorted(ANSWERS)
+
+
+# ----------------------------------------------------------------------------- attacks on the exchange
+
+
+def refusal(t: Term, student: str) -> str:
+    return (t.course / "submitted" / student / A / REFUSAL).read_text()
+
+
+def test_collect_refuses_a_submission_that_holds_a_link_or_a_pipe_and_collects_the_rest_of_the_class(term):
+    """The collect copies nothing of a refused submission (no link is followed, no pipe waited on): the
+    refused folder holds the reason and a time, the others are collected whole."""
+    log = term.outputs["collect"]
+    expected = {
+        "dave": f"a symbolic link (dave+{A}+",
+        "erin": f"a symbolic link (erin+{A}+",
+        "frank": f"a named pipe (frank+{A}+",
+    }
+    for name, what in expected.items():
+        folder = term.course / "submitted" / name / A
+        assert sorted(p.name for p in folder.iterdir()) == [REFUSAL, "timestamp.txt"], name
+        assert refusal(term, name).startswith(f"the submission in the exchange holds {what}"), refusal(term, name)
+        assert re.search(rf"ERROR\] Refusing the submission of {name} for {A}: .*{re.escape(what)}", log), log
+    for name in GRADED:
+        assert (term.course / "submitted" / name / A / f"{A}.ipynb").is_file(), name
+
+
+def test_a_link_to_solutions_swapped_into_the_exchange_scores_nothing_and_shows_nothing_of_them(term):
+    """dave's link to solutions/<a>/<a>.ipynb: nbgrader's collect would copy the instructor notebook, which
+    scores full marks and puts the reference code into his feedback."""
+    assert "dave" not in submissions(term)
+    assert exported(term)["dave"]["score"] == "0.0"
+    assert_nothing_of_the_solutions_reaches(term, "dave")
+
+
+def test_a_link_to_another_students_collected_notebook_scores_nothing_and_leaves_hers_alone(term):
+    """erin's link to submitted/alice/<a>/<a>.ipynb: nbgrader's collect gives her alice's answers when it
+    has collected alice first, and otherwise stops on the missing target, collecting nobody after her."""
+    assert "erin" not in submissions(term)
+    assert exported(term)["erin"]["score"] == "0.0"
+    assert_nothing_of_the_solutions_reaches(term, "erin")  # alice's answers are the reference code
+    alice = term.course / "submitted" / "alice" / A / f"{A}.ipynb"
+    assert not alice.is_symlink() and nbformat.read(str(alice), as_version=4) == nbformat.reads(
+        nbformat.writes(ANSWERS["alice"]()), as_version=4
+    )
+    assert submissions(term)["alice"]["score"] == FULL
+
+
+def test_a_named_pipe_in_the_exchange_neither_stops_the_collect_nor_scores(term):
+    """frank's named pipe: nbgrader's collect fails on it (or waits for a writer), collecting nobody after
+    him; here he is refused and the class is collected and graded."""
+    assert "frank" not in submissions(term)
+    assert exported(term)["frank"]["score"] == "0.0"
+    assert set(submissions(term)) == set(GRADED)
+
+
+def test_an_edited_timestamp_does_not_escape_the_late_penalty(term):
+    """grace submitted carol's answers as late as carol, then wrote an on-time time into her timestamp.txt
+    and into her folder's name: the collect records when her files were written, after the due date, so
+    the two identical late answers score the same (0 with the 'zero' penalty), not 16 and 0."""
+    assert term.forged and parse_utc(term.forged) < term.due
+    assert (in_exchange(term.course.parent / "exchange", FORGER) / "timestamp.txt").read_text() == term.forged
+    recorded = recorded_timestamp(term, FORGER)
+    assert recorded > term.due and recorded >= parse_utc(term.timestamps[FORGER])
+    found = submissions(term)
+    assert found[FORGER]["timestamp"] == recorded and found[FORGER]["seconds_late"] > 0
+    assert (found[FORGER]["score"], found[FORGER]["penalty"]) == (found[LATE]["score"], found[LATE]["penalty"])
+    assert found[FORGER]["penalty"] == FULL
+    rows = exported(term)
+    assert rows[FORGER]["score"] == rows[LATE]["score"] == "0.0"
+    assert f"{FORGER}'s submission" in term.outputs["collect"] and "its timestamp.txt says" in term.outputs["collect"]
+
+
+def test_make_grade_lists_the_refused_with_the_reason_and_scores_them_zero(term):
+    with (term.course / "grades" / f"{A}.csv").open() as f:
+        rows = {row["student"]: row for row in csv.DictReader(f)}
+    for name in REFUSED:
+        assert not report_path(term.course, A, name, A).exists(), name  # never graded
+        assert rows[name]["score"] == "0.0", rows[name]
+        assert rows[name]["note"].startswith("refused: the submission in the exchange holds"), rows[name]
+        assert not (term.course / "autograded" / name).exists() and not (term.course / "feedback" / name).exists()
+    assert rows["alice"]["score"] == str(FULL) and rows["alice"]["note"] == ""
+
+
+# ----------------------------------------------------------------------------- a collect that follows links
+
+SMALL_TERM = course_settings.Release("term", {"ch01_bahdanau"})
+PLAIN_COLLECT = "--ExchangeFactory.collect=nbgrader.exchange.default.collect.ExchangeCollect"
+
+
+def test_make_grade_refuses_what_a_collect_that_follows_links_copied(tmp_path):
+    """A class collected by nbgrader's own collect (not the course's): ``linked`` swapped a link to
+    solutions/ into the exchange, and the collect copied the instructor notebook; ``piped`` was copied by
+    hand with a named pipe in a subfolder. ``make grade`` refuses both (finding the link in the exchange,
+    the pipe in submitted/), gives nbgrader neither, and grades ``honest`` as usual."""
+    exchange_root = tmp_path / "exchange"
+    exchange_root.mkdir()
+    course = make_course(tmp_path / "course")
+    with (course / "nbgrader_config.py").open("a") as f:
+        f.write(COURSE_CONFIG.format(exchange=str(exchange_root)))
+    nbgrader("release_assignment", A, cwd=course, env=TERM)
+    students = {name: Student(name, tmp_path / "students" / name).setup(exchange_root) for name in ("honest", "linked")}
+    for student in students.values():
+        student.nbgrader("fetch_assignment", A)
+        nbformat.write(fill(A, blank=student.name == "linked"), str(student.notebook))
+        student.submit()
+    notebook = in_exchange(exchange_root, "linked") / f"{A}.ipynb"
+    notebook.unlink()
+    notebook.symlink_to(course / "solutions" / A / f"{A}.ipynb")
+    nbgrader("collect", A, PLAIN_COLLECT, cwd=course, env=TERM)
+    copied = course / "submitted" / "linked" / A / f"{A}.ipynb"
+    assert "BEGIN SOLUTION" in copied.read_text()  # what nbgrader's collect does with the link
+    folder = submit(course, "piped", A, fill(A)).parent
+    (folder / "data").mkdir()
+    os.mkfifo(folder / "data" / "pipe")
+
+    results = {r.student: r for r in grade.grade(A, root=course, quiet=True, jobs=2, settings=SMALL_TERM)}
+
+    assert results["honest"].score == FULL and results["honest"].note == ""
+    assert results["linked"].score == 0 and results["piped"].score == 0
+    assert results["linked"].note.startswith(
+        f"refused: the submission in the exchange ({exchange_root / COURSE_ID / 'inbound'}) holds a symbolic link "
+        f"(linked+{A}+"
+    ), results["linked"].note
+    assert results["piped"].note.startswith(f"refused: the submission holds a named pipe (piped/{A}/data/pipe)")
+    for name in ("linked", "piped"):
+        assert not (course / "autograded" / name).exists() and not (course / "feedback" / name).exists(), name
+        assert not report_path(course, A, name, A).exists(), name
+    with Gradebook(grade.db_url(course)) as gradebook:
+        assert {s.student.id for s in gradebook.find_assignment(A).submissions} == {"honest"}

@@ -7,8 +7,11 @@
    preflight): if it does not, it stops with what to fix, and no student is scored;
 3. grades every ``submitted/<student>/<assignment>/`` in a sandbox, ``--jobs`` at a
    time, with a progress bar, leaving a report per notebook in ``grades/reports/``.
-   A submission that holds a symbolic link is refused (it scores nothing); one that the
-   grader could not grade (its own failure) is marked "not graded", never scored;
+   A submission is refused (it scores nothing, and nbgrader is not given it) when the course's
+   collect refused it, or when it holds anything but plain folders and files (a symbolic or hard
+   link, a named pipe, ...) in ``submitted/`` or, where the exchange is found, in any of the
+   student's submissions there (see :func:`refusals`); one that the grader could not grade (its
+   own failure) is marked "not graded", never scored;
 4. ``nbgrader autograde``, which takes the scores from those reports (one process
    writes the gradebook, so it stays consistent). A notebook that nbgrader refuses all the
    same (one it cannot read, say) is reported as refused, with nbgrader's reason, and scores 0;
@@ -46,7 +49,7 @@ from pathlib import Path
 from nbgrader.api import Gradebook, MissingEntry
 from tqdm import tqdm
 
-from autograder import course
+from autograder import course, exchange
 from autograder.cli import release, run_nbgrader
 from autograder.course import COURSE_ROOT
 from autograder.grading.notebook import grade_notebook, preflight
@@ -59,9 +62,13 @@ FEEDBACK_SECONDS = 60.0  # the most that writing one notebook's feedback may tak
 NBGRADER_START_SECONDS = 120.0  # nbgrader's start-up, before it writes the first notebook's feedback
 
 
-@dataclass
 class GradingUnavailable(SystemExit):
-    """Grading cannot start (the preflight failed): nothing was scored."""
+    """Grading cannot start (the preflight failed): nothing was scored. Its one argument, the message,
+    says what to fix; :func:`main` prints it as one ``error:`` line and exits with status 2 (a caller
+    that does not catch it exits with the message, as for any SystemExit)."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
 
 
 @dataclass
@@ -91,14 +98,55 @@ def notebook_names(assignment: str, root: Path = COURSE_ROOT) -> list[str]:
     return sorted(p.stem for p in (Path(root) / "solutions" / assignment).glob("*.ipynb"))
 
 
-def symbolic_links(root: Path, student: str, assignment: str) -> list[str]:
-    """The symbolic links of a submission (its folders included), relative to ``submitted/``."""
+def unsafe_in_submission(root: Path, student: str, assignment: str) -> list[tuple[str, str]]:
+    """Whatever in ``submitted/<student>/<assignment>/`` is not a plain folder or file, at any depth, the
+    student's and the assignment's folders included: (path relative to ``submitted/``, what it is).
+    Nothing is followed (see :func:`autograder.exchange.unsafe_entries`)."""
     base = Path(root) / "submitted"
-    found = [path for path in (base / student, base / student / assignment) if path.is_symlink()]
-    folder = base / student / assignment
-    if not found and folder.is_dir():
-        found = [path for path in folder.rglob("*") if path.is_symlink()]
-    return [path.relative_to(base).as_posix() for path in found]
+    own = exchange.unsafe_entries(base / student, base, hard_links=False)
+    if own and own[0][0] == student:  # the student's folder itself is a link, or not a folder
+        return own[:1]
+    return exchange.unsafe_entries(base / student / assignment, base, hard_links=False)
+
+
+def refusals(assignment: str, students: list[str], root: Path) -> dict[str, str]:
+    """The students whose submission is refused (it scores 0, and nbgrader is not given it), with why.
+
+    A submission is refused when the course's collect (:class:`autograder.exchange.SafeCollect`)
+    refused it; when ``submitted/<student>/<assignment>/`` holds anything but plain folders and files
+    (nbgrader would read what a link points at, or wait on a named pipe); or when the exchange, as
+    ``nbgrader collect`` finds it from ``root``, holds such a thing in any of the student's
+    submissions of the assignment, whatever collected them (a collect that follows links may already
+    have copied a link's target).
+    """
+    inbound = exchange.exchange_settings(root).inbound
+    refused = {}
+    for student in students:
+        reason = exchange.refusal_reason(Path(root) / "submitted" / student / assignment)
+        if reason:
+            refused[student] = f"refused: {reason}"
+            continue
+        found = unsafe_in_submission(root, student, assignment)
+        if found:
+            refused[student] = (
+                f"refused: the submission holds {exchange.describe(found)}; a submission must be plain files "
+                "and folders (nbgrader would read what a link points at, or wait on a pipe): submit the notebook "
+                "file itself"
+            )
+            continue
+        if inbound is None:
+            continue
+        found = [
+            entry
+            for folder in exchange.submissions_in_exchange(inbound, student, assignment)
+            for entry in exchange.unsafe_entries(folder, inbound)
+        ]
+        if found:
+            refused[student] = (
+                f"refused: the submission in the exchange ({inbound}) holds {exchange.describe(found)}; a collect "
+                "that reads through it copies what a link points at, so what was collected is not graded"
+            )
+    return refused
 
 
 @dataclass
@@ -118,18 +166,16 @@ def precompute(
     progress: bool = True,
     isolation: str = "bwrap",
     settings: course.Release | None = None,
+    refused: dict[str, str] | None = None,
 ) -> Precomputed:
-    """Grade every submitted notebook in a sandbox, ``jobs`` at a time; save the reports."""
+    """Grade every submitted notebook in a sandbox, ``jobs`` at a time; save the reports. ``refused``:
+    the students not to grade, with why (default: :func:`refusals`)."""
     names = notebook_names(assignment, root)
-    found = Precomputed({student: [] for student in students})
+    refused = refusals(assignment, students, root) if refused is None else refused
+    found = Precomputed({student: [] for student in students}, dict(refused))
     work = []
     for student in students:
-        links = symbolic_links(root, student, assignment)
-        if links:
-            found.refused[student] = (
-                f"refused: the submission holds a symbolic link ({', '.join(links[:3])}); "
-                "submit the notebook file itself"
-            )
+        if student in found.refused:
             continue
         folder = Path(root) / "submitted" / student / assignment
         present = sorted(p.name for p in folder.glob("*.ipynb"))
@@ -545,8 +591,12 @@ def grade(
         problem = preflight(settings)
         if problem:
             raise GradingUnavailable(f"grading cannot start, and nothing was scored: {problem}")
-        _say(quiet, f"[3/6] grading {len(students)} submission(s) in the sandbox, {jobs} at a time")
-        found = precompute(assignment, students, root, jobs, progress=not quiet, settings=settings)
+        refused = refusals(assignment, students, root)
+        also = f" ({len(refused)} refused, see the summary)" if refused else ""
+        _say(
+            quiet, f"[3/6] grading {len(students) - len(refused)} submission(s) in the sandbox, {jobs} at a time{also}"
+        )
+        found = precompute(assignment, students, root, jobs, progress=not quiet, settings=settings, refused=refused)
     # nbgrader warns about every test cell with hidden tests (its checksum changes on release),
     # so only its errors are shown; the summary lists what each student lost. Refused and
     # not-graded submissions are not given to nbgrader: it would follow a link, or record a zero.
@@ -580,6 +630,10 @@ def grade(
         seconds=feedback_seconds,
     )
     _say(quiet, f"[6/6] writing grades/{assignment}.csv")
+    if found.refused:  # in the gradebook, with no submission: nbgrader's export lists them with 0
+        with Gradebook(db_url(root)) as gradebook:
+            for student in found.refused:
+                gradebook.update_or_create_student(student)
     results = collect(assignment, students, root)
     for result in results:
         student = result.student
