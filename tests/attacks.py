@@ -128,8 +128,11 @@ CALLER_FRAME_ANSWERS = {
     "scaled_dot_product_attention": "def scaled_dot_product_attention(q, k, v, mask=None):\n"
     "    return _steal('scaled_dot_product_attention', q, k, v, mask)\n",
 }
+# The two questions answered as ZEROS answers them, so that an attack earns no more than those zeros
+# unless it works.
+ZERO_QUESTIONS = {item: ZEROS[item] for item in ("score_matrix_bytes", "unscaled_score_std")}
 # Answer cells emptied, so that what an attack defines earlier in the notebook stands.
-NO_ANSWERS = dict.fromkeys(CALLER_FRAME_ANSWERS, "# (answer defined above)\n")
+NO_ANSWERS = {**dict.fromkeys(CALLER_FRAME_ANSWERS, "# (answer defined above)\n"), **ZERO_QUESTIONS}
 
 READ_SOLUTIONS = """
 import json, os, pathlib

@@ -117,7 +117,7 @@ ATTACKS = {  # student -> notebook; each must score no more than the honest "zer
     "attack_hijack_import": lambda: with_cell(zeros(), attacks.HIJACK_IMPORT, after_setup=True),
     "attack_rigged_tensors": lambda: with_cell(fill(A, attacks.NO_ANSWERS), attacks.RIGGED_TENSORS, after_setup=True),
     "attack_caller_frame": lambda: with_cell(
-        fill(A, attacks.CALLER_FRAME_ANSWERS), attacks.CALLER_FRAME, after_setup=True
+        fill(A, {**attacks.CALLER_FRAME_ANSWERS, **attacks.ZERO_QUESTIONS}), attacks.CALLER_FRAME, after_setup=True
     ),
     "attack_read_solutions": lambda: with_cell(fill(A, attacks.NO_ANSWERS), attacks.READ_SOLUTIONS, after_setup=True),
     "attack_write_gradebook": lambda: with_cell(zeros(), attacks.WRITE_GRADEBOOK, after_setup=True),
