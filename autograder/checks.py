@@ -41,6 +41,12 @@ def _reference_run(item: Item, arguments: dict, helpers: dict):
     return call.run(standins.rebound(reference.get(item.assignment, item.name), helpers))
 
 
+def _limits_key(item: Item, arguments: dict) -> tuple:
+    """The check's call as plain data, but its seed: how large the reference's calls of its helpers are."""
+    described = {k: v for k, v in arguments.items() if k not in ("item", "seed", "hint")}
+    return (item.assignment, item.name, item.uses, repr(sorted(item.free.items())), repr(described))
+
+
 def _inputs_size(item: Item, arguments: dict) -> standins.Size:
     call = Call.replaying(item, "inputs", arguments)
     return standins.size_of([call.inputs, call.keywords, list(call.init or ())])
@@ -64,6 +70,7 @@ def _graded(diagnose: bool = True):
             with standins.grading(item.assignment, item.uses if in_sandbox else ()) as scope:
                 scope.run_reference = functools.partial(_reference_run, item, arguments)
                 scope.inputs_size = functools.partial(_inputs_size, item, arguments)
+                scope.limits_key = _limits_key(item, arguments)
                 try:
                     return check(*args, **kwargs)
                 except CheckFailed as failure:

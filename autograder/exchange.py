@@ -15,8 +15,10 @@ button) with none of that trust; ``nbgrader_config.py`` plugs it in (``c.Exchang
 - a student any of whose submissions of the assignment in the exchange holds anything but plain
   folders and plain files with one link each (a symbolic or hard link, a named pipe, a socket, a
   device), at any depth or as the submission folder itself, is **refused**: nothing of theirs is
-  copied, and ``submitted/<student>/<assignment>/`` holds only :data:`REFUSAL`, which says why, and
-  the submission time. ``make grade`` scores a refused student 0 with that reason;
+  copied, and ``submitted/<student>/<assignment>/`` holds only :data:`REFUSAL`, which says why, the
+  submission time and, where it reads as one, the submission's :data:`SECRET` (so that the page
+  saying why can be released to the student). ``make grade`` scores a refused student 0 with that
+  reason;
 - everything else is copied through file descriptors opened without following links, each checked
   again once open (a plain file, with one link, the very file that was checked), so a link swapped
   in during the collect is refused as well;
@@ -51,6 +53,8 @@ from nbgrader.utils import parse_utc
 
 REFUSAL = "collect_refused.txt"  # what SafeCollect leaves in submitted/<student>/<assignment>/ for a refused student
 TIMESTAMP = "timestamp.txt"
+SECRET = "submission_secret.txt"  # nbgrader submit's key to the student's feedback (release_feedback needs it)
+_SECRET_CHARACTERS = frozenset("0123456789abcdef")
 _KINDS = {
     stat.S_IFLNK: "a symbolic link",
     stat.S_IFIFO: "a named pipe",
@@ -465,6 +469,40 @@ class SafeCollect(ExchangeCollect):
         (dest / REFUSAL).write_text(reason + "\n")
         with contextlib.suppress(OSError):
             (dest / TIMESTAMP).write_text(self._time(os.lstat(source).st_ctime_ns))
+        secret = submission_secret(source)
+        if secret is not None:
+            (dest / SECRET).write_text(secret)
+
+
+def submission_secret(source: Path) -> str | None:
+    """The :data:`SECRET` of the submission folder ``source``, or None where it is not a plain file in
+    a plain folder (no link followed, no pipe waited on) holding up to 512 lowercase hex digits."""
+    try:
+        folder = os.open(source, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        descriptor = os.open(SECRET, _FILE, dir_fd=folder)
+    except OSError:
+        return None
+    finally:
+        os.close(folder)
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return None
+        text = os.read(descriptor, 1024).decode("ascii", "replace").strip()
+    except OSError:
+        return None
+    finally:
+        os.close(descriptor)
+    return text if 0 < len(text) <= 512 and set(text) <= _SECRET_CHARACTERS else None
+
+
+def submitted_time(folder: Path) -> str | None:
+    """The time in ``folder``'s :data:`TIMESTAMP` (read without following a link), in nbgrader's format
+    and UTC, or None where it holds none."""
+    when = _claimed_time(folder)
+    return None if when is None else when.strftime("%Y-%m-%d %H:%M:%S.%f UTC")  # parse_utc: naive, in UTC
 
 
 def _claimed_time(source: Path) -> datetime.datetime | None:

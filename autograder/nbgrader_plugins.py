@@ -287,11 +287,15 @@ class InstructorCellRoles(NbGraderPreprocessor):
     (``DeduplicateIds`` fails on a grade cell without one) or validate the metadata
     (``CheckCellMetadata``)."""
 
+    _roles: dict[tuple[str, str, str], dict] = {}  # one nbgrader process grades a class: read them once
+
     def preprocess(self, nb, resources):
         info = resources["nbgrader"]
-        with Gradebook(info["db_url"]) as gradebook:
-            roles = instructor_metadata(gradebook.find_notebook(info["notebook"], info["assignment"]))
-        changed = give_instructor_roles(nb, roles)
+        key = (info["db_url"], info["assignment"], info["notebook"])
+        if key not in self._roles:
+            with Gradebook(info["db_url"]) as gradebook:
+                self._roles[key] = instructor_metadata(gradebook.find_notebook(info["notebook"], info["assignment"]))
+        changed = give_instructor_roles(nb, self._roles[key])
         if changed:
             self.log.info(
                 "%s/%s: the nbgrader metadata of %d cell(s) was not the instructor's; the instructor's is used",

@@ -57,7 +57,7 @@ from autograder import notebooks
 from autograder.cli import grade
 from autograder.cli import run_nbgrader as _nbgrader
 from autograder.course import COURSE_ROOT
-from autograder.exchange import REFUSAL
+from autograder.exchange import REFUSAL, SECRET
 from autograder.grading.notebook import Report
 from autograder.nbgrader_plugins import report_path
 from tests.support.course import full_marks, make_course
@@ -381,13 +381,20 @@ def test_each_student_fetches_their_own_feedback_with_their_score(term):
         assert f"{A} (Score: {scores[name]:.1f} / {FULL:.1f})" in html, name
         assert (f"Late submission penalty (Score: -{FULL:.1f})" in html) == (name in LATE_ONES), name
         assert "BEGIN HIDDEN TESTS" not in html
-    for name in REFUSED:  # nothing was graded, so there is nothing to fetch
-        assert not (term.students[name].home / A / "feedback").exists(), name
+    kinds = {"dave": "a symbolic link", "erin": "a symbolic link", "frank": "a named pipe"}
+    for name in REFUSED:  # the course's page: why nothing was graded, and the score
+        (html,) = [page.read_text() for page in term.students[name].feedback().values()]
+        assert f"Your submission was refused: the submission in the exchange holds {kinds[name]}" in html, html
+        assert f"Your score for {A}: 0 / {FULL:g}." in html, html
 
 
-def test_release_feedback_publishes_one_file_per_graded_submission(term):
+def test_release_feedback_publishes_one_file_per_student_refused_or_graded(term):
+    """A refused submission's page is released as well (make grade gives it the submission's secret,
+    which release_feedback needs: a page without one stopped the release for the whole class)."""
     published = list((term.course.parent / "exchange" / COURSE_ID / "feedback").glob("*.html"))
-    assert len(published) == len(GRADED)
+    assert len(published) == len(GRADED) + len(REFUSED)
+    for name in REFUSED:
+        assert (term.course / "feedback" / name / A / SECRET).read_text() == term.students[name].cached_secret(), name
 
 
 def test_export_lists_every_student_with_the_recorded_timestamp(term):
@@ -550,7 +557,7 @@ def test_collect_refuses_a_submission_that_holds_a_link_or_a_pipe_and_collects_t
     }
     for name, what in expected.items():
         folder = term.course / "submitted" / name / A
-        assert sorted(p.name for p in folder.iterdir()) == [REFUSAL, "timestamp.txt"], name
+        assert sorted(p.name for p in folder.iterdir()) == [REFUSAL, SECRET, "timestamp.txt"], name
         assert refusal(term, name).startswith(f"the submission in the exchange holds {what}"), refusal(term, name)
         assert re.search(rf"ERROR\] Refusing the submission of {name} for {A}: .*{re.escape(what)}", log), log
     for name in GRADED:
@@ -610,7 +617,9 @@ def test_make_grade_lists_the_refused_with_the_reason_and_scores_them_zero(term)
         assert not report_path(term.course, A, name, A).exists(), name  # never graded
         assert rows[name]["score"] == "0.0", rows[name]
         assert rows[name]["note"].startswith("refused: the submission in the exchange holds"), rows[name]
-        assert not (term.course / "autograded" / name).exists() and not (term.course / "feedback" / name).exists()
+        assert not (term.course / "autograded" / name).exists()
+        feedback = term.course / "feedback" / name / A  # the course's page alone, with what releases it
+        assert sorted(p.name for p in feedback.iterdir()) == [f"{A}.html", SECRET, "timestamp.txt"], name
     assert rows["alice"]["score"] == str(FULL) and rows["alice"]["note"] == ""
 
 
@@ -656,7 +665,15 @@ def test_make_grade_refuses_what_a_collect_that_follows_links_copied(tmp_path):
     ), results["linked"].note
     assert results["piped"].note.startswith(f"refused: the submission holds a named pipe (piped/{A}/data/pipe)")
     for name in ("linked", "piped"):
-        assert not (course / "autograded" / name).exists() and not (course / "feedback" / name).exists(), name
+        assert not (course / "autograded" / name).exists(), name
         assert not report_path(course, A, name, A).exists(), name
+    page = (course / "feedback" / "linked" / A / f"{A}.html").read_text()  # the secret plain collect copied
+    assert "Your submission was refused" in page and "BEGIN SOLUTION" not in page
+    assert not list((course / "feedback" / "piped").rglob("*.html"))  # no secret: a page release_feedback stops on
+    assert results["piped"].note.endswith(
+        f"no feedback page released: the submission has no readable {SECRET}, "
+        "which nbgrader release_feedback needs (the student sees their score in "
+        "the course's export only)"
+    ), results["piped"].note
     with Gradebook(grade.db_url(course)) as gradebook:
         assert {s.student.id for s in gradebook.find_assignment(A).submissions} == {"honest"}

@@ -39,7 +39,7 @@ from nbgrader.nbgraderformat import MetadataValidator, ValidationError
 
 from autograder import course, notebooks
 from autograder.cli import run_nbgrader
-from autograder.cli.grade import feedback_page, nbgrader_errors
+from autograder.cli.grade import _releasable, feedback_page, nbgrader_errors, write_feedback_page
 from autograder.course import COURSE_ROOT
 from autograder.grading.source import Source, student_program
 from autograder.nbgrader_plugins import (
@@ -183,6 +183,22 @@ def task_attack(nb, item: str = "softmax", metadata: dict = attacks.TASK_METADAT
     cell.source = attacks.TERMINAL_TAKEOVER + cell.source
     cell.metadata["nbgrader"].update(metadata)
     return nb
+
+
+def test_a_course_page_gets_the_secret_and_time_release_feedback_reads_or_is_removed(tmp_path):
+    """nbgrader release_feedback reads submission_secret.txt and timestamp.txt beside every page, and
+    one page without them stops the release for the whole class."""
+    submitted = tmp_path / "submitted" / "ann" / "a1"
+    submitted.mkdir(parents=True)
+    (submitted / "timestamp.txt").write_text("2030-01-01 00:00:00.000000 UTC")
+    page = write_feedback_page(tmp_path, "ann", "a1", "a1", ["Your submission was refused."])
+    note = _releasable(tmp_path, "ann", "a1", [page])
+    assert "no feedback page released" in note and not page.exists()
+    (submitted / "submission_secret.txt").write_text("0f" * 64)
+    page = write_feedback_page(tmp_path, "ann", "a1", "a1", ["Your submission was refused."])
+    assert _releasable(tmp_path, "ann", "a1", [page]) is None and page.is_file()
+    assert (page.parent / "submission_secret.txt").read_text() == "0f" * 64
+    assert (page.parent / "timestamp.txt").read_text() == "2030-01-01 00:00:00.000000 UTC"
 
 
 def test_a_submissions_cells_get_the_instructors_roles_and_the_same_program():

@@ -152,6 +152,33 @@ def test_refusal_reason_reads_what_the_collect_wrote_and_nothing_through_a_link(
     assert "cannot be read" in exchange.refusal_reason(folder)
 
 
+def test_the_submission_secret_is_read_only_from_a_plain_file_in_a_plain_folder(tmp_path):
+    folder = submission(tmp_path / "s")
+    assert exchange.submission_secret(folder) is None
+    (folder / exchange.SECRET).write_text("ab12" * 32)
+    assert exchange.submission_secret(folder) == "ab12" * 32
+    link = tmp_path / "link"
+    link.symlink_to(folder)
+    assert exchange.submission_secret(link) is None  # the folder itself a link
+    for forged in ("not hex", "a" * 513, ""):
+        (folder / exchange.SECRET).write_text(forged)
+        assert exchange.submission_secret(folder) is None, forged
+    (folder / exchange.SECRET).unlink()
+    (folder / exchange.SECRET).symlink_to(tmp_path / "elsewhere")
+    (tmp_path / "elsewhere").write_text("cd" * 64)
+    assert exchange.submission_secret(folder) is None
+    (folder / exchange.SECRET).unlink()
+    os.mkfifo(folder / exchange.SECRET)
+    assert exchange.submission_secret(folder) is None  # returns at once: no wait on the pipe
+
+
+def test_submitted_time_is_nbgraders_format_or_none(tmp_path):
+    folder = submission(tmp_path / "s")
+    assert exchange.submitted_time(folder) == "2030-01-01 00:00:00.000000 UTC"
+    (folder / "timestamp.txt").write_text("yesterday, roughly")
+    assert exchange.submitted_time(folder) is None
+
+
 def test_the_exchange_is_found_from_the_course_configuration(tmp_path, monkeypatch):
     monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(tmp_path / "no-user-config"))
     course = tmp_path / "course"

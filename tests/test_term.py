@@ -87,8 +87,9 @@ def test_the_sandbox_packages_hold_only_released_solutions():
     assert not (folder / "solutions").exists()
 
 
-def _with_own_earlier_answers(nb):
-    """ch06 answered, with the student's own exercises 3 to 5 pasted in the cell after the setup cell."""
+def _with_own_earlier_answers(nb, edit=None):
+    """ch06 answered, with the student's own exercises 3 to 5 (``edit``-ed) pasted in the cell after the
+    setup cell."""
     own = "\n\n".join(
         solution_bodies(a)[name]
         for a, names in {
@@ -99,17 +100,30 @@ def _with_own_earlier_answers(nb):
         for name in names
     )
     index = next(i for i, c in enumerate(nb.cells) if notebooks.is_setup(c) and notebooks.cell_id(c) == "setup")
+    if edit is not None:
+        own, unedited = edit(own), own
+        assert own != unedited, "the edit changes nothing"
     nb.cells[index + 1].source = "import math\n\n" + own
     return nb
 
 
-def test_ch06_uses_the_students_own_earlier_answers_until_they_are_released():
-    without = grade_notebook("ch06_transformer", fill("ch06_transformer"), release=TERM)
-    assert without.score < without.max_score
-    own = grade_notebook("ch06_transformer", _with_own_earlier_answers(fill("ch06_transformer")), release=TERM)
-    assert own.score == own.max_score, {k: t.message for k, t in own.tests.items() if not t.passed}
+def test_ch06_grades_its_own_items_whatever_the_student_pasted_of_unreleased_chapters():
+    """Until chapters 3 to 5 are released the student pastes their own answers to them, and ch06's items
+    are graded on ch06's code alone: the names they use are the grader's stand-ins while each is checked
+    (autograder/standins.py), so nothing pasted, the student's own and a wrong one score the same."""
+    full = full_marks("ch06_transformer")
+    pasted = {
+        "nothing": fill("ch06_transformer"),
+        "their own": _with_own_earlier_answers(fill("ch06_transformer")),
+        "an unscaled MultiHeadAttention": _with_own_earlier_answers(
+            fill("ch06_transformer"), lambda code: code.replace(" / math.sqrt(q.size(-1))", "")
+        ),
+    }
+    for what, nb in pasted.items():
+        report = grade_notebook("ch06_transformer", nb, release=TERM)
+        assert report.score == full, (what, {k: t.message for k, t in report.tests.items() if not t.passed})
     released = course.Release("term", {"ch03_multi_head", "ch04_masking", "ch05_positional_encoding"})
-    assert grade_notebook("ch06_transformer", fill("ch06_transformer"), release=released).score == own.max_score
+    assert grade_notebook("ch06_transformer", fill("ch06_transformer"), release=released).score == full
 
 
 def test_the_own_answers_cell_is_where_the_notebook_says():

@@ -520,9 +520,10 @@ def _write_feedback_pages(
     refused_by_nbgrader: dict[str, str],
     stopped: dict[str, str],
     seconds: float,
-) -> None:
+) -> str | None:
     """The course's own feedback pages, where nbgrader wrote none: for a refused submission (every
-    notebook) and for a notebook whose feedback was stopped (it and the student's notebooks after it)."""
+    notebook) and for a notebook whose feedback was stopped (it and the student's notebooks after it).
+    A note for the instructor where they cannot be released."""
     student, names = result.student, notebook_names(assignment, root)
     if student in refused:
         why = f"Your submission was refused: {refused[student].removeprefix('refused: ')}."
@@ -548,9 +549,32 @@ def _write_feedback_pages(
         )
         pages = dict.fromkeys(late, [why, _score_line(assignment, result)])
     else:
-        return
-    for name, paragraphs in pages.items():
-        write_feedback_page(root, student, assignment, name, paragraphs)
+        return None
+    written = [write_feedback_page(root, student, assignment, name, paragraphs) for name, paragraphs in pages.items()]
+    return _releasable(root, student, assignment, written)
+
+
+def _releasable(root: Path, student: str, assignment: str, written: list[Path]) -> str | None:
+    """Give the feedback folder what ``nbgrader release_feedback`` reads beside each page (the
+    submission's secret and time, from the autograded or collected submission) so that it can
+    release the pages just ``written``; where no secret is found, remove them, since one page it
+    cannot release stops its release for the whole class. A note for the instructor then."""
+    folder = Path(root) / "feedback" / student / assignment
+    sources = [folder, *(Path(root) / kind / student / assignment for kind in ("autograded", "submitted"))]
+    secret = next(filter(None, map(exchange.submission_secret, sources)), None)
+    if secret is None:
+        for page in written:
+            page.unlink(missing_ok=True)
+        return (
+            f"no feedback page released: the submission has no readable {exchange.SECRET}, which nbgrader "
+            "release_feedback needs (the student sees their score in the course's export only)"
+        )
+    (folder / exchange.SECRET).write_text(secret)
+    if not (folder / exchange.TIMESTAMP).is_file() or (folder / exchange.TIMESTAMP).is_symlink():
+        when = next(filter(None, map(exchange.submitted_time, sources[1:])), None)
+        (folder / exchange.TIMESTAMP).unlink(missing_ok=True)
+        (folder / exchange.TIMESTAMP).write_text(when or time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()))
+    return None
 
 
 def _say(quiet: bool, text: str) -> None:
@@ -649,9 +673,11 @@ def grade(
             )
         if refusal:
             result.score, result.tests = 0.0, {}
-        extra = [refusal, *found.notes.get(student, []), *feedback_notes.get(student, [])]
+        unreleased = _write_feedback_pages(
+            root, assignment, result, found.refused, refused_by_nbgrader, stopped, feedback_seconds
+        )
+        extra = [refusal, *found.notes.get(student, []), *feedback_notes.get(student, []), unreleased]
         result.note = clean_text("; ".join(filter(None, [result.note, *extra])), 4000)
-        _write_feedback_pages(root, assignment, result, found.refused, refused_by_nbgrader, stopped, feedback_seconds)
     write_csv(root / "grades" / f"{assignment}.csv", results, test_order(assignment, root))
     return results
 
