@@ -7,7 +7,10 @@ VENV ?= .venv
 BIN := $(abspath $(VENV))/bin
 # nbgrader's gradebook shells out to `alembic`, and notebooks run on the venv's kernel.
 export PATH := $(BIN):$(PATH)
-export PYTHONDONTWRITEBYTECODE := 1
+# Bytecode is cached under the venv, never beside the sources (no __pycache__ of the solutions in
+# the tree), so that each of the grader's processes does not compile the course's modules again.
+unexport PYTHONDONTWRITEBYTECODE
+export PYTHONPYCACHEPREFIX := $(abspath $(VENV))/pycache
 
 BOOK_FLAGS := -W -n --keep-going
 ASSIGNMENT ?=
@@ -111,8 +114,8 @@ similarity: venv  ## report near-identical submissions of ASSIGNMENT, and copies
 grading-accuracy: venv sandbox  ## correct answers at full marks, wrong ones caught in their item, per assignment
 	$(BIN)/python -m benchmarks.grading_accuracy $(ARGS)
 
-bench-grading: venv sandbox  ## seconds per notebook, plain nbgrader vs sandboxed grading (N=8)
-	$(BIN)/python -m benchmarks.grading $(or $(N),8) --jobs 1 2
+bench-grading: venv sandbox  ## seconds per notebook, plain nbgrader vs sandboxed grading (N=8; BENCH_ARGS="--help")
+	$(BIN)/python -m benchmarks.grading $(or $(N),8) $(or $(BENCH_ARGS),--jobs 1 2)
 
 train: venv  ## train the capstone Transformer (dates task, best device); options: ARGS="--help"
 	$(BIN)/python -m attention_course.trainer $(ARGS)

@@ -55,9 +55,8 @@ from nbgrader.utils import is_grade, is_locked
 from traitlets import Integer, List, Unicode
 
 from autograder import course
-from autograder.grading.notebook import MAX_NOTEBOOK_BYTES, grade_notebook, program_key
 from autograder.grading.report import Report
-from autograder.grading.source import Source, student_program
+from autograder.grading.source import MAX_NOTEBOOK_BYTES, Source, program_key, student_program
 from autograder.notebooks import cell_id, is_test, released_source, without_hidden_tests
 from autograder.sandbox.process import Limits, clean_text
 
@@ -120,7 +119,9 @@ class SandboxedExecute(NbGraderPreprocessor):
             nb.cells = [new_markdown_cell(why)]
             return nb, resources
         report = self._saved_report(nb, assignment, notebook, student)
-        if report is None:
+        if report is None:  # plain nbgrader autograde, not make grade: graded here
+            from autograder.grading.notebook import grade_notebook  # torch, imported only to grade
+
             report = grade_notebook(
                 assignment,
                 nb,

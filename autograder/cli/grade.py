@@ -2,7 +2,8 @@
 
     python -m autograder.cli.grade ch02_scaled_dot_product --jobs 4
 
-1. records the assignment's test cells in the gradebook (as ``make exercises`` does);
+1. records the assignment's test cells in the gradebook (as ``make exercises`` does), in the
+   background while phases 2 and 3 run (nothing before phase 4 reads the gradebook);
 2. checks that the sandbox works at all, with a program known to be right (the
    preflight): if it does not, it stops with what to fix, and no student is scored;
 3. grades every ``submitted/<student>/<assignment>/`` in a sandbox, ``--jobs`` at a
@@ -19,7 +20,8 @@
    graded";
 5. ``nbgrader generate_feedback`` into ``feedback/<student>/<assignment>/``, each notebook
    within ``--feedback-seconds`` (:func:`write_feedback`): one that takes longer is stopped, the
-   class goes on, and that student's feedback is a page saying so;
+   class goes on, and that student's feedback is a page saying so. ``--jobs`` processes share
+   the class (each its own students; they only read the gradebook);
 6. writes ``grades/<assignment>.csv`` (one row per student, one column per test
    cell, in the notebook's order) and prints a summary table with each student's
    failed tests and notes. A refused notebook gets a feedback page of the course's that says
@@ -29,6 +31,9 @@ Every phase says what it is doing. No text from a submission reaches the termina
 going through :func:`autograder.sandbox.process.clean_text` (no escape sequence, no control
 character); nbgrader's own output is relayed with each row prefixed ``nbgrader: ``
 (:mod:`autograder.cli.run_nbgrader`), so that none of it passes for the grader's own lines.
+
+torch and nbgrader's gradebook are imported where they are first needed, so that phase 1's
+nbgrader process starts before this one spends seconds importing them.
 """
 
 from __future__ import annotations
@@ -46,13 +51,11 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nbgrader.api import Gradebook, MissingEntry
 from tqdm import tqdm
 
 from autograder import course, exchange
 from autograder.cli import release, run_nbgrader
 from autograder.course import COURSE_ROOT
-from autograder.grading.notebook import grade_notebook, preflight
 from autograder.grading.report import Report
 from autograder.grading.source import Source
 from autograder.nbgrader_plugins import FEEDBACK_PROGRESS, NotGraded, report_path
@@ -170,6 +173,8 @@ def precompute(
 ) -> Precomputed:
     """Grade every submitted notebook in a sandbox, ``jobs`` at a time; save the reports. ``refused``:
     the students not to grade, with why (default: :func:`refusals`)."""
+    from autograder.grading.notebook import grade_notebook
+
     names = notebook_names(assignment, root)
     refused = refusals(assignment, students, root) if refused is None else refused
     found = Precomputed({student: [] for student in students}, dict(refused))
@@ -222,6 +227,8 @@ def precompute(
 
 def collect(assignment: str, students: list[str], root: Path = COURSE_ROOT) -> list[Result]:
     """Each student's score and per-test scores, from the gradebook."""
+    from nbgrader.api import Gradebook, MissingEntry
+
     results = []
     with Gradebook(db_url(root)) as gradebook:
         for student in students:
@@ -577,6 +584,60 @@ def _releasable(root: Path, student: str, assignment: str, written: list[Path]) 
     return None
 
 
+def _record_tests(assignment: str, root: Path) -> None:
+    """Phase 1: the assignment's test cells into the gradebook; exercises/ is left alone."""
+    with tempfile.TemporaryDirectory() as tmp:
+        release.generate([assignment], release_dir=Path(tmp), db_url=db_url(root), root=root, quiet=True)
+
+
+def _grade_in_sandbox(
+    assignment: str,
+    students: list[str],
+    root: Path,
+    quiet: bool,
+    jobs: int,
+    sandbox: bool,
+    settings: course.Release,
+) -> Precomputed:
+    """Phases 2 and 3: the preflight, then every submission graded in the sandbox (nothing without ``sandbox``)."""
+    if not sandbox:
+        return Precomputed({student: [] for student in students})
+    from autograder.grading.notebook import preflight
+
+    _say(quiet, "[2/6] checking that the sandbox works (a program known to be right)")
+    problem = preflight(settings)
+    if problem:
+        raise GradingUnavailable(f"grading cannot start, and nothing was scored: {problem}")
+    refused = refusals(assignment, students, root)
+    also = f" ({len(refused)} refused, see the summary)" if refused else ""
+    _say(quiet, f"[3/6] grading {len(students) - len(refused)} submission(s) in the sandbox, {jobs} at a time{also}")
+    return precompute(assignment, students, root, jobs, progress=not quiet, settings=settings, refused=refused)
+
+
+def _write_feedback_in_parallel(
+    assignment: str, students: list[str], root: Path, jobs: int, *, exclude, **options
+) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """Phase 5 in up to ``jobs`` nbgrader processes at once, each writing the feedback of every
+    ``jobs``-th student (:func:`write_feedback` each); their notes and stopped notebooks together."""
+    given = [student for student in students if student not in set(exclude)]
+    shares = [given[i :: max(1, jobs)] for i in range(min(max(1, jobs), len(given)))] or [[]]
+    with ThreadPoolExecutor(len(shares)) as pool:
+        outcomes = list(
+            pool.map(
+                lambda share: write_feedback(
+                    assignment, students, root, exclude=[s for s in students if s not in share], **options
+                ),
+                shares,
+            )
+        )
+    notes: dict[str, list[str]] = {}
+    stopped: dict[str, str] = {}
+    for share_notes, share_stopped in outcomes:
+        notes.update(share_notes)
+        stopped.update(share_stopped)
+    return notes, stopped
+
+
 def _say(quiet: bool, text: str) -> None:
     if not quiet:
         print(text, file=sys.stderr, flush=True)
@@ -606,21 +667,11 @@ def grade(
     students = submitted_students(assignment, root)
     if not students:
         raise SystemExit(f"nothing to grade: no folder submitted/<student>/{assignment}/ under {root}")
-    _say(quiet, f"[1/6] recording the tests of {assignment} in the gradebook")
-    with tempfile.TemporaryDirectory() as tmp:  # the test cells go into the gradebook; exercises/ is left alone
-        release.generate([assignment], release_dir=Path(tmp), db_url=db_url(root), root=root, quiet=True)
-    found = Precomputed({student: [] for student in students})
-    if sandbox:
-        _say(quiet, "[2/6] checking that the sandbox works (a program known to be right)")
-        problem = preflight(settings)
-        if problem:
-            raise GradingUnavailable(f"grading cannot start, and nothing was scored: {problem}")
-        refused = refusals(assignment, students, root)
-        also = f" ({len(refused)} refused, see the summary)" if refused else ""
-        _say(
-            quiet, f"[3/6] grading {len(students) - len(refused)} submission(s) in the sandbox, {jobs} at a time{also}"
-        )
-        found = precompute(assignment, students, root, jobs, progress=not quiet, settings=settings, refused=refused)
+    _say(quiet, f"[1/6] recording the tests of {assignment} in the gradebook (in the background)")
+    with ThreadPoolExecutor(1) as background:  # leaving it waits for phase 1, whatever happened
+        recording = background.submit(_record_tests, assignment, root)
+        found = _grade_in_sandbox(assignment, students, root, quiet, jobs, sandbox, settings)
+        recording.result()
     # nbgrader warns about every test cell with hidden tests (its checksum changes on release),
     # so only its errors are shown; the summary lists what each student lost. Refused and
     # not-graded submissions are not given to nbgrader: it would follow a link, or record a zero.
@@ -644,10 +695,11 @@ def grade(
             found.not_graded[student] = why.split("not graded: ", 1)[-1]
             del refused_by_nbgrader[student]
     _say(quiet, "[5/6] writing each student's feedback (nbgrader generate_feedback)")
-    feedback_notes, stopped = write_feedback(
+    feedback_notes, stopped = _write_feedback_in_parallel(
         assignment,
         students,
         root,
+        jobs,
         exclude=[*excluded, *found.not_graded, *refused_by_nbgrader],
         env=env,
         quiet=quiet,
@@ -655,6 +707,8 @@ def grade(
     )
     _say(quiet, f"[6/6] writing grades/{assignment}.csv")
     if found.refused:  # in the gradebook, with no submission: nbgrader's export lists them with 0
+        from nbgrader.api import Gradebook
+
         with Gradebook(db_url(root)) as gradebook:
             for student in found.refused:
                 gradebook.update_or_create_student(student)

@@ -20,12 +20,9 @@ and killing the process all happen inside the sandbox, where nothing is scored.
 
 from __future__ import annotations
 
-import hashlib
 import inspect
-import json
 import time
 import warnings
-from dataclasses import asdict
 from pathlib import Path
 
 import nbformat
@@ -34,7 +31,7 @@ import torch
 from autograder import course, items, notebooks, reference
 from autograder.grading.report import Report, TestResult
 from autograder.grading.session import MAX_MESSAGE_CHARS, Remote, Session
-from autograder.grading.source import Source, student_program, tampered_tests
+from autograder.grading.source import MAX_NOTEBOOK_BYTES, Source, program_key, student_program, tampered_tests
 from autograder.items import CheckFailed
 from autograder.packages import sandbox_packages
 from autograder.sandbox import wire
@@ -46,13 +43,7 @@ warnings.filterwarnings("ignore", module=r"attention_course\.solutions\.")
 
 TOTAL_SECONDS = 600.0  # one submission's whole grading, restarts included
 DEFAULT_LIMITS = Limits()
-MAX_NOTEBOOK_BYTES = 10 * 2**20  # a larger submission is not read
 MAX_CODE_CELLS = 500  # a submission with more code cells is not run
-
-
-def program_key(source: Source, program: list[str], limits: Limits, release: course.Release) -> str:
-    data = json.dumps([source.digest, program, asdict(limits), release.key]).encode()
-    return hashlib.sha256(data).hexdigest()
 
 
 PROBE = [

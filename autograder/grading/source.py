@@ -5,8 +5,9 @@ cells it changed or deleted."""
 from __future__ import annotations
 
 import hashlib
+import json
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from autograder import notebooks, reference
@@ -80,6 +81,16 @@ def tampered_tests(source: Source, nb) -> list[str]:
         elif found[gid].strip() not in (notebooks.released_source(code), code.strip()):
             notes.append(f"test cell {gid} was changed; the original was graded")
     return notes
+
+
+MAX_NOTEBOOK_BYTES = 10 * 2**20  # a larger submission is not read
+
+
+def program_key(source: Source, program: list[str], limits, release) -> str:
+    """The key of a report: what was graded (the tests, the student's program) and how (the sandbox's
+    :class:`~autograder.sandbox.process.Limits`, the term's :class:`~autograder.course.Release`)."""
+    data = json.dumps([source.digest, program, asdict(limits), release.key]).encode()
+    return hashlib.sha256(data).hexdigest()
 
 
 def student_program(source: Source, nb) -> tuple[list[str], list[int]]:

@@ -59,8 +59,6 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from autograder.sandbox import wire
-
 PACKAGES_MOUNT = "/opt/course-packages"  # where the students' packages are, inside the sandbox
 UIDS = range(61000, 62000)  # host uids for sandboxes when the grader runs as root
 LAUNCH_FAILED = 125  # the launcher's exit status when it could not set the sandbox up
@@ -542,7 +540,7 @@ class Sandbox:
     def _read_messages(self) -> None:
         try:
             while True:
-                message = wire.receive(self.process.stdout, self.limits.message_kb * 1024)
+                message = _wire().receive(self.process.stdout, self.limits.message_kb * 1024)
                 self._messages.put(message)
                 if message is None:
                     return
@@ -680,8 +678,8 @@ class Sandbox:
         request = {
             "op": "call",
             "attr": attr,
-            "args": [wire.encode(a) for a in args],
-            "kwargs": {k: wire.encode(v) for k, v in kwargs.items()},
+            "args": [_wire().encode(a) for a in args],
+            "kwargs": {k: _wire().encode(v) for k, v in kwargs.items()},
         }
         if seed is not None:
             request["seed"] = int(seed)
@@ -835,7 +833,7 @@ class Sandbox:
 
         def write():
             try:
-                wire.send(self.process.stdin, message)
+                _wire().send(self.process.stdin, message)
             except (BrokenPipeError, OSError, ValueError) as error:
                 failed.append(error)
 
@@ -912,6 +910,14 @@ _ESCAPES = re.compile(
 _CONTROL = dict.fromkeys(
     [*range(0, 9), *range(11, 32), *range(0x7F, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
 )
+
+
+def _wire():
+    """:mod:`autograder.sandbox.wire`, which imports torch: imported at the first message, so that what
+    uses this module for :func:`clean_text` or :class:`Limits` alone (nbgrader's plugins) never does."""
+    from autograder.sandbox import wire
+
+    return wire
 
 
 def clean_text(text, limit: int) -> str:
