@@ -55,34 +55,4 @@ def __dir__() -> list[str]:
     return sorted([*globals(), *_HOMES])
 
 
-__all__ = [
-    "CheckFailed",
-    "Item",
-    "Mistake",
-    "check_buffer",
-    "array",
-    "check_causal",
-    "check_dtype_follows_input",
-    "check_equals",
-    "check_finite",
-    "check_incremental",
-    "check_ignores_masked",
-    "check_inputs_unchanged",
-    "check_masked_get_zero_weight",
-    "check_matches",
-    "check_matches_reference",
-    "check_matches_torch",
-    "check_output_device",
-    "check_output_shapes",
-    "check_raises",
-    "check_rows_sum_to_one",
-    "check_within_memory",
-    "fixture",
-    "group",
-    "literal",
-    "mask",
-    "mistakes",
-    "padded_tokens",
-    "tensor",
-    "tokens",
-]
+__all__ = sorted(_HOMES)
