@@ -187,11 +187,15 @@ def task_attack(nb, item: str = "softmax", metadata: dict = attacks.TASK_METADAT
 
 def test_a_course_page_gets_the_secret_and_time_release_feedback_reads_or_is_removed(tmp_path):
     """nbgrader release_feedback reads submission_secret.txt and timestamp.txt beside every page, and
-    one page without them stops the release for the whole class."""
+    one page without them stops the release for the whole class: a refused submission without a
+    readable secret leaves no page; one that never had a secret (not submitted through the exchange)
+    keeps its page, as nbgrader's own pages would be."""
     submitted = tmp_path / "submitted" / "ann" / "a1"
     submitted.mkdir(parents=True)
     (submitted / "timestamp.txt").write_text("2030-01-01 00:00:00.000000 UTC")
-    page = write_feedback_page(tmp_path, "ann", "a1", "a1", ["Your submission was refused."])
+    page = write_feedback_page(tmp_path, "ann", "a1", "a1", ["Your notebook was not graded."])
+    assert _releasable(tmp_path, "ann", "a1", [page]) is None and page.is_file()
+    (submitted / "collect_refused.txt").write_text("the submission in the exchange holds a symbolic link (x)\n")
     note = _releasable(tmp_path, "ann", "a1", [page])
     assert "no feedback page released" in note and not page.exists()
     (submitted / "submission_secret.txt").write_text("0f" * 64)

@@ -564,19 +564,23 @@ def _write_feedback_pages(
 def _releasable(root: Path, student: str, assignment: str, written: list[Path]) -> str | None:
     """Give the feedback folder what ``nbgrader release_feedback`` reads beside each page (the
     submission's secret and time, from the autograded or collected submission) so that it can
-    release the pages just ``written``; where no secret is found, remove them, since one page it
-    cannot release stops its release for the whole class. A note for the instructor then."""
+    release the pages just ``written``. A submission the course's collect refused without a secret
+    it could read (the student may have made it unreadable) leaves no page: one page without a
+    secret stops the release for the whole class; a note for the instructor then. Any other
+    submission without one did not come through ``nbgrader submit``, and its pages stay, as
+    nbgrader's own would."""
     folder = Path(root) / "feedback" / student / assignment
     sources = [folder, *(Path(root) / kind / student / assignment for kind in ("autograded", "submitted"))]
     secret = next(filter(None, map(exchange.submission_secret, sources)), None)
-    if secret is None:
+    if secret is None and exchange.refusal_reason(sources[-1]) is not None:
         for page in written:
             page.unlink(missing_ok=True)
         return (
-            f"no feedback page released: the submission has no readable {exchange.SECRET}, which nbgrader "
-            "release_feedback needs (the student sees their score in the course's export only)"
+            f"no feedback page released: the refused submission has no readable {exchange.SECRET}, which "
+            "nbgrader release_feedback needs (the student sees their score in the course's export only)"
         )
-    (folder / exchange.SECRET).write_text(secret)
+    if secret is not None:
+        (folder / exchange.SECRET).write_text(secret)
     if not (folder / exchange.TIMESTAMP).is_file() or (folder / exchange.TIMESTAMP).is_symlink():
         when = next(filter(None, map(exchange.submitted_time, sources[1:])), None)
         (folder / exchange.TIMESTAMP).unlink(missing_ok=True)
