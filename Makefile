@@ -95,9 +95,9 @@ exercises: venv  ## regenerate exercises/ from solutions/ (nbgrader generate_ass
 check-exercises: venv  ## fail if exercises/ differs from what `make exercises` generates
 	$(BIN)/python -m autograder.cli.release --check
 
-grade: venv sandbox  ## autograde (sandboxed, JOBS at a time) submitted/*/$(ASSIGNMENT), write feedback and grades/$(ASSIGNMENT).csv
+grade: venv sandbox  ## autograde (sandboxed, JOBS at a time) submitted/*/$(ASSIGNMENT), write feedback and grades/$(ASSIGNMENT).csv; ARGS="--help"
 	@test -n "$(ASSIGNMENT)" || { echo "usage: make grade ASSIGNMENT=ch02_scaled_dot_product"; exit 2; }
-	$(BIN)/python -m autograder.cli.grade $(ASSIGNMENT) --jobs $(JOBS)
+	$(BIN)/python -m autograder.cli.grade $(ASSIGNMENT) --jobs $(JOBS) $(ARGS)
 
 check: venv sandbox  ## check NOTEBOOK=path against the hidden tests, as grading would
 	@test -n "$(NOTEBOOK)" || { echo "usage: make check NOTEBOOK=exercises/ch02_scaled_dot_product/ch02_scaled_dot_product.ipynb"; exit 2; }

@@ -28,7 +28,7 @@ import inspect
 import numpy as np
 import torch
 
-from autograder import diagnosis, reference, specs, standins
+from autograder import course, diagnosis, reference, specs, standins
 from autograder.calls import Call, is_remote, parameter_names, seeded
 from autograder.compare import compare
 from autograder.items import CheckFailed, Item
@@ -74,7 +74,7 @@ def _graded(diagnose: bool = True):
                 try:
                     return check(*args, **kwargs)
                 except CheckFailed as failure:
-                    found = diagnosis.cause(item, arguments) if diagnose else None
+                    found = diagnosis.cause(item, arguments) if diagnose and _diagnosable(item, in_sandbox) else None
                     if found:
                         raise failure.with_hint(found) from None
                     if item.uses and not in_sandbox:
@@ -86,13 +86,26 @@ def _graded(diagnose: bool = True):
     return decorate
 
 
+def _diagnosable(item: Item, in_sandbox: bool) -> bool:
+    """Whether a failure may be diagnosed with the item's reference: always when graded; in a notebook
+    only where the term releases the chapter, so that the visible tests say the same in the
+    instructor's checkout as in the students' repository, on Colab or a hub (which hold no reference of
+    an unreleased chapter)."""
+    if in_sandbox:
+        return True
+    try:
+        return course.release().is_released(item.assignment)
+    except course.SettingsError:
+        return False
+
+
 def _uses_note(item: Item, hint: str) -> str:
     """The hint of a check run beside the student's own helpers (a notebook, make validate), where no
-    stand-in can take their place: it says what the check cannot tell."""
+    stand-in can take their place: what the check can establish first, then the property's hint."""
     names = ", ".join(item.uses)
     return (
-        f"{hint} (this check ran {item.name} with your own {names}: if their tests fail too, fix those first; "
-        f"graded, {item.name} is checked with correct ones)"
+        f"{item.name} ran here with your own {names}: if a test of those fails, fix it first (graded, "
+        f"{item.name} is checked with correct ones). If they all pass: {hint}"
     )
 
 

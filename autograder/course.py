@@ -185,6 +185,38 @@ def release(root: Path | None = None, environ=None) -> Release:
     return Release(edition, frozenset(names))
 
 
+class ReleasedRefusal(SettingsError):
+    """Grading a term's assignment whose solutions are already released, without the instructor's leave."""
+
+
+ALLOW_RELEASED = "--allow-released"  # make grade's switch; nbgrader's: SandboxedExecute.allow_released
+
+
+def grading_refusal(assignment: str, settings: Release, allow_released: bool = False) -> str | None:
+    """Why ``assignment`` may not be graded under ``settings``, or None: in a term, a chapter whose
+    solutions are released (a submission could import them) is graded only where the instructor
+    allows it. ``make grade`` and plain ``nbgrader autograde`` (the course's plugin) both ask this,
+    so that they refuse alike."""
+    if settings.edition != "term" or not settings.is_released(assignment) or allow_released:
+        return None
+    return (
+        f"the solutions of {assignment} are released ({settings.describe()}), so a submission could "
+        f"import them: grade before the release, or name the releases without it for this command "
+        f'(RELEASED="..."), or allow it: make grade ... ARGS={ALLOW_RELEASED}, or nbgrader autograde '
+        f"... --SandboxedExecute.allow_released=True"
+    )
+
+
+def open_edition_note(settings: Release) -> str | None:
+    """The note that grading in the open edition prints (every solution importable), or None in a term."""
+    if settings.edition != "open":
+        return None
+    return (
+        f"grading in {settings.describe()}; a submission may import every reference solution. "
+        "For a graded class, run a term (term.yml, see the instructor guide's 'Running a term')."
+    )
+
+
 def environment(settings: Release) -> dict[str, str]:
     """``EDITION`` and ``RELEASED`` that make :func:`release` give ``settings`` in another process."""
     return {"EDITION": settings.edition, "RELEASED": " ".join(sorted(settings.released)) or "none"}

@@ -52,7 +52,7 @@ from nbformat.v4 import new_markdown_cell, new_output
 from nbgrader.api import Gradebook
 from nbgrader.preprocessors import NbGraderPreprocessor, OverwriteCells
 from nbgrader.utils import is_grade, is_locked
-from traitlets import Integer, List, Unicode
+from traitlets import Bool, Integer, List, Unicode
 
 from autograder import course
 from autograder.grading.report import Report
@@ -103,10 +103,22 @@ class SandboxedExecute(NbGraderPreprocessor):
     """Grade the notebook in a sandbox (see :mod:`autograder.grading`) and record the outcome as outputs."""
 
     isolation = Unicode("bwrap", help="'bwrap' (bubblewrap sandbox) or 'none' (separate process only)").tag(config=True)
+    allow_released = Bool(
+        False,
+        help="grade a term's assignment whose solutions are released (make grade's --allow-released)",
+    ).tag(config=True)
 
     def preprocess(self, nb, resources):
         info = resources["nbgrader"]
         assignment, notebook, student = info["assignment"], info["notebook"], info["student"]
+        settings = course.release(Path.cwd())
+        refusal = course.grading_refusal(assignment, settings, self.allow_released)
+        if refusal:  # the same refusal as make grade's, for plain nbgrader autograde
+            raise course.ReleasedRefusal(f"{student}/{assignment}: not graded: {refusal}")
+        note = course.open_edition_note(settings)
+        if note and not getattr(self, "_noted", False):
+            self.log.warning("%s", note)
+            self._noted = True
         submitted = Path.cwd() / "submitted" / student
         linked = [
             p
@@ -127,7 +139,7 @@ class SandboxedExecute(NbGraderPreprocessor):
                 nb,
                 notebook=notebook,
                 isolation=self.isolation,
-                release=course.release(Path.cwd()),
+                release=settings,
                 as_submitted=self._as_submitted(submitted / assignment / f"{notebook}.ipynb"),
             )
         if report.not_graded:

@@ -7,9 +7,10 @@ by :func:`write`, for one :class:`~autograder.course.Release`:
 
 - ``attention_course/solutions/<assignment>.py`` for each released assignment, generated from its
   solution notebook (:func:`autograder.reference.module_source`), and for no other;
-- every other module of the two packages, except those that need an unreleased solution: a module
-  that imports ``attention_course.solutions.<assignment>``, directly or through another module of
-  the course, is left out until that assignment is released (:func:`requirements`).
+- every other module of the two packages, except the instructor's tools (:data:`INSTRUCTOR_ONLY`)
+  and those that need an unreleased solution: a module that imports
+  ``attention_course.solutions.<assignment>``, directly or through another module of the course, is
+  left out until that assignment is released (:func:`requirements`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,19 @@ from autograder import course, reference
 
 PACKAGES = ("attention_course", "autograder")
 SOLUTIONS = "attention_course/solutions"
+# The instructor's tools: grading a class, nbgrader's plugins and exchange, the similarity report,
+# generating the exercises. No copy that students get holds them (nor needs them: make validate and
+# make check do not), and they need packages that students do not install.
+INSTRUCTOR_ONLY = frozenset(
+    {
+        "autograder/cli/grade.py",
+        "autograder/cli/release.py",
+        "autograder/cli/run_nbgrader.py",
+        "autograder/cli/similarity.py",
+        "autograder/exchange.py",
+        "autograder/nbgrader_plugins.py",
+    }
+)
 SKIP_PARTS = frozenset({"__pycache__", ".ipynb_checkpoints"})
 
 
@@ -100,6 +114,8 @@ def allowed(release: course.Release, root: Path | None = None, files: list[str] 
     for rel in files:
         if rel.startswith(SOLUTIONS + "/") and rel != f"{SOLUTIONS}/__init__.py":
             continue  # a solution module is generated from its notebook, never copied
+        if rel in INSTRUCTOR_ONLY:
+            continue
         if all(release.is_released(a) for a in needs.get(rel, ())):
             kept.append(rel)
     return kept

@@ -11,9 +11,14 @@ writes that repository for the term's release (:func:`autograder.course.release`
 - ``exercises/``, as git tracks it;
 - the packages as students get them (:func:`autograder.packages.write`): the solution module of
   each released chapter and of no other, and no module that builds on an unreleased one;
-- a README, a Makefile (``venv``, ``lab``, ``validate``), ``requirements.txt``, ``pyproject.toml``
-  and ``.gitignore`` written for students, from ``course_site/templates/student/``; the pins in
-  ``requirements.txt`` are the instructor's own (one list of versions).
+- the instructor notebook of each released chapter (``solutions/<a>/<a>.ipynb``: its reference
+  solution is released, and its hidden tests let ``make check`` give the instructor's verdicts),
+  and ``term.yml`` saying which chapters those are;
+- a README, a Makefile (``venv``, ``lab``, ``validate``, ``check``), ``requirements.txt``,
+  ``pyproject.toml`` and ``.gitignore`` written for students, from ``course_site/templates/student/``;
+  the pins in ``requirements.txt`` are the instructor's own (one list of versions).
+
+No instructor tool is in it (:data:`autograder.packages.INSTRUCTOR_ONLY`).
 
 The book is not part of it: the instructor publishes the built site (``make book``, which follows
 the same release). The export is then checked by the leak check of :mod:`course_site.leaks`; an
@@ -51,6 +56,7 @@ STUDENT_REQUIREMENTS = (
     "nbclient",
     "ipykernel",
     "jupyterlab",
+    "nbgrader",  # the cells' roles (make validate, make check), and a hub's Validate button
 )
 
 
@@ -96,6 +102,21 @@ def student_requirements(root: Path) -> str:
         )
     lines += ["# This repository's packages (attention_course, autograder), editable.", "-e ."]
     return "\n".join(lines) + "\n"
+
+
+def release_settings(release: course.Release) -> str:
+    """The students' ``term.yml``: the release they have, so that their checks know it as the
+    instructor's do (a visible test names a known mistake only in a released chapter)."""
+    return (
+        "# The release this repository was exported for (make student-repo): the chapters whose\n"
+        "# solutions, and hidden tests for make check, are here.\n"
+        + yaml.safe_dump({"edition": release.edition, "released": sorted(release.released)})
+    )
+
+
+def published_tests(release: course.Release, root: Path = COURSE_ROOT) -> frozenset[str]:
+    """The instructor notebooks that the export ships: those of the released chapters (``make check``)."""
+    return frozenset(f"solutions/{a}/{a}.ipynb" for a in release.of(course.assignments(root)))
 
 
 def _fill(template: str, values: dict[str, str]) -> str:
@@ -162,6 +183,13 @@ def write(dest: Path, release: course.Release, root: Path = COURSE_ROOT) -> list
         shutil.copy2(root / rel, dest / rel)
         written.append(rel)
     written += packages.write(dest, release, root, files=_git_files(root, *packages.PACKAGES))
+    for assignment in release.of(course.assignments(root)):  # make check: the released chapters' tests
+        rel = f"solutions/{assignment}/{assignment}.ipynb"
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(root / rel, dest / rel)
+        written.append(rel)
+    (dest / course.SETTINGS_FILE).write_text(release_settings(release))
+    written.append(course.SETTINGS_FILE)
     values = _values(root, release)
     for template, name in GENERATED.items():
         (dest / name).write_text(_fill((TEMPLATES / template).read_text(), values))
@@ -184,7 +212,7 @@ def student_repo(dest: Path, release: course.Release | None = None, root: Path =
     dest = Path(dest)
     created = not dest.exists()
     files = write(dest, release, root)
-    report = leaks.check(dest, root, release)
+    report = leaks.check(dest, root, release, published=published_tests(release, root))
     if not report.ok:
         if created:
             shutil.rmtree(dest)

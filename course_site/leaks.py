@@ -171,9 +171,13 @@ def _posix(path: Path) -> str:
 
 
 def _walk(directory: Path):
-    """Every file under ``directory`` (links to files included), as (path, relative posix path)."""
+    """Every file under ``directory`` (links to files included), as (path, relative posix path); not
+    the files of a virtual environment (a folder holding ``pyvenv.cfg``: ``make venv`` in the student
+    repository, never published) or of git's own folder."""
     for dirpath, dirnames, filenames in os.walk(directory):
-        dirnames.sort()
+        dirnames[:] = sorted(
+            name for name in dirnames if name != ".git" and not (Path(dirpath) / name / "pyvenv.cfg").is_file()
+        )
         for name in sorted(filenames):
             path = Path(dirpath) / name
             yield path, _posix(path.relative_to(directory))
@@ -812,10 +816,19 @@ def _assignment_of(notebook: str) -> str:
     return parts[1] if len(parts) > 2 else PurePosixPath(notebook).stem
 
 
-def check(directory: Path, root: Path = COURSE_ROOT, release: course.Release | None = None) -> Report:
+def check(
+    directory: Path,
+    root: Path = COURSE_ROOT,
+    release: course.Release | None = None,
+    published: frozenset[str] = frozenset(),
+) -> Report:
     """Scan every file under ``directory`` for solutions, nbgrader markers, secret lines and the
     code of the reference solutions that ``release`` (default: :func:`autograder.course.release`
-    of ``root``) does not release."""
+    of ``root``) does not release.
+
+    ``published``: files of ``solutions/`` that the folder ships by design, each at its own path and
+    identical to the course's (the student export's instructor notebooks of released chapters, for
+    ``make check``); a released assignment's only. Anything else of ``solutions/`` is a problem."""
     started = time.perf_counter()
     directory, root = Path(directory), Path(root)
     if not directory.exists():
@@ -848,8 +861,17 @@ def check(directory: Path, root: Path = COURSE_ROOT, release: course.Release | N
     exempt_files, exempt_pages = _marker_documents(root)
     known = _KnownFiles(root, found.public_digests)
 
+    shipped = {}
+    for rel in published:
+        parts = PurePosixPath(rel).parts
+        if len(parts) != 3 or parts[0] != "solutions" or not release.is_released(parts[1]):
+            raise PublishError(f"check: {rel} is not the instructor notebook of a released assignment")
+        shipped[rel] = _digest((root / rel).read_bytes())
     for path, rel in _walk(directory):
         problems = report.problems
+        if rel in shipped and path.is_file() and not path.is_symlink() and _digest(path.read_bytes()) == shipped[rel]:
+            report.known += 1  # a released chapter's notebook, shipped by design
+            continue
         if _in_solutions_folder(rel):
             problems.append(Problem(rel, "a file from a solutions/ folder"))
         try:

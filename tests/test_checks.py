@@ -544,6 +544,36 @@ def test_a_check_beside_the_students_own_helpers_says_what_it_cannot_tell():
     uses = ("split_heads", "merge_heads")
     item = Item("ch03_multi_head", "MultiHeadAttention", wrong, outputs=("output", "weights"), uses=uses)
     msg = failure(check_matches_torch, item, "multihead_attention", [tensor(2, 5, 16)] * 3, init=(16, 4))
-    assert "this check ran MultiHeadAttention with your own split_heads, merge_heads" in msg, msg
+    assert "hint: MultiHeadAttention ran here with your own split_heads, merge_heads: if a test of those fails" in msg
+    assert "If they all pass: " in msg, msg
     right = Item("ch03_multi_head", "MultiHeadAttention", MultiHeadAttention, outputs=("output", "weights"), uses=uses)
     check_matches_torch(right, "multihead_attention", [tensor(2, 5, 16)] * 3, init=(16, 4))
+
+
+def test_a_visible_check_names_a_mistake_only_where_the_term_releases_the_chapter(monkeypatch):
+    """Outside the grader, a known mistake is named only where the chapter is released: the students' copies
+    of an unreleased chapter hold no reference to recognise it with, and the instructor's checkout must say
+    what they say."""
+    from autograder import Mistake, mistakes
+
+    scale = Mistake("the scores are divided by the square root of d_model", ("q.size(-1))", "query.size(-1))"))
+    wrong = reference.variant("ch03_multi_head", "MultiHeadAttention", scale.replacements)
+    item = mistakes(Item("ch03_multi_head", "MultiHeadAttention", wrong, outputs=("output", "weights")), scale)
+    inputs = [tensor(2, 5, 16)] * 3
+    monkeypatch.setenv("RELEASED", "ch03_multi_head")
+    assert scale.cause in failure(check_matches_torch, item, "multihead_attention", inputs, init=(16, 4))
+    monkeypatch.setenv("RELEASED", "ch01_bahdanau ch02_scaled_dot_product")
+    msg = failure(check_matches_torch, item, "multihead_attention", inputs, init=(16, 4))
+    assert scale.cause not in msg and "name the submodules" in msg, msg
+
+
+def test_a_failed_check_shows_its_whole_message_in_lines_a_hubs_validate_does_not_cut():
+    """Jupyter shows a CheckFailed as its message alone (IPython's _render_traceback_), wrapped so that
+    `nbgrader validate`, which cuts lines at 87 characters, keeps every word of the hint."""
+    hint = "keys where the mask is False must get exactly zero weight and the visible keys all of it " * 3
+    failed = CheckFailed("scaled_dot_product_attention", "masked keys get zero weight", "q=(2, 5, 8), " * 12, "x", hint)
+    shown = failed._render_traceback_()
+    assert shown[0] == "CheckFailed: scaled_dot_product_attention: masked keys get zero weight failed"
+    assert all(len(line) <= 80 for line in shown), shown
+    assert " ".join(" ".join(shown).split()) == " ".join(f"CheckFailed: {failed}".split())
+    assert any(line.startswith("  hint: keys where") for line in shown)

@@ -3,6 +3,7 @@ unreleased solution, and that what its README tells students to run works there.
 
 from __future__ import annotations
 
+import importlib
 import importlib.metadata
 import os
 import shutil
@@ -50,8 +51,12 @@ def test_the_export_holds_exercises_packages_and_files_for_students(exported):
     for path in sorted(ROOT.glob("exercises/*/*.ipynb")):
         rel = path.relative_to(ROOT).as_posix()
         assert (exported / rel).read_bytes() == path.read_bytes(), rel
-    for private in ("solutions", "tests", "book", "course_site", "_config.yml", "term.yml", "submitted", "grades"):
+    for private in ("tests", "book", "course_site", "_config.yml", "submitted", "grades"):
         assert not (exported / private).exists(), private
+    assert not names & packages.INSTRUCTOR_ONLY, names & packages.INSTRUCTOR_ONLY
+    # the released chapter's instructor notebook, for make check, and no other
+    assert sorted(n for n in names if n.startswith("solutions/")) == ["solutions/ch01_bahdanau/ch01_bahdanau.ipynb"]
+    assert course.release(exported, environ={}) == TERM
     assert not any("__pycache__" in name or ".ipynb_checkpoints" in name for name in names)
 
 
@@ -64,7 +69,7 @@ def test_only_the_released_solutions_are_in_it(exported):
     # The capstone's models build on chapters 3 to 6: they wait for those releases.
     assert not (exported / "attention_course" / "model.py").exists()
     assert not (exported / "attention_course" / "trainer.py").exists()
-    assert leaks.check(exported, ROOT, TERM).ok
+    assert leaks.check(exported, ROOT, TERM, published=export.published_tests(TERM, ROOT)).ok
 
 
 def test_every_edition_exports_what_it_releases(tmp_path):
@@ -103,31 +108,135 @@ def course_site_repository_url() -> str:
     return repository(ROOT).url
 
 
-def test_the_students_make_targets_work(exported, tmp_path):
-    """`make help` and `make validate` run in the export (with this machine's environment, which
-    `make venv` would install from the export's requirements.txt)."""
-    venv = Path(sys.executable).parent.parent
-    common = ["make", "-C", str(exported), f"VENV={venv}", "-o", f"{venv}/.installed"]
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "AUTOGRADER_COURSE_ROOT")}
-    listed = subprocess.run(["make", "-C", str(exported), "help"], capture_output=True, text=True, env=env)
-    assert listed.returncode == 0 and all(f"make {t}" in listed.stdout for t in ("venv", "lab", "validate"))
+# The term of the students' repository tests: two chapters released, the third not yet.
+STUDENT_TERM = course.Release("term", {"ch01_bahdanau", "ch02_scaled_dot_product"})
+WRONG = {"ch01_bahdanau": "additive_mask_inverted", "ch02_scaled_dot_product": "sdpa_mask_with_zero"}
 
-    answered = exported / "answered.ipynb"
-    nbformat.write(fill("ch01_bahdanau"), str(answered))
-    ok = subprocess.run([*common, "validate", "NOTEBOOK=answered.ipynb"], capture_output=True, text=True, env=env)
-    assert ok.returncode == 0, ok.stdout[-3000:] + ok.stderr[-3000:]
-    assert "All visible tests passed" in ok.stdout and "FAIL" not in ok.stdout
 
-    blank = subprocess.run(
-        [*common, "validate", "NOTEBOOK=exercises/ch02_scaled_dot_product/ch02_scaled_dot_product.ipynb"],
+def _student_env() -> dict:
+    """The environment a student's shell has: none of the instructor's venv, course root or caches."""
+    drop = ("PYTHONPATH", "AUTOGRADER_COURSE_ROOT", "VIRTUAL_ENV", "PYTHONPYCACHEPREFIX", "EDITION", "RELEASED")
+    env = {k: v for k, v in os.environ.items() if k not in drop and not k.startswith("MAKE")}
+    venv_bin = str(Path(sys.executable).parent)
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p != venv_bin)
+    return env
+
+
+@pytest.fixture(scope="module")
+def student_repo(tmp_path_factory) -> Path:
+    """The students' repository of STUDENT_TERM, with its own .venv made by its own `make venv` from its own
+    requirements.txt (as a student's clone would be: nothing of the instructor's environment)."""
+    dest = tmp_path_factory.mktemp("students") / "repo"
+    export.student_repo(dest, STUDENT_TERM, ROOT)
+    made = subprocess.run(["make", "-C", str(dest), "venv"], capture_output=True, text=True, env=_student_env())
+    assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
+    return dest
+
+
+def _student_notebooks(assignment: str, folder: Path) -> dict[str, Path]:
+    bugs = importlib.import_module(f"tests.buggy.{assignment}").BUGS
+    wrong = next(bug for bug in bugs if bug.name == WRONG[assignment])
+    notebooks = {
+        "right": fill(assignment),
+        "blank": nbformat.read(str(ROOT / course.exercise_path(assignment)), as_version=4),
+        "wrong": fill(assignment, {wrong.item: wrong.code}),
+    }
+    paths = {}
+    for kind, nb in notebooks.items():
+        paths[kind] = folder / kind / f"{assignment}.ipynb"
+        paths[kind].parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, str(paths[kind]))
+    return paths
+
+
+def _verdicts(output: str) -> list[str]:
+    """A validate or check report without its timing: every line but the first (which names the file)."""
+    return [line for line in output.splitlines()[1:] if line.strip()]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment", sorted(STUDENT_TERM.released))
+def test_the_students_repository_checks_a_notebook_as_the_instructors_checkout_does(student_repo, assignment):
+    """In the students' repository, with its own venv, `make validate` and `make check` on a right, a blank
+    and a wrong notebook of each released chapter give what the instructor's checkout gives (validate:
+    the same visible tests' verdicts and messages; check: the hidden tests' verdicts, messages and score,
+    the instructor's in the sandbox)."""
+    paths = _student_notebooks(assignment, student_repo / "work")
+    instructor_env = {**os.environ, **course.environment(STUDENT_TERM)}
+    for kind, path in paths.items():
+        rel = path.relative_to(student_repo)
+        for target, module in (("validate", "autograder.cli.validate"), ("check", "autograder.cli.check")):
+            student = subprocess.run(
+                ["make", "-s", "-C", str(student_repo), target, f"NOTEBOOK={rel}"],
+                capture_output=True,
+                text=True,
+                env=_student_env(),
+            )
+            ours = subprocess.run(
+                [sys.executable, "-m", module, str(path)], capture_output=True, text=True, env=instructor_env
+            )
+            said = f"{kind} {target}:\n{student.stdout[-3000:]}{student.stderr[-3000:]}\n--- instructor:\n{ours.stdout}"
+            assert "Traceback" not in student.stdout + student.stderr, said
+            assert _verdicts(student.stdout) == _verdicts(ours.stdout), said
+            if target == "validate":
+                assert student.returncode == (0 if kind == "right" else 2), said
+            else:  # make check succeeds whatever the score
+                assert student.returncode == 0 and ours.returncode == (0 if kind == "right" else 1), said
+                assert ("Verdict: full marks" in student.stdout) == (kind == "right"), said
+
+
+@pytest.mark.slow
+def test_an_unreleased_chapter_gets_the_same_visible_verdicts_and_no_hidden_tests(student_repo):
+    """ch03 is not released: the students' repository has no reference of it. A notebook whose split_heads and
+    merge_heads are plain reshapes, with a right MultiHeadAttention: validate says the same as in the
+    instructor's checkout (the hint says that the helpers ran and must pass first, never a cause the
+    answer lacks), and make check says that the hidden tests come with the release."""
+    from tests.buggy.ch03_multi_head import BUGS
+
+    assignment = "ch03_multi_head"
+    reshapes = ("split_without_transpose", "merge_without_transpose")
+    answers = {bug.item: bug.code for bug in BUGS if bug.name in reshapes}
+    path = student_repo / "work" / "helpers" / f"{assignment}.ipynb"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(fill(assignment, answers), str(path))
+    rel = path.relative_to(student_repo)
+    student = subprocess.run(
+        ["make", "-s", "-C", str(student_repo), "validate", f"NOTEBOOK={rel}"],
         capture_output=True,
         text=True,
-        env=env,
+        env=_student_env(),
     )
-    assert blank.returncode != 0 and "FAIL" in blank.stdout and "NotImplementedError" in blank.stdout
-    usage = subprocess.run([*common, "validate"], capture_output=True, text=True, env=env)
-    assert usage.returncode == 2 and "usage: make validate NOTEBOOK=" in usage.stdout
-    answered.unlink()
+    ours = subprocess.run(
+        [sys.executable, "-m", "autograder.cli.validate", str(path)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **course.environment(STUDENT_TERM)},
+    )
+    assert _verdicts(student.stdout) == _verdicts(ours.stdout), student.stdout + "\n---\n" + ours.stdout
+    assert "FAIL  test_mha_matches_torch" in student.stdout, student.stdout
+    assert "ran here with your own split_heads, merge_heads" in student.stdout
+    checked = subprocess.run(
+        ["make", "-s", "-C", str(student_repo), "check", f"NOTEBOOK={rel}"],
+        capture_output=True,
+        text=True,
+        env=_student_env(),
+    )
+    assert checked.returncode != 0
+    assert "The hidden tests of ch03_multi_head are not here" in checked.stdout, checked.stdout + checked.stderr
+
+
+def test_the_students_make_targets_say_how_to_use_them(exported):
+    listed = subprocess.run(["make", "-C", str(exported), "help"], capture_output=True, text=True, env=_student_env())
+    assert listed.returncode == 0
+    assert all(f"make {t}" in listed.stdout for t in ("venv", "lab", "validate", "check")), listed.stdout
+    for target in ("validate", "check"):
+        usage = subprocess.run(
+            ["make", "-C", str(exported), "-o", ".venv/.installed", target],
+            capture_output=True,
+            text=True,
+            env=_student_env(),
+        )
+        assert usage.returncode == 2 and f"usage: make {target} NOTEBOOK=" in usage.stdout, usage.stdout
 
 
 def test_the_students_requirements_are_the_courses_pins(exported):

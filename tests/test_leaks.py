@@ -29,6 +29,7 @@ ASSIGNMENTS = course.assignments(ROOT)
 
 # ch03 and ch04 not released: their reference solutions are secrets.
 TERM = Release("term", {"ch01_bahdanau"})
+PUBLISHED = export.published_tests(TERM, COURSE_ROOT)  # what the export of TERM ships of solutions/
 # The same chapters released, in the term edition and in the open one.
 RELEASED = [
     Release("term", {"ch01_bahdanau", "ch02_scaled_dot_product", "ch03_multi_head", "ch04_masking"}),
@@ -470,11 +471,11 @@ def copy(exported, tmp_path) -> Path:
 
 
 def _problems(directory: Path, release: Release | None = None) -> list[str]:
-    return [str(problem) for problem in leaks.check(directory, ROOT, release).problems]
+    return [str(problem) for problem in leaks.check(directory, ROOT, release, published=PUBLISHED).problems]
 
 
 def test_check_passes_on_the_export(exported):
-    report = leaks.check(exported, ROOT, TERM)
+    report = leaks.check(exported, ROOT, TERM, published=PUBLISHED)
     assert report.ok, report.problems
     assert report.has_solutions and report.secrets > 50 and report.notebooks >= 6 and report.regions > 10
 
@@ -553,7 +554,7 @@ def test_check_fails_on_the_marker_alone(copy):
 def test_markers_are_allowed_only_in_the_files_that_explain_them(copy):
     # autograder/notebooks.py explains the markers, and the export's copy is the repository's: allowed.
     explained = copy / "autograder" / "notebooks.py"
-    assert "### BEGIN SOLUTION" in explained.read_text() and leaks.check(copy, ROOT, TERM).ok
+    assert "### BEGIN SOLUTION" in explained.read_text() and leaks.check(copy, ROOT, TERM, published=PUBLISHED).ok
     # Once it differs from the repository's, it is checked like any other file.
     explained.write_text(explained.read_text() + "\n# extra\n")
     assert any(p.startswith("autograder/notebooks.py: ") and "marker" in p for p in _problems(copy, TERM))
@@ -573,12 +574,15 @@ def test_the_instructor_guide_page_may_show_the_markers_and_no_other_page(tmp_pa
     assert report.marker_exempt == ["book/instructor_guide.html"]
 
 
-def test_check_in_a_repository_without_solutions_still_finds_markers(exported, tmp_path):
-    # The student repository (no solutions/) checks a folder of its own: markers only.
+def test_check_in_a_repository_without_solutions_still_finds_markers(tmp_path):
+    # A student repository before any release (no solutions/) checks a folder of its own: markers only.
+    bare = tmp_path / "bare"
+    export.write(bare, Release("term"), ROOT)
+    assert not (bare / "solutions").exists()
     folder = tmp_path / "folder"
     folder.mkdir()
     (folder / "notes.md").write_text("### BEGIN SOLUTION\n")
-    report = leaks.check(folder, exported)
+    report = leaks.check(folder, bare)
     assert not report.has_solutions and report.secrets == 0 and report.regions == 0
     assert [str(p) for p in report.problems] == ["notes.md: line 1: holds the nbgrader marker 'BEGIN SOLUTION'"]
 
@@ -636,3 +640,25 @@ def test_a_site_of_a_hundred_pages_is_checked_in_seconds(tmp_path):
     elapsed = time.perf_counter() - started
     assert report.ok and report.files == 101, [str(p) for p in report.problems]
     assert elapsed < 30, f"{elapsed:.1f} s for {size / 1e6:.1f} MB"
+
+
+def test_the_export_ships_a_released_chapters_notebook_as_it_is_and_nothing_else_of_solutions(copy):
+    """The instructor notebook of a released chapter is shipped for make check; changed, or an unreleased one,
+    it is a problem like any other file of solutions/."""
+    assert _problems(copy, TERM) == []
+    shipped = copy / "solutions" / "ch01_bahdanau" / "ch01_bahdanau.ipynb"
+    shipped.write_text(shipped.read_text().replace("BEGIN HIDDEN TESTS", "BEGIN HIDDEN TESTS ", 1))
+    assert any(p.startswith("solutions/ch01_bahdanau/ch01_bahdanau.ipynb: ") for p in _problems(copy, TERM))
+    with pytest.raises(leaks.PublishError, match="not the instructor notebook of a released assignment"):
+        leaks.check(copy, ROOT, TERM, published=export.published_tests(Release("term", {"ch02_scaled_dot_product"})))
+
+
+def test_the_leak_check_skips_a_virtual_environment_inside_the_folder(copy):
+    """`make venv` in the students' repository puts .venv inside it: never published, never read."""
+    venv = copy / ".venv" / "lib"
+    venv.mkdir(parents=True)
+    (copy / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (venv / "notes.md").write_text("### BEGIN SOLUTION\n")
+    assert _problems(copy, TERM) == []
+    (copy / ".venv" / "pyvenv.cfg").unlink()  # a folder that only looks like one is read
+    assert any(p.startswith(".venv/lib/notes.md: ") for p in _problems(copy, TERM))

@@ -339,6 +339,49 @@ def test_plain_nbgrader_autograde_command_grades_in_the_sandbox(tmp_path):
         assert gradebook.find_submission(A, "mallory").score == zeros_score
 
 
+def test_plain_nbgrader_refuses_a_released_chapter_as_make_grade_does(tmp_path, capsys, monkeypatch):
+    """In a term that has released ch02's solutions, answers that only import them are not graded by plain
+    `nbgrader autograde` (the course's plugin refuses, with make grade's message) unless the instructor
+    allows it with the same switch; make grade refuses before anything runs."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    from autograder.cli import release
+
+    course = make_course(tmp_path / "course")
+    released_term = course_settings.Release("term", {A})
+    env = course_settings.environment(released_term)
+    importing = dict.fromkeys(solution_bodies(A), f"from attention_course.solutions.{A} import *\n")
+    submit(course, "dave", A, fill(A, importing))
+    release.generate([A], release_dir=tmp_path / "release", db_url=grade.db_url(course), root=course, quiet=True)
+    message = course_settings.grading_refusal(A, released_term)
+    assert message and "--allow-released" in message and "SandboxedExecute.allow_released" in message
+
+    refused = _nbgrader.run("autograde", A, "--force", root=course, check=False, quiet=True, env=env)
+    assert refused.returncode != 0
+    assert message in " ".join(f"{refused.stdout}\n{refused.stderr}".split()), refused.stderr[-3000:]
+    assert not (course / "autograded" / "dave" / A / f"{A}.ipynb").exists()
+    with Gradebook(grade.db_url(course)) as gradebook:
+        try:  # nbgrader may have entered the submission before the plugin refused it: never a score
+            score = gradebook.find_submission(A, "dave").score
+        except MissingEntry:
+            score = 0
+        assert score == 0
+
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert grade.main([A, "--root", str(course)]) == 2
+    assert message in capsys.readouterr().err
+    with pytest.raises(course_settings.ReleasedRefusal):
+        grade.grade(A, course, quiet=True, settings=released_term)
+
+    allowed = _nbgrader.run(
+        "autograde", A, "--force", "--SandboxedExecute.allow_released=True", root=course, quiet=True, env=env
+    )
+    assert allowed.returncode == 0
+    with Gradebook(grade.db_url(course)) as gradebook:
+        assert gradebook.find_submission(A, "dave").score == FULL  # what an allowed released chapter gives
+
+
 def test_a_hanging_method_of_a_class_item_costs_only_that_item():
     """Class items stay in the sandbox as objects; a method that never returns fails its tests alone."""
     from tests.buggy.ch01_bahdanau import decoder

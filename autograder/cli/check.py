@@ -55,6 +55,20 @@ def main(argv: list[str] | None = None) -> int:
         (name for name in (args.notebook.stem, args.notebook.resolve().parent.name) if name in known), None
     )
     if assignment not in known:
+        withheld = next(
+            (
+                name
+                for name in (args.notebook.stem, args.notebook.resolve().parent.name)
+                if (course.course_root() / course.exercise_path(name)).is_file()
+            ),
+            None,
+        )
+        if withheld and not args.assignment:
+            print(
+                f"Verdict: not checked. The hidden tests of {withheld} are not here: they come with its "
+                "solutions, once they are released. Until then, make validate runs its visible tests."
+            )
+            return 2
         parser.error(f"cannot tell the assignment of {args.notebook}; pass --assignment, one of: {', '.join(known)}")
     try:
         report = grade_notebook(assignment, args.notebook, isolation="none" if args.no_sandbox else "bwrap")

@@ -655,6 +655,7 @@ def grade(
     sandbox: bool = True,
     settings: course.Release | None = None,
     feedback_seconds: float = FEEDBACK_SECONDS,
+    allow_released: bool = False,
 ) -> list[Result]:
     """Grade every submission of ``assignment`` under ``root``; see the module's docstring.
 
@@ -664,9 +665,14 @@ def grade(
     environment); nbgrader's own run is given the same. ``feedback_seconds``: the most that
     writing one notebook's feedback may take (:func:`write_feedback`). Raises
     :class:`GradingUnavailable` when the sandbox does not work; then nothing is scored.
+    Raises :class:`autograder.course.ReleasedRefusal` for a term's released assignment unless
+    ``allow_released`` (nbgrader's own run, through the course's plugin, is told the same).
     """
     root = Path(root)
     settings = settings or course.release(root)
+    refusal = course.grading_refusal(assignment, settings, allow_released)
+    if refusal:
+        raise course.ReleasedRefusal(refusal)
     env = course.environment(settings)
     students = submitted_students(assignment, root)
     if not students:
@@ -681,6 +687,8 @@ def grade(
     # not-graded submissions are not given to nbgrader: it would follow a link, or record a zero.
     excluded = sorted({*found.refused, *found.not_graded})
     exclude = [f"--CourseDirectory.student_id_exclude={','.join(excluded)}"] if excluded else []
+    if allow_released:
+        exclude.append("--SandboxedExecute.allow_released=True")
     _say(quiet, "[4/6] recording the scores in the gradebook (nbgrader autograde)")
     autograde = run_nbgrader.run(
         "autograde", assignment, "--force", *exclude, root=root, check=False, quiet=quiet, log_level="ERROR", env=env
@@ -758,7 +766,7 @@ def main(argv: list[str] | None = None) -> int:
         help=f"the most that writing one notebook's feedback may take (default: {FEEDBACK_SECONDS:g})",
     )
     parser.add_argument(
-        "--allow-released",
+        course.ALLOW_RELEASED,
         action="store_true",
         help="grade even though the term's settings release this assignment's solutions",
     )
@@ -773,21 +781,21 @@ def main(argv: list[str] | None = None) -> int:
         settings = course.release(args.root)
     except course.SettingsError as error:
         parser.error(str(error))
-    if settings.edition == "open":
-        print(
-            f"note: grading in {settings.describe()}; a submission may import every reference solution. "
-            "For a graded class, run a term (term.yml, see the instructor guide's 'Running a term').",
-            file=sys.stderr,
-        )
-    elif settings.is_released(args.assignment) and not args.allow_released:
-        parser.error(
-            f"the solutions of {args.assignment} are released ({settings.describe()}), so a submission "
-            f"could import them: grade before the release, or name the releases without it for this "
-            f'command (RELEASED="..."), or pass --allow-released'
-        )
+    note = course.open_edition_note(settings)
+    if note:
+        print(f"note: {note}", file=sys.stderr)
+    refusal = course.grading_refusal(args.assignment, settings, args.allow_released)
+    if refusal:
+        print(f"error: {refusal}", file=sys.stderr)
+        return 2
     try:
         results = grade(
-            args.assignment, args.root, jobs=args.jobs, settings=settings, feedback_seconds=args.feedback_seconds
+            args.assignment,
+            args.root,
+            jobs=args.jobs,
+            settings=settings,
+            feedback_seconds=args.feedback_seconds,
+            allow_released=args.allow_released,
         )
     except GradingUnavailable as error:
         print(f"error: {error}", file=sys.stderr)

@@ -33,9 +33,9 @@ A pair is *listed* (the HTML and the CSV) when one side's share is above the dis
 and *flagged* when one side's share is at least the threshold and they share at least
 ``MIN_SHARED_TOKENS`` tokens. The larger of the two shares counts, so padding a copy with extra
 code does not hide it. The minimum keeps a couple of short, natural lines from flagging two
-students who answered nothing else: two ch04 submissions holding only ``return tokens != pad_id``
-and ``return tgt[:, :-1], tgt[:, 1:]`` share 55 tokens (a match also covers the end of the stub
-before it); 80 is about three lines of real code.
+students who answered nothing else: two ch04 submissions holding only the one-line answers of its
+two shortest items share 55 tokens (a match also covers the end of the stub before it); 80 is
+about three lines of real code.
 
 Students who write ``pass``, ``...``, ``return None`` or nothing in place of the stub's
 ``raise NotImplementedError()`` have not answered either: those variants of the stubs are

@@ -22,8 +22,8 @@ from autograder import notebooks
 UNGRADED = "ungraded"
 
 
-def _label(cell, index: int) -> str:
-    return notebooks.cell_id(cell) or f"code cell {index}"
+def _points(points) -> str:
+    return f"{points:g} point{'' if points == 1 else 's'}"
 
 
 def _error(cell) -> str | None:
@@ -43,6 +43,9 @@ def validate(path: Path, *, run_all: bool = False, timeout: int = 600) -> tuple[
         nb.cells = [c for c in nb.cells if UNGRADED not in notebooks.tags(c)]
     client = NotebookClient(
         nb,
+        # The kernel's own log (its warning that it listens on localhost without encryption) is the
+        # machine's business, not the student's: only its errors are shown.
+        extra_arguments=["--IPKernelApp.log_level=ERROR"],
         timeout=timeout,
         kernel_name="python3",
         allow_errors=True,
@@ -50,24 +53,23 @@ def validate(path: Path, *, run_all: bool = False, timeout: int = 600) -> tuple[
     )
     client.execute()
     lines, passed, tests = [f"{path.name}: visible tests"], True, 0
-    code_index = 0
-    for cell in nb.cells:
+    for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
-        code_index += 1
         error = _error(cell)
         if notebooks.is_test(cell):
             tests += 1
             points = notebooks.nbgrader_meta(cell).get("points", 0)
+            label = notebooks.cell_id(cell) or notebooks.cell_label(nb, index)
             if error:
                 passed = False
-                lines.append(f"  FAIL  {_label(cell, code_index)} ({points:g} points)")
+                lines.append(f"  FAIL  {label} ({_points(points)})")
                 lines += [f"        {line}" for line in error.splitlines()[:12]]
             else:
-                lines.append(f"  pass  {_label(cell, code_index)} ({points:g} points)")
+                lines.append(f"  pass  {label} ({_points(points)})")
         elif error:
             passed = False
-            lines.append(f"  error in {_label(cell, code_index)}: {error.splitlines()[0][:200]}")
+            lines.append(f"  error in {notebooks.cell_label(nb, index)}: {error.splitlines()[0][:200]}")
     if tests == 0:
         lines.append("  this notebook has no test cells")
     lines.append(
