@@ -39,8 +39,8 @@ c.CourseDirectory.max_file_size = 10_000
 c.Autograde.autograde_preprocessors = [
     "autograder.nbgrader_plugins.SandboxedExecute",
     # The autograded notebook (which the formgrader shows you) keeps no live HTML or script
-    # that a submission's markdown or raw cells hold.
-    "nbconvert.preprocessors.sanitize.SanitizeHTML",
+    # that a submission's markdown or raw cells hold (the course's own markdown is kept as written).
+    "autograder.nbgrader_plugins.SanitizeStudentHTML",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
     "nbgrader.preprocessors.SaveAutoGrades",
@@ -89,13 +89,18 @@ c.GenerateFeedback.preprocessors = [
     "autograder.nbgrader_plugins.LimitMarkdown",
     "nbgrader.preprocessors.GetGrades",
     "autograder.nbgrader_plugins.HideHiddenTests",
-    "nbconvert.preprocessors.sanitize.SanitizeHTML",
+    "autograder.nbgrader_plugins.SanitizeStudentHTML",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 # Markdown and raw cells that a submission holds are escaped (bleach, through nbconvert), never
-# rendered as live HTML, in the autograded notebook and in the feedback.
+# rendered as live HTML, in the autograded notebook and in the feedback (where the course's own
+# markdown, identical to the released notebook's, is shown as written: SanitizeStudentHTML).
 c.SanitizeHTML.enabled = True
 c.SanitizeHTML.strip = False
+c.SanitizeStudentHTML.enabled = True
+c.SanitizeStudentHTML.strip = False
+# The kernel's own log (it listens on localhost without encryption) is not the student's business.
+c.Execute.extra_arguments = ["--IPKernelApp.log_level=ERROR"]
 c.HTMLExporter.sanitize_html = True
 # nbconvert's strip_files_prefix takes quadratic time on a line of "[" (minutes for 150,000); the
 # course's gives the same output in linear time.

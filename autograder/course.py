@@ -76,6 +76,23 @@ class Repository:
         return f"attention-course @ git+{self.url}@{self.branch}"
 
 
+# The repository that _config.yml names as this course comes: a term's instructor replaces it by the
+# students' repository, or every exercise's Colab cell installs the packages from this one.
+UPSTREAM_REPOSITORY = "https://github.com/attention-course/attention-course"
+
+
+def repository_note(root: Path | None = None) -> str | None:
+    """A warning while ``_config.yml`` still names the course's upstream repository, or None."""
+    repo = repository(root)
+    if repo.url != UPSTREAM_REPOSITORY:
+        return None
+    return (
+        f"_config.yml's repository.url is still {UPSTREAM_REPOSITORY}, the course's own: the book's Colab "
+        "links and every exercise's first cell install from there, not from your students' repository. "
+        "For a term, set it to the repository that `make student-repo` writes, then `make exercises` and commit."
+    )
+
+
 def repository(root: Path | None = None) -> Repository:
     config = yaml.safe_load((Path(root or COURSE_ROOT) / "_config.yml").read_text())
     repo = config.get("repository") or {}
@@ -227,7 +244,11 @@ def main() -> int:
     import sys
 
     try:
-        print(f"Release settings ({SETTINGS_FILE}, EDITION, RELEASED): {release().describe()}")
+        settings = release()
+        print(f"Release settings ({SETTINGS_FILE}, EDITION, RELEASED): {settings.describe()}")
+        note = repository_note()
+        if note and settings.edition == "term":
+            print(f"note: {note}", file=sys.stderr)
     except SettingsError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -48,6 +48,7 @@ import re
 from pathlib import Path
 
 import nbformat
+from nbconvert.preprocessors.sanitize import SanitizeHTML
 from nbformat.v4 import new_markdown_cell, new_output
 from nbgrader.api import Gradebook
 from nbgrader.preprocessors import NbGraderPreprocessor, OverwriteCells
@@ -57,6 +58,7 @@ from traitlets import Bool, Integer, List, Unicode
 from autograder import course
 from autograder.grading.report import Report
 from autograder.grading.source import MAX_NOTEBOOK_BYTES, Source, program_key, student_program
+from autograder.items import shown_lines
 from autograder.notebooks import cell_id, is_test, released_source, without_hidden_tests
 from autograder.sandbox.process import Limits, clean_text
 
@@ -205,6 +207,7 @@ class RestoreTestCells(OverwriteCells):
 
 
 PLACEHOLDER = "# Hidden tests ran here; their result is shown below."
+FEEDBACK_WIDTH = 100  # characters of a failed check's message lines in the feedback
 
 
 class HideHiddenTests(NbGraderPreprocessor):
@@ -221,9 +224,36 @@ class HideHiddenTests(NbGraderPreprocessor):
         cell.source = without_hidden_tests(cell.source, PLACEHOLDER)
         if is_grade(cell):
             for output in cell.get("outputs", []):
-                if output.output_type == "error":
-                    output.traceback = [clean_text(f"{output.ename}: {output.evalue}", 4000)]
+                if output.output_type == "error":  # wrapped as Jupyter shows it: a page never scrolls sideways
+                    shown = shown_lines(clean_text(f"{output.ename}: {output.evalue}", 4000), FEEDBACK_WIDTH)
+                    output.traceback = ["\n".join(shown)]
         return cell, resources
+
+
+class SanitizeStudentHTML(SanitizeHTML):
+    """nbconvert's :class:`SanitizeHTML`, for what the student wrote: a markdown cell identical to one of
+    the released notebook's (the course's own text) is left as written, so that its code spans are not
+    escaped twice (``->`` shown as ``-&gt;``); every other markdown or raw cell is sanitised."""
+
+    def preprocess(self, nb, resources):
+        assignment = (resources.get("nbgrader") or {}).get("assignment")
+        self._course_text = _released_markdown(assignment) if assignment else frozenset()
+        return super().preprocess(nb, resources)
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        if cell.cell_type == "markdown" and cell.source in self._course_text:
+            return cell, resources
+        return super().preprocess_cell(cell, resources, cell_index)
+
+
+def _released_markdown(assignment: str) -> frozenset[str]:
+    """The markdown cells' sources of ``assignment``'s released notebook (under the current folder, the
+    course's, as nbgrader runs)."""
+    try:
+        nb = nbformat.read(str(course.notebook_path(assignment, "exercises", Path.cwd())), as_version=4)
+    except (OSError, ValueError):
+        return frozenset()
+    return frozenset(cell.source for cell in nb.cells if cell.cell_type == "markdown")
 
 
 # ----------------------------------------------------------------------------- cell roles

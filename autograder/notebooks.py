@@ -149,17 +149,20 @@ def solution_body(cell) -> str:
 
 
 def without_hidden_tests(source: str, placeholder: str | None = None) -> str:
-    """A test cell's source as students get it: the hidden-test regions removed (each replaced by
-    ``placeholder``, indented like its marker, where one is given)."""
-    kept, indent = [], ""
+    """A test cell's source as students get it: the hidden-test regions removed, as nbgrader reads them
+    (:func:`split_regions`). Where ``placeholder`` is given, it stands once, where the first region was,
+    indented like its marker (a cell with several regions shows one placeholder)."""
+    kept, inside, placed = [], False, placeholder is None
     for line in source.split("\n"):
         if HIDDEN_TESTS[0] in line:
-            indent = line[: len(line) - len(line.lstrip())]
-    for inside, lines in split_regions(source, HIDDEN_TESTS):
-        if not inside:
-            kept += lines
-        elif placeholder is not None:
-            kept.append(indent + placeholder)
+            inside = True
+            if not placed:
+                kept.append(line[: len(line) - len(line.lstrip())] + placeholder)
+                placed = True
+        elif HIDDEN_TESTS[1] in line:
+            inside = False
+        elif not inside:
+            kept.append(line)
     return "\n".join(kept)
 
 

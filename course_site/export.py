@@ -243,6 +243,9 @@ def main(argv: list[str] | None = None) -> int:
     except ExportError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    note = course.repository_note(args.root)
+    if note and release.edition == "term":
+        print(f"note: {note}", file=sys.stderr)
     print(f"wrote {len(files)} files into {args.dest} for {release.describe()}")
     print("the leak check found nothing to withhold in it")
     print(

@@ -46,11 +46,13 @@ secret to look for: ``check`` says so and checks the rest.
 
 from __future__ import annotations
 
+import ast
 import base64
 import functools
 import hashlib
 import html
 import importlib.metadata
+import io
 import json
 import keyword
 import os
@@ -58,6 +60,7 @@ import re
 import subprocess
 import sys
 import time
+import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -597,6 +600,14 @@ class Secrets:
         self.unchecked: list[Region] = []
         self.wanted: set[str] = set()
         self.public_digests: set[str] = set()
+        self.public_by_digest: dict[str, str] = {}  # a public source's digest -> its path
+        # What only one public source shows (a line, a sequence of a region's code): evidence against
+        # that source itself, which is checked against what the *other* public sources leave secret.
+        self._sole_lines: dict[str, list[Secret]] = {}
+        self._sole_shingles: dict[str, set[str]] = {}
+        self._regions: list[tuple[Region, str]] = []
+        self._shared: set[str] = set()
+        self._coded_by_source: dict[str, list[str]] = {}
         found = _solution_notebooks(root)
         if not found:
             return
@@ -607,13 +618,17 @@ class Secrets:
             if path.is_file() and path.read_bytes() != data:
                 continue
             self.public_digests.add(_digest(data))
+            self.public_by_digest[_digest(data)] = rel
 
         # Secret lines: hidden tests always, solutions of the assignments that are not released.
-        public = "\n".join(
-            "\n".join(line.strip() for line in view.splitlines())
+        public_by_source = {
+            rel: "\n".join(
+                "\n".join(line.strip() for line in view.splitlines())
+                for view in text_views(text, PurePosixPath(rel).suffix.lower())
+            )
             for rel, text in sources
-            for view in text_views(text, PurePosixPath(rel).suffix.lower())
-        )
+        }
+        public = "\n".join(public_by_source.values())
         seen = set()
         for rel, assignment, nb in found:
             for line, cell, kind in _notebook_secrets(nb, rel):
@@ -622,9 +637,12 @@ class Secrets:
                     continue
                 if len(text) < MIN_SECRET or text in seen or any(marker in text for marker in MARKERS):
                     continue
-                if text in public:
-                    continue
                 seen.add(text)
+                if text in public:
+                    holders = [source for source, shown in public_by_source.items() if text in shown]
+                    if len(holders) == 1:
+                        self._sole_lines.setdefault(holders[0], []).append(Secret(text, rel, cell, kind))
+                    continue
                 self.lines.append(Secret(text, rel, cell, kind))
 
         # Solution code.
@@ -632,14 +650,27 @@ class Secrets:
         coded = [self.normalizer.code(region.code) for region in regions]
         self.normalizer.freeze()
         every = set().union(*map(_shingles, coded)) if coded else set()
-        shared, public_coded = set(), []
+        holders: dict[str, set[str]] = {}
         if regions:
             for rel, text in sources:
+                coded_views = self._coded_by_source.setdefault(rel, [])
                 for view in text_views(text, PurePosixPath(rel).suffix.lower()):
                     for form in self.normalizer.views(view)[0]:
-                        shared |= _shingles_in(form, every)
-                        public_coded.append(form)
-        for region, text in zip(regions, coded):
+                        for shingle in _shingles_in(form, every):
+                            holders.setdefault(shingle, set()).add(rel)
+                        coded_views.append(form)
+        self._shared = set(holders)
+        for shingle, where in holders.items():
+            if len(where) == 1:
+                self._sole_shingles.setdefault(next(iter(where)), set()).add(shingle)
+        self._regions = list(zip(regions, coded))
+        self._fingerprint(self._shared, [form for forms in self._coded_by_source.values() for form in forms])
+
+    def _fingerprint(self, shared: set[str], public_coded: list[str]) -> None:
+        """:attr:`fingerprints`, :attr:`unchecked` and :attr:`wanted` of the regions, ``shared``
+        (sequences that public sources hold) discounted."""
+        self.fingerprints, self.unchecked = [], []
+        for region, text in self._regions:
             own = frozenset(_shingles(text) - shared)
             if len(own) >= MIN_SHINGLES:
                 self.fingerprints.append(_Fingerprint(region, text, own, False))
@@ -648,6 +679,20 @@ class Secrets:
             else:
                 self.unchecked.append(region)
         self.wanted = set().union(*(f.own for f in self.fingerprints if not f.whole))
+
+    def without(self, source: str) -> Secrets | None:
+        """What is secret for a file identical to the public source ``source``: what the *other* public
+        sources leave secret (a docstring that quotes an answer is found in the file that quotes it). None
+        where that is what every file is checked against (``source`` alone shows nothing secret)."""
+        lines, shingles = self._sole_lines.get(source, []), self._sole_shingles.get(source, set())
+        if not lines and not shingles:
+            return None
+        other = object.__new__(Secrets)
+        other.__dict__.update(self.__dict__)
+        other.lines = self.lines + lines
+        others_coded = [form for rel, forms in self._coded_by_source.items() if rel != source for form in forms]
+        other._fingerprint(self._shared - shingles, others_coded)
+        return other
 
     def forms(self, views: list[str]) -> tuple[list[str], set[str]]:
         """A file's texts as normalized code (:meth:`find` takes them), and their words."""
@@ -816,6 +861,36 @@ def _assignment_of(notebook: str) -> str:
     return parts[1] if len(parts) > 2 else PurePosixPath(notebook).stem
 
 
+def _quotes_checked(source: str) -> bool:
+    """Whether a public source is a hand-written module of the packages, whose docstrings and comments
+    are checked for quoted answers (the exercises and the generated reference modules of released
+    chapters are public by design, whole)."""
+    return (
+        source.endswith(".py")
+        and PurePosixPath(source).parts[0] in packages.PACKAGES
+        and not source.startswith(packages.SOLUTIONS + "/")
+    )
+
+
+def _prose_of_python(text: str) -> str:
+    """The comments and string literals (docstrings included) of Python source, a line each; the whole
+    text where it does not tokenize."""
+    parts = []
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.COMMENT:
+                parts.append(token.string.lstrip("#").strip())
+            elif token.type == tokenize.STRING:
+                try:
+                    value = ast.literal_eval(token.string)
+                except (ValueError, SyntaxError):
+                    value = token.string
+                parts.append(value if isinstance(value, str) else token.string)
+    except (tokenize.TokenError, SyntaxError):
+        return text
+    return "\n".join(parts)
+
+
 def check(
     directory: Path,
     root: Path = COURSE_ROOT,
@@ -887,9 +962,23 @@ def check(
         report.files += 1
         text = data.decode("utf-8", errors="replace")
         is_known = known.what(data, digest) is not None
+        source = found.public_by_digest.get(digest)
+        own = found.without(source) if source and _quotes_checked(source) else None
         views = [text] if is_known else text_views(text, path.suffix.lower())
+        secrets_here = found
+        if own is not None:  # a module's docstrings and comments: against what the other sources leave secret
+            secrets_here, views = own, [_prose_of_python(text)]
+            for marker in MARKERS:  # markers, as in any known file
+                if marker in text and exempt_files.get(rel) != digest:
+                    problems.append(Problem(rel, f"{_line_of(text, marker)}holds the nbgrader marker {marker!r}"))
+            is_known = False
 
-        allowed = (exempt_files.get(rel) == digest) or (not rel.endswith(".ipynb") and _page_key(rel) in exempt_pages)
+        if own is not None:
+            allowed = True  # its markers were checked above, in its whole text
+        else:
+            allowed = (exempt_files.get(rel) == digest) or (
+                not rel.endswith(".ipynb") and _page_key(rel) in exempt_pages
+            )
         if allowed:
             if any(marker in view for view in views for marker in MARKERS):
                 report.marker_exempt.append(rel)
@@ -903,9 +992,9 @@ def check(
 
         code_hits: dict[tuple[str, str], float] = {}
         words: set[str] = set()
-        if found.lines or found.fingerprints:
-            forms, words = found.forms(views)
-            for region, share in found.find(forms):
+        if secrets_here.lines or secrets_here.fingerprints:
+            forms, words = secrets_here.forms(views)
+            for region, share in secrets_here.find(forms):
                 key = (region.notebook, region.item)
                 code_hits[key] = max(share, code_hits.get(key, 0.0))
         for (notebook, item), share in sorted(code_hits.items()):
@@ -921,7 +1010,10 @@ def check(
             )
 
         hits: dict[tuple[str, str, str], list[Secret]] = {}
-        for secret, inner in zip(found.lines, line_words):
+        words_of_lines = line_words
+        if secrets_here is not found:
+            words_of_lines = [_inner_words(secret.text) for secret in secrets_here.lines]
+        for secret, inner in zip(secrets_here.lines, words_of_lines):
             if not inner <= words:
                 continue  # a word of the line is missing: the line is not there
             if any(secret.text in view for view in views):

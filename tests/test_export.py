@@ -326,3 +326,16 @@ def test_an_export_that_leaks_is_removed(tmp_path, monkeypatch):
     with pytest.raises(export.LeakFound, match="attention_course/helpers.py"):
         export.student_repo(dest, TERM, ROOT)
     assert not dest.exists()
+
+
+def test_a_term_export_warns_while_the_config_names_the_courses_own_repository(tmp_path, capsys, monkeypatch):
+    """Every Colab cell installs from _config.yml's repository: a term whose config still names the course's
+    upstream is told so; one that names its students' repository is not."""
+    assert course.repository(ROOT).url == course.UPSTREAM_REPOSITORY
+    monkeypatch.setenv("RELEASED", "ch01_bahdanau")
+    assert export.main([str(tmp_path / "one")]) == 0
+    assert "repository.url is still https://github.com/attention-course/attention-course" in capsys.readouterr().err
+    config = tmp_path / "_config.yml"
+    config.write_text("repository:\n  url: https://github.com/a-university/attention-2026\n")
+    assert course.repository_note(tmp_path) is None
+    assert "still" in course.repository_note(ROOT)

@@ -161,6 +161,29 @@ def test_the_courses_feedback_page_escapes_everything():
     assert "\x1b" not in page
 
 
+def test_feedback_keeps_the_courses_markdown_as_written_and_sanitises_the_students(monkeypatch):
+    """The course's own markdown (identical to the released notebook's) is not escaped before it is rendered,
+    so a code span shows `->`, not `-&gt;`; a markdown or raw cell the student wrote or changed is sanitised."""
+    from autograder.nbgrader_plugins import SanitizeStudentHTML
+
+    monkeypatch.chdir(COURSE_ROOT)
+    released = notebooks.read(COURSE_ROOT / course.exercise_path(A))
+    ours = next(c.source for c in released.cells if c.cell_type == "markdown" and "->" in c.source)
+    theirs = "<script>window.owned = 1</script> -> <img src=x onerror=alert(1)>"
+    nb = new_notebook(cells=[new_markdown_cell(ours), new_markdown_cell(theirs), new_markdown_cell(ours + " ")])
+    sanitiser = SanitizeStudentHTML(enabled=True, strip=False)
+    sanitiser.preprocess(nb, {"nbgrader": {"assignment": A}})
+    assert nb.cells[0].source == ours
+    for cell in nb.cells[1:]:
+        assert "<script" not in cell.source and "<img" not in cell.source, cell.source
+    assert "&gt;" in nb.cells[2].source  # changed by a space: the student's, sanitised
+    elsewhere = new_notebook(cells=[new_markdown_cell(ours)])
+    SanitizeStudentHTML(enabled=True, strip=False).preprocess(
+        elsewhere, {"nbgrader": {"assignment": "not_an_assignment"}}
+    )
+    assert elsewhere.cells[0].source != ours  # no released notebook to trust: sanitised
+
+
 # ----------------------------------------------------------------------------- cell roles
 
 

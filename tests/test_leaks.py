@@ -19,7 +19,7 @@ import pytest
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
-from autograder import course, notebooks, packages
+from autograder import course, notebooks, packages, reference
 from autograder.course import COURSE_ROOT, Release
 from course_site import export, leaks
 
@@ -662,3 +662,32 @@ def test_the_leak_check_skips_a_virtual_environment_inside_the_folder(copy):
     assert _problems(copy, TERM) == []
     (copy / ".venv" / "pyvenv.cfg").unlink()  # a folder that only looks like one is read
     assert any(p.startswith(".venv/lib/notes.md: ") for p in _problems(copy, TERM))
+
+
+def test_a_package_modules_docstring_that_quotes_an_answer_is_found_though_the_module_is_public(
+    exported, tmp_path, monkeypatch
+):
+    """A module students get is a public source, so what it shows counts as public everywhere: its own
+    docstrings and comments are checked against what the *other* public sources leave secret. A docstring
+    quoting an unreleased answer line, or an unreleased item's code, is reported; the module's code is not."""
+    quote = "return tgt[:, :-1], tgt[:, 1:]"
+    assert quote in (ROOT / "solutions/ch04_masking/ch04_masking.ipynb").read_text()
+    mha = reference.item_source("ch03_multi_head", "MultiHeadAttention")
+    planted = {
+        "autograder/quoting.py": f'"""Two students who answered only ``{quote}`` share 55 tokens."""\n',
+        "autograder/example.py": '"""An example:\n\n' + mha.replace("\\", "\\\\") + '\n"""\n',
+    }
+    real = leaks.public_sources
+
+    def with_planted(root=ROOT, release=None):
+        return real(root, release) + list(planted.items())
+
+    monkeypatch.setattr(leaks, "public_sources", with_planted)
+    monkeypatch.setattr(leaks, "_CACHE", {})
+    folder = Path(shutil.copytree(exported, tmp_path / "copy"))
+    for rel, text in planted.items():
+        (folder / rel).write_text(text)
+    problems = [str(p) for p in leaks.check(folder, ROOT, TERM, published=PUBLISHED).problems]
+    assert any(p.startswith("autograder/quoting.py: ") and "solutions/ch04_masking" in p for p in problems), problems
+    assert any(p.startswith("autograder/example.py: ") and "ch03_multi_head" in p for p in problems), problems
+    assert all(p.startswith(("autograder/quoting.py", "autograder/example.py")) for p in problems), problems

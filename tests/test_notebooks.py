@@ -2,6 +2,7 @@
 
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from autograder import notebooks
 from autograder.grading.report import Report
 from autograder.notebooks import cell_label
 
@@ -61,3 +62,28 @@ def test_every_exercise_asks_questions_graded_in_their_own_test_cells():
             assert test is not None, f"{assignment}: no test cell test_{name}"
             assert test.metadata["nbgrader"]["points"] > 0
             assert f'"{name}"' in test.source, f"{assignment}: test_{name} does not grade {name}"
+
+
+def test_a_test_cell_without_its_hidden_tests_shows_one_placeholder_where_the_first_region_was():
+    """Feedback shows a cell's visible tests and one placeholder, however many hidden regions it had (chapter 2's
+    test_attention_numpy_general has two); without a placeholder, what nbgrader's regions leave outside."""
+    from autograder import course
+
+    placeholder = "# Hidden tests ran here."
+    several = 0
+    for assignment in course.assignments():
+        for cell in notebooks.read(course.notebook_path(assignment)).cells:
+            if not notebooks.is_test(cell):
+                continue
+            runs = notebooks.split_regions(cell.source, notebooks.HIDDEN_TESTS)
+            outside = [line for inside, lines in runs if not inside for line in lines]
+            assert notebooks.without_hidden_tests(cell.source) == "\n".join(outside)
+            regions = cell.source.count(notebooks.HIDDEN_TESTS[0])
+            several += regions > 1
+            shown = notebooks.without_hidden_tests(cell.source, placeholder)
+            assert shown.count(placeholder) == min(regions, 1), cell.source
+            if regions:
+                marker = next(line for line in cell.source.split("\n") if notebooks.HIDDEN_TESTS[0] in line)
+                first = next(line for line in shown.split("\n") if placeholder in line)
+                assert first == marker[: len(marker) - len(marker.lstrip())] + placeholder
+    assert several, "no test cell with several hidden regions: this test no longer tests that case"

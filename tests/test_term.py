@@ -154,3 +154,23 @@ def test_the_committed_settings_are_the_open_edition():
     """The repository builds the open edition unless an instructor sets a term (`term.yml`)."""
     assert course.release(ROOT, {}) == course.Release("open")
     assert Path(ROOT / "term.yml").is_file()
+
+
+def test_an_assignment_on_unreleased_chapters_is_said_to_the_instructor(tmp_path):
+    """ch07 builds on ch03 and ch04: in a term that has released only ch01, make check says so (for the
+    instructor, on stderr), and the reference still gets full marks, graded with the stand-ins."""
+    from autograder.grading.source import Source, unreleased_prerequisites_note
+
+    assert Source.load("ch07_efficient_attention").builds_on() == ["ch03_multi_head", "ch04_masking"]
+    assert Source.load("ch02_scaled_dot_product").builds_on() == []
+    term = course.Release("term", {"ch01_bahdanau"})
+    note = unreleased_prerequisites_note("ch07_efficient_attention", term)
+    assert note and "ch03_multi_head, ch04_masking" in note
+    assert unreleased_prerequisites_note("ch07_efficient_attention", course.Release("open")) is None
+    path = course.notebook_path("ch07_efficient_attention", "solutions")
+    env = {**os.environ, **course.environment(term)}
+    run = subprocess.run(
+        [sys.executable, "-m", "autograder.cli.check", str(path)], capture_output=True, text=True, env=env
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert f"note: {note}" in run.stderr and "Verdict: full marks" in run.stdout

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from autograder import course
 from autograder.grading.notebook import grade_notebook
+from autograder.grading.source import unreleased_prerequisites_note
 from autograder.reference import ReferenceUnavailable
 
 
@@ -70,6 +71,12 @@ def main(argv: list[str] | None = None) -> int:
             )
             return 2
         parser.error(f"cannot tell the assignment of {args.notebook}; pass --assignment, one of: {', '.join(known)}")
+    try:
+        prerequisites = unreleased_prerequisites_note(assignment, course.release())
+    except course.SettingsError:
+        prerequisites = None
+    if prerequisites:
+        print(f"note: {prerequisites}", file=sys.stderr)
     try:
         report = grade_notebook(assignment, args.notebook, isolation="none" if args.no_sandbox else "bwrap")
     except ReferenceUnavailable as exc:

@@ -57,7 +57,7 @@ from autograder import course, exchange
 from autograder.cli import release, run_nbgrader
 from autograder.course import COURSE_ROOT
 from autograder.grading.report import Report
-from autograder.grading.source import Source
+from autograder.grading.source import Source, unreleased_prerequisites_note
 from autograder.nbgrader_plugins import FEEDBACK_PROGRESS, NotGraded, report_path
 from autograder.sandbox.process import clean_text
 
@@ -788,6 +788,9 @@ def main(argv: list[str] | None = None) -> int:
     if refusal:
         print(f"error: {refusal}", file=sys.stderr)
         return 2
+    prerequisites = unreleased_prerequisites_note(args.assignment, settings)
+    if prerequisites:
+        print(f"note: {prerequisites}", file=sys.stderr)
     try:
         results = grade(
             args.assignment,

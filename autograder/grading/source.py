@@ -4,13 +4,14 @@ cells it changed or deleted."""
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from autograder import notebooks, reference
+from autograder import course, notebooks, reference
 
 UNGRADED = "ungraded"  # a cell tag: long, optional work (training) that grading does not run
 _ITEM = re.compile(r"""\bItem\(\s*ASSIGNMENT\s*,\s*["'](\w+)["']""")
@@ -48,6 +49,22 @@ class Source:
         if problems:
             raise ValueError(f"{path}: {'; '.join(problems)}")
         return source
+
+    def builds_on(self) -> list[str]:
+        """The earlier assignments whose reference solutions the setup imports (chapter 7 imports chapter
+        3's split_heads), in the course's order."""
+        found = set()
+        prefix = reference.PACKAGE + "."
+        for code in self.setup.values():
+            try:
+                tree = ast.parse(code)
+            except SyntaxError:
+                continue
+            for node in ast.walk(tree):
+                names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+                names += [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+                found.update(name[len(prefix) :].split(".")[0] for name in names if name.startswith(prefix))
+        return sorted(found - {self.assignment})
 
     def order_problems(self) -> list[str]:
         """Test cells of an item that come after a test cell of an item that uses it. The grader answers
@@ -114,3 +131,22 @@ def student_program(source: Source, nb) -> tuple[list[str], list[int]]:
         where.append(index)
     missing = [gid for gid in source.setup if gid not in seen_setup]
     return [source.setup[g] for g in missing] + program, [-1] * len(missing) + where
+
+
+def unreleased_prerequisites_note(assignment: str, settings: course.Release) -> str | None:
+    """For the instructor: the earlier chapters that ``assignment`` builds on and ``settings`` does not
+    release. Its notebook asks students to paste their own code of them; the graded items are graded with
+    the grader's stand-ins for them, but a cell of a notebook that pasted nothing raises."""
+    try:
+        earlier = Source.load(assignment).builds_on()
+    except (reference.ReferenceUnavailable, ValueError, OSError):
+        return None
+    missing = [name for name in earlier if not settings.is_released(name)]
+    if not missing:
+        return None
+    return (
+        f"{assignment} builds on {', '.join(missing)}, whose solutions this term has not released: its notebook "
+        "asks students to paste their own code of them. Its graded items are graded on their own code all the "
+        "same; a notebook that pasted nothing gets a cell error for it. Release "
+        f"{', '.join(missing)} first to spare students that."
+    )
