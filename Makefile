@@ -86,7 +86,7 @@ lint: venv  ## ruff: lint and format check of the code (notebooks and book pages
 test-fast: venv  ## the unit tests: no book build, no browser, no class graded end to end (under 2 minutes)
 	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not slow" $(PYTEST_ARGS)
 
-test: venv sandbox browser lint  ## everything: lint, book build and site in Chromium, grading end to end, unit tests
+test: venv sandbox browser lint $(MATHJAX)  ## everything: lint, book build and site in Chromium, grading end to end, unit tests
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
 exercises: venv  ## regenerate exercises/ from solutions/ (nbgrader generate_assignment)
@@ -95,7 +95,7 @@ exercises: venv  ## regenerate exercises/ from solutions/ (nbgrader generate_ass
 check-exercises: venv  ## fail if exercises/ differs from what `make exercises` generates
 	$(BIN)/python -m autograder.cli.release --check
 
-grade: venv sandbox  ## autograde (sandboxed, JOBS at a time) submitted/*/$(ASSIGNMENT), write feedback and grades/$(ASSIGNMENT).csv; ARGS="--help"
+grade: venv sandbox $(MATHJAX)  ## autograde (sandboxed, JOBS at a time) submitted/*/$(ASSIGNMENT), write feedback and grades/$(ASSIGNMENT).csv; ARGS="--help"
 	@test -n "$(ASSIGNMENT)" || { echo "usage: make grade ASSIGNMENT=ch02_scaled_dot_product"; exit 2; }
 	$(BIN)/python -m autograder.cli.grade $(ASSIGNMENT) --jobs $(JOBS) $(ARGS)
 

@@ -85,6 +85,9 @@ c.Autograde.create_student = True
 # test code or a traceback through it.
 # Markdown and raw cells too long to show are cut, with a note (LimitMarkdown, which also tells
 # `make grade` which notebook it is on, so that one that takes too long is stopped).
+# The feedback page carries the course's MathJax (book/_static/mathjax, which make book and make grade
+# fetch), so that its mathematics renders wherever the student opens it, offline too.
+c.GenerateFeedback.exporter_class = "autograder.nbgrader_plugins.FeedbackHTMLExporter"
 c.GenerateFeedback.preprocessors = [
     "autograder.nbgrader_plugins.LimitMarkdown",
     "nbgrader.preprocessors.GetGrades",

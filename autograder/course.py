@@ -23,6 +23,9 @@ from pathlib import Path
 import yaml
 
 COURSE_ROOT = Path(__file__).resolve().parent.parent
+# The course's local MathJax (make book fetches it: course_site.mathjax): the component that feedback
+# pages carry inline, so that their mathematics renders where the page is opened, offline too.
+FEEDBACK_MATHJAX = COURSE_ROOT / "book" / "_static" / "mathjax" / "tex-svg.js"
 SETTINGS_FILE = "term.yml"
 EDITIONS = ("open", "term")
 

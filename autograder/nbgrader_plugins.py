@@ -48,6 +48,7 @@ import re
 from pathlib import Path
 
 import nbformat
+from nbconvert.exporters import HTMLExporter
 from nbconvert.preprocessors.sanitize import SanitizeHTML
 from nbformat.v4 import new_markdown_cell, new_output
 from nbgrader.api import Gradebook
@@ -228,6 +229,37 @@ class HideHiddenTests(NbGraderPreprocessor):
                     shown = shown_lines(clean_text(f"{output.ename}: {output.evalue}", 4000), FEEDBACK_WIDTH)
                     output.traceback = ["\n".join(shown)]
         return cell, resources
+
+
+# nbconvert's template loads MathJax 2 from a CDN, between these two comments; a feedback page opened
+# offline (or where that CDN is blocked) shows raw $...$ then.
+_CDN_MATHJAX = re.compile(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->", re.DOTALL)
+_MATHJAX_CONFIG = (
+    "<script>window.MathJax = {tex: {inlineMath: [['$', '$'], ['\\\\(', '\\\\)']], "
+    "displayMath: [['$$', '$$'], ['\\\\[', '\\\\]']], processEscapes: true}, "
+    "svg: {fontCache: 'global'}, options: {enableMenu: false}};</script>"
+)
+
+
+class FeedbackHTMLExporter(HTMLExporter):
+    """nbgrader's feedback page, its mathematics rendered by the course's own MathJax, inlined
+    (:data:`autograder.course.FEEDBACK_MATHJAX`, fetched by ``make book``): nbgrader releases the page
+    alone, and it renders offline. Without the local copy, the page keeps nbconvert's CDN."""
+
+    def from_notebook_node(self, nb, resources=None, **kw):
+        output, resources = super().from_notebook_node(nb, resources, **kw)
+        return inline_mathjax(output), resources
+
+
+def inline_mathjax(page: str, script: Path = course.FEEDBACK_MATHJAX) -> str:
+    """``page`` with nbconvert's CDN MathJax replaced by ``script``'s code, where it is installed."""
+    try:
+        code = script.read_text()
+    except OSError:
+        return page
+    code = code.replace("</script", "<\\/script").replace("<!--", "<\\!--")  # stays one script element
+    block = f"{_MATHJAX_CONFIG}\n<script>{code}</script>"
+    return _CDN_MATHJAX.sub(lambda _: block, page, count=1)
 
 
 class SanitizeStudentHTML(SanitizeHTML):

@@ -17,26 +17,31 @@ import tarfile
 import urllib.request
 from pathlib import Path
 
-from autograder.course import COURSE_ROOT
+from autograder.course import COURSE_ROOT, FEEDBACK_MATHJAX
 
 VERSION = "3.2.2"
 TARBALL = f"https://registry.npmjs.org/mathjax/-/mathjax-{VERSION}.tgz"
 SHA512 = "Bt+SSVU8eBG27zChVewOicYs7Xsdt40qm4+UpHyX7k0/O9NliPc+x77k1/FEsPsjKPZGJvtRZM1vO+geW0OhGw=="
-TARGET = COURSE_ROOT / "book" / "_static" / "mathjax"
+TARGET = FEEDBACK_MATHJAX.parent
 ENTRY = "tex-mml-chtml.js"  # the component the book loads (TeX in, CommonHTML out)
+# The component that feedback pages inline (TeX in, SVG out: its fonts are in it, so a page that travels
+# alone renders its mathematics offline): autograder.nbgrader_plugins.FeedbackHTMLExporter.
+FEEDBACK_ENTRY = FEEDBACK_MATHJAX.name
 
 
 def _wanted(name: str) -> bool:
-    """The book's entry point and what it loads on demand (fonts, TeX extensions, the menu's
-    accessibility and speech components); not the other entry points or the SVG output."""
+    """The book's and the feedback's entry points, and what the book's loads on demand (fonts, TeX
+    extensions, the menu's accessibility and speech components); not the other entry points or the
+    SVG output's parts (the feedback's entry point holds what it needs)."""
     if "/" not in name:
-        return name == ENTRY
+        return name in (ENTRY, FEEDBACK_ENTRY)
     return not name.startswith("output/svg")
 
 
 def installed(target: Path = TARGET) -> bool:
     return (
         (target / ENTRY).is_file()
+        and (target / FEEDBACK_ENTRY).is_file()
         and (target / "VERSION").is_file()
         and (target / "VERSION").read_text().strip() == VERSION
     )

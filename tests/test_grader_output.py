@@ -184,6 +184,62 @@ def test_feedback_keeps_the_courses_markdown_as_written_and_sanitises_the_studen
     assert elsewhere.cells[0].source != ours  # no released notebook to trust: sanitised
 
 
+def test_a_feedback_page_carries_the_courses_mathjax_in_place_of_the_cdn(tmp_path):
+    """The CDN block of nbconvert's template becomes the course's MathJax, inline and closed where it should
+    be; without the course's copy the page is left as it was."""
+    from autograder.nbgrader_plugins import inline_mathjax
+
+    page = (
+        '<head><!-- Load mathjax -->\n<script src="https://cdnjs.cloudflare.com/mathjax.js"> </script>\n'
+        "<script>init_mathjax();</script>\n<!-- End of mathjax configuration --></head><body>$x$</body>"
+    )
+    script = tmp_path / "tex-svg.js"
+    script.write_text('var a = "</script>"; var b = /<!--.*?-->/g;')
+    inlined = inline_mathjax(page, script)
+    assert "cdnjs" not in inlined and "init_mathjax" not in inlined and "window.MathJax = {tex:" in inlined
+    assert 'var a = "<\\/script>"; var b = /<\\!--.*?-->/g;' in inlined
+    assert inlined.count("</script>") == 2 and inlined.endswith("</head><body>$x$</body>")
+    assert inline_mathjax(page, tmp_path / "absent.js") == page
+
+
+@pytest.mark.slow
+def test_a_feedback_page_renders_its_mathematics_offline(tmp_path):
+    """A feedback page, as nbgrader's template and the course's exporter write it, opened in Chromium with no
+    network: every formula is typeset by the inlined MathJax, without an error."""
+    import nbgrader.converters.generate_feedback as nbgrader_feedback
+    from playwright.sync_api import sync_playwright
+
+    from autograder.nbgrader_plugins import FeedbackHTMLExporter
+    from tests.support.browser import CHROMIUM_ARGS, chromium_path
+
+    assert course.FEEDBACK_MATHJAX.is_file(), "make test fetches the course's MathJax (make book's $(MATHJAX))"
+    formgrader = Path(nbgrader_feedback.__file__).resolve().parent.parent / "server_extensions" / "formgrader"
+    exporter = FeedbackHTMLExporter(
+        template_name="feedback",
+        extra_template_basedirs=[str(formgrader / "templates")],
+        extra_template_paths=[str(formgrader / "static" / "node_modules" / "bootstrap" / "dist" / "css")],
+    )
+    nb = new_notebook(cells=[new_markdown_cell("Scores $q \\cdot k / \\sqrt{d_k}$, weights $$\\sum_j w_j = 1$$")])
+    info = {"notebook": "ch02", "score": 0, "max_score": 1, "late_penalty": 0}
+    html, _ = exporter.from_notebook_node(nb, {"nbgrader": info})
+    assert "cdnjs" not in html
+    path = tmp_path / "feedback.html"
+    path.write_text(html)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        page = browser.new_context(offline=True).new_page()
+        errors = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+        page.goto(path.as_uri())
+        page.wait_for_function("window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=30_000)
+        page.evaluate("MathJax.startup.promise")
+        typeset = page.evaluate("document.querySelectorAll('mjx-container').length")
+        text = page.evaluate("document.body.innerText")
+        browser.close()
+    assert typeset == 2 and "$" not in text and errors == [], (typeset, errors)
+
+
 # ----------------------------------------------------------------------------- cell roles
 
 
