@@ -84,10 +84,10 @@ class Repository:
 UPSTREAM_REPOSITORY = "https://github.com/attention-course/attention-course"
 
 
-def repository_note(root: Path | None = None) -> str | None:
-    """A warning while ``_config.yml`` still names the course's upstream repository, or None."""
-    repo = repository(root)
-    if repo.url != UPSTREAM_REPOSITORY:
+def repository_note(settings: Release, root: Path | None = None) -> str | None:
+    """A warning for a term while ``_config.yml`` still names the course's upstream repository, or None
+    (the open edition is the course's own, published from there)."""
+    if settings.edition != "term" or repository(root).url != UPSTREAM_REPOSITORY:
         return None
     return (
         f"_config.yml's repository.url is still {UPSTREAM_REPOSITORY}, the course's own: the book's Colab "
@@ -249,8 +249,8 @@ def main() -> int:
     try:
         settings = release()
         print(f"Release settings ({SETTINGS_FILE}, EDITION, RELEASED): {settings.describe()}")
-        note = repository_note()
-        if note and settings.edition == "term":
+        note = repository_note(settings)
+        if note:
             print(f"note: {note}", file=sys.stderr)
     except SettingsError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -243,8 +243,8 @@ def main(argv: list[str] | None = None) -> int:
     except ExportError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    note = course.repository_note(args.root)
-    if note and release.edition == "term":
+    note = course.repository_note(release, args.root)
+    if note:
         print(f"note: {note}", file=sys.stderr)
     print(f"wrote {len(files)} files into {args.dest} for {release.describe()}")
     print("the leak check found nothing to withhold in it")

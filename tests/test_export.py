@@ -337,5 +337,6 @@ def test_a_term_export_warns_while_the_config_names_the_courses_own_repository(t
     assert "repository.url is still https://github.com/attention-course/attention-course" in capsys.readouterr().err
     config = tmp_path / "_config.yml"
     config.write_text("repository:\n  url: https://github.com/a-university/attention-2026\n")
-    assert course.repository_note(tmp_path) is None
-    assert "still" in course.repository_note(ROOT)
+    assert course.repository_note(TERM, tmp_path) is None
+    assert "still" in course.repository_note(TERM, ROOT)
+    assert course.repository_note(course.Release("open"), ROOT) is None

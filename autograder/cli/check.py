@@ -52,18 +52,10 @@ def main(argv: list[str] | None = None) -> int:
     if not args.notebook.is_file():
         parser.error(f"no notebook at {args.notebook}")
     known = course.assignments()
-    assignment = args.assignment or next(
-        (name for name in (args.notebook.stem, args.notebook.resolve().parent.name) if name in known), None
-    )
+    names = (args.notebook.stem, args.notebook.resolve().parent.name)  # the notebook's, or its folder's
+    assignment = args.assignment or next((name for name in names if name in known), None)
     if assignment not in known:
-        withheld = next(
-            (
-                name
-                for name in (args.notebook.stem, args.notebook.resolve().parent.name)
-                if (course.course_root() / course.exercise_path(name)).is_file()
-            ),
-            None,
-        )
+        withheld = next((name for name in names if (course.course_root() / course.exercise_path(name)).is_file()), None)
         if withheld and not args.assignment:
             print(
                 f"Verdict: not checked. The hidden tests of {withheld} are not here: they come with its "

@@ -110,8 +110,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Updated the Colab set-up cell of solutions/{name}/{name}.ipynb")
     generate(args.assignments or None)
     print(f"Generated exercises/ for: {', '.join(args.assignments or course.assignments())}")
-    note = course.repository_note()
-    if note and course.release().edition == "term":
+    note = course.repository_note(course.release())
+    if note:
         print(f"note: {note}", file=sys.stderr)
     return 0
 
