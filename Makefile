@@ -79,12 +79,13 @@ student-repo: venv  ## write the students' repository (exercises, packages, rele
 	@test -n "$(DEST)" || { echo "usage: make student-repo DEST=../attention-course-student [RELEASED=\"ch01_bahdanau ...\"]   (an empty or new folder, outside this repository)"; exit 2; }
 	$(BIN)/python -m course_site.export $(DEST)
 
-lint: venv  ## ruff: lint and format check of the code (notebooks and book pages have their own tests)
+lint: venv  ## ruff (code and notebooks: lint and format) and import-linter (the packages import one way)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
-test-fast: venv  ## the unit tests: no book build, no browser, no class graded end to end (under 2 minutes)
-	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not slow" $(PYTEST_ARGS)
+test-fast: venv  ## the unit tests: no book build, no browser, no class graded end to end (under a minute)
+	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not slow and not browser" $(PYTEST_ARGS)
 
 test: venv sandbox browser lint $(MATHJAX)  ## everything: lint, book build and site in Chromium, grading end to end, unit tests
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
@@ -112,7 +113,7 @@ similarity: venv  ## report near-identical submissions of ASSIGNMENT, and copies
 	$(BIN)/python -m autograder.cli.similarity $(ASSIGNMENT)
 
 grading-accuracy: venv sandbox  ## correct answers at full marks, wrong ones caught in their item, per assignment
-	$(BIN)/python -m benchmarks.grading_accuracy $(ARGS)
+	$(BIN)/python -m tests.grading_accuracy $(ARGS)
 
 bench-grading: venv sandbox  ## seconds per notebook, plain nbgrader vs sandboxed grading (N=8; BENCH_ARGS="--help")
 	$(BIN)/python -m benchmarks.grading $(or $(N),8) $(or $(BENCH_ARGS),--jobs 1 2)

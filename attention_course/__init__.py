@@ -6,45 +6,52 @@ utilities, a training loop and metrics, and the conversions between the course's
 modules and PyTorch's built-ins. What the exercises ask students to write is not
 here: it is in ``attention_course.solutions`` (one module per assignment), which
 holds a chapter's reference solutions only once they are released.
+
+Each name is imported on first use, so that importing one module of this package (the grader and
+its sandbox import ``attention_course.notebooks``) imports no torch for it.
 """
 
-from attention_course.dates import DateTask
-from attention_course.devices import best_device, seed_everything
-from attention_course.interop import to_torch_attn_mask, to_torch_multihead
-from attention_course.memory import attention_score_bytes, format_bytes
-from attention_course.plotting import plot_attention, show_figure
-from attention_course.toy import FOUR_WORDS, four_word_example
-from attention_course.training import (
-    LengthBucket,
-    accuracy_by_length,
-    epoch_batches,
-    exact_match,
-    greedy_decode_rnn,
-    plot_loss_curve,
-    sequence_cross_entropy,
-    to_device,
-    train,
-)
+import importlib
 
-__all__ = [
-    "to_torch_attn_mask",
-    "to_torch_multihead",
-    "DateTask",
-    "FOUR_WORDS",
-    "LengthBucket",
-    "accuracy_by_length",
-    "attention_score_bytes",
-    "best_device",
-    "epoch_batches",
-    "exact_match",
-    "format_bytes",
-    "four_word_example",
-    "greedy_decode_rnn",
-    "plot_attention",
-    "show_figure",
-    "plot_loss_curve",
-    "seed_everything",
-    "sequence_cross_entropy",
-    "to_device",
-    "train",
-]
+_HOMES = {  # name -> the module that defines it
+    "DateTask": "attention_course.dates",
+    "best_device": "attention_course.devices",
+    "seed_everything": "attention_course.devices",
+    "to_torch_attn_mask": "attention_course.interop",
+    "to_torch_multihead": "attention_course.interop",
+    "attention_score_bytes": "attention_course.memory",
+    "format_bytes": "attention_course.memory",
+    "plot_attention": "attention_course.plotting",
+    "show_figure": "attention_course.plotting",
+    "FOUR_WORDS": "attention_course.toy",
+    "four_word_example": "attention_course.toy",
+    **dict.fromkeys(
+        (
+            "LengthBucket",
+            "accuracy_by_length",
+            "epoch_batches",
+            "exact_match",
+            "greedy_decode_rnn",
+            "plot_loss_curve",
+            "sequence_cross_entropy",
+            "to_device",
+            "train",
+        ),
+        "attention_course.training",
+    ),
+}
+
+
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module 'attention_course' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOMES[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOMES])
+
+
+__all__ = sorted(_HOMES)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import nbformat
 
-from autograder import notebooks
+from attention_course import notebooks
 from autograder.course import Repository
 
 GRADE_ID = notebooks.COLAB_CELL
@@ -20,10 +20,13 @@ def cell_source(repo: Repository) -> str:
         "# Run this cell first. On Google Colab it installs the course's packages (attention_course,\n"
         "# and autograder for the visible tests) from the course repository. Anywhere else it does\n"
         "# nothing: `make venv` has installed them.\n"
-        "import subprocess, sys\n"
+        "import subprocess\n"
+        "import sys\n"
+        "\n"
+        f'PACKAGES = "{repo.pip_spec()}"\n'
         "\n"
         'if "google.colab" in sys.modules:\n'
-        f'    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "{repo.pip_spec()}"], check=True)'
+        '    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", PACKAGES], check=True)'
     )
 
 

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import yaml
 
-COURSE_ROOT = Path(__file__).resolve().parent.parent
+from attention_course.notebooks import COURSE_ROOT
+
 # The course's local MathJax (make book fetches it: course_site.mathjax): the component that feedback
 # pages carry inline, so that their mathematics renders where the page is opened, offline too.
 FEEDBACK_MATHJAX = COURSE_ROOT / "book" / "_static" / "mathjax" / "tex-svg.js"
@@ -30,14 +31,9 @@ SETTINGS_FILE = "term.yml"
 EDITIONS = ("open", "term")
 
 
-def course_root() -> Path:
-    """The course folder: ``AUTOGRADER_COURSE_ROOT`` if set (a copy of the course elsewhere), else this one."""
-    return Path(os.environ.get("AUTOGRADER_COURSE_ROOT") or COURSE_ROOT)
-
-
 def assignments(root: Path | None = None) -> list[str]:
     """Every assignment: a folder ``solutions/<name>/`` holding ``<name>.ipynb``."""
-    root = Path(root or course_root())
+    root = Path(root or COURSE_ROOT)
     return sorted(p.parent.name for p in (root / "solutions").glob("*/*.ipynb") if p.stem == p.parent.name)
 
 
@@ -48,7 +44,7 @@ def exercise_path(assignment: str) -> str:
 
 def notebook_path(assignment: str, folder: str = "solutions", root: Path | None = None) -> Path:
     """``<root>/<folder>/<assignment>/<assignment>.ipynb``, which must exist."""
-    path = Path(root or course_root()) / folder / assignment / f"{assignment}.ipynb"
+    path = Path(root or COURSE_ROOT) / folder / assignment / f"{assignment}.ipynb"
     if not path.is_file():
         raise FileNotFoundError(f"no notebook for assignment {assignment!r} at {path}")
     return path
@@ -170,7 +166,7 @@ def release(root: Path | None = None, environ=None) -> Release:
     ``none``; set without ``EDITION``, it means the term edition. Unknown names are an error,
     so that a typo never publishes or withholds the wrong chapter.
     """
-    root = Path(root or course_root())
+    root = Path(root or COURSE_ROOT)
     environ = os.environ if environ is None else environ
     settings = {}
     path = root / SETTINGS_FILE

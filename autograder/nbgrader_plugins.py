@@ -56,11 +56,11 @@ from nbgrader.preprocessors import NbGraderPreprocessor, OverwriteCells
 from nbgrader.utils import is_grade, is_locked
 from traitlets import Bool, Integer, List, Unicode
 
+from attention_course.notebooks import cell_id, is_test, released_source, without_hidden_tests
 from autograder import course
 from autograder.grading.report import Report
 from autograder.grading.source import MAX_NOTEBOOK_BYTES, Source, program_key, student_program
 from autograder.items import shown_lines
-from autograder.notebooks import cell_id, is_test, released_source, without_hidden_tests
 from autograder.sandbox.process import Limits, clean_text
 
 REPORTS = Path("grades") / "reports"

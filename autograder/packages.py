@@ -6,7 +6,7 @@ from that repository) and in the grading sandbox, where a submission runs. All t
 by :func:`write`, for one :class:`~autograder.course.Release`:
 
 - ``attention_course/solutions/<assignment>.py`` for each released assignment, generated from its
-  solution notebook (:func:`autograder.reference.module_source`), and for no other;
+  solution notebook (:func:`attention_course.solutions.module_source`), and for no other;
 - every other module of the two packages, except the instructor's tools (:data:`INSTRUCTOR_ONLY`)
   and those that need an unreleased solution: a module that imports
   ``attention_course.solutions.<assignment>``, directly or through another module of the course, is
@@ -22,6 +22,8 @@ import tempfile
 import threading
 from pathlib import Path, PurePosixPath
 
+from attention_course import solutions
+from attention_course.notebooks import COURSE_ROOT
 from autograder import course, reference
 
 PACKAGES = ("attention_course", "autograder")
@@ -31,6 +33,7 @@ SOLUTIONS = "attention_course/solutions"
 # make check do not), and they need packages that students do not install.
 INSTRUCTOR_ONLY = frozenset(
     {
+        "autograder/classroom.py",
         "autograder/cli/grade.py",
         "autograder/cli/release.py",
         "autograder/cli/run_nbgrader.py",
@@ -125,10 +128,10 @@ def write(dest: Path, release: course.Release, root: Path | None = None, files: 
     """Write the students' packages under ``dest``; return the files written (relative to ``dest``).
 
     The packages' code comes from ``root`` (default: where this code is), the solutions from
-    ``root``'s ``solutions/`` (default: :func:`autograder.course.course_root`).
+    ``root``'s ``solutions/`` (default: this course's).
     """
     code_root, dest = Path(root or course.COURSE_ROOT), Path(dest)
-    notebooks_root = Path(root or course.course_root())
+    notebooks_root = Path(root or COURSE_ROOT)
     written = []
     for rel in allowed(release, code_root, files):
         target = dest / rel
@@ -139,7 +142,7 @@ def write(dest: Path, release: course.Release, root: Path | None = None, files: 
         rel = f"{SOLUTIONS}/{assignment}.py"
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(reference.module_source(assignment, notebooks_root))
+        target.write_text(solutions.module_source(assignment, notebooks_root))
         written.append(rel)
     return sorted(written)
 
@@ -154,7 +157,7 @@ def sandbox_packages(release: course.Release, root: Path | None = None) -> Path:
     state of the sources: what the grading sandbox mounts and puts on its ``sys.path``."""
     global _CACHE_DIR
     code_root = Path(root or course.COURSE_ROOT)
-    notebooks_root = Path(root or course.course_root())
+    notebooks_root = Path(root or COURSE_ROOT)
     files = package_files(code_root)
     digest = hashlib.sha256(release.key.encode())
     for rel in files:
@@ -169,7 +172,7 @@ def sandbox_packages(release: course.Release, root: Path | None = None) -> Path:
             folder = Path(_CACHE_DIR.name) / key
             if folder.exists():
                 shutil.rmtree(folder)
-            write(folder, release, root, files)  # root None: code here, notebooks in course_root()
+            write(folder, release, root, files)  # root None: code and notebooks here
             for path in [folder, *folder.rglob("*")]:  # readable by the sandbox's unprivileged uid
                 path.chmod(0o755 if path.is_dir() else 0o644)
             _CACHE[key] = folder

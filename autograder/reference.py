@@ -1,82 +1,27 @@
 """The reference solutions, read from the instructor's notebooks: the one source of each graded item.
 
-The solution cells of ``solutions/<assignment>/<assignment>.ipynb`` define every graded item.
-:func:`module_source` turns them into the source of a Python module (the setup cell's imports,
-then each solution cell without its ``### BEGIN/END SOLUTION`` markers), and that module is
-importable as ``attention_course.solutions.<assignment>``: built from the notebook where the
-course's ``solutions/`` folder is, or a file that the student export writes once the chapter is
-released (:mod:`autograder.packages`). The hidden tests compare students' work with it, the book
-runs it and shows it in its solution blocks, and later chapters build on it.
+The solution cells of ``solutions/<assignment>/<assignment>.ipynb`` define every graded item, and
+the module ``attention_course.solutions.<assignment>`` holds them (:mod:`attention_course.solutions`
+builds it from the notebook where the course's ``solutions/`` folder is; the student export writes
+it as a file once the chapter is released, :mod:`autograder.packages`). This module finds a graded
+item's reference there, and its known-mistake variants. The hidden tests compare students' work with
+it, the book runs it and shows it in its solution blocks, and later chapters build on it.
 """
 
 from __future__ import annotations
 
-import ast
 import importlib
 import threading
 from pathlib import Path
 
-from autograder import course, notebooks
+from attention_course import notebooks
+from autograder import course
 
 PACKAGE = "attention_course.solutions"
-HEADER = '''"""The reference solution of {assignment}, built from solutions/{assignment}/{assignment}.ipynb.
-
-Generated: the instructor notebook is the one source. Do not edit.
-"""
-'''
 
 
 class ReferenceUnavailable(RuntimeError):
     """The instructor's solutions are not on this machine."""
-
-
-def solutions_root() -> Path:
-    return course.course_root()
-
-
-def _setup_code(source: str) -> str:
-    """A setup cell without the lines that only the test cells need (``from autograder import *``,
-    the ``ASSIGNMENT`` name) and the comments just above them."""
-    tree = ast.parse(source)
-    drop = set()
-    for node in tree.body:
-        imports_autograder = (
-            isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "autograder"
-        ) or (isinstance(node, ast.Import) and any(a.name.split(".")[0] == "autograder" for a in node.names))
-        names_assignment = isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == "ASSIGNMENT" for t in node.targets
-        )
-        if imports_autograder or names_assignment:
-            drop.update(range(node.lineno, node.end_lineno + 1))
-    lines = source.splitlines()
-    for number in sorted(drop):  # the comment lines directly above a dropped statement
-        above = number - 1
-        while above >= 1 and above not in drop and lines[above - 1].lstrip().startswith("#"):
-            drop.add(above)
-            above -= 1
-    kept = [line for number, line in enumerate(lines, 1) if number not in drop]
-    return "\n".join(kept).strip()
-
-
-def module_source(assignment: str, root: Path | None = None) -> str:
-    """The Python source of the reference module of ``assignment``."""
-    try:
-        path = course.notebook_path(assignment, "solutions", root)
-    except FileNotFoundError as exc:
-        raise ReferenceUnavailable(
-            f"the reference solution of {assignment!r} is not available here ({exc}); "
-            "hidden tests run only where the course's solutions/ folder is"
-        ) from None
-    nb = notebooks.read(path)
-    parts = [HEADER.format(assignment=assignment).strip()]
-    for cell in nb.cells:
-        if notebooks.is_setup(cell) and notebooks.cell_id(cell) != notebooks.COLAB_CELL:
-            code = _setup_code(cell.source)
-            if code:
-                parts.append(code)
-        elif notebooks.is_solution(cell):
-            parts.append(notebooks.solution_body(cell).strip())
-    return "\n\n\n".join(parts) + "\n"
 
 
 def load(assignment: str):

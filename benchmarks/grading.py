@@ -25,9 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from autograder.classroom import fill, make_course, submit
 from autograder.cli import grade
-from tests.support.course import make_course
-from tests.support.submissions import fill, submit
 
 ASSIGNMENT = "ch02_scaled_dot_product"
 

@@ -35,8 +35,9 @@ from pathlib import Path
 
 import yaml
 
+from attention_course.notebooks import COURSE_ROOT
 from autograder import course, packages
-from autograder.course import COURSE_ROOT, repository
+from autograder.course import repository
 
 TEMPLATES = Path(__file__).resolve().parent / "templates" / "student"
 GENERATED = {

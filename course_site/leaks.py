@@ -10,7 +10,7 @@ an answer that students must not see?
   reference modules, ``attention_course/solutions``), or a byte-for-byte copy of one (all that
   is looked for in a binary file);
 - an nbgrader marker (:data:`MARKERS`). The files that explain the markers are exempt: a package
-  file identical to the repository's (``autograder/notebooks.py``, ``autograder/reference.py``),
+  file identical to the repository's (``attention_course/notebooks.py``, ``attention_course/solutions/__init__.py``),
   and the built page of a book page that shows them (the instructor guide). Never a notebook;
 - a *secret line*: a line (stripped, at least :data:`MIN_SECRET` characters) of a hidden-test
   region, or of a reference-solution region of an assignment that is not released, that no public
@@ -66,8 +66,9 @@ from pathlib import Path, PurePosixPath
 
 import nbformat
 
-from autograder import course, notebooks, packages, reference
-from autograder.course import COURSE_ROOT
+from attention_course import notebooks, solutions
+from attention_course.notebooks import COURSE_ROOT
+from autograder import course, packages
 
 # The folders of the repository whose files students get (public_sources): the exercises, and the
 # packages as autograder.packages gives them for the release. Not the book's sources (the term
@@ -538,7 +539,7 @@ def public_sources(root: Path = COURSE_ROOT, release: course.Release | None = No
             continue
         sources.append((rel, text))
     for assignment in release.of(course.assignments(root)):
-        sources.append((f"{packages.SOLUTIONS}/{assignment}.py", reference.module_source(assignment, root)))
+        sources.append((f"{packages.SOLUTIONS}/{assignment}.py", solutions.module_source(assignment, root)))
     return sources
 
 

@@ -17,7 +17,8 @@ import tarfile
 import urllib.request
 from pathlib import Path
 
-from autograder.course import COURSE_ROOT, FEEDBACK_MATHJAX
+from attention_course.notebooks import COURSE_ROOT
+from autograder.course import FEEDBACK_MATHJAX
 
 VERSION = "3.2.2"
 TARBALL = f"https://registry.npmjs.org/mathjax/-/mathjax-{VERSION}.tgz"

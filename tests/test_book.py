@@ -17,12 +17,14 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from autograder import course, notebooks, reference
-from autograder.course import COURSE_ROOT, exercise_path, repository
+from attention_course import notebooks
+from attention_course.notebooks import COURSE_ROOT
+from autograder import course, reference
+from autograder.classroom import fill
+from autograder.course import exercise_path, repository
 from autograder.grading.notebook import grade_notebook
 from course_site import leaks, links, logo
 from tests.support import browser
-from tests.support.submissions import fill
 
 pytestmark = [pytest.mark.slow]
 

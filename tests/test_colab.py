@@ -11,8 +11,10 @@ import types
 
 import pytest
 
-from autograder import colab, course, notebooks
-from autograder.course import COURSE_ROOT, Repository, exercise_path, repository
+from attention_course import notebooks
+from attention_course.notebooks import COURSE_ROOT
+from autograder import colab, course
+from autograder.course import Repository, exercise_path, repository
 
 ASSIGNMENTS = sorted(p.name for p in (COURSE_ROOT / "solutions").iterdir() if p.is_dir())
 

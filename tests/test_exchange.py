@@ -52,16 +52,16 @@ import pytest
 from nbgrader.api import Gradebook
 from nbgrader.utils import parse_utc
 
+from attention_course import notebooks
+from attention_course.notebooks import COURSE_ROOT
 from autograder import course as course_settings
-from autograder import notebooks
+from autograder.classroom import fill, make_course, solution_bodies, submit
 from autograder.cli import grade
 from autograder.cli import run_nbgrader as _nbgrader
-from autograder.course import COURSE_ROOT
 from autograder.exchange import REFUSAL, SECRET
 from autograder.grading.notebook import Report
 from autograder.nbgrader_plugins import report_path
-from tests.support.course import full_marks, make_course
-from tests.support.submissions import fill, solution_bodies, submit
+from tests.support.course import full_marks
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("exchange")]
 

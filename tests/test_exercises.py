@@ -3,7 +3,8 @@
 import nbformat
 import pytest
 
-from autograder import course, notebooks
+from attention_course import notebooks
+from autograder import course
 from autograder.cli import release
 
 ASSIGNMENTS = course.assignments()
@@ -43,15 +44,15 @@ def test_visible_tests_run_without_the_solutions(assignment, tmp_path, monkeypat
     chapters' solutions released and this one's not. The released notebook, answered correctly, passes
     its visible tests (`make validate`, which students run, says so)."""
     from autograder import course, packages
+    from autograder.classroom import fill
     from autograder.cli.validate import validate
-    from tests.support.submissions import fill
 
     earlier = ASSIGNMENTS[: ASSIGNMENTS.index(assignment)]
     answered = fill(assignment)  # answered here, where solutions/ is
     visible_tests = len([c for c in answered.cells if notebooks.is_test(c)])
     packages.write(tmp_path / "packages", course.Release("term", set(earlier)))
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "packages"))  # the kernel imports the students' packages
-    monkeypatch.setenv("AUTOGRADER_COURSE_ROOT", str(tmp_path))  # and finds no solutions/ there
+    # The kernel imports the students' packages, whose course folder (tmp_path/packages) has no solutions/.
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "packages"))
     path = tmp_path / f"{assignment}.ipynb"
     nbformat.write(answered, str(path))
     lines, passed = validate(path, timeout=120)

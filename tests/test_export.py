@@ -15,10 +15,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from attention_course.notebooks import COURSE_ROOT
 from autograder import course, packages, reference
-from autograder.course import COURSE_ROOT
+from autograder.classroom import fill
 from course_site import export, leaks
-from tests.support.submissions import fill
 
 ROOT = COURSE_ROOT
 TERM = course.Release("term", {"ch01_bahdanau"})
@@ -63,7 +63,7 @@ def test_the_export_holds_exercises_packages_and_files_for_students(exported):
 def test_only_the_released_solutions_are_in_it(exported):
     solutions = sorted(p.name for p in (exported / "attention_course" / "solutions").iterdir())
     assert solutions == ["__init__.py", "ch01_bahdanau.py"]
-    assert (exported / "attention_course/solutions/ch01_bahdanau.py").read_text() == reference.module_source(
+    assert (exported / "attention_course/solutions/ch01_bahdanau.py").read_text() == solutions.module_source(
         "ch01_bahdanau"
     )
     # The capstone's models build on chapters 3 to 6: they wait for those releases.
@@ -115,7 +115,7 @@ WRONG = {"ch01_bahdanau": "additive_mask_inverted", "ch02_scaled_dot_product": "
 
 def _student_env() -> dict:
     """The environment a student's shell has: none of the instructor's venv, course root or caches."""
-    drop = ("PYTHONPATH", "AUTOGRADER_COURSE_ROOT", "VIRTUAL_ENV", "PYTHONPYCACHEPREFIX", "EDITION", "RELEASED")
+    drop = ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONPYCACHEPREFIX", "EDITION", "RELEASED")
     env = {k: v for k, v in os.environ.items() if k not in drop and not k.startswith("MAKE")}
     venv_bin = str(Path(sys.executable).parent)
     env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p != venv_bin)

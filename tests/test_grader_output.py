@@ -37,10 +37,12 @@ from nbconvert.filters.strings import strip_files_prefix as nbconvert_strip_file
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from nbgrader.nbgraderformat import MetadataValidator, ValidationError
 
-from autograder import course, notebooks
+from attention_course import notebooks
+from attention_course.notebooks import COURSE_ROOT
+from autograder import course
+from autograder.classroom import fill, make_course, submit
 from autograder.cli import run_nbgrader
 from autograder.cli.grade import _releasable, feedback_page, nbgrader_errors, write_feedback_page
-from autograder.course import COURSE_ROOT
 from autograder.grading.source import Source, student_program
 from autograder.nbgrader_plugins import (
     CUT_NOTE,
@@ -52,8 +54,7 @@ from autograder.nbgrader_plugins import (
 )
 from autograder.sandbox.process import bwrap_available, clean_text
 from tests import attacks
-from tests.support.course import full_marks, make_course
-from tests.support.submissions import fill, submit
+from tests.support.course import full_marks
 
 A = "ch02_scaled_dot_product"
 FULL = full_marks(A)
@@ -203,6 +204,7 @@ def test_a_feedback_page_carries_the_courses_mathjax_in_place_of_the_cdn(tmp_pat
 
 
 @pytest.mark.slow
+@pytest.mark.browser
 def test_a_feedback_page_renders_its_mathematics_offline(tmp_path):
     """A feedback page, as nbgrader's template and the course's exporter write it, opened in Chromium with no
     network: every formula is typeset by the inlined MathJax, without an error."""

@@ -18,15 +18,14 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell
 
+from attention_course.notebooks import COURSE_ROOT
 from autograder import course
-from autograder.course import COURSE_ROOT
+from autograder.classroom import fill, make_course, solution_bodies, submit
 from autograder.grading.notebook import grade_notebook
 from tests import attacks
 from tests import test_grader_output as output
 from tests import test_sandbox_grading as sandboxed
 from tests.buggy.ch02_scaled_dot_product import BUGS
-from tests.support.course import make_course
-from tests.support.submissions import fill, solution_bodies, submit
 
 pytestmark = pytest.mark.slow
 

@@ -15,11 +15,11 @@ import json
 
 import pytest
 
-from autograder import course, notebooks
+from attention_course import notebooks
+from autograder import course
+from autograder.classroom import fill, make_course, submit
 from autograder.cli import grade
 from tests.correct import notebooks as correct_notebooks
-from tests.support.course import make_course
-from tests.support.submissions import fill, submit
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("grading")]
 

@@ -19,8 +19,10 @@ import pytest
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
-from autograder import course, notebooks, packages, reference
-from autograder.course import COURSE_ROOT, Release
+from attention_course import notebooks
+from attention_course.notebooks import COURSE_ROOT
+from autograder import course, packages, reference
+from autograder.course import Release
 from course_site import export, leaks
 
 ROOT = COURSE_ROOT
@@ -552,12 +554,12 @@ def test_check_fails_on_the_marker_alone(copy):
 
 
 def test_markers_are_allowed_only_in_the_files_that_explain_them(copy):
-    # autograder/notebooks.py explains the markers, and the export's copy is the repository's: allowed.
-    explained = copy / "autograder" / "notebooks.py"
+    # attention_course/notebooks.py explains the markers, and the export's copy is the repository's: allowed.
+    explained = copy / "attention_course" / "notebooks.py"
     assert "### BEGIN SOLUTION" in explained.read_text() and leaks.check(copy, ROOT, TERM, published=PUBLISHED).ok
     # Once it differs from the repository's, it is checked like any other file.
     explained.write_text(explained.read_text() + "\n# extra\n")
-    assert any(p.startswith("autograder/notebooks.py: ") and "marker" in p for p in _problems(copy, TERM))
+    assert any(p.startswith("attention_course/notebooks.py: ") and "marker" in p for p in _problems(copy, TERM))
 
 
 def test_the_instructor_guide_page_may_show_the_markers_and_no_other_page(tmp_path):

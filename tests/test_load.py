@@ -19,10 +19,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from autograder.classroom import fill, make_course, submit
 from autograder.grading.notebook import grade_notebook
 from tests.buggy.ch02_scaled_dot_product import BUGS
-from tests.support.course import make_course
-from tests.support.submissions import fill, submit
 from tests.test_sandbox_grading import (
     ATTACKS,
     CONTROL,

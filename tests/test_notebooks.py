@@ -2,9 +2,9 @@
 
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from autograder import notebooks
+from attention_course import notebooks
+from attention_course.notebooks import cell_label
 from autograder.grading.report import Report
-from autograder.notebooks import cell_label
 
 
 def _notebook():
@@ -41,7 +41,8 @@ def test_reports_keep_the_names_through_json():
 
 
 def test_understanding_questions_are_tagged_answer_cells():
-    from autograder import course, notebooks
+    from attention_course import notebooks
+    from autograder import course
 
     nb = notebooks.read(course.notebook_path("ch02_scaled_dot_product"))
     questions = [notebooks.cell_id(c) for c in nb.cells if notebooks.is_question(c)]
@@ -50,7 +51,8 @@ def test_understanding_questions_are_tagged_answer_cells():
 
 
 def test_every_exercise_asks_questions_graded_in_their_own_test_cells():
-    from autograder import course, notebooks
+    from attention_course import notebooks
+    from autograder import course
 
     for assignment in course.assignments():
         nb = notebooks.read(course.notebook_path(assignment))

@@ -13,6 +13,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from attention_course import solutions
 from attention_course.interop import (
     to_torch_attn_mask,
     to_torch_decoder_layer,
@@ -33,7 +34,7 @@ def test_every_assignment_is_a_module_built_from_its_notebook():
         module = reference.load(assignment)
         assert module.__name__ == f"attention_course.solutions.{assignment}"
         assert module.__spec__.origin.endswith(f"solutions/{assignment}/{assignment}.ipynb")
-        source = reference.module_source(assignment)
+        source = solutions.module_source(assignment)
         assert "BEGIN SOLUTION" not in source and "from autograder" not in source
         compile(source, assignment, "exec")
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from attention_course.notebooks import COURSE_ROOT
 from autograder import exchange
-from autograder.course import COURSE_ROOT
 from autograder.exchange import Refused, copy_tree, unsafe_entries
 
 

@@ -34,12 +34,14 @@ import pytest
 import torch
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_raw_cell
 
-from autograder import calls, notebooks, reference, standins
+from attention_course import notebooks
+from attention_course.notebooks import COURSE_ROOT
+from autograder import calls, reference, standins
 from autograder import course as course_settings
+from autograder.classroom import fill, make_course, solution_bodies, submit
 from autograder.cli import grade
 from autograder.cli import run_nbgrader as _nbgrader
 from autograder.cli.check import format_report
-from autograder.course import COURSE_ROOT
 from autograder.grading.notebook import Report, grade_notebook
 from autograder.nbgrader_plugins import report_path
 from autograder.packages import sandbox_packages
@@ -47,8 +49,7 @@ from autograder.sandbox.process import UIDS, Limits, Sandbox, bwrap_available
 from tests import attacks
 from tests.buggy.ch02_scaled_dot_product import BUGS, TESTS
 from tests.support import broken_bwrap, host, unprivileged
-from tests.support.course import full_marks, item_points, make_course, points_by_test
-from tests.support.submissions import fill, solution_bodies, submit
+from tests.support.course import full_marks, item_points, points_by_test
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("sandbox")]
 

@@ -16,10 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder import notebooks
+from attention_course import notebooks
+from autograder.classroom import fill, make_course, released, submit
 from autograder.cli import similarity
-from tests.support.course import make_course
-from tests.support.submissions import fill, released, submit
 
 MHA = "ch03_multi_head"
 SDPA = "ch02_scaled_dot_product"

@@ -48,6 +48,7 @@ def test_link_check_finds_missing_pages_anchors_and_images(small_site):
     assert links.main([str(small_site)]) == 1
 
 
+@pytest.mark.browser
 def test_browser_sees_a_sound_page_as_sound(small_site):
     with browser.serve(small_site) as base, browser.chromium() as chrome:
         with browser.open_page(chrome, base + "good.html") as (page, visit):
@@ -55,6 +56,7 @@ def test_browser_sees_a_sound_page_as_sound(small_site):
     assert visit.problems == [] and loaded
 
 
+@pytest.mark.browser
 def test_browser_reports_exceptions_console_errors_and_missing_files(small_site):
     (small_site / "broken.html").write_text(BROKEN)
     with browser.serve(small_site) as base, browser.chromium() as chrome:
@@ -89,6 +91,7 @@ BROKEN_LAYOUT = """
 <span style="display:inline-block;width:900px">scrolls</span></mjx-container></div>"""
 
 
+@pytest.mark.browser
 def test_layout_check_passes_blocks_that_fit_or_scroll(small_site):
     (small_site / "layout.html").write_text(LAYOUT.format(long="x" * 200, broken=""))
     with browser.serve(small_site) as base, browser.chromium() as chrome:
@@ -98,6 +101,7 @@ def test_layout_check_passes_blocks_that_fit_or_scroll(small_site):
     assert found["scrolling_code"] == ["x" * 70]  # a long output may scroll inside its block
 
 
+@pytest.mark.browser
 def test_layout_check_finds_cut_off_and_wide_blocks_and_equations(small_site):
     long = "x" * 200
     (small_site / "layout.html").write_text(LAYOUT.format(long=long, broken=BROKEN_LAYOUT.format(long=long)))

@@ -15,10 +15,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import course, notebooks, packages, reference
+from attention_course import notebooks, solutions
+from autograder import course, packages
+from autograder.classroom import fill, solution_bodies
 from autograder.grading.notebook import grade_notebook
 from tests.support.course import full_marks
-from tests.support.submissions import fill, solution_bodies
 
 pytestmark = pytest.mark.slow
 
@@ -81,7 +82,7 @@ def test_the_sandbox_packages_hold_only_released_solutions():
     modules = sorted(p.name for p in (folder / "attention_course" / "solutions").glob("*.py"))
     assert modules == ["__init__.py", "ch01_bahdanau.py"]
     assert not (folder / "attention_course" / "model.py").exists()  # it builds on chapters 3 to 6
-    assert (folder / "attention_course" / "solutions" / "ch01_bahdanau.py").read_text() == reference.module_source(
+    assert (folder / "attention_course" / "solutions" / "ch01_bahdanau.py").read_text() == solutions.module_source(
         "ch01_bahdanau"
     )
     assert not (folder / "solutions").exists()

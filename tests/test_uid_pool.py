@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.course import COURSE_ROOT
+from attention_course.notebooks import COURSE_ROOT
 from autograder.sandbox import process
 from autograder.sandbox.process import SandboxUnavailable, _UidPool
 

@@ -2,18 +2,75 @@
 ``attention_course.solutions.<assignment>``, e.g. ``attention_course.solutions.ch03_multi_head``.
 
 Where the course's ``solutions/`` folder is (the instructor's repository), each module is built,
-when first imported, from the solution cells of ``solutions/<assignment>/<assignment>.ipynb``,
-the one source of every graded item (:func:`autograder.reference.module_source`). In a student's
-copy of the course (the student repository, its Colab install, the grading sandbox) the module of
-an assignment is a file in this folder, written only once the instructor has released that
-chapter's solutions; until then, importing it fails.
+when first imported, from the solution cells of ``solutions/<assignment>/<assignment>.ipynb``, the
+one source of every graded item (:func:`module_source`: the setup cell's imports, then each
+solution cell without its ``### BEGIN/END SOLUTION`` markers). In a student's copy of the course
+(the student repository, its Colab install, the grading sandbox) the module of an assignment is a
+file in this folder, written by :mod:`autograder.packages` only once the instructor has released
+that chapter's solutions; until then, importing it fails.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib.abc
 import importlib.util
 import sys
+from pathlib import Path
+
+from attention_course import notebooks
+
+HEADER = '''"""The reference solution of {assignment}, built from solutions/{assignment}/{assignment}.ipynb.
+
+Generated: the instructor notebook is the one source. Do not edit.
+"""
+'''
+
+
+def _notebook(assignment: str, root: Path | None = None) -> Path:
+    return Path(root or notebooks.COURSE_ROOT) / "solutions" / assignment / f"{assignment}.ipynb"
+
+
+def _setup_code(source: str) -> str:
+    """A setup cell without the lines that only the test cells need (``from autograder import *``,
+    the ``ASSIGNMENT`` name) and the comments just above them."""
+    tree = ast.parse(source)
+    drop = set()
+    for node in tree.body:
+        imports_autograder = (
+            isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "autograder"
+        ) or (isinstance(node, ast.Import) and any(a.name.split(".")[0] == "autograder" for a in node.names))
+        names_assignment = isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "ASSIGNMENT" for t in node.targets
+        )
+        if imports_autograder or names_assignment:
+            drop.update(range(node.lineno, node.end_lineno + 1))
+    lines = source.splitlines()
+    for number in sorted(drop):  # the comment lines directly above a dropped statement
+        above = number - 1
+        while above >= 1 and above not in drop and lines[above - 1].lstrip().startswith("#"):
+            drop.add(above)
+            above -= 1
+    kept = [line for number, line in enumerate(lines, 1) if number not in drop]
+    return "\n".join(kept).strip()
+
+
+def module_source(assignment: str, root: Path | None = None) -> str:
+    """The Python source of the reference module of ``assignment``, from the instructor notebook under
+    ``root`` (default: this course); ``FileNotFoundError`` where there is none."""
+    path = _notebook(assignment, root)
+    if not path.is_file():
+        raise FileNotFoundError(f"no instructor notebook of {assignment!r} at {path}")
+    nb = notebooks.read(path)
+    parts = [HEADER.format(assignment=assignment).strip()]
+    for cell in nb.cells:
+        if notebooks.is_setup(cell) and notebooks.cell_id(cell) != notebooks.COLAB_CELL:
+            code = _setup_code(cell.source)
+            if code:
+                parts.append(code)
+        elif notebooks.is_solution(cell):
+            parts.append(notebooks.solution_body(cell).strip())
+    return "\n\n\n".join(parts) + "\n"
 
 
 class _NotebookLoader(importlib.abc.Loader):
@@ -24,9 +81,7 @@ class _NotebookLoader(importlib.abc.Loader):
         return None
 
     def exec_module(self, module) -> None:
-        from autograder import reference
-
-        source = reference.module_source(self.assignment)
+        source = module_source(self.assignment)
         exec(compile(source, module.__spec__.origin, "exec"), module.__dict__)
 
 
@@ -42,11 +97,8 @@ class _NotebookFinder(importlib.abc.MetaPathFinder):
         if not fullname.startswith(prefix) or "." in fullname[len(prefix) :]:
             return None
         assignment = fullname[len(prefix) :]
-        try:
-            from autograder import course
-
-            notebook = course.notebook_path(assignment, "solutions")
-        except (ImportError, FileNotFoundError):
+        notebook = _notebook(assignment)
+        if not notebook.is_file():
             return None
         return importlib.util.spec_from_loader(fullname, _NotebookLoader(assignment), origin=str(notebook))
 

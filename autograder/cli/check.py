@@ -17,6 +17,7 @@ import sys
 import traceback
 from pathlib import Path
 
+from attention_course.notebooks import COURSE_ROOT
 from autograder import course
 from autograder.grading.notebook import grade_notebook
 from autograder.grading.source import unreleased_prerequisites_note
@@ -55,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     names = (args.notebook.stem, args.notebook.resolve().parent.name)  # the notebook's, or its folder's
     assignment = args.assignment or next((name for name in names if name in known), None)
     if assignment not in known:
-        withheld = next((name for name in names if (course.course_root() / course.exercise_path(name)).is_file()), None)
+        withheld = next((name for name in names if (COURSE_ROOT / course.exercise_path(name)).is_file()), None)
         if withheld and not args.assignment:
             print(
                 f"Verdict: not checked. The hidden tests of {withheld} are not here: they come with its "

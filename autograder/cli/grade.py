@@ -53,9 +53,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from attention_course.notebooks import COURSE_ROOT
 from autograder import course, exchange
 from autograder.cli import release, run_nbgrader
-from autograder.course import COURSE_ROOT
 from autograder.grading.report import Report
 from autograder.grading.source import Source, unreleased_prerequisites_note
 from autograder.nbgrader_plugins import FEEDBACK_PROGRESS, NotGraded, report_path
@@ -454,27 +454,9 @@ def _score_line(assignment: str, result: Result) -> str:
 def test_order(assignment: str, root: Path = COURSE_ROOT) -> list[str]:
     """The grade_ids of the assignment's test cells, in the notebooks' order."""
     order = []
-    with _course_root(root):
-        for name in notebook_names(assignment, root):
-            order += [gid for gid, _, _ in Source.load(assignment, name).tests]
+    for name in notebook_names(assignment, root):
+        order += [gid for gid, _, _ in Source.load(assignment, name, root).tests]
     return order
-
-
-class _course_root:
-    """``AUTOGRADER_COURSE_ROOT`` set to ``root`` for a moment (Source reads the notebooks there)."""
-
-    def __init__(self, root: Path):
-        self.root = str(Path(root).resolve())
-
-    def __enter__(self):
-        self.saved = os.environ.get("AUTOGRADER_COURSE_ROOT")
-        os.environ["AUTOGRADER_COURSE_ROOT"] = self.root
-
-    def __exit__(self, *exc):
-        if self.saved is None:
-            os.environ.pop("AUTOGRADER_COURSE_ROOT", None)
-        else:
-            os.environ["AUTOGRADER_COURSE_ROOT"] = self.saved
 
 
 def write_csv(path: Path, results: list[Result], order: list[str] | None = None) -> None:

@@ -19,9 +19,11 @@ from pathlib import Path
 
 import nbformat
 
-from autograder import colab, course, notebooks
+from attention_course import notebooks
+from attention_course.notebooks import COURSE_ROOT
+from autograder import colab, course
 from autograder.cli import run_nbgrader
-from autograder.course import COURSE_ROOT, repository
+from autograder.course import repository
 
 
 def sync_colab_cells(assignments: list[str] | None = None, root: Path = COURSE_ROOT) -> list[str]:

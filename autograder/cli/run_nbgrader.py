@@ -25,7 +25,7 @@ import unicodedata
 from pathlib import Path
 from typing import TextIO
 
-from autograder.course import COURSE_ROOT
+from attention_course.notebooks import COURSE_ROOT
 from autograder.sandbox.process import clean_text
 
 PREFIX = "nbgrader: "

@@ -91,8 +91,9 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import course, notebooks, reference
-from autograder.course import COURSE_ROOT
+from attention_course import notebooks
+from attention_course.notebooks import COURSE_ROOT
+from autograder import course, reference
 
 NOISE_THRESHOLD = 10  # copydetect's noise_t: the shortest match (tokenised characters) that counts
 GUARANTEE_THRESHOLD = 10  # copydetect's guarantee_t: equal to noise_t, so every k-gram is kept

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder import notebooks
+from attention_course import notebooks
 
 UNGRADED = "ungraded"
 

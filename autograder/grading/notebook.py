@@ -28,7 +28,8 @@ from pathlib import Path
 import nbformat
 import torch
 
-from autograder import course, items, notebooks, reference
+from attention_course import notebooks
+from autograder import course, items, reference
 from autograder.grading.report import Report, TestResult
 from autograder.grading.session import MAX_MESSAGE_CHARS, Remote, Session
 from autograder.grading.source import MAX_NOTEBOOK_BYTES, Source, program_key, student_program, tampered_tests

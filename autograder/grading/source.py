@@ -11,7 +11,9 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from autograder import course, notebooks, reference
+from attention_course import notebooks
+from attention_course.notebooks import COURSE_ROOT
+from autograder import course, reference
 
 UNGRADED = "ungraded"  # a cell tag: long, optional work (training) that grading does not run
 _ITEM = re.compile(r"""\bItem\(\s*ASSIGNMENT\s*,\s*["'](\w+)["']""")
@@ -30,8 +32,10 @@ class Source:
     digest: str
 
     @classmethod
-    def load(cls, assignment: str, notebook: str | None = None) -> Source:
-        root = reference.solutions_root()
+    def load(cls, assignment: str, notebook: str | None = None, root: Path | None = None) -> Source:
+        """The instructor notebook ``notebook`` (default: the assignment's own) of the course under ``root``
+        (default: this one)."""
+        root = root or COURSE_ROOT
         notebook = notebook or assignment
         path = Path(root) / "solutions" / assignment / f"{notebook}.ipynb"
         if not path.is_file():

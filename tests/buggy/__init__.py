@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tests.support.submissions import solution_bodies
+from autograder.classroom import solution_bodies
 
 
 @dataclass(frozen=True)

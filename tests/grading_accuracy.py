@@ -27,9 +27,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from autograder import course
+from autograder.classroom import fill
 from autograder.grading.notebook import grade_notebook
 from tests.correct import notebooks as correct_notebooks
-from tests.support.submissions import fill
 
 
 def _term_for(assignment: str) -> course.Release:

@@ -1,10 +1,11 @@
 """The rules of the course's nbgrader notebooks: which cells are setup, solutions and tests, and the
 one parser of their marked regions (``### BEGIN/END SOLUTION``, ``### BEGIN/END HIDDEN TESTS``).
 
-Grading, feedback, the reference modules, the leak check and the export all read notebooks through
-this module. Cell roles come from nbgrader's own metadata helpers (:mod:`nbgrader.utils`).
-nbformat and nbgrader are imported when first needed: the sandbox's worker imports this package
-and must start quickly (nbformat's schema validation costs seconds to import).
+The reference modules (:mod:`attention_course.solutions`), grading, feedback, the leak check and the
+export all read notebooks through this module, which is why it sits in the lowest package. Cell
+roles come from nbgrader's own metadata helpers (:mod:`nbgrader.utils`). nbformat and nbgrader are
+imported when first needed: the sandbox's worker imports this module and must start quickly
+(nbformat's schema validation costs seconds to import).
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ import ast
 import functools
 from pathlib import Path
 
+# The course folder: the checkout (or the student's copy) that holds these packages; a function that
+# works on a course elsewhere (a class graded in its own folder) takes that folder as ``root``.
+COURSE_ROOT = Path(__file__).resolve().parent.parent
 COLAB_CELL = "colab_setup"  # the grade_id of the first cell of every notebook (autograder.colab)
 # The markers, as nbgrader finds them: anywhere in a line (the course writes them as `### BEGIN SOLUTION`).
 QUESTION = "question"  # the tag of an understanding question's answer cell
