@@ -91,10 +91,10 @@ test: venv sandbox browser lint $(MATHJAX)  ## everything: lint, book build and 
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
 exercises: venv  ## regenerate exercises/ from solutions/ (nbgrader generate_assignment)
-	$(BIN)/python -m autograder.cli.release
+	$(BIN)/python -m autograder.cli.exercises
 
 check-exercises: venv  ## fail if exercises/ differs from what `make exercises` generates
-	$(BIN)/python -m autograder.cli.release --check
+	$(BIN)/python -m autograder.cli.exercises --check
 
 grade: venv sandbox $(MATHJAX)  ## autograde (sandboxed, JOBS at a time) submitted/*/$(ASSIGNMENT), write feedback and grades/$(ASSIGNMENT).csv; ARGS="--help"
 	@test -n "$(ASSIGNMENT)" || { echo "usage: make grade ASSIGNMENT=ch02_scaled_dot_product"; exit 2; }

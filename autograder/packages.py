@@ -35,7 +35,7 @@ INSTRUCTOR_ONLY = frozenset(
     {
         "autograder/classroom.py",
         "autograder/cli/grade.py",
-        "autograder/cli/release.py",
+        "autograder/cli/exercises.py",
         "autograder/cli/run_nbgrader.py",
         "autograder/cli/similarity.py",
         "autograder/exchange.py",

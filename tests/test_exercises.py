@@ -5,14 +5,14 @@ import pytest
 
 from attention_course import notebooks
 from autograder import course
-from autograder.cli import release
+from autograder.cli import exercises
 
 ASSIGNMENTS = course.assignments()
 
 
 @pytest.mark.xdist_group("exercises")
 def test_exercises_are_generated_from_solutions():
-    assert release.differences() == []
+    assert exercises.differences() == []
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)

@@ -323,13 +323,13 @@ def test_plain_nbgrader_autograde_command_grades_in_the_sandbox(tmp_path):
     """`nbgrader autograde` alone (no reports from `make grade`) runs the sandboxed grader itself."""
     from nbgrader.api import Gradebook
 
-    from autograder.cli import release
+    from autograder.cli import exercises
 
     course = make_course(tmp_path / "course")
     submit(course, "alice", A, fill(A))
     submit(course, "zoe", A, zeros())  # answers that return zeros, honestly
     submit(course, "mallory", A, with_cell(zeros(), attacks.PATCH_COMPARISONS, after_setup=True))
-    release.generate([A], release_dir=tmp_path / "release", db_url=grade.db_url(course), root=course, quiet=True)
+    exercises.generate([A], into=tmp_path / "release", db_url=grade.db_url(course), root=course, quiet=True)
     _nbgrader.run("autograde", A, "--force", root=course, quiet=True)
     assert not (course / "grades" / "reports").exists()
     with Gradebook(grade.db_url(course)) as gradebook:
@@ -346,14 +346,14 @@ def test_plain_nbgrader_refuses_a_released_chapter_as_make_grade_does(tmp_path, 
     allows it with the same switch; make grade refuses before anything runs."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    from autograder.cli import release
+    from autograder.cli import exercises
 
     course = make_course(tmp_path / "course")
     released_term = course_settings.Release("term", {A})
     env = course_settings.environment(released_term)
     importing = dict.fromkeys(solution_bodies(A), f"from attention_course.solutions.{A} import *\n")
     submit(course, "dave", A, fill(A, importing))
-    release.generate([A], release_dir=tmp_path / "release", db_url=grade.db_url(course), root=course, quiet=True)
+    exercises.generate([A], into=tmp_path / "release", db_url=grade.db_url(course), root=course, quiet=True)
     message = course_settings.grading_refusal(A, released_term)
     assert message and "--allow-released" in message and "SandboxedExecute.allow_released" in message
 

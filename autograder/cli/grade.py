@@ -55,7 +55,7 @@ from tqdm import tqdm
 
 from attention_course.notebooks import COURSE_ROOT
 from autograder import course, exchange
-from autograder.cli import release, run_nbgrader
+from autograder.cli import exercises, run_nbgrader
 from autograder.grading.report import Report
 from autograder.grading.source import Source, unreleased_prerequisites_note
 from autograder.nbgrader_plugins import FEEDBACK_PROGRESS, NotGraded, report_path
@@ -573,7 +573,7 @@ def _releasable(root: Path, student: str, assignment: str, written: list[Path]) 
 def _record_tests(assignment: str, root: Path) -> None:
     """Phase 1: the assignment's test cells into the gradebook; exercises/ is left alone."""
     with tempfile.TemporaryDirectory() as tmp:
-        release.generate([assignment], release_dir=Path(tmp), db_url=db_url(root), root=root, quiet=True)
+        exercises.generate([assignment], into=Path(tmp), db_url=db_url(root), root=root, quiet=True)
 
 
 def _grade_in_sandbox(

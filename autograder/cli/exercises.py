@@ -4,9 +4,9 @@ Every notebook starts with the Colab set-up cell for the repository that ``_conf
 (:mod:`autograder.colab`); generating writes it into ``solutions/`` first, and the check fails
 while a solution notebook's cell is out of date.
 
-    python -m autograder.cli.release            # regenerate exercises/ (all assignments)
-    python -m autograder.cli.release NAME ...   # only these assignments
-    python -m autograder.cli.release --check    # exit 1 if exercises/ differs from a fresh generation
+    python -m autograder.cli.exercises            # regenerate exercises/ (all assignments)
+    python -m autograder.cli.exercises NAME ...   # only these assignments
+    python -m autograder.cli.exercises --check    # exit 1 if exercises/ differs from a fresh generation
 """
 
 from __future__ import annotations
@@ -51,16 +51,16 @@ def stale_colab_cells(root: Path = COURSE_ROOT) -> list[str]:
 def generate(
     assignments: list[str] | None = None,
     *,
-    release_dir: Path | None = None,
+    into: Path | None = None,
     db_url: str | None = None,
     root: Path = COURSE_ROOT,
     quiet: bool = False,
 ) -> None:
-    """Run ``nbgrader generate_assignment`` for each assignment, into ``release_dir`` (default exercises/)."""
+    """Run ``nbgrader generate_assignment`` for each assignment, into the folder ``into`` (default exercises/)."""
     for name in assignments or course.assignments(root):
         args = ["generate_assignment", name, "--force"]
-        if release_dir is not None:
-            args.append(f"--CourseDirectory.release_directory={release_dir}")
+        if into is not None:
+            args.append(f"--CourseDirectory.release_directory={into}")
         if db_url is not None:
             args.append(f"--CourseDirectory.db_url={db_url}")
         result = run_nbgrader.run(*args, root=root, check=False, quiet=quiet)
@@ -74,7 +74,7 @@ def differences(root: Path = COURSE_ROOT) -> list[str]:
     root = Path(root)
     with tempfile.TemporaryDirectory() as tmp:
         fresh = Path(tmp) / "release"
-        generate(release_dir=fresh, db_url=f"sqlite:///{tmp}/gradebook.db", root=root, quiet=True)
+        generate(into=fresh, db_url=f"sqlite:///{tmp}/gradebook.db", root=root, quiet=True)
         committed = root / "exercises"
         ours = {p.relative_to(fresh) for p in fresh.rglob("*") if p.is_file()}
         theirs = (
