@@ -28,12 +28,14 @@ from autograder import course, reference
 
 PACKAGES = ("attention_course", "autograder")
 SOLUTIONS = "attention_course/solutions"
-# The instructor's tools: grading a class, nbgrader's plugins and exchange, the similarity report,
-# generating the exercises. No copy that students get holds them (nor needs them: make validate and
-# make check do not), and they need packages that students do not install.
+# The instructor's tools: grading a class, nbgrader's plugins and exchange, the similarity report and
+# its clone detector (the leak check's too), generating the exercises. No copy that students get holds
+# them (nor needs them: make validate and make check do not), and they need packages that students do
+# not install.
 INSTRUCTOR_ONLY = frozenset(
     {
         "autograder/classroom.py",
+        "autograder/clones.py",
         "autograder/cli/grade.py",
         "autograder/cli/exercises.py",
         "autograder/cli/run_nbgrader.py",

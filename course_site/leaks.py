@@ -18,10 +18,12 @@ an answer that students must not see?
 - the *code* of a reference-solution region of an assignment that is not released, however it is
   renamed or laid out (:class:`Secrets`). A region (the code between ``### BEGIN SOLUTION`` and
   ``### END SOLUTION``, or a whole solution cell without markers) and each text of the file
-  become normalized token streams (:class:`Normalizer`: comments, strings and layout dropped,
-  every name one placeholder but attributes, keyword arguments and keywords). The region's
-  sequences of :data:`SHINGLE` tokens that also occur in the public sources are no evidence and
-  are left out; the rest are the region's own. It is reported when one passage of the file holds
+  become normalized token streams (:class:`autograder.clones.Normalizer`, pygments' tokens:
+  comments, strings and layout dropped, every name one placeholder but attributes, keyword
+  arguments and keywords), and each stream's sequences of :data:`SHINGLE` tokens copydetect's
+  fingerprints (:func:`autograder.clones.fingerprints`, the clone detector of ``make similarity``
+  too). The region's sequences that also occur in the public sources are no evidence and are left
+  out; the rest are the region's own. It is reported when one passage of the file holds
   at least :data:`THRESHOLD` of them, with the share found; a region with too few own sequences
   is looked for whole, and one too short or too public even for that is listed as unchecked
   (its lines are still looked for).
@@ -50,11 +52,9 @@ import ast
 import base64
 import functools
 import hashlib
-import html
 import importlib.metadata
 import io
 import json
-import keyword
 import os
 import re
 import subprocess
@@ -62,13 +62,15 @@ import sys
 import time
 import tokenize
 from dataclasses import dataclass, field
+from html.parser import HTMLParser
 from pathlib import Path, PurePosixPath
 
 import nbformat
+import numpy as np
 
 from attention_course import notebooks, solutions
 from attention_course.notebooks import COURSE_ROOT
-from autograder import course, packages
+from autograder import clones, course, packages
 
 # The folders of the repository whose files students get (public_sources): the exercises, and the
 # packages as autograder.packages gives them for the release. Not the book's sources (the term
@@ -103,7 +105,6 @@ WINDOW = 8  # a passage: this many times a region's length, in tokens
 
 HTML_SUFFIXES = frozenset({".html", ".htm", ".xhtml", ".xml", ".svg"})
 JSON_SUFFIXES = frozenset({".ipynb", ".json", ".js", ".map"})
-_TAG_RE = re.compile(r"<[^>]*>")
 _JSON_STRING_RE = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"')
 
 
@@ -144,7 +145,7 @@ class Problem:
 
 
 @dataclass
-class Report:
+class LeakReport:
     """What :func:`check` found; ``ok`` when nothing."""
 
     directory: Path
@@ -246,197 +247,78 @@ def _json_strings(text: str) -> str:
         return "\n".join(out)
 
 
-def _html_text(text: str) -> str:
-    return html.unescape(_TAG_RE.sub("", text))
+class _HTMLViews(HTMLParser):
+    """An HTML page read whole: its text (:attr:`text`, tags dropped and entities decoded, so that
+    code split into highlighted spans is whole again) and what it holds outside its text
+    (:attr:`hidden`: comments, scripts and styles, attribute values, declarations)."""
 
+    def __init__(self, page: str):
+        super().__init__(convert_charrefs=True)
+        self._text: list[str] = []
+        self._hidden: list[str] = []
+        self._raw = False  # inside a script or a style
+        self.feed(page)
+        self.close()
+        self.text, self.hidden = "".join(self._text), "\n".join(self._hidden)
 
-_HIDDEN_HTML_RE = re.compile(
-    r"""<!--(.*?)-->|<(?:script|style)\b[^>]*>(.*?)</(?:script|style)\s*>|=\s*"([^"<>]{3,})"|=\s*'([^'<>]{3,})'""",
-    re.S | re.I,
-)
+    def handle_starttag(self, tag, attrs):
+        self._hidden.extend(value for _, value in attrs if value)
+        self._raw = tag in ("script", "style")
 
+    def handle_startendtag(self, tag, attrs):
+        self._hidden.extend(value for _, value in attrs if value)
 
-def _html_hidden(text: str) -> str:
-    """What an HTML page holds outside its text: comments, scripts and styles, attribute values."""
-    parts = ["\n".join(filter(None, groups)) for groups in _HIDDEN_HTML_RE.findall(text)]
-    hidden = html.unescape("\n".join(parts))
-    return hidden + "\n" + _json_strings(hidden) if '"' in hidden else hidden
+    def handle_endtag(self, tag):
+        self._raw = False
+
+    def handle_data(self, data):
+        (self._hidden if self._raw else self._text).append(data)
+
+    def handle_comment(self, data):
+        self._hidden.append(data)
+
+    handle_decl = handle_pi = unknown_decl = handle_comment
 
 
 def text_views(text: str, suffix: str) -> list[str]:
     """The texts of a file that are searched.
 
     An HTML page (:data:`HTML_SUFFIXES`): its text (tags dropped, entities decoded) and what it
-    holds outside its text (comments, scripts, styles, attribute values; scripts' JSON strings
+    holds outside its text (comments, scripts, styles, attribute values; their JSON strings
     decoded). A notebook, JSON file or script (:data:`JSON_SUFFIXES`): its raw text, its JSON
     strings decoded, and their HTML as text where they hold HTML. Any other file: its raw text, and
     its HTML as text where it has some.
     """
     if suffix in HTML_SUFFIXES:
-        return [_html_text(text), _html_hidden(text)]
+        page = _HTMLViews(text)
+        hidden = page.hidden + "\n" + _json_strings(page.hidden) if '"' in page.hidden else page.hidden
+        return [page.text, hidden]
     views = [text]
     if suffix in JSON_SUFFIXES:
         strings = _json_strings(text)
         views.append(strings)
         if "<" in strings or "&" in strings:
-            views.append(_html_text(strings))
+            views.append(_HTMLViews(strings).text)
     elif "<" in text:
-        views.append(_html_text(text))
+        views.append(_HTMLViews(text).text)
     return views
 
 
 # ---------------------------------------------------------------------------------------------
-# Normalized code
+# Compared code
 
 
-# Comments and string literals (Python's, and the double- and single-quoted ones of JSON and
-# scripts), as one capturing group so that re.split returns them between the code around them.
-_DROP_RE = re.compile(
-    r"""(
-    \#[^\n]*
-  | \"\"\"[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*\"\"\"
-  | '''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*'''
-  | "[^"\\\n]*(?:\\.[^"\\\n]*)*"
-  | '[^'\\\n]*(?:\\.[^'\\\n]*)*'
-)""",
-    re.X | re.S,
-)
-_PREFIX_RE = re.compile(r"(?<!\w)[rRbBuUfF]{1,2}$")  # a string's prefix, left at the end of the code before it
-_DOT_RE = re.compile(r"\.[ \t]+(?=[^\W\d])")  # `x. name` is `x.name`
-_KEYWORD_ARGUMENT_RE = re.compile(r"([(,][ \t\n]*)(?=[^\W\d]\w*[ \t]*=(?!=))")  # `f(x, axis=1)`: `axis`
-_TOKEN_RE = re.compile(r"\.?\w+|[^\w\s]")  # a word (an attribute with its dot), or one other character
-_KEYWORDS = frozenset(keyword.kwlist)
-_DROPPED_TOKENS = frozenset({"`", "\\", ";", '"', "'", "#"})  # quoting and layout, not code
-_NAME = "<name>"
-_OTHER = "\x01"  # a token that no secret has
-_FIRST_CODE = 0x100
-
-
-def _token_class(token: str) -> str | None:
-    """What a token stands for: a name's placeholder, a keyword, an attribute (``.transpose``),
-    a number or an operator as written; None for what is dropped."""
-    if token in _DROPPED_TOKENS:
-        return None
-    first = token[0]
-    if first == "." and len(token) > 1:
-        return token  # an attribute name, or a number's fraction
-    if first.isdigit():
-        return token.lower()
-    if first == "_" or first.isalnum():
-        return token if token in _KEYWORDS else _NAME
-    return token
-
-
-class _Codes(dict):
-    """token text -> one character that stands for its class; learns classes until frozen."""
-
-    def __init__(self):
-        super().__init__()
-        self.classes: dict[str, str] = {}
-        self.frozen = False
-
-    def __missing__(self, token: str) -> str:
-        kind = _token_class(token)
-        if kind is None:
-            code = ""
-        elif kind in self.classes:
-            code = self.classes[kind]
-        elif self.frozen:
-            code = _OTHER
-        else:
-            code = self.classes[kind] = chr(_FIRST_CODE + len(self.classes))
-        self[token] = code
-        return code
-
-
-class Normalizer:
-    """Python code as a string of one character per token, for comparing code as code.
-
-    Comments, string literals (docstrings included) and all layout are dropped; every name is
-    one placeholder, except the names that renaming leaves alone: those right after a ``.``
-    (attributes and methods: ``transpose``, ``W_q``), keyword arguments' (``dim=``) and keywords.
-    Operators (one character a token) and numbers stay as written. A comma before a closing
-    bracket is dropped (formatters add it). The text between comments and strings and the text
-    inside them are normalized separately (:meth:`views`), so that code kept in a comment or a
-    string is found too. Tolerant: any text is tokenized, prose included.
-
-    Each class of token is one character, learnt from the secrets (:meth:`code`) until
-    :meth:`freeze`; after that, every other token is one character that no secret holds.
-    """
-
-    def __init__(self):
-        self._codes = _Codes()
-
-    def freeze(self) -> None:
-        self._codes.frozen = True
-
-    def _encode(self, tokens: list[str]) -> str:
-        coded = "".join(map(self._codes.__getitem__, tokens))
-        classes = self._codes.classes
-        comma = classes.get(",")
-        if comma:
-            for closing in (")", "]", "}"):
-                if closing in classes:
-                    coded = coded.replace(comma + classes[closing], classes[closing])
-        return coded
-
-    @staticmethod
-    def split(text: str) -> tuple[str, str]:
-        """(the code outside comments and strings, the text inside them without quotes and ``#``)."""
-        parts = _DROP_RE.split(text)
-        code, dropped = parts[0::2], parts[1::2]
-        for i, literal in enumerate(dropped):
-            before = code[i]
-            if before and before[-1] in "rRbBuUfF" and literal[0] != "#":
-                code[i] = _PREFIX_RE.sub("", before)
-        inside = "\n".join(dropped).replace("#", " ").replace('"', " ").replace("'", " ")
-        return " ".join(code), inside
-
-    @staticmethod
-    def tokens(text: str) -> list[str]:
-        """The tokens of ``text``; a keyword argument's name gets a dot, like an attribute's."""
-        return _TOKEN_RE.findall(_DOT_RE.sub(".", _KEYWORD_ARGUMENT_RE.sub(r"\1.", text)))
-
-    def code(self, text: str) -> str:
-        """The normalized code of ``text``, comments and strings left out (a secret's form)."""
-        return self._encode(self.tokens(self.split(text)[0]))
-
-    def views(self, text: str) -> tuple[list[str], list[list[str]]]:
-        """The normalized code of ``text``: outside comments and strings, and inside them; and the
-        raw tokens of both (for :func:`_words`)."""
-        outside, inside = self.split(text)
-        token_lists = [self.tokens(outside), self.tokens(inside)]
-        return [self._encode(tokens) for tokens in token_lists], token_lists
-
-
-def _shingles(coded: str, k: int = SHINGLE) -> set[str]:
-    return {coded[i : i + k] for i in range(len(coded) - k + 1)}
-
-
-def _shingles_in(coded: str, wanted: set[str], k: int = SHINGLE) -> set[str]:
-    """The shingles of ``coded`` that are in ``wanted`` (iterated in C: fast on large files)."""
-    n = len(coded) - k + 1
-    if n <= 0 or not wanted:
-        return set()
-    return wanted.intersection(map(coded.__getitem__, map(slice, range(n), range(k, n + k))))
-
-
-def _words(token_lists: list[list[str]]) -> set[str]:
-    """The words (``\\w+``) of a text, from its tokens."""
-    distinct = set()
-    for tokens in token_lists:
-        distinct.update(tokens)
-    return {token.lstrip(".") for token in distinct if token[-1].isalnum() or token[-1] == "_"}
+def _shingles(coded: str) -> set[int]:
+    """The fingerprints of a normalized stream's sequences of :data:`SHINGLE` tokens."""
+    return set(clones.fingerprints(coded, SHINGLE).tolist())
 
 
 _WORD_RE = re.compile(r"\w+")
-_STRING_PREFIX_RE = re.compile(r"[rRbBuUfF]{1,2}")
 
 
 def _inner_words(line: str) -> frozenset[str]:
-    """Words of a line that any text holding the line holds whole, as :func:`_words` finds them:
-    all but the first and the last, string prefixes left out (:meth:`Normalizer.split` drops them)."""
-    return frozenset(word for word in _WORD_RE.findall(line)[1:-1] if not _STRING_PREFIX_RE.fullmatch(word))
+    """Words of a line that any text holding the line holds whole: all but the first and the last."""
+    return frozenset(_WORD_RE.findall(line)[1:-1])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -543,15 +425,6 @@ def public_sources(root: Path = COURSE_ROOT, release: course.Release | None = No
     return sources
 
 
-def public_text(root: Path = COURSE_ROOT, release: course.Release | None = None) -> str:
-    """The public sources' text, one stripped line per line (notebooks: their JSON strings too)."""
-    parts = []
-    for rel, text in public_sources(root, release):
-        for view in text_views(text, PurePosixPath(rel).suffix.lower()):
-            parts.append("\n".join(line.strip() for line in view.splitlines()))
-    return "\n".join(parts)
-
-
 # ---------------------------------------------------------------------------------------------
 # The secrets
 
@@ -560,17 +433,15 @@ def public_text(root: Path = COURSE_ROOT, release: course.Release | None = None)
 class _Fingerprint:
     region: Region
     coded: str  # its normalized code
-    own: frozenset[str]  # its shingles that no public source holds
-    whole: bool  # compared whole (too few own shingles)
-    _pattern: re.Pattern | None = None
+    own: frozenset[int]  # the fingerprints of its sequences that no public source holds
+    whole: bool  # compared whole (too few own sequences)
 
-    def local_share(self, form: str) -> float:
-        """The largest share of :attr:`own` found in one passage of ``form``: within
-        :data:`WINDOW` times the region's length (a leak is one passage, not shingles scattered
-        over a large file)."""
-        if self._pattern is None:
-            self._pattern = re.compile("(?=(" + "|".join(map(re.escape, sorted(self.own))) + "))")
-        hits = [(m.start(), m.group(1)) for m in self._pattern.finditer(form)]
+    def local_share(self, hashes: np.ndarray) -> float:
+        """The largest share of :attr:`own` found in one passage of a text, given its fingerprints
+        ``hashes``: within :data:`WINDOW` times the region's length (a leak is one passage, not
+        sequences scattered over a large file)."""
+        positions = np.flatnonzero(np.isin(hashes, list(self.own)))
+        hits = list(zip(positions.tolist(), hashes[positions].tolist()))
         width = WINDOW * len(self.coded) + SHINGLE
         best, counts, first = 0, {}, 0
         for position, shingle in hits:
@@ -595,19 +466,19 @@ class Secrets:
     def __init__(self, root: Path = COURSE_ROOT, release: course.Release | None = None):
         root = Path(root)
         self.release = _release_of(root, release)
-        self.normalizer = Normalizer()
+        self.normalizer = clones.Normalizer()
         self.lines: list[Secret] = []
         self.fingerprints: list[_Fingerprint] = []
         self.unchecked: list[Region] = []
-        self.wanted: set[str] = set()
+        self.wanted: set[int] = set()
         self.public_digests: set[str] = set()
         self.public_by_digest: dict[str, str] = {}  # a public source's digest -> its path
         # What only one public source shows (a line, a sequence of a region's code): evidence against
         # that source itself, which is checked against what the *other* public sources leave secret.
         self._sole_lines: dict[str, list[Secret]] = {}
-        self._sole_shingles: dict[str, set[str]] = {}
+        self._sole_shingles: dict[str, set[int]] = {}
         self._regions: list[tuple[Region, str]] = []
-        self._shared: set[str] = set()
+        self._shared: set[int] = set()
         self._coded_by_source: dict[str, list[str]] = {}
         found = _solution_notebooks(root)
         if not found:
@@ -651,13 +522,13 @@ class Secrets:
         coded = [self.normalizer.code(region.code) for region in regions]
         self.normalizer.freeze()
         every = set().union(*map(_shingles, coded)) if coded else set()
-        holders: dict[str, set[str]] = {}
+        holders: dict[int, set[str]] = {}
         if regions:
             for rel, text in sources:
                 coded_views = self._coded_by_source.setdefault(rel, [])
                 for view in text_views(text, PurePosixPath(rel).suffix.lower()):
-                    for form in self.normalizer.views(view)[0]:
-                        for shingle in _shingles_in(form, every):
+                    for form in self.normalizer.views(view):
+                        for shingle in every.intersection(_shingles(form)):
                             holders.setdefault(shingle, set()).add(rel)
                         coded_views.append(form)
         self._shared = set(holders)
@@ -667,7 +538,7 @@ class Secrets:
         self._regions = list(zip(regions, coded))
         self._fingerprint(self._shared, [form for forms in self._coded_by_source.values() for form in forms])
 
-    def _fingerprint(self, shared: set[str], public_coded: list[str]) -> None:
+    def _fingerprint(self, shared: set[int], public_coded: list[str]) -> None:
         """:attr:`fingerprints`, :attr:`unchecked` and :attr:`wanted` of the regions, ``shared``
         (sequences that public sources hold) discounted."""
         self.fingerprints, self.unchecked = [], []
@@ -699,18 +570,18 @@ class Secrets:
         """A file's texts as normalized code (:meth:`find` takes them), and their words."""
         forms, words = [], set()
         for view in views:
-            coded, token_lists = self.normalizer.views(view)
-            forms += coded
-            words |= _words(token_lists)
+            forms += self.normalizer.views(view)
+            words.update(_WORD_RE.findall(view))
         return forms, words
 
     def find(self, forms: list[str]) -> list[tuple[Region, float]]:
         """The solution regions found in a file's normalized texts ``forms``, with the share found:
         at least :data:`THRESHOLD` of a region's own shingles in one passage, or a region
         compared whole."""
+        hashes = [clones.fingerprints(form, SHINGLE) for form in forms]
         found = set()
-        for form in forms:
-            found |= _shingles_in(form, self.wanted)
+        for fingerprints in hashes:
+            found |= self.wanted.intersection(fingerprints.tolist())
         hits = []
         for fingerprint in self.fingerprints:
             if fingerprint.whole:
@@ -719,7 +590,7 @@ class Secrets:
                 continue
             if len(fingerprint.own & found) < THRESHOLD * len(fingerprint.own):
                 continue
-            share = max(fingerprint.local_share(form) for form in forms)
+            share = max(fingerprint.local_share(fingerprints) for fingerprints in hashes)
             if share >= THRESHOLD:
                 hits.append((fingerprint.region, share))
         return hits
@@ -897,7 +768,7 @@ def check(
     root: Path = COURSE_ROOT,
     release: course.Release | None = None,
     published: frozenset[str] = frozenset(),
-) -> Report:
+) -> LeakReport:
     """Scan every file under ``directory`` for solutions, nbgrader markers, secret lines and the
     code of the reference solutions that ``release`` (default: :func:`autograder.course.release`
     of ``root``) does not release.
@@ -921,7 +792,7 @@ def check(
         raise PublishError(f"check: --root {root} is not a folder (expected the course repository)")
 
     release = _release_of(root, release)
-    report = Report(directory, release=release)
+    report = LeakReport(directory, release=release)
     solutions = root / "solutions"
     report.has_solutions = solutions.is_dir()
     solution_digests = {}
@@ -1065,7 +936,7 @@ def release_from_options(args, root: Path) -> course.Release:
         raise PublishError(f"the release settings: {error}") from None
 
 
-def summary(report: Report) -> str:
+def summary(report: LeakReport) -> str:
     if report.has_solutions:
         secrets = (
             f"{report.secrets} secret lines of {report.notebooks} solution notebooks and "
@@ -1085,7 +956,7 @@ def summary(report: Report) -> str:
     )
 
 
-def print_report(report: Report) -> None:
+def print_report(report: LeakReport) -> None:
     print(summary(report))
     if not report.has_solutions:
         print(

@@ -14,7 +14,8 @@ docstrings, ``# YOUR CODE HERE``, ``raise NotImplementedError()``) are copydetec
 boilerplate, so what everyone was given never counts, and a blank submission has nothing left
 to compare.
 
-copydetect tokenises the code before it fingerprints it: every name becomes ``V``/``F``/``O``,
+copydetect (through :func:`autograder.clones.compare_files`, the clone detector that the leak
+check shares) tokenises the code before it fingerprints it: every name becomes ``V``/``F``/``O``,
 every string ``S``, whitespace and comments go, so renaming variables, reformatting, changing
 quotes or comments leaves the fingerprints as they were. A pair's *share* on one side is the
 part of that side's fingerprinted code that the other side also has.
@@ -83,20 +84,17 @@ from __future__ import annotations
 
 import argparse
 import csv
-import os
 import re
 import shutil
 import sys
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from attention_course import notebooks
 from attention_course.notebooks import COURSE_ROOT
-from autograder import course, reference
+from autograder import clones, course, reference
 
-NOISE_THRESHOLD = 10  # copydetect's noise_t: the shortest match (tokenised characters) that counts
-GUARANTEE_THRESHOLD = 10  # copydetect's guarantee_t: equal to noise_t, so every k-gram is kept
+NOISE_THRESHOLD = 10  # copydetect's noise_t (and guarantee_t): the shortest match (tokenised characters) that counts
 DISPLAY_THRESHOLD = 0.65  # copydetect's display_t: pairs above it are listed in the HTML and the CSV
 THRESHOLD = 0.80  # a pair is flagged at this share or above...
 MIN_SHARED_TOKENS = 80  # ...when its two sides share at least this many tokenised characters
@@ -140,7 +138,9 @@ class Pair:
 
 
 @dataclass
-class Report:
+class SimilarityReport:
+    """What :func:`similarity` found and wrote."""
+
     assignment: str
     compared: list[str]  # the students whose answers were compared
     blank: list[str]  # compared, but nothing beyond the released stubs
@@ -258,7 +258,7 @@ def _write(path: Path, text: str) -> str:
 
 def similarity(
     assignment: str, root: Path = COURSE_ROOT, threshold: float = THRESHOLD, display: float = DISPLAY_THRESHOLD
-) -> Report:
+) -> SimilarityReport:
     """Compare the answers of every submission of ``assignment``; write the HTML and the CSV."""
     root = Path(root)
     paths, notes = submissions(assignment, root)
@@ -313,7 +313,7 @@ def similarity(
     stubs = _write(work / "stubs" / f"{assignment}.py", stub_file(assignment, root))
 
     html = output / f"{assignment}.html"
-    detector = _detector(files, stubs, html, display)
+    detector = clones.compare_files(list(files), stubs, NOISE_THRESHOLD, display, html)
     coverage = {files[f]: int(detector.file_data[f].token_coverage) for f in files if f in detector.file_data}
     blank = sorted(s for s in paths if s in coverage and coverage[s] == 0 and s != label)
     pairs = _pairs(detector, files, label, threshold, display)
@@ -324,7 +324,7 @@ def similarity(
         writer.writeheader()
         writer.writerows(pair.row() for pair in pairs)
     compared = sorted(s for s in files.values() if s != label)
-    return Report(
+    return SimilarityReport(
         assignment,
         compared,
         blank,
@@ -337,31 +337,6 @@ def similarity(
         reference=bool(published),
         extra=extra,
     )
-
-
-def _detector(files: dict[str, str], stubs: str, html: Path, display: float):
-    """copydetect over ``files`` (each against all the others), the stubs as boilerplate; saves its report."""
-    os.environ.setdefault("MPLBACKEND", "Agg")  # copydetect draws its report's plots with pyplot
-    from copydetect import CopyDetector
-
-    detector = CopyDetector(
-        noise_t=NOISE_THRESHOLD,
-        guarantee_t=GUARANTEE_THRESHOLD,
-        display_t=display,
-        extensions=["py"],
-        force_language="python",
-        autoopen=False,
-        silent=True,
-        out_file=str(html),
-    )
-    for path in files:
-        detector.add_file(path)  # compared with every other file, both ways
-    detector.add_file(stubs, "boilerplate")
-    detector.run()
-    with warnings.catch_warnings():  # copydetect 0.5 reads its template with a deprecated importlib call
-        warnings.simplefilter("ignore", DeprecationWarning)
-        detector.generate_html_report()
-    return detector
 
 
 def _pairs(detector, files: dict[str, str], label: str, threshold: float, display: float) -> list[Pair]:
@@ -387,7 +362,7 @@ def _pairs(detector, files: dict[str, str], label: str, threshold: float, displa
     return pairs
 
 
-def summary(report: Report) -> str:
+def summary(report: SimilarityReport) -> str:
     blank = f" ({len(report.blank)} blank: {', '.join(report.blank)})" if report.blank else ""
     against = " and with the open edition's solutions" if report.reference else ""
     lines = [
