@@ -22,7 +22,7 @@ BOOK_OUT ?= .
 SITE ?= _build/html
 DEST ?=
 
-.PHONY: help venv lint test-fast sandbox browser book linkcheck check-site student-repo test exercises check-exercises grade check validate similarity bench-grading grading-accuracy train bench-transformer bench-generate clean
+.PHONY: help venv lint test-fast sandbox browser book linkcheck check-site student-repo test exercises check-exercises grade check validate similarity bench-suite bench-book figures bench-grading grading-accuracy train bench-transformer bench-generate clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -114,6 +114,15 @@ similarity: venv  ## report near-identical submissions of ASSIGNMENT, and copies
 
 grading-accuracy: venv sandbox  ## correct answers at full marks, wrong ones caught in their item, per assignment
 	$(BIN)/python -m tests.grading_accuracy $(ARGS)
+
+bench-suite: venv  ## time make test and make test-fast in a fresh clone of HEAD, as CI runs them; record the figures
+	$(BIN)/python -m benchmarks.suite $(ARGS)
+
+bench-book: venv $(MATHJAX)  ## time a cold book build (every chapter executed, cache left alone); record the figures
+	$(BIN)/python -m benchmarks.book $(ARGS)
+
+figures: venv  ## write the figures that README.md and the book quote from benchmarks/figures.json
+	$(BIN)/python -m benchmarks.figures
 
 bench-grading: venv sandbox  ## seconds per notebook, plain nbgrader vs sandboxed grading (N=8; BENCH_ARGS="--help")
 	$(BIN)/python -m benchmarks.grading $(or $(N),8) $(or $(BENCH_ARGS),--jobs 1 2)

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from autograder.classroom import fill, make_course, submit
 from autograder.cli import grade
+from benchmarks import figures
 
 ASSIGNMENT = "ch02_scaled_dot_product"
 
@@ -61,6 +62,7 @@ def main() -> None:
     parser.add_argument("--assignment", default=ASSIGNMENT, help=f"the assignment graded (default {ASSIGNMENT})")
     parser.add_argument("--sandboxed-only", action="store_true", help="leave out plain nbgrader")
     parser.add_argument("--cli", action="store_true", help="time the sandboxed runs as make grade runs them")
+    parser.add_argument("--no-record", action="store_true", help="print the figures without recording them")
     args = parser.parse_args()
     if args.n < 1 or min(args.jobs) < 1:
         parser.error("n and every --jobs value must be at least 1")
@@ -85,9 +87,17 @@ def main() -> None:
             rows.append((f"{'make grade' if args.cli else 'sandboxed'}, JOBS={jobs}", jobs, seconds))
     base = None if args.sandboxed_only else rows[0][2] / args.n
     print(f"{'pipeline':<26} {'total s':>8} {'s/notebook':>11} {'vs plain':>9}")
+    recorded = []
     for name, _, seconds in rows:
         per = seconds / args.n
-        print(f"{name:<26} {seconds:>8.1f} {per:>11.2f} {'' if base is None else f'{base / per:.2f}x':>9}")
+        versus = "" if base is None else f"{base / per:.2f}x"
+        print(f"{name:<26} {seconds:>8.1f} {per:>11.2f} {versus:>9}")
+        recorded.append(
+            {"pipeline": name, "seconds": round(seconds, 1), "per_notebook": round(per, 2), "vs_plain": versus}
+        )
+    if not args.no_record:
+        command = " ".join(["python -m benchmarks.grading", *sys.argv[1:]])
+        figures.record("grading", command, {"n": args.n, "assignment": args.assignment, "rows": recorded})
 
 
 if __name__ == "__main__":

@@ -1,0 +1,178 @@
+"""The figures that README.md and the book quote: each measured by a command, recorded with the machine it
+ran on, and written into the pages by this module, never typed by hand.
+
+    python -m benchmarks.figures            # write every page's marked blocks from benchmarks/figures.json
+    python -m benchmarks.figures --check    # exit 1 where a page's block differs from what the record gives
+
+A measuring command (``make bench-book``, ``make bench-suite``, ``make bench-grading``, ...) calls
+:func:`record` with its figures; the record keeps, beside them, the command, the day, the commit and
+the machine (CPU, cores, load while it ran, Python, PyTorch). A page holds a block per figure::
+
+    <!-- figures: book-build -->
+    ... written by this module ...
+    <!-- /figures -->
+
+and ``make test`` fails while a block differs from what :data:`RENDER` writes from the record.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.metadata
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RECORD = ROOT / "benchmarks" / "figures.json"
+PAGES = ("README.md", "book/instructor_guide.md")
+BLOCK = re.compile(r"(<!-- figures: (?P<name>[a-z0-9-]+) -->\n)(?P<body>.*?)(<!-- /figures -->)", re.S)
+
+
+def machine() -> str:
+    """The machine, as a figure's reader needs it: CPU, cores, load, OS, Python and PyTorch."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+        names = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
+        cpu = names[0] if names else cpu
+    except OSError:
+        pass
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    try:
+        torch = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        torch = "none"
+    return (
+        f"{os.cpu_count()} cores of {cpu}, no GPU, {platform.system()}, Python {platform.python_version()}, "
+        f"PyTorch {torch}; load average {load:.1f} at the end"
+    )
+
+
+def _commit() -> str:
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    return commit + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def load() -> dict:
+    return json.loads(RECORD.read_text()) if RECORD.is_file() else {}
+
+
+def record(name: str, command: str, figures: dict, *, commit: str | None = None) -> dict:
+    """Keep ``figures`` of the measurement ``name`` with its command and machine, in benchmarks/figures.json."""
+    if name not in RENDER:
+        raise ValueError(f"no page shows figures named {name!r}; known: {', '.join(sorted(RENDER))}")
+    entry = {
+        "command": command,
+        "day": datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
+        "commit": commit or _commit(),
+        "machine": machine(),
+        "figures": figures,
+    }
+    records = load()
+    records[name] = entry
+    RECORD.write_text(json.dumps(records, indent=2, sort_keys=True) + "\n")
+    print(f"Recorded {name} in {RECORD.relative_to(ROOT)}; `python -m benchmarks.figures` writes it into the pages")
+    return entry
+
+
+def _minutes(seconds: float) -> str:
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest} s" if minutes else f"{rest} s"
+
+
+def _measured(entry: dict) -> str:
+    return f"Measured by `{entry['command']}` on {entry['day']} at commit {entry['commit']}, on {entry['machine']}"
+
+
+def _book_build(entry: dict) -> str:
+    figures = entry["figures"]
+    chapters = sorted(figures["chapters"].items(), key=lambda item: -item[1])
+    slowest = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in chapters[:4])
+    return (
+        f"A cold build (no cache) took {_minutes(figures['total_seconds'])}, of which executing the "
+        f"chapters' code took {_minutes(sum(figures['chapters'].values()))}; the slowest chapters: {slowest}. "
+        f"{_measured(entry)}.\n"
+    )
+
+
+def _suite(entry: dict) -> str:
+    figures = entry["figures"]
+    slowest = "; ".join(f"`{name}` {seconds:.0f} s" for name, seconds in figures["slowest_files"][:5])
+    return (
+        f"`make test` from a fresh clone took {_minutes(figures['total_seconds'])} in all "
+        f"({_minutes(figures['setup_seconds'])} to install and lint, {_minutes(figures['pytest_seconds'])} for "
+        f"{figures['tests']} tests on 2 pytest workers), and `make test-fast` {_minutes(figures['fast_seconds'])} "
+        f"for {figures['fast_tests']} tests. The longest test files (time on their worker): {slowest}. "
+        f"{_measured(entry)}.\n"
+    )
+
+
+def _grading(entry: dict) -> str:
+    figures = entry["figures"]
+    rows = "\n".join(
+        f"| {row['pipeline']} | {row['seconds']:.1f} | {row['per_notebook']:.2f} | {row.get('vs_plain', '')} |"
+        for row in figures["rows"]
+    )
+    return (
+        f"{figures['n']} correct submissions of {figures['assignment']}, graded end to end as `make grade` "
+        f"grades them (gradebook, autograde, feedback, CSV):\n\n"
+        f"| pipeline | seconds | per notebook | vs plain nbgrader |\n| --- | --- | --- | --- |\n{rows}\n\n"
+        f"{_measured(entry)}.\n"
+    )
+
+
+RENDER: dict[str, Callable[[dict], str]] = {
+    "book-build": _book_build,
+    "suite": _suite,
+    "grading": _grading,
+}
+
+
+def render(name: str, records: dict) -> str:
+    if name not in RENDER:
+        raise KeyError(f"a page has a block of figures named {name!r}, which benchmarks.figures does not know")
+    if name not in records:
+        return f"(No measurement recorded yet: run the command that records `{name}`.)\n"
+    return RENDER[name](records[name])
+
+
+def written(text: str, records: dict) -> str:
+    """``text`` with every block of figures written from ``records``."""
+    return BLOCK.sub(lambda m: m.group(1) + render(m.group("name"), records) + m.group(4), text)
+
+
+def stale_pages(records: dict | None = None) -> list[str]:
+    """The pages whose blocks differ from what the record gives."""
+    records = load() if records is None else records
+    return [page for page in PAGES if (text := (ROOT / page).read_text()) != written(text, records)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true", help="exit 1 where a page's figures are out of date")
+    args = parser.parse_args(argv)
+    records = load()
+    stale = stale_pages(records)
+    if args.check:
+        for page in stale:
+            print(f"{page}: its figures differ from benchmarks/figures.json; run `python -m benchmarks.figures`")
+        return 1 if stale else 0
+    for page in stale:
+        path = ROOT / page
+        path.write_text(written(path.read_text(), records))
+        print(f"Wrote the figures of {page}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

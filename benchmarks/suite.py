@@ -1,0 +1,90 @@
+"""How long the test suite takes from a fresh clone, as CI runs it.
+
+    python -m benchmarks.suite           # make bench-suite: clone HEAD, run make test and make test-fast there
+
+Clones the repository's HEAD into a temporary folder that an unprivileged grader can reach (mode
+0755), runs ``make test`` there (creating its ``.venv`` as a fresh machine would), then ``make
+test-fast`` in the same clone, and prints the seconds of each, of pytest's part, and of the test files
+that took longest on their worker (from pytest's JUnit XML: set-up, call and tear-down of each test).
+The figures are recorded for the pages (:mod:`benchmarks.figures`, block ``suite``); a red run
+records nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ElementTree
+from collections import defaultdict
+from pathlib import Path
+
+from benchmarks import figures
+
+ROOT = figures.ROOT
+SUMMARY = re.compile(r"(?P<passed>\d+) passed.* in (?P<seconds>[0-9.]+)s")
+
+
+def _make(clone: Path, target: str, junit: Path, log: Path) -> tuple[float, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "EDITION", "RELEASED")}
+    env["PYTEST_ARGS"] = f"--junitxml={junit}"
+    started = time.perf_counter()
+    with log.open("w") as out:
+        run = subprocess.run(["make", target], cwd=clone, stdout=out, stderr=subprocess.STDOUT, env=env)
+    seconds = time.perf_counter() - started
+    text = log.read_text()
+    if run.returncode != 0:
+        raise SystemExit(f"make {target} failed in the fresh clone (exit {run.returncode}):\n{text[-4000:]}")
+    return seconds, text
+
+
+def file_seconds(junit: Path) -> dict[str, float]:
+    """Seconds per test file, from pytest's JUnit XML."""
+    totals: dict[str, float] = defaultdict(float)
+    for case in ElementTree.parse(junit).iter("testcase"):
+        module = case.get("classname", "").split(".")
+        name = "/".join(module[: next((i for i, part in enumerate(module) if part.startswith("test_")), 0) + 1])
+        totals[f"{name}.py"] += float(case.get("time", 0))
+    return dict(totals)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--no-record", action="store_true", help="print the figures without recording them")
+    args = parser.parse_args(argv)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chmod(tmp, 0o755)
+        clone = Path(tmp) / "course"
+        subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
+        total, text = _make(clone, "test", Path(tmp) / "junit.xml", Path(tmp) / "test.log")
+        found = SUMMARY.search(text)
+        per_file = sorted(file_seconds(Path(tmp) / "junit.xml").items(), key=lambda item: -item[1])
+        fast, fast_text = _make(clone, "test-fast", Path(tmp) / "junit-fast.xml", Path(tmp) / "fast.log")
+        fast_found = SUMMARY.search(fast_text)
+    if not found or not fast_found:
+        raise SystemExit("pytest's summary line was not found in the output of make test or make test-fast")
+    result = {
+        "total_seconds": round(total, 1),
+        "pytest_seconds": float(found["seconds"]),
+        "setup_seconds": round(total - float(found["seconds"]), 1),
+        "tests": int(found["passed"]),
+        "fast_seconds": round(fast, 1),
+        "fast_tests": int(fast_found["passed"]),
+        "slowest_files": [[name, round(seconds, 1)] for name, seconds in per_file[:8]],
+    }
+    print(f"make test: {total:.0f} s ({result['tests']} tests, pytest {result['pytest_seconds']:.0f} s)")
+    print(f"make test-fast: {fast:.0f} s ({result['fast_tests']} tests)")
+    for name, seconds in per_file[:8]:
+        print(f"  {name:<36} {seconds:8.1f} s")
+    if not args.no_record:
+        figures.record("suite", "make bench-suite", result, commit=commit.stdout.strip())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
