@@ -25,6 +25,7 @@ import math
 import os
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -451,28 +452,63 @@ def save_checkpoint(path: Path, model, optimizer, step: int, args, history, vali
     partial.replace(path)
 
 
-def main(argv=None) -> dict:
-    args = parse_args(argv)
-    started = time.perf_counter()
-    procs = Processes(args.device)
+# --------------------------------------------------------------------------- the run
+
+
+@dataclass
+class Run:
+    """What a run trains with: its options, its processes, the task, the model (as built, for checkpoints,
+    evaluation and FLOPs; as trained, data-parallel where there are several processes; as stepped,
+    compiled with --compile), the optimizer and the precision."""
+
+    args: argparse.Namespace
+    procs: Processes
+    task: DatesTask | CharsTask
+    raw_model: torch.nn.Module
+    model: torch.nn.Module
+    step_model: torch.nn.Module
+    optimizer: torch.optim.Optimizer
+    autocast: contextlib.AbstractContextManager
+    scaler: torch.amp.GradScaler
+
+    @property
+    def device(self) -> torch.device:
+        return self.procs.device
+
+
+@dataclass
+class Progress:
+    """How far training has gone, a resumed run's included (what a checkpoint saves), and this process's
+    model FLOPs and tokens in this run alone."""
+
+    step: int = 0
+    history: list = field(default_factory=list)
+    validation: list = field(default_factory=list)
+    tokens: int = 0
+    train_seconds: float = 0.0
+    run_flops: float = 0.0
+    run_tokens: int = 0
+
+
+def check_options(args: argparse.Namespace, procs: Processes) -> None:
+    """Refuse options that these processes and this device cannot run."""
     if args.batch_size % procs.world:
         raise SystemExit(
             f"--batch-size ({args.batch_size}) must be divisible by the number of processes ({procs.world})"
         )
     if args.precision == "fp16" and procs.device.type != "cuda":
         raise SystemExit("--precision fp16 needs a cuda device; use bf16 on other devices")
+
+
+def build(args: argparse.Namespace, procs: Processes) -> tuple[Run, Progress]:
+    """The task, the model and its optimizer (seeded; from --resume's checkpoint where given), wrapped for
+    data parallelism and compiled as the options say, and the progress so far."""
     device = procs.device
     torch.manual_seed(args.seed)
     task = DatesTask(args) if args.task == "dates" else CharsTask(args)
     model = task.model(fused=args.attention == "fused").to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01)
-    start_step, history, validation, tokens, train_seconds = 0, [], [], 0, 0.0
-    if args.resume is not None:
-        state = torch.load(args.resume, map_location=device, weights_only=False)
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        start_step, history, validation = state["step"], state["history"], state["validation"]
-        tokens, train_seconds = state["tokens"], state["train_seconds"]
+    progress = Progress() if args.resume is None else resume(args.resume, model, optimizer, device)
     raw_model = model
     if procs.world > 1:
         model = torch.nn.parallel.DistributedDataParallel(
@@ -485,118 +521,184 @@ def main(argv=None) -> dict:
         else contextlib.nullcontext()
     )
     scaler = torch.amp.GradScaler("cuda", enabled=args.precision == "fp16")
-    if procs.main:
-        args.out.mkdir(parents=True, exist_ok=True)
-    metrics = (args.out / "metrics.jsonl").open("a") if procs.main else None
-    share = args.batch_size // procs.world
+    return Run(args, procs, task, raw_model, model, step_model, optimizer, autocast, scaler), progress
+
+
+def resume(path: Path, model, optimizer, device: torch.device) -> Progress:
+    """Load the model and optimizer from the checkpoint at ``path``; the progress it saved."""
+    state = torch.load(path, map_location=device, weights_only=False)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    return Progress(
+        step=state["step"],
+        history=state["history"],
+        validation=state["validation"],
+        tokens=state["tokens"],
+        train_seconds=state["train_seconds"],
+    )
+
+
+def train(run: Run, progress: Progress, metrics) -> None:
+    """Train up to the last step (--steps, or --stop-after), or until --time-budget is spent; every
+    --log-every steps (and at the last) log the window since the previous log (:func:`log_window`)."""
+    args, procs = run.args, run.procs
     bar = tqdm(
         total=args.steps,
-        initial=start_step,
-        desc=f"{task.name} on {device.type}",
+        initial=progress.step,
+        desc=f"{run.task.name} on {run.device.type}",
         file=sys.stderr,
         disable=args.no_progress or not procs.main,
         mininterval=1.0,
         dynamic_ncols=True,
     )
-    step, window_tokens, window_start = start_step, 0, time.perf_counter()
-    run_flops, run_tokens = 0.0, 0  # this process's model FLOPs and tokens, in this run (not resumed ones)
-    model.train()
+    window_tokens, window_start = 0, time.perf_counter()
+    run.model.train()
     last_step = min(args.steps, args.stop_after or args.steps)
-    while step < last_step:
-        if args.time_budget is not None and train_seconds + (time.perf_counter() - window_start) >= args.time_budget:
+    while progress.step < last_step:
+        if (
+            args.time_budget is not None
+            and progress.train_seconds + (time.perf_counter() - window_start) >= args.time_budget
+        ):
             break
-        for group in optimizer.param_groups:
-            group["lr"] = learning_rate(step, args)
-        indices = global_indices(step, args, len(task.train_examples))[procs.rank * share : (procs.rank + 1) * share]
-        b = task.batch(indices)
-        run_flops += task.flops(raw_model, b)  # from the batch on the host: no wait for the device
-        b = {k: v.to(device, non_blocking=True) for k, v in b.items()}
-        with autocast:
-            loss, step_tokens = task.loss(step_model, b, args.label_smoothing)
-        optimizer.zero_grad(set_to_none=True)
-        scaler.scale(loss).backward()
-        if args.clip > 0:
-            scaler.unscale_(optimizer)
-            torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
-        scaler.step(optimizer)
-        scaler.update()
-        step += 1
+        loss, step_tokens = train_step(run, progress)
+        progress.step += 1
         window_tokens += step_tokens * procs.world
-        run_tokens += step_tokens
-        if step % args.log_every == 0 or step == last_step:
-            synchronize(device)
-            now = time.perf_counter()
-            train_seconds += now - window_start
-            tokens += window_tokens
-            rate = window_tokens / max(now - window_start, 1e-9)
-            mean_loss = procs.mean(loss.item())
-            record = {"step": step, "loss": mean_loss, "lr": learning_rate(step - 1, args), "tokens_per_second": rate}
-            history.append(record)
-            if procs.main:
-                metrics.write(json.dumps(record) + "\n")
-                metrics.flush()
-                bar.set_postfix(loss=f"{mean_loss:.3f}", tok_s=f"{rate:,.0f}")
-            bar.update(step - bar.n)
-            if step % args.checkpoint_every == 0 and procs.main:
-                raw_model.eval()
-                validation.append({"step": step, "val_loss": task.validation_loss(raw_model, device)})
-                raw_model.train()
-                save_checkpoint(
-                    args.out / "checkpoint.pt",
-                    raw_model,
-                    optimizer,
-                    step,
-                    args,
-                    history,
-                    validation,
-                    tokens,
-                    train_seconds,
-                )
-            procs.barrier()
+        progress.run_tokens += step_tokens
+        if progress.step % args.log_every == 0 or progress.step == last_step:
+            log_window(run, progress, loss, window_tokens, window_start, metrics, bar)
             window_tokens, window_start = 0, time.perf_counter()
     bar.close()
     if window_tokens:
-        synchronize(device)
-        train_seconds += time.perf_counter() - window_start
-        tokens += window_tokens
+        synchronize(run.device)
+        progress.train_seconds += time.perf_counter() - window_start
+        progress.tokens += window_tokens
+
+
+def train_step(run: Run, progress: Progress) -> tuple[torch.Tensor, int]:
+    """One optimizer step on this process's share of the step's global batch: its loss and tokens."""
+    args, procs = run.args, run.procs
+    for group in run.optimizer.param_groups:
+        group["lr"] = learning_rate(progress.step, args)
+    share = args.batch_size // procs.world
+    indices = global_indices(progress.step, args, len(run.task.train_examples))[
+        procs.rank * share : (procs.rank + 1) * share
+    ]
+    b = run.task.batch(indices)
+    progress.run_flops += run.task.flops(run.raw_model, b)  # from the batch on the host: no wait for the device
+    b = {k: v.to(run.device, non_blocking=True) for k, v in b.items()}
+    with run.autocast:
+        loss, step_tokens = run.task.loss(run.step_model, b, args.label_smoothing)
+    run.optimizer.zero_grad(set_to_none=True)
+    run.scaler.scale(loss).backward()
+    if args.clip > 0:
+        run.scaler.unscale_(run.optimizer)
+        torch.nn.utils.clip_grad_norm_(run.model.parameters(), args.clip)
+    run.scaler.step(run.optimizer)
+    run.scaler.update()
+    return loss, step_tokens
+
+
+def log_window(run: Run, progress: Progress, loss, window_tokens: int, window_start: float, metrics, bar) -> None:
+    """The end of a window of steps: its time and tokens counted, its loss (averaged over the processes) and
+    throughput recorded, written to metrics.jsonl and shown; every --checkpoint-every steps, the validation
+    loss and a checkpoint."""
+    args, procs = run.args, run.procs
+    synchronize(run.device)
+    now = time.perf_counter()
+    progress.train_seconds += now - window_start
+    progress.tokens += window_tokens
+    rate = window_tokens / max(now - window_start, 1e-9)
+    mean_loss = procs.mean(loss.item())
+    record = {
+        "step": progress.step,
+        "loss": mean_loss,
+        "lr": learning_rate(progress.step - 1, args),
+        "tokens_per_second": rate,
+    }
+    progress.history.append(record)
+    if procs.main:
+        metrics.write(json.dumps(record) + "\n")
+        metrics.flush()
+        bar.set_postfix(loss=f"{mean_loss:.3f}", tok_s=f"{rate:,.0f}")
+    bar.update(progress.step - bar.n)
+    if progress.step % args.checkpoint_every == 0 and procs.main:
+        run.raw_model.eval()
+        progress.validation.append(
+            {"step": progress.step, "val_loss": run.task.validation_loss(run.raw_model, run.device)}
+        )
+        run.raw_model.train()
+        checkpoint(run, progress)
+    procs.barrier()
+
+
+def checkpoint(run: Run, progress: Progress) -> None:
+    """Save the run to --out/checkpoint.pt."""
+    save_checkpoint(
+        run.args.out / "checkpoint.pt",
+        run.raw_model,
+        run.optimizer,
+        progress.step,
+        run.args,
+        progress.history,
+        progress.validation,
+        progress.tokens,
+        progress.train_seconds,
+    )
+
+
+def report(run: Run, progress: Progress, started: float) -> dict:
+    """The final evaluation, checkpoint and loss curve, and the run's final metrics (written to final.json)."""
+    args, raw_model, device = run.args, run.raw_model, run.device
+    raw_model.eval()
+    result = run.task.evaluate(raw_model, device)
+    progress.validation.append({"step": progress.step, "val_loss": result["val_loss"]})
+    checkpoint(run, progress)
+    plot_losses(progress.history, progress.validation, args.out / "loss_curve.png")
+    rate = progress.tokens / max(progress.train_seconds, 1e-9)
+    flops_per_token = progress.run_flops / progress.run_tokens if progress.run_tokens else None
+    peak, peak_source = peak_flops(device, args.peak_tflops)
+    utilisation = mfu(rate * flops_per_token, peak, run.procs.world) if flops_per_token else None
+    if utilisation is None and not progress.run_tokens:
+        peak_source = "no training step in this run: no FLOPs per token"
+    result = {
+        "task": run.task.name,
+        "device": str(device),
+        "processes": run.procs.world,
+        "steps": progress.step,
+        **result,
+        "tokens_per_second": round(rate, 1),
+        "train_seconds": round(progress.train_seconds, 2),
+        "wall_seconds": round(time.perf_counter() - started, 2),
+        "parameters": sum(p.numel() for p in raw_model.parameters()),
+        "flops_per_token": round(flops_per_token, 1) if flops_per_token else None,
+        "mfu": round(utilisation, 4) if utilisation is not None else None,
+        "peak_tflops": peak / 1e12 if peak is not None else None,
+        "peak_source": peak_source,
+        "precision": args.precision,
+        "compile": args.compile,
+        "attention": args.attention,
+        "tie_weights": args.tie_weights,
+        "out": str(args.out),
+    }
+    if utilisation is None:
+        print(f"no model FLOPs utilisation: {peak_source}", file=sys.stderr)
+    (args.out / "final.json").write_text(json.dumps(result, indent=1) + "\n")
+    return result
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    started = time.perf_counter()
+    procs = Processes(args.device)
+    check_options(args, procs)
+    run, progress = build(args, procs)
+    if procs.main:
+        args.out.mkdir(parents=True, exist_ok=True)
+    metrics = (args.out / "metrics.jsonl").open("a") if procs.main else None
+    train(run, progress, metrics)
     result = {}
     if procs.main:
-        raw_model.eval()
-        result = task.evaluate(raw_model, device)
-        validation.append({"step": step, "val_loss": result["val_loss"]})
-        save_checkpoint(
-            args.out / "checkpoint.pt", raw_model, optimizer, step, args, history, validation, tokens, train_seconds
-        )
-        plot_losses(history, validation, args.out / "loss_curve.png")
-        rate = tokens / max(train_seconds, 1e-9)
-        flops_per_token = run_flops / run_tokens if run_tokens else None
-        peak, peak_source = peak_flops(device, args.peak_tflops)
-        utilisation = mfu(rate * flops_per_token, peak, procs.world) if flops_per_token else None
-        if utilisation is None and not run_tokens:
-            peak_source = "no training step in this run: no FLOPs per token"
-        result = {
-            "task": task.name,
-            "device": str(device),
-            "processes": procs.world,
-            "steps": step,
-            **result,
-            "tokens_per_second": round(rate, 1),
-            "train_seconds": round(train_seconds, 2),
-            "wall_seconds": round(time.perf_counter() - started, 2),
-            "parameters": sum(p.numel() for p in raw_model.parameters()),
-            "flops_per_token": round(flops_per_token, 1) if flops_per_token else None,
-            "mfu": round(utilisation, 4) if utilisation is not None else None,
-            "peak_tflops": peak / 1e12 if peak is not None else None,
-            "peak_source": peak_source,
-            "precision": args.precision,
-            "compile": args.compile,
-            "attention": args.attention,
-            "tie_weights": args.tie_weights,
-            "out": str(args.out),
-        }
-        if utilisation is None:
-            print(f"no model FLOPs utilisation: {peak_source}", file=sys.stderr)
-        (args.out / "final.json").write_text(json.dumps(result, indent=1) + "\n")
+        result = report(run, progress, started)
         metrics.close()
         print(json.dumps(result), flush=True)
     procs.barrier()

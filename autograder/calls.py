@@ -6,13 +6,20 @@ The student's object may be the real one (a notebook's kernel) or a proxy of one
 sandbox (the grader): both are called the same way. A call in the sandbox is seeded there; a call
 here is seeded under a lock, on a generator forked for it, so that no other thread's draws and no
 student's kernel state change what it draws.
+
+The keyword options that the checks share (the seed; for a class item its constructor's arguments, the
+method called and the train or eval mode) are declared once, :class:`CallOptions`; a check takes those it
+needs as keyword arguments (:func:`takes_options`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
 import inspect
 import random
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -54,6 +61,62 @@ def seeded(seed: int, obj=None):
             random.setstate(python)
 
 
+@dataclass(frozen=True)
+class CallOptions:
+    """The keyword options that checks share: ``seed``, of the inputs and of the call; for a class item,
+    ``init``, the constructor's arguments (plain data), ``method``, called in place of the object itself,
+    and ``mode``, ``"train"`` or ``"eval"`` (default: eval)."""
+
+    seed: int = 0
+    init: tuple | None = None
+    method: str | None = None
+    mode: str | None = None
+
+    @classmethod
+    def of(cls, arguments: dict) -> CallOptions:
+        """The options among a check's arguments (by parameter name); the defaults for those it does not take."""
+        return cls(**{name: arguments[name] for name in OPTIONS if name in arguments})
+
+    def call(self, item: Item, prop: str, args, kwargs, hint: str) -> Call:
+        """The check's call of ``item`` with these options."""
+        return Call(item, prop, args, kwargs, self.seed, hint, init=self.init, method=self.method, mode=self.mode)
+
+
+OPTIONS = tuple(option.name for option in dataclasses.fields(CallOptions))
+
+
+def takes_options(*names: str, required: tuple[str, ...] = ()):
+    """A check that takes the shared options ``names`` (default: all of :class:`CallOptions`) as keyword
+    arguments, with their defaults (none for those ``required``), and gets them as one argument,
+    ``options``. The check's signature, as callers and :func:`inspect.signature` see it, lists them."""
+    names = names or OPTIONS
+    fields = {option.name: option for option in dataclasses.fields(CallOptions)}
+
+    def decorate(check):
+        own = [p for p in inspect.signature(check).parameters.values() if p.name != "options"]
+        shared = [
+            inspect.Parameter(
+                name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=inspect.Parameter.empty if name in required else fields[name].default,
+                annotation=fields[name].type,
+            )
+            for name in names
+        ]
+        signature = inspect.Signature([*own, *shared])
+
+        @functools.wraps(check)
+        def with_options(*args, **kwargs):
+            bound = signature.bind(*args, **kwargs)
+            options = CallOptions(**{name: bound.arguments.pop(name) for name in names if name in bound.arguments})
+            return check(*bound.args, **bound.kwargs, options=options)
+
+        with_options.__signature__ = signature
+        return with_options
+
+    return decorate
+
+
 class Call:
     """One call of the student's code: its inputs (as plain data) and what it returned."""
 
@@ -87,17 +150,7 @@ class Call:
         args = arguments.get("args")
         if args is None:
             args = [arguments["x"]] if "x" in arguments else []
-        return cls(
-            item,
-            prop,
-            args,
-            arguments.get("kwargs"),
-            arguments.get("seed", 0),
-            "",
-            init=arguments.get("init"),
-            method=arguments.get("method"),
-            mode=arguments.get("mode"),
-        )
+        return CallOptions.of(arguments).call(item, prop, args, arguments.get("kwargs"), "")
 
     # ------------------------------------------------------------------ building
 

@@ -1,132 +1,55 @@
-"""Checks that tests call, one line per property.
+"""The checks that test cells call, one property each.
 
 Every check takes an :class:`~autograder.items.Item` (the student's object and its name in the
 course contract), inputs described as plain data (see :mod:`autograder.specs`), and keyword options
-that are plain data too. It makes the inputs, calls the student's code (:class:`~autograder.calls.Call`),
-and raises :class:`~autograder.items.CheckFailed` with a message that names
+that are plain data too (those that checks share, the seed and how a class item is built and called,
+declared once: :class:`~autograder.calls.CallOptions`). It makes the inputs, calls the student's code
+(:class:`~autograder.calls.Call`), and raises :class:`~autograder.items.CheckFailed` with a message
+that names
 
 * the item,
 * the property that failed,
 * the shapes of the inputs,
 * and a hint,
 
-and never prints an expected value. Because everything but the student's object is plain data, a
-check call can be recorded and replayed by a grader that runs the student's code in another process.
+and never prints an expected value (:mod:`autograder.compare` says how values differ). Because
+everything but the student's object is plain data, a check call can be recorded and replayed by a
+grader that runs the student's code in another process.
 
-Each check grades its item's own code: graded in the sandbox, an item that uses other graded items
-runs with the grader's stand-ins for them (:mod:`autograder.standins`). Where a check fails with
-the values of one of the item's known mistakes, its hint names that mistake (:mod:`autograder.diagnosis`).
+Each check grades its item's own code (:mod:`autograder.graded`): graded in the sandbox, an item that
+uses other graded items runs with the grader's stand-ins for them (:mod:`autograder.standins`), and a
+failure's hint says whose fault it is (:mod:`autograder.attribution`), naming one of the item's known
+mistakes where one explains it (:mod:`autograder.diagnosis`).
 """
 
 from __future__ import annotations
 
 import builtins
-import functools
 import importlib
-import inspect
 
 import numpy as np
 import torch
 
-from autograder import course, diagnosis, reference, specs, standins
-from autograder.calls import Call, is_remote, parameter_names, seeded
+from autograder import reference, specs, standins, torch_builtins
+from autograder.calls import Call, CallOptions, parameter_names, seeded, takes_options
 from autograder.compare import compare
+from autograder.graded import graded
 from autograder.items import CheckFailed, Item
 
 
-def _reference_run(item: Item, arguments: dict, helpers: dict):
-    """The item's reference, called as the check calls the student's item, with ``helpers`` in place
-    of the graded items it uses (the stand-ins record how large the calls of them are)."""
-    call = Call.replaying(item, "reference", arguments)
-    return call.run(standins.rebound(reference.get(item.assignment, item.name), helpers))
-
-
-def _limits_key(item: Item, arguments: dict) -> tuple:
-    """The check's call as plain data, but its seed: how large the reference's calls of its helpers are."""
-    described = {k: v for k, v in arguments.items() if k not in ("item", "seed", "hint")}
-    return (item.assignment, item.name, item.uses, repr(sorted(item.free.items())), repr(described))
-
-
-def _inputs_size(item: Item, arguments: dict) -> standins.Size:
-    call = Call.replaying(item, "inputs", arguments)
-    return standins.size_of([call.inputs, call.keywords, list(call.init or ())])
-
-
-def _graded(diagnose: bool = True):
-    """A check that grades its item's own code: its calls of the student's code run under the item's
-    stand-ins (where they run in the sandbox), and a failure with the values of a known mistake names
-    its cause."""
-
-    def decorate(check):
-        signature = inspect.signature(check)
-
-        @functools.wraps(check)
-        def graded(*args, **kwargs):
-            arguments = signature.bind(*args, **kwargs)
-            arguments.apply_defaults()
-            arguments = dict(arguments.arguments)
-            item = arguments["item"]
-            in_sandbox = is_remote(item.obj)
-            with standins.grading(item.assignment, item.uses if in_sandbox else ()) as scope:
-                scope.run_reference = functools.partial(_reference_run, item, arguments)
-                scope.inputs_size = functools.partial(_inputs_size, item, arguments)
-                scope.limits_key = _limits_key(item, arguments)
-                try:
-                    return check(*args, **kwargs)
-                except CheckFailed as failure:
-                    found = diagnosis.cause(item, arguments) if diagnose and _diagnosable(item, in_sandbox) else None
-                    if found:
-                        raise failure.with_hint(found) from None
-                    if item.uses and not in_sandbox:
-                        raise failure.with_hint(_uses_note(item, failure.hint)) from None
-                    raise
-
-        return graded
-
-    return decorate
-
-
-def _diagnosable(item: Item, in_sandbox: bool) -> bool:
-    """Whether a failure may be diagnosed with the item's reference: always when graded; in a notebook
-    only where the term releases the chapter, so that the visible tests say the same in the
-    instructor's checkout as in the students' repository, on Colab or a hub (which hold no reference of
-    an unreleased chapter)."""
-    if in_sandbox:
-        return True
-    try:
-        return course.release().is_released(item.assignment)
-    except course.SettingsError:
-        return False
-
-
-def _uses_note(item: Item, hint: str) -> str:
-    """The hint of a check run beside the student's own helpers (a notebook, make validate), where no
-    stand-in can take their place: what the check can establish first, then the property's hint."""
-    names = ", ".join(item.uses)
-    return (
-        f"{item.name} ran here with your own {names}: if a test of those fails, fix it first (graded, "
-        f"{item.name} is checked with correct ones). If they all pass: {hint}"
-    )
-
-
-# --------------------------------------------------------------------------- checks
-
-
-@_graded()
+@graded()
+@takes_options()
 def check_output_shapes(
     item: Item,
     args,
     kwargs=None,
     *,
+    options: CallOptions,
     shapes,
-    seed: int = 0,
     hint: str = "check the shape of each returned value against the assignment",
-    init=None,
-    method: str | None = None,
-    mode: str | None = None,
 ):
     """The item returns the right structure (a value, or a tuple of ``item.outputs``) with these shapes."""
-    call = Call(item, "output shapes", args, kwargs, seed, hint, init=init, method=method, mode=mode)
+    call = options.call(item, "output shapes", args, kwargs, hint)
     values = call.outputs(call.run())
     shapes = [tuple(s) for s in shapes]
     if len(shapes) != len(values):
@@ -137,26 +60,22 @@ def check_output_shapes(
             call.fail(f"{name} has shape {got}; expected {shape}")
 
 
-@_graded()
+@graded()
+@takes_options()
 def check_matches_reference(
     item: Item,
     args,
     kwargs=None,
     *,
-    seed: int = 0,
+    options: CallOptions,
     rtol: float = 1e-5,
     atol: float = 1e-6,
     outputs: tuple[str, ...] | None = None,
     hint: str = "compare your steps with the formula in the assignment",
-    init=None,
-    method: str | None = None,
-    mode: str | None = None,
 ):
     """Every returned value (or those named in ``outputs``) equals the reference solution's."""
-    call = Call(
-        item, "agreement with the reference solution", args, kwargs, seed, hint, init=init, method=method, mode=mode
-    )
-    if init is not None:
+    call = options.call(item, "agreement with the reference solution", args, kwargs, hint)
+    if options.init is not None:
         call.use_reference_weights()
     got = call.outputs(call.run())
     want = call.outputs(call.run(standins.as_chosen(reference.get(item.assignment, item.name), item.free)))
@@ -164,16 +83,17 @@ def check_matches_reference(
         compare(call, name, call.as_numpy(got[name], name), call.as_numpy(want[name], name), rtol, atol)
 
 
-@_graded()
+@graded()
+@takes_options("seed")
 def check_matches(
     item: Item,
     other: str,
     args,
     kwargs=None,
     *,
+    options: CallOptions,
     output: str | None = None,
     rename: dict | None = None,
-    seed: int = 0,
     rtol: float = 1e-5,
     atol: float = 1e-6,
     hint: str = "compare your steps with the formula in the assignment",
@@ -185,29 +105,27 @@ def check_matches(
     """
     module_name, _, attr = other.rpartition(".")
     builtin = getattr(importlib.import_module(module_name), attr)
-    call = Call(item, f"agreement with {other}", args, kwargs, seed, hint)
+    call = options.call(item, f"agreement with {other}", args, kwargs, hint)
     name, got = call.select(call.run(), output)
-    inputs, keywords = specs.materialize(call.args, call.kwargs, seed)
+    inputs, keywords = specs.materialize(call.args, call.kwargs, options.seed)
     keywords = {(rename or {}).get(k, k): v for k, v in keywords.items()}
     want = call.as_numpy(builtin(*inputs, **keywords), name)
     compare(call, name, got, want, rtol, atol, against=other)
 
 
-@_graded()
+@graded()
+@takes_options(required=("init",))
 def check_matches_torch(
     item: Item,
     builtin: str,
     args,
     kwargs=None,
     *,
-    init,
-    seed: int = 0,
+    options: CallOptions,
     rtol: float = 1e-5,
     atol: float = 1e-6,
     outputs: tuple[str, ...] | None = None,
     hint: str = "name the submodules as the assignment says and follow its formula",
-    method: str | None = None,
-    mode: str | None = None,
 ):
     """A class item returns what the ``torch.nn`` built-in returns, both holding the same weights.
 
@@ -217,15 +135,11 @@ def check_matches_torch(
     object, builds the built-in from them and calls it on the same inputs. The
     reference solution is not needed, so visible tests can use this check.
     """
-    from autograder import torch_builtins
-
     converter = torch_builtins.CONVERTERS[builtin]
-    call = Call(
-        item, f"agreement with {converter.label}", args, kwargs, seed, hint, init=init, method=method, mode=mode
-    )
-    call.weights = converter.weights(tuple(init), seed)
+    call = options.call(item, f"agreement with {converter.label}", args, kwargs, hint)
+    call.weights = converter.weights(tuple(options.init), options.seed)
     got = call.outputs(call.run())
-    inputs, keywords = specs.materialize(call.args, call.kwargs, seed)
+    inputs, keywords = specs.materialize(call.args, call.kwargs, options.seed)
     want = converter(call.weights, call.init, inputs, keywords)
     for name in outputs or want:
         compare(
@@ -274,18 +188,16 @@ def _perturbation(call: Call, change: int | str, output: str | None, where_fn, s
     return name, before, results
 
 
-@_graded()
+@graded()
+@takes_options()
 def check_causal(
     item: Item,
     args,
     kwargs=None,
     *,
+    options: CallOptions,
     change: int | str,
-    init=None,
-    method: str | None = None,
-    mode: str | None = None,
     output: str | None = None,
-    seed: int = 0,
     atol: float = 1e-5,
     hint: str = "the output at position t must not depend on later inputs: the look-ahead mask "
     "has to reach every attention over these positions",
@@ -294,7 +206,7 @@ def check_causal(
 
     The output must also depend on that input at all, so that ignoring it does not pass.
     """
-    call = Call(item, "causality", args, kwargs, seed, hint, init=init, method=method, mode=mode)
+    call = options.call(item, "causality", args, kwargs, hint)
     length = call.input_value(change).size(1)
     cuts = sorted({0, length // 2, max(0, length - 2)})
 
@@ -304,7 +216,7 @@ def check_causal(
             where[:, t + 1 :] = True
             yield t, where
 
-    name, before, results = _perturbation(call, change, output, later_than, seed + 1)
+    name, before, results = _perturbation(call, change, output, later_than, options.seed + 1)
     changed = call.name_of(change)
     depends = False
     for t, after in results:
@@ -322,28 +234,24 @@ def check_causal(
         )
 
 
-@_graded()
+@graded()
+@takes_options()
 def check_ignores_masked(
     item: Item,
     args,
     kwargs=None,
     *,
+    options: CallOptions,
     change: int | str,
     mask: int | str,
-    init=None,
-    method: str | None = None,
-    mode: str | None = None,
     output: str | None = None,
-    seed: int = 0,
     atol: float = 1e-5,
     hint: str = "masked (padding) positions must have no influence: the padding mask has "
     "to reach every attention over these positions",
 ):
     """The output does not change when input ``change`` changes where ``mask`` is False (padding),
     and does change when it changes where ``mask`` is True."""
-    call = Call(
-        item, "masked positions have no influence", args, kwargs, seed, hint, init=init, method=method, mode=mode
-    )
+    call = options.call(item, "masked positions have no influence", args, kwargs, hint)
     keep = call.input_value(mask)
 
     def masked_then_visible(value):
@@ -351,7 +259,7 @@ def check_ignores_masked(
         yield "masked", hidden
         yield "visible", ~hidden
 
-    name, before, results = _perturbation(call, change, output, masked_then_visible, seed + 1)
+    name, before, results = _perturbation(call, change, output, masked_then_visible, options.seed + 1)
     changed, mask_name = call.name_of(change), call.name_of(mask)
     (_, after_masked), (_, after_visible) = results
     diff = np.abs(after_masked - before).max()
@@ -364,59 +272,46 @@ def check_ignores_masked(
         )
 
 
-@_graded()
+@graded()
+@takes_options("init", "method", "mode")
 def check_equals(
     item: Item,
     args,
     expected,
     kwargs=None,
     *,
+    options: CallOptions,
     output: str | None = None,
     rtol: float = 1e-6,
     atol: float = 1e-8,
     hint: str = "work the example by hand and compare each step",
-    init=None,
-    method: str | None = None,
-    mode: str | None = None,
 ):
     """One returned value equals ``expected`` (plain nested lists), e.g. a published worked example.
 
     A class item is built with ``init`` and keeps its own weights and buffers.
     """
-    call = Call(item, "the worked example", args, kwargs, 0, hint, init=init, method=method, mode=mode)
+    call = options.call(item, "the worked example", args, kwargs, hint)
     name, got = call.select(call.run(), output)
     want = np.asarray(expected)
     want = want if want.dtype == bool else want.astype(np.float64)
     compare(call, name, got, want, rtol, atol, against="the known answer")
 
 
-@_graded()
+@graded()
+@takes_options()
 def check_rows_sum_to_one(
     item: Item,
     args,
     kwargs=None,
     *,
+    options: CallOptions,
     output: str | None = None,
     dim: int = -1,
-    seed: int = 0,
     atol: float = 1e-5,
     hint: str = "each query's weights over the keys (the last axis) must be non-negative and sum to one",
-    init=None,
-    method: str | None = None,
-    mode: str | None = None,
 ):
     """The chosen output is non-negative and sums to one along ``dim``."""
-    call = Call(
-        item,
-        f"{output or 'result'} sum to one along dim {dim}",
-        args,
-        kwargs,
-        seed,
-        hint,
-        init=init,
-        method=method,
-        mode=mode,
-    )
+    call = options.call(item, f"{output or 'result'} sum to one along dim {dim}", args, kwargs, hint)
     name, got = call.select(call.run(), output)
     if got.ndim == 0 or not -got.ndim <= dim < got.ndim:
         call.fail(f"{name} has shape {got.shape}, which has no dimension {dim}")
@@ -429,25 +324,23 @@ def check_rows_sum_to_one(
         call.fail(f"{name} sums to values between {sums.min():.4g} and {sums.max():.4g} along dim {dim}")
 
 
-@_graded()
+@graded()
+@takes_options()
 def check_masked_get_zero_weight(
     item: Item,
     args,
     kwargs=None,
     *,
+    options: CallOptions,
     mask: int | str = "mask",
     output: str = "weights",
-    seed: int = 0,
     atol: float = 1e-7,
     hint: str = "keys where the mask is False must get exactly zero weight "
     "(True in the mask means 'may attend'); a masked score set to "
     "zero still gets a share",
-    init=None,
-    method: str | None = None,
-    mode: str | None = None,
 ):
     """Where the mask is False the weight is zero, and every row still sums to one."""
-    call = Call(item, "masked keys get zero weight", args, kwargs, seed, hint, init=init, method=method, mode=mode)
+    call = options.call(item, "masked keys get zero weight", args, kwargs, hint)
     name, got = call.select(call.run(), output)
     keep = np.asarray(call.input_value(mask))
     try:
@@ -470,42 +363,41 @@ def check_masked_get_zero_weight(
         )
 
 
-@_graded()
+@graded()
+@takes_options()
 def check_finite(
     item: Item,
     args,
     kwargs=None,
     *,
-    seed: int = 0,
+    options: CallOptions,
     hint: str = "every returned value must be finite: look for an exponential of a large number "
     "that overflows, or a 0/0 in a row with nothing left to weigh",
-    init=None,
-    method: str | None = None,
-    mode: str | None = None,
 ):
     """No returned value contains NaN or inf."""
-    call = Call(item, "finite outputs", args, kwargs, seed, hint, init=init, method=method, mode=mode)
+    call = options.call(item, "finite outputs", args, kwargs, hint)
     for name, value in call.outputs(call.run()).items():
         got = call.as_numpy(value, name)
         if not np.isfinite(got).all():
             call.fail(f"{name} contains NaN or inf")
 
 
-@_graded()
+@graded()
+@takes_options("seed")
 def check_inputs_unchanged(
     item: Item,
     args,
     kwargs=None,
     *,
-    seed: int = 0,
+    options: CallOptions,
     hint: str = "the arguments must be the same after the call: compute new arrays or "
     "tensors instead of writing into an argument in place",
 ):
     """The item does not modify its arguments."""
-    call = Call(item, "inputs left unchanged", args, kwargs, seed, hint)
-    inputs, keywords = specs.materialize(call.args, call.kwargs, seed)
+    call = options.call(item, "inputs left unchanged", args, kwargs, hint)
+    inputs, keywords = specs.materialize(call.args, call.kwargs, options.seed)
     call.run(inputs=(inputs, keywords))
-    fresh, fresh_kw = specs.materialize(call.args, call.kwargs, seed)
+    fresh, fresh_kw = specs.materialize(call.args, call.kwargs, options.seed)
     names = parameter_names(item.obj)
     pairs = [(names[i] if i < len(names) else f"argument {i + 1}", a, b) for i, (a, b) in enumerate(zip(inputs, fresh))]
     pairs += [(k, keywords[k], fresh_kw[k]) for k in keywords]
@@ -516,21 +408,19 @@ def check_inputs_unchanged(
             call.fail(f"argument {name} was modified")
 
 
-@_graded()
+@graded()
+@takes_options()
 def check_dtype_follows_input(
     item: Item,
     args,
     kwargs=None,
     *,
-    seed: int = 0,
+    options: CallOptions,
     hint: str = "the outputs must have the dtype of the inputs: a tensor made with a "
     "fixed dtype, or with the default one, changes it",
-    init=None,
-    method: str | None = None,
-    mode: str | None = None,
 ):
     """Every floating-point output has the dtype of the first floating-point input."""
-    call = Call(item, "output dtype follows the inputs", args, kwargs, seed, hint, init=init, method=method, mode=mode)
+    call = options.call(item, "output dtype follows the inputs", args, kwargs, hint)
     want = next(
         (
             v.dtype
@@ -553,26 +443,25 @@ def _causal_block(start: int, length: int) -> torch.Tensor:
     return torch.arange(start + length)[None, :] <= queries
 
 
-@_graded()
+@graded()
+@takes_options("seed", "init", "mode", required=("init",))
 def check_incremental(
     item: Item,
     x,
     *,
-    init,
+    options: CallOptions,
     chunks=(1,),
-    seed: int = 0,
     atol: float = 1e-5,
     hint: str = "with the cache, each new position must attend to every earlier position and "
     "to itself, and the cache must grow by the new positions",
-    mode: str | None = None,
 ):
     """A self-attention module with a key/value cache, ``forward(x, mask=None, cache=None) ->
     (output, cache)``, gives the same outputs fed ``chunks`` positions at a time, its cache carried from
     call to call, as fed the whole sequence at once with a look-ahead mask; and its cache holds every
     position. Needs no reference: the module is compared with itself."""
-    call = Call(item, "incremental decoding with the cache", [x], None, seed, hint, init=init, mode=mode)
+    call = options.call(item, "incremental decoding with the cache", [x], None, hint)
     instance = call.instance(item.obj)
-    (whole,), _ = specs.materialize(call.args, call.kwargs, seed)
+    (whole,), _ = specs.materialize(call.args, call.kwargs, options.seed)
     length = whole.size(1)
     full = call.outputs(call.invoke(instance, [whole], {"mask": _causal_block(0, length)}))
     want = call.as_numpy(full["output"], "output")
@@ -602,22 +491,20 @@ def check_incremental(
             )
 
 
-@_graded()
+@graded()
+@takes_options()
 def check_output_device(
     item: Item,
     args,
     kwargs=None,
     *,
+    options: CallOptions,
     device: str = "meta",
-    seed: int = 0,
     hint: str = "make the result on the device you are given, not on the default one",
-    init=None,
-    method: str | None = None,
-    mode: str | None = None,
 ):
     """Every returned tensor lies on ``device`` (``"meta"``: a device with no data, so the check runs on
     any machine, with or without a GPU)."""
-    call = Call(item, f"result on the device {device!r}", args, kwargs, seed, hint, init=init, method=method, mode=mode)
+    call = options.call(item, f"result on the device {device!r}", args, kwargs, hint)
     for name, value in call.outputs(call.run()).items():
         if not isinstance(value, torch.Tensor):
             call.fail(f"{name} is a {type(value).__name__}, not a torch tensor")
@@ -625,16 +512,17 @@ def check_output_device(
             call.fail(f"{name} is on the device {value.device.type!r}")
 
 
-@_graded()
+@graded()
+@takes_options("seed")
 def check_within_memory(
     item: Item,
     args,
     kwargs=None,
     *,
+    options: CallOptions,
     budget_mb: int,
     queries: tuple = (0,),
     rows: int = 32,
-    seed: int = 0,
     rtol: float = 1e-5,
     atol: float = 1e-6,
     hint: str = "hold only what the method needs at once, never the whole matrix of scores",
@@ -649,7 +537,7 @@ def check_within_memory(
     checked. ``queries`` names the inputs (by position or keyword) that hold one row per query along
     dimension -2 (the queries, a mask with a row per query); the result holds one row per query too.
     """
-    call = Call(item, f"a result within {budget_mb} MiB of memory", args, kwargs, seed, hint)
+    call = options.call(item, f"a result within {budget_mb} MiB of memory", args, kwargs, hint)
     scope = standins.current()
     if scope is not None:
         scope.memory_mb = budget_mb
@@ -663,9 +551,9 @@ def check_within_memory(
     length = call.input_value(queries[0]).shape[-2]
     if got.ndim < 2 or got.shape[-2] != length:
         call.fail(f"{name} has shape {got.shape}: expected one row per query ({length} along dimension -2)")
-    picked = np.sort(np.random.default_rng(seed).choice(length, size=min(rows, length), replace=False))
+    picked = np.sort(np.random.default_rng(options.seed).choice(length, size=min(rows, length), replace=False))
     index = torch.from_numpy(picked)
-    inputs, keywords = specs.materialize(call.args, call.kwargs, seed)
+    inputs, keywords = specs.materialize(call.args, call.kwargs, options.seed)
     for which in queries:
         value = keywords[which] if isinstance(which, str) else inputs[which]
         if isinstance(value, torch.Tensor) and value.dim() >= 2 and value.shape[-2] == length:
@@ -675,24 +563,25 @@ def check_within_memory(
         else:
             inputs[which] = value
     solution = reference.get(item.assignment, item.name)
-    with seeded(seed):
+    with seeded(options.seed):
         want = call.as_numpy(call.outputs(solution(*inputs, **keywords))[name], name)
     call.hint = values_hint
     compare(call, f"{name} at {len(picked)} queries drawn at random", got[..., picked, :], want, rtol, atol)
 
 
-@_graded(diagnose=False)
+@graded(diagnose=False)
+@takes_options("init", required=("init",))
 def check_buffer(
     item: Item,
     name: str,
     *,
-    init,
+    options: CallOptions,
     shape=None,
     hint: str = "keep it as a buffer of the module: saved and moved with it, but not trained",
 ):
     """A class item's object holds ``name`` as a buffer (in its state, not among its parameters), of
     ``shape`` where given."""
-    call = Call(item, f"{name} is a buffer", [], None, 0, hint, init=init)
+    call = options.call(item, f"{name} is a buffer", [], None, hint)
     instance = call.instance(item.obj)
     try:
         value = instance.get_buffer(name)
@@ -710,19 +599,17 @@ def check_buffer(
         call.fail(f"{name} has shape {tuple(value.shape)}; expected {tuple(shape)}")
 
 
-@_graded(diagnose=False)
+@graded(diagnose=False)
+@takes_options()
 def check_raises(
     item: Item,
     args,
     kwargs=None,
     *,
+    options: CallOptions,
     exception: str = "ValueError",
     mentions: tuple[str, ...] = (),
-    seed: int = 0,
     hint: str = "check the arguments first and raise an error that names the wrong one",
-    init=None,
-    method: str | None = None,
-    mode: str | None = None,
 ):
     """Calling the item raises ``exception`` (a builtin's name) whose message mentions each of ``mentions``.
 
@@ -730,11 +617,11 @@ def check_raises(
     with ``init`` an object is built first and its ``method`` (default: forward) gets ``args``.
     """
     expected = getattr(builtins, exception)
-    call = Call(item, f"{exception} for bad arguments", args, kwargs, seed, hint, init=init, method=method, mode=mode)
-    inputs, keywords = specs.materialize(call.args, call.kwargs, seed)
-    target = item.obj if init is None else call.build(item.obj)
+    call = options.call(item, f"{exception} for bad arguments", args, kwargs, hint)
+    inputs, keywords = specs.materialize(call.args, call.kwargs, options.seed)
+    target = item.obj if options.init is None else call.build(item.obj)
     try:
-        with seeded(seed, target):
+        with seeded(options.seed, target):
             target(*inputs, **keywords)
     except expected as exc:
         missing = [word for word in mentions if word not in str(exc)]

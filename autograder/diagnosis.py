@@ -6,6 +6,9 @@ it explains the failure on *these* inputs: its values differ from the reference 
 mistake that changes nothing here, such as a guard for rows that these inputs do not have,
 explains nothing) and equal the student's at the check's own tolerance. Otherwise the check's own
 hint, which says what the property needs, stands.
+
+The known mistakes come in as data (the item's own, or those its notebook's record holds:
+:class:`~autograder.items.KnownMistakes`); this module keeps no record of them.
 """
 
 from __future__ import annotations
@@ -15,17 +18,30 @@ import warnings
 import numpy as np
 import torch
 
-from autograder import reference, standins
+from autograder import course, reference, standins
 from autograder.calls import Call
 from autograder.compare import same
-from autograder.items import Item, known_of
+from autograder.items import Item, Mistake
 
 DEFAULT_RTOL, DEFAULT_ATOL = 1e-5, 1e-6  # for checks that have no tolerance of their own
 
 
-def cause(item: Item, arguments: dict) -> str | None:
-    """The cause of the failure of a check called with ``arguments`` (by parameter name), or None."""
-    known = known_of(item)
+def possible(item: Item, in_sandbox: bool) -> bool:
+    """Whether a failure may be diagnosed with the item's reference: always when graded; in a notebook
+    only where the term releases the chapter, so that the visible tests say the same in the
+    instructor's checkout as in the students' repository, on Colab or a hub (which hold no reference of
+    an unreleased chapter)."""
+    if in_sandbox:
+        return True
+    try:
+        return course.release().is_released(item.assignment)
+    except course.SettingsError:
+        return False
+
+
+def cause(item: Item, arguments: dict, known: tuple[Mistake, ...]) -> str | None:
+    """The cause of the failure of a check called with ``arguments`` (by parameter name): the one of the
+    ``known`` mistakes that explains it, or None."""
     if not known:
         return None
     try:

@@ -1,5 +1,6 @@
-"""What a test cell names: the graded item (:class:`Item`), its known mistakes (:class:`Mistake`), and
-the failure a check reports (:class:`CheckFailed`)."""
+"""What a test cell names: the graded item (:class:`Item`), its known mistakes (:class:`Mistake`, declared
+with :func:`mistakes` into the notebook's record of them, :class:`KnownMistakes`), and the failure a check
+reports (:class:`CheckFailed`)."""
 
 from __future__ import annotations
 
@@ -83,7 +84,7 @@ class Item:
     ``free`` names, for a used module, the arguments that the student may choose when building it
     (``{"EncoderLayer": ("norm_first",)}``: a Transformer of pre-norm layers is right too): the grader
     compares with the reference built with the same choice.
-    ``known`` holds the item's known mistakes (:func:`mistakes`), for the hints.
+    ``known`` holds the item's known mistakes (:func:`mistakes`), for the hints (:mod:`autograder.diagnosis`).
     """
 
     assignment: str
@@ -108,24 +109,42 @@ class Item:
             raise ValueError(f"layout must be one of {LAYOUTS}, got {self.layout!r}")
 
 
-# The known mistakes of each item, as the test cells of the notebook being graded declare them: an item's
-# first test cell declares them, and its later cells (which build the Item again) find them here.
-_KNOWN: contextvars.ContextVar[dict | None] = contextvars.ContextVar("known_mistakes", default=None)
-_KERNEL: dict = {}  # where no grader keeps a record: a notebook's own kernel, which runs one notebook
+class KnownMistakes:
+    """The known mistakes of each item, as the test cells of one notebook declare them: an item's first
+    test cell declares them (:func:`mistakes`), and its later cells, which build the Item again, find them
+    here. Plain data, passed where it is needed: the grader keeps one per notebook it grades
+    (:func:`known_mistakes`), a test its own."""
+
+    def __init__(self):
+        self._known: dict[tuple[str, str], tuple[Mistake, ...]] = {}
+
+    def declare(self, item: Item, known: tuple[Mistake, ...]) -> None:
+        self._known[(item.assignment, item.name)] = tuple(known)
+
+    def of(self, item: Item) -> tuple[Mistake, ...]:
+        """The known mistakes of ``item``: its own, or those an earlier test cell declared for it."""
+        return item.known or self._known.get((item.assignment, item.name), ())
+
+
+# The record that the test cells being run write to and read: the grader's for the notebook it grades, else
+# the kernel's (a notebook's own kernel runs one notebook).
+_KERNEL = KnownMistakes()
+_CURRENT: contextvars.ContextVar[KnownMistakes | None] = contextvars.ContextVar("known_mistakes", default=None)
 
 
 @contextlib.contextmanager
-def known_mistakes() -> Iterator[dict]:
-    """A record of known mistakes of its own, for grading one notebook."""
-    token = _KNOWN.set({})
+def known_mistakes(record: KnownMistakes | None = None) -> Iterator[KnownMistakes]:
+    """``record`` (default: a new one) as the record of the test cells run inside, for grading one notebook."""
+    token = _CURRENT.set(KnownMistakes() if record is None else record)
     try:
-        yield _KNOWN.get()
+        yield _CURRENT.get()
     finally:
-        _KNOWN.reset(token)
+        _CURRENT.reset(token)
 
 
-def _record() -> dict:
-    found = _KNOWN.get()
+def current_record() -> KnownMistakes:
+    """The record of the test cells being run."""
+    found = _CURRENT.get()
     return _KERNEL if found is None else found
 
 
@@ -134,10 +153,5 @@ def mistakes(item: Item, *known: Mistake) -> Item:
     later test cells in the same notebook know too. Each must apply to the reference solution's code."""
     for mistake in known:
         reference.variant(item.assignment, item.name, mistake.replacements)
-    _record()[(item.assignment, item.name)] = tuple(known)
+    current_record().declare(item, known)
     return dataclasses.replace(item, known=tuple(known))
-
-
-def known_of(item: Item) -> tuple[Mistake, ...]:
-    """The known mistakes of ``item``: its own, or those an earlier test cell declared for it."""
-    return item.known or _record().get((item.assignment, item.name), ())

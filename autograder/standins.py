@@ -26,7 +26,8 @@ helpers on the same inputs (:meth:`Scope.limits`): every argument of a stand-in'
 a tensor's size, largest dimension and number of dimensions) may be at most a few times what the
 reference passed for that argument, so nothing is computed on sizes the student chose; a call
 past that, or of a name the item does not use, raises an error in the student's code that says so.
-The stand-ins of an item answer only while that item's checks run (:func:`grading`).
+The stand-ins of an item answer only while that item's checks run (:func:`grading`); which helpers
+they replace, and so whose fault a failure is, :mod:`autograder.attribution` decides.
 """
 
 from __future__ import annotations

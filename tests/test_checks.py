@@ -14,6 +14,7 @@ from attention_course.solutions.ch04_masking import masked_softmax
 from autograder import (
     CheckFailed,
     Item,
+    Mistake,
     array,
     check_causal,
     check_dtype_follows_input,
@@ -28,8 +29,11 @@ from autograder import (
     check_output_shapes,
     check_raises,
     check_rows_sum_to_one,
+    diagnosis,
+    items,
     literal,
     mask,
+    mistakes,
     reference,
     specs,
     tensor,
@@ -554,17 +558,42 @@ def test_a_visible_check_names_a_mistake_only_where_the_term_releases_the_chapte
     """Outside the grader, a known mistake is named only where the chapter is released: the students' copies
     of an unreleased chapter hold no reference to recognise it with, and the instructor's checkout must say
     what they say."""
-    from autograder import Mistake, mistakes
-
     scale = Mistake("the scores are divided by the square root of d_model", ("q.size(-1))", "query.size(-1))"))
     wrong = reference.variant("ch03_multi_head", "MultiHeadAttention", scale.replacements)
-    item = mistakes(Item("ch03_multi_head", "MultiHeadAttention", wrong, outputs=("output", "weights")), scale)
+    item = Item("ch03_multi_head", "MultiHeadAttention", wrong, outputs=("output", "weights"), known=(scale,))
     inputs = [tensor(2, 5, 16)] * 3
     monkeypatch.setenv("RELEASED", "ch03_multi_head")
     assert scale.cause in failure(check_matches_torch, item, "multihead_attention", inputs, init=(16, 4))
     monkeypatch.setenv("RELEASED", "ch01_bahdanau ch02_scaled_dot_product")
     msg = failure(check_matches_torch, item, "multihead_attention", inputs, init=(16, 4))
     assert scale.cause not in msg and "name the submodules" in msg, msg
+
+
+def test_known_mistakes_come_as_data_a_notebooks_record_holds(monkeypatch):
+    """An item's first test cell declares its known mistakes (``mistakes``) into the record of the notebook
+    being run; its later cells, which build the Item again, find them there, and a check names the one that
+    explains a failure. The record is data: each notebook graded, or test, has its own."""
+    monkeypatch.setenv("RELEASED", "ch03_multi_head")
+    scale = Mistake("the scores are divided by the square root of d_model", ("q.size(-1))", "query.size(-1))"))
+    wrong = reference.variant("ch03_multi_head", "MultiHeadAttention", scale.replacements)
+
+    def item():
+        return Item("ch03_multi_head", "MultiHeadAttention", wrong, outputs=("output", "weights"))
+
+    inputs = [tensor(2, 5, 16)] * 3
+    with items.known_mistakes(items.KnownMistakes()) as record:
+        assert mistakes(item(), scale).known == (scale,)
+        assert record.of(item()) == (scale,)
+        assert scale.cause in failure(check_matches_torch, item(), "multihead_attention", inputs, init=(16, 4))
+        with items.known_mistakes() as other:  # another notebook's record knows none of them
+            assert other.of(item()) == ()
+            assert scale.cause not in failure(check_matches_torch, item(), "multihead_attention", inputs, init=(16, 4))
+    assert items.current_record().of(item()) == ()  # nothing left behind for other tests
+    arguments = {"args": inputs, "init": (16, 4), "seed": 0}
+    assert diagnosis.cause(item(), arguments, (scale,)) == scale.cause
+    assert diagnosis.cause(item(), arguments, ()) is None
+    right = Item("ch03_multi_head", "MultiHeadAttention", MultiHeadAttention, outputs=("output", "weights"))
+    assert diagnosis.cause(right, arguments, (scale,)) is None  # it explains no failure of a right answer
 
 
 def test_a_failed_check_shows_its_whole_message_in_lines_a_hubs_validate_does_not_cut():
