@@ -81,7 +81,7 @@ def record(name: str, command: str, figures: dict, *, commit: str | None = None)
     records = load()
     records[name] = entry
     RECORD.write_text(json.dumps(records, indent=2, sort_keys=True) + "\n")
-    print(f"Recorded {name} in {RECORD.relative_to(ROOT)}; `python -m benchmarks.figures` writes it into the pages")
+    print(f"Recorded {name} in {RECORD}; `python -m benchmarks.figures` writes it into the pages")
     return entry
 
 
