@@ -61,7 +61,8 @@ from autograder.grading.report import Report
 from autograder.grading.source import MAX_NOTEBOOK_BYTES, Source, program_key, student_program
 from autograder.items import shown_lines
 from autograder.notebooks import cell_id, is_test, released_source, without_hidden_tests
-from autograder.sandbox.process import Limits, clean_text
+from autograder.sandbox.process import Limits
+from autograder.terminal import clean_text
 
 REPORTS = Path("grades") / "reports"
 FEEDBACK_PROGRESS = "AUTOGRADER_FEEDBACK_PROGRESS"  # the file LimitMarkdown names each notebook in, as it starts

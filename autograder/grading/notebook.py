@@ -35,7 +35,8 @@ from autograder.grading.source import MAX_NOTEBOOK_BYTES, Source, program_key, s
 from autograder.items import CheckFailed
 from autograder.packages import sandbox_packages
 from autograder.sandbox import wire
-from autograder.sandbox.process import Limits, Sandbox, SandboxError, SandboxUnavailable, clean_text
+from autograder.sandbox.process import Limits, Sandbox, SandboxError, SandboxUnavailable
+from autograder.terminal import clean_text
 
 # The warnings of the reference solutions and their known mistakes (an overflow that a mistake makes on
 # purpose), which the grader runs, are no concern of the instructor's terminal.

@@ -16,7 +16,8 @@ import torch
 from autograder import standins
 from autograder.grading.report import Report
 from autograder.sandbox import wire
-from autograder.sandbox.process import Limits, Sandbox, SandboxDied, SandboxError, SandboxTimeout, clean_text
+from autograder.sandbox.process import Limits, Sandbox, SandboxDied, SandboxError, SandboxTimeout
+from autograder.terminal import clean_text
 
 MAX_RESTARTS = 5
 UNBOUNDED = (

@@ -44,7 +44,6 @@ import fcntl
 import json
 import os
 import queue
-import re
 import resource
 import shutil
 import signal
@@ -58,6 +57,8 @@ import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from autograder.terminal import clean_text
 
 PACKAGES_MOUNT = "/opt/course-packages"  # where the students' packages are, inside the sandbox
 UIDS = range(61000, 62000)  # host uids for sandboxes when the grader runs as root
@@ -896,40 +897,12 @@ class Sandbox:
         self.close()
 
 
-# What a terminal acts on, in text from a submission (ECMA-48). Sequences are removed whole, so that
-# no parameter or payload is left behind as text; any introducer left over (a sequence cut short
-# by the length limit) goes with the control characters.
-_ESCAPES = re.compile(
-    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"  # CSI: cursor, erase (ESC[2J), colours (7-bit and 8-bit)
-    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"  # OSC
-    # (title, clipboard), DCS, SOS, PM and APC: strings that end with BEL or ST (or, here, the line)
-    r"|\x1b[ -/]*[0-~]"  # every other escape (ESC c resets the terminal, ESC ( B picks a character set)
-)
-# C0 controls but tab and newline, DEL, the C1 controls (U+0080-U+009F, 8-bit CSI and OSC among
-# them), and the bidirectional overrides and isolates, which reorder the text a terminal shows.
-_CONTROL = dict.fromkeys(
-    [*range(0, 9), *range(11, 32), *range(0x7F, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
-)
-
-
 def _wire():
     """:mod:`autograder.sandbox.wire`, which imports torch: imported at the first message, so that what
-    uses this module for :func:`clean_text` or :class:`Limits` alone (nbgrader's plugins) never does."""
+    uses this module for :class:`Limits` alone (nbgrader's plugins) never does."""
     from autograder.sandbox import wire
 
     return wire
-
-
-def clean_text(text, limit: int) -> str:
-    """Text that came from a submission, safe to keep, store and show on a terminal: at most ``limit``
-    characters, valid UTF-8 (a lone surrogate becomes '?'), no terminal escape sequence (7-bit or
-    8-bit: CSI, OSC, DCS and the others) and no control character but tabs and newlines (C0, DEL
-    and C1), nor a bidirectional override. Every text of a submission that reaches the
-    instructor's terminal or files goes through it, nbgrader's log included
-    (:mod:`autograder.cli.run_nbgrader`)."""
-    text = str(text)[:limit]
-    text = text.encode("utf-8", "replace").decode("utf-8", "replace")
-    return _ESCAPES.sub("", text).translate(_CONTROL)
 
 
 def _address_space(pid: int) -> int:
