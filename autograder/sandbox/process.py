@@ -1,6 +1,7 @@
 """Running a student's code in a sandbox, from the trusted grader.
 
-:class:`Sandbox` starts :mod:`autograder.sandbox.worker` under bubblewrap (``bwrap``):
+:class:`Sandbox` starts :mod:`autograder.sandbox.worker` under bubblewrap (``bwrap``), through
+:mod:`autograder.sandbox.launcher` (which joins the cgroups, binds, sets the limits and drops the uid):
 
 - **never as root.** A grader that runs as root (in CI, in a container) gives every sandbox a
   uid of its own (:data:`UIDS`, one per sandbox at a time across every grader process on the
@@ -41,7 +42,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import json
 import os
 import queue
 import resource
@@ -58,58 +58,12 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from autograder.sandbox import launcher
 from autograder.terminal import clean_text
 
 PACKAGES_MOUNT = "/opt/course-packages"  # where the students' packages are, inside the sandbox
 UIDS = range(61000, 62000)  # host uids for sandboxes when the grader runs as root
-LAUNCH_FAILED = 125  # the launcher's exit status when it could not set the sandbox up
 MAX_CALLBACKS = 512  # calls of the grader's stand-ins during one call of the student's code
-
-# Runs first in the new process (no threads yet, unlike the grader): join the cgroups; as root,
-# bind what the sandbox needs where its uid may read it (in a private mount namespace) and drop
-# to that uid; set the resource limits; then become bwrap. Inherited by all it starts.
-_LAUNCHER = r"""
-import ctypes, json, os, resource, sys, warnings  # everything it needs, before it may no longer read them
-config, command = json.loads(sys.argv[1]), sys.argv[2:]
-def fail(what):
-    sys.stderr.write(f"sandbox launcher: {what}\n")
-    sys.stderr.flush()
-    os._exit(125)
-for procs in config["cgroups"]:
-    try:
-        with open(procs, "w") as f:
-            f.write(str(os.getpid()))
-    except OSError as error:
-        fail(f"cannot join the cgroup {procs}: {error}")
-if config["stage"]:
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.mount.argtypes = [ctypes.c_char_p] * 3 + [ctypes.c_ulong, ctypes.c_void_p]
-    if libc.unshare(0x00020000) != 0:  # CLONE_NEWNS
-        fail(f"unshare(CLONE_NEWNS): {os.strerror(ctypes.get_errno())}")
-    if libc.mount(b"none", b"/", None, 16384 | (1 << 18), None) != 0:  # MS_REC | MS_PRIVATE
-        fail(f"making the mounts private: {os.strerror(ctypes.get_errno())}")
-    for source, target in config["stage"]:
-        if libc.mount(source.encode(), target.encode(), None, 4096 | 16384, None) != 0:  # MS_BIND | MS_REC
-            fail(f"binding {source}: {os.strerror(ctypes.get_errno())}")
-limits, mb = config["limits"], 2 ** 20
-resource.setrlimit(resource.RLIMIT_AS, (limits["memory_mb"] * mb,) * 2)
-resource.setrlimit(resource.RLIMIT_CPU, (limits["cpu_seconds"], limits["cpu_seconds"] + 5))
-resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_mb"] * mb,) * 2)
-resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-if config["uid"] is not None:
-    try:
-        os.setgroups([])
-        os.setgid(config["uid"])
-        os.setuid(config["uid"])
-    except OSError as error:
-        fail(f"dropping to uid {config['uid']}: {error}")
-    if os.getuid() == 0 or os.geteuid() == 0:
-        fail("still root after dropping privileges")
-if os.getuid() != 0:  # root is exempt from RLIMIT_NPROC; the cgroup covers it
-    resource.setrlimit(resource.RLIMIT_NPROC, (limits["processes"],) * 2)
-os.execve(command[0], command, os.environ)  # an absolute path: no lookup, no import
-"""
-
 
 @dataclass(frozen=True)
 class Limits:
@@ -516,7 +470,7 @@ class Sandbox:
                 )
                 env["PYTHONPATH"] = str(packages)
             config = {"limits": asdict(limits), "cgroups": self._cgroups.procs, "stage": stage, "uid": self._uid}
-            launch = [sys.executable, "-S", "-c", _LAUNCHER, json.dumps(config), *command]
+            launch = launcher.command_line(sys.executable, config, command)
             self.process = subprocess.Popen(
                 launch,
                 stdin=subprocess.PIPE,
