@@ -17,7 +17,7 @@ again, and a report that cannot be used is said so in nbgrader's log.
 A notebook that is a symbolic link (nbgrader would have read its target: perhaps a
 file of ``solutions/``) is refused: its cells are replaced by a note, so that
 nothing of the target reaches the autograded notebook or the feedback. A notebook
-that the grader could not grade (:class:`~autograder.sandbox.SandboxUnavailable`)
+that the grader could not grade (:class:`~autograder.sandbox.process.SandboxUnavailable`)
 raises :class:`NotGraded`, so that nbgrader reports it for that student instead of
 recording a score.
 
@@ -61,7 +61,8 @@ from autograder import course
 from autograder.grading.report import Report
 from autograder.grading.source import MAX_NOTEBOOK_BYTES, Source, program_key, student_program
 from autograder.items import shown_lines
-from autograder.sandbox.process import Limits, clean_text
+from autograder.sandbox.process import Limits
+from autograder.terminal import clean_text
 
 REPORTS = Path("grades") / "reports"
 FEEDBACK_PROGRESS = "AUTOGRADER_FEEDBACK_PROGRESS"  # the file LimitMarkdown names each notebook in, as it starts

@@ -45,7 +45,7 @@ import numpy as np
 import torch
 
 from autograder import reference
-from autograder.sandbox import wire
+from autograder.sandbox import values, wire
 
 # Seeding and building a module use PyTorch's global generator, which `make grade` shares between the
 # threads that grade notebooks side by side (and a stand-in's answer runs while a check holds it).
@@ -93,7 +93,7 @@ class Size:
 
 def size_of(value, depth: int = 0) -> Size:
     """The :class:`Size` of a value: ints, tensors and arrays, and lists, tuples and dicts of them."""
-    if depth > wire.MAX_DEPTH or isinstance(value, bool):
+    if depth > values.MAX_DEPTH or isinstance(value, bool):
         return Size()
     if isinstance(value, int):
         return Size(value=abs(value))
@@ -218,14 +218,14 @@ class Scope:
                 raise Refused(f"{str(name)[:80]!r} is not one of the items this item is graded with")
             helper = self.helper(name)
             try:
-                args, kwargs = wire.decode(callback.get("args")), wire.decode(callback.get("kwargs"))
+                args, kwargs = values.decode(callback.get("args")), values.decode(callback.get("kwargs"))
             except Exception:
                 raise Refused(f"{name}: its arguments could not be read") from None
             if not isinstance(args, list) or not isinstance(kwargs, dict):
                 raise Refused(f"{name}: its arguments could not be read")
             if kind == "call" and not is_module(helper):
                 arguments = self._checked(name, kind, _signature(helper), args, kwargs)
-                return {"ok": True, "value": wire.encode(_run(lambda: helper(*arguments.args, **arguments.kwargs)))}
+                return {"ok": True, "value": values.encode(_run(lambda: helper(*arguments.args, **arguments.kwargs)))}
             if kind == "construct" and is_module(helper):
                 return self._construct(name, helper, args, kwargs, _rng_state(callback.get("rng")))
             if kind == "forward" and is_module(helper):
@@ -265,22 +265,22 @@ class Scope:
         }
         return {
             "ok": True,
-            "init": wire.encode([args, kwargs]),
-            "state": wire.encode(dict(module.state_dict())),
-            "parameters": wire.encode(parameters),
-            "attributes": wire.encode(attributes),
-            "rng": wire.encode(after),
+            "init": values.encode([args, kwargs]),
+            "state": values.encode(dict(module.state_dict())),
+            "parameters": values.encode(parameters),
+            "attributes": values.encode(attributes),
+            "rng": values.encode(after),
         }
 
     def _forward(self, name: str, helper, callback: dict, args, kwargs) -> dict:
         try:
-            init_args, init_kwargs = wire.decode(callback.get("init"))
-            state = wire.decode(callback.get("state"))
+            init_args, init_kwargs = values.decode(callback.get("init"))
+            state = values.decode(callback.get("state"))
         except Exception:
             raise Refused(f"{name}: the stand-in's state could not be read") from None
         if not isinstance(init_args, list) or not isinstance(init_kwargs, dict) or not isinstance(state, dict):
             raise Refused(f"{name}: the stand-in's state could not be read")
-        key = (name, repr(wire.encode([init_args, init_kwargs])))
+        key = (name, repr(values.encode([init_args, init_kwargs])))
         if key not in self._built:
             self._built[key] = self._built_module(name, helper, init_args, init_kwargs, None)[0]
         module = self._built[key]
@@ -301,7 +301,7 @@ class Scope:
             with torch.no_grad():
                 value = _run(lambda: module(*arguments.args, **arguments.kwargs))
             after = torch.get_rng_state()
-        return {"ok": True, "value": wire.encode(value), "rng": wire.encode(after)}
+        return {"ok": True, "value": values.encode(value), "rng": values.encode(after)}
 
 
 class _ReferenceRaised(Exception):
@@ -320,7 +320,7 @@ def _run(function):
 
 def _rng_state(encoded) -> torch.Tensor:
     try:
-        state = wire.decode(encoded)
+        state = values.decode(encoded)
     except Exception:
         raise Refused("the random generator's state could not be read") from None
     expected = torch.get_rng_state()

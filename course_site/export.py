@@ -58,6 +58,7 @@ STUDENT_REQUIREMENTS = (
     "ipykernel",
     "jupyterlab",
     "nbgrader",  # the cells' roles (make validate, make check), and a hub's Validate button
+    "msgspec",  # the sandbox's messages (make check grades in the sandbox)
 )
 
 

@@ -299,7 +299,7 @@ WORKER_FRAME = r'''
 import sys
 
 def _worker():
-    """The locals of the worker's main(): its reply channel, its wire module, the request at hand."""
+    """The locals of the worker's main(): its reply channel, its values module, the request at hand."""
     frame = sys._getframe()
     while frame is not None:
         if frame.f_code.co_name == "main" and "replies" in frame.f_locals:
@@ -308,8 +308,9 @@ def _worker():
     raise RuntimeError("the worker's frame was not found")
 
 def _forge(message):
-    worker = _worker()
-    worker["wire"].send(worker["replies"], message)
+    from autograder.sandbox import wire  # the course's packages are on the sandbox's sys.path
+
+    wire.send(_worker()["replies"], message)
 '''
 
 # Hole 2: a cell's end, forged, whose error is a list (it once crashed the grading of the whole class).
@@ -331,26 +332,26 @@ _forge({"event": "cells_done", "others": "many"})
 )
 
 # Hole 2 and hole 6: replies forged from inside the graded functions: a 7 MB error full of terminal
-# escapes, values of impossible sizes (a data-less "meta" tensor, an array), a reply whose `ok` is not
-# a bool.
+# escapes, values of impossible sizes (a data-less "meta" tensor, an array), a reply whose arguments'
+# states are not a list.
 FORGED_REPLIES = {
     "softmax": r"""
 def softmax(x, axis=-1):
-    _forge({"seq": _worker()["request"]["seq"], "ok": False, "error_type": "\x1b[2J" + "E" * 5000,
+    _forge({"event": "raised", "seq": _worker()["request"].seq, "error_type": "\x1b[2J" + "E" * 5000,
             "error": "\x1b]0;owned\x07" + "e" * (7 * 2**20)})
     return np.zeros_like(x)
 """,
     "attention_numpy": r"""
 def attention_numpy(Q, K, V):
-    _forge({"seq": _worker()["request"]["seq"], "ok": True,
+    _forge({"event": "returned", "seq": _worker()["request"].seq,
             "value": {"tuple": [{"tensor": {"dtype": "float64", "shape": [2**62, 2**62], "device": "meta", "data": ""}},
                                 {"ndarray": {"dtype": "float64", "shape": [2**31, 2**31], "data": ""}}]},
-            "args_after": [_worker()["wire"].encode(a) for a in (Q, K, V)]})
+            "args_after": [_worker()["values"].encode(a) for a in (Q, K, V)]})
     return np.zeros((Q.shape[0], V.shape[1])), np.zeros((Q.shape[0], K.shape[0]))
 """,
     "scaled_dot_product_attention": r"""
 def scaled_dot_product_attention(q, k, v, mask=None):
-    _forge({"seq": _worker()["request"]["seq"], "ok": "yes", "value": None})
+    _forge({"event": "returned", "seq": _worker()["request"].seq, "value": None, "args_after": "yes"})
     return (torch.zeros(*q.shape[:-1], v.shape[-1], dtype=q.dtype),
             torch.zeros(*q.shape[:-1], k.shape[-2], dtype=q.dtype))
 """,
@@ -458,8 +459,8 @@ _real_call = _worker_globals()["_call"]
 
 def _quiet_call(*args, **kwargs):
     reply = _real_call(*args, **kwargs)
-    reply.pop("args_after", None)
-    reply.pop("kwargs_after", None)
+    if type(reply).__name__ == "Returned":  # the same reply, without the arguments' states after the call
+        reply = type(reply)(reply.seq, reply.value)
     return reply
 
 _worker_globals()["_call"] = _quiet_call
@@ -776,8 +777,8 @@ import os, struct, json, threading, time
 
 def _forge():
     time.sleep(0.5)
-    message = json.dumps({"seq": 1, "callback": {"kind": "call", "name": "split_heads", "args": {"list": []},
-                                                 "kwargs": {"dict": {}}}}).encode()
+    call = {"kind": "call", "name": "split_heads", "args": {"list": []}, "kwargs": {"dict": {}}}
+    message = json.dumps({"event": "callback", "seq": 1, "callback": call}).encode()
     for fd in range(3, 64):
         try:
             os.write(fd, struct.pack(">I", len(message)) + message)

@@ -505,17 +505,17 @@ def test_ignores_masked_passes_masking_models_and_fails_the_others():
 
 def test_fixtures_cross_the_wire_as_name_and_arguments():
     from autograder import fixtures
-    from autograder.sandbox import wire
+    from autograder.sandbox import values
 
     model = specs.fixture("ScriptedTranslator", 16, 1, 2).make(np.random.default_rng(0))
-    sent = wire.encode(model)
+    sent = values.encode(model)
     assert sent == {
         "fixture": {"name": "ScriptedTranslator", "args": {"list": [{"int": "16"}, {"int": "1"}, {"int": "2"}]}}
     }
-    rebuilt = wire.decode(sent)
+    rebuilt = values.decode(sent)
     assert isinstance(rebuilt, fixtures.ScriptedTranslator) and rebuilt is not model
     with pytest.raises(ValueError, match="unknown fixture"):
-        wire.decode({"fixture": {"name": "os.system", "args": {"list": []}}})
+        values.decode({"fixture": {"name": "os.system", "args": {"list": []}}})
     with pytest.raises(ValueError, match="unknown fixture"):
         specs.fixture("Nothing")
 

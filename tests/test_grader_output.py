@@ -52,7 +52,8 @@ from autograder.nbgrader_plugins import (
     instructor_metadata,
     strip_files_prefix,
 )
-from autograder.sandbox.process import bwrap_available, clean_text
+from autograder.sandbox.process import bwrap_available
+from autograder.terminal import clean_text
 from tests import attacks
 from tests.support.course import full_marks
 

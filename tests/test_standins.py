@@ -9,7 +9,7 @@ import torch
 
 from autograder import reference, standins
 from autograder.grading.source import Source
-from autograder.sandbox import wire
+from autograder.sandbox import values, wire
 from autograder.standins import Scope, Size, size_of
 
 CH03, CH06 = "ch03_multi_head", "ch06_transformer"
@@ -17,11 +17,11 @@ CH03, CH06 = "ch03_multi_head", "ch06_transformer"
 
 def decoded(answer: dict, key: str = "value"):
     assert answer["ok"], answer
-    return wire.decode(answer[key])
+    return values.decode(answer[key])
 
 
 def callback(kind: str, name: str, *args, **kwargs) -> dict:
-    return {"kind": kind, "name": name, "args": wire.encode(list(args)), "kwargs": wire.encode(kwargs)}
+    return {"kind": kind, "name": name, "args": values.encode(list(args)), "kwargs": values.encode(kwargs)}
 
 
 def mha_scope() -> Scope:
@@ -98,7 +98,7 @@ def test_a_module_stand_in_is_built_and_run_as_the_reference_with_the_sandboxs_r
     scope = layer_scope(0.3)
     torch.manual_seed(5)
     start = torch.get_rng_state()
-    built = scope.answer({**callback("construct", "FeedForward", 16, 32, 0.3), "rng": wire.encode(start)})
+    built = scope.answer({**callback("construct", "FeedForward", 16, 32, 0.3), "rng": values.encode(start)})
     state = decoded(built, "state")
     assert set(state) == {"linear1.weight", "linear1.bias", "linear2.weight", "linear2.bias"}
     assert set(decoded(built, "parameters")) == set(state)
@@ -113,9 +113,9 @@ def test_a_module_stand_in_is_built_and_run_as_the_reference_with_the_sandboxs_r
         {
             **callback("forward", "FeedForward", x),
             "init": built["init"],
-            "state": wire.encode(state),
+            "state": values.encode(state),
             "training": True,
-            "rng": wire.encode(before),
+            "rng": values.encode(before),
         }
     )
     torch.set_rng_state(before)
@@ -126,7 +126,7 @@ def test_a_module_stand_in_is_built_and_run_as_the_reference_with_the_sandboxs_r
 
 def test_a_module_stand_in_refuses_a_state_it_was_not_built_with_and_a_forged_random_state():
     scope = layer_scope(0.0)
-    rng = wire.encode(torch.get_rng_state())
+    rng = values.encode(torch.get_rng_state())
     built = scope.answer({**callback("construct", "FeedForward", 16, 32), "rng": rng})
     state = decoded(built, "state")
     state["linear1.weight"] = torch.zeros(64, 16)
@@ -134,11 +134,11 @@ def test_a_module_stand_in_refuses_a_state_it_was_not_built_with_and_a_forged_ra
         {
             **callback("forward", "FeedForward", torch.zeros(2, 6, 16)),
             "init": built["init"],
-            "state": wire.encode(state),
+            "state": values.encode(state),
         }
     )
     assert not answer["ok"] and "not those it was built with" in answer["error"]
-    forged = scope.answer({**callback("construct", "FeedForward", 16, 32), "rng": wire.encode(torch.zeros(3))})
+    forged = scope.answer({**callback("construct", "FeedForward", 16, 32), "rng": values.encode(torch.zeros(3))})
     assert not forged["ok"] and "random generator" in forged["error"]
     huge = scope.answer({**callback("construct", "FeedForward", 16, 100_000), "rng": rng})
     assert not huge["ok"] and "d_ff is 100000" in huge["error"]
@@ -146,10 +146,10 @@ def test_a_module_stand_in_refuses_a_state_it_was_not_built_with_and_a_forged_ra
 
 def test_devices_and_dtypes_cross_by_name_and_nothing_else_does():
     for value in (torch.device("cpu"), torch.device("meta"), torch.float64, torch.bool):
-        assert wire.decode(wire.encode(value)) == value
+        assert values.decode(values.encode(value)) == value
     for bad in ({"device": "cuda:x"}, {"device": "tpu"}, {"dtype": "object"}):
         with pytest.raises(wire.WireError):
-            wire.decode(bad)
+            values.decode(bad)
 
 
 def test_an_item_used_by_another_is_tested_first():

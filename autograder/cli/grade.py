@@ -28,7 +28,7 @@
    why.
 
 Every phase says what it is doing. No text from a submission reaches the terminal without
-going through :func:`autograder.sandbox.process.clean_text` (no escape sequence, no control
+going through :func:`autograder.terminal.clean_text` (no escape sequence, no control
 character); nbgrader's own output is relayed with each row prefixed ``nbgrader: ``
 (:mod:`autograder.cli.run_nbgrader`), so that none of it passes for the grader's own lines.
 
@@ -59,7 +59,7 @@ from autograder.cli import exercises, run_nbgrader
 from autograder.grading.report import Report
 from autograder.grading.source import Source, unreleased_prerequisites_note
 from autograder.nbgrader_plugins import FEEDBACK_PROGRESS, NotGraded, report_path
-from autograder.sandbox.process import clean_text
+from autograder.terminal import clean_text
 
 FEEDBACK_SECONDS = 60.0  # the most that writing one notebook's feedback may take
 NBGRADER_START_SECONDS = 120.0  # nbgrader's start-up, before it writes the first notebook's feedback

@@ -3,7 +3,7 @@
 nbgrader runs in a subprocess, and what it prints can quote a submission: a traceback that holds a
 cell's source, a warning that names what a notebook holds. So none of it reaches the instructor's
 terminal as it is. Each line of its output (stdout and stderr alike) goes through the grader's one
-filter, :func:`autograder.sandbox.process.clean_text` (no escape sequence, no control character),
+filter, :func:`autograder.terminal.clean_text` (no escape sequence, no control character),
 is cut to ``MAX_LINE_CHARS`` characters, and is **relayed prefixed**: every row it takes on the
 terminal starts with ``nbgrader: `` (on a terminal, a line wider than it is folded by this module,
 each row prefixed, so that the terminal never wraps one onto a row of its own; into a file or a
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TextIO
 
 from attention_course.notebooks import COURSE_ROOT
-from autograder.sandbox.process import clean_text
+from autograder.terminal import clean_text
 
 PREFIX = "nbgrader: "
 MAX_LINE_CHARS = 1000  # of one line of nbgrader's output, relayed or kept

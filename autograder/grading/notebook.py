@@ -35,8 +35,9 @@ from autograder.grading.session import MAX_MESSAGE_CHARS, Remote, Session
 from autograder.grading.source import MAX_NOTEBOOK_BYTES, Source, program_key, student_program, tampered_tests
 from autograder.items import CheckFailed
 from autograder.packages import sandbox_packages
-from autograder.sandbox import wire
-from autograder.sandbox.process import Limits, Sandbox, SandboxError, SandboxUnavailable, clean_text
+from autograder.sandbox import values, wire
+from autograder.sandbox.process import Limits, Sandbox, SandboxError, SandboxUnavailable
+from autograder.terminal import clean_text
 
 # The warnings of the reference solutions and their known mistakes (an overflow that a mistake makes on
 # purpose), which the grader runs, are no concern of the instructor's terminal.
@@ -68,8 +69,8 @@ def preflight(
                     + "; ".join(error for error in errors if error)
                     + ". Check that `make venv` installed them into the environment that grades"
                 )
-            reply = sandbox.call("probe", [torch.arange(3.0)], {})
-            value = wire.decode(reply.get("value")) if reply.get("ok") else None
+            reply = sandbox.call("probe", [values.encode(torch.arange(3.0))], {})
+            value = values.decode(reply.value) if isinstance(reply, wire.Returned) else None
             if not isinstance(value, torch.Tensor) or not torch.equal(value, torch.arange(3.0) * 2):
                 return f"the sandbox's worker answered a call wrongly: {clean_text(reply, 300)}"
     except SandboxUnavailable as exc:
@@ -129,7 +130,7 @@ def grade_notebook(
 
     The student's code can import the course's packages as students get them under ``release``
     (default: the term's settings), so never the solution of a chapter that is not released.
-    Where the sandbox cannot be used (:class:`~autograder.sandbox.SandboxUnavailable`), the report's
+    Where the sandbox cannot be used (:class:`~autograder.sandbox.process.SandboxUnavailable`), the report's
     ``not_graded`` says why and its scores mean nothing: the failure is the grader's.
     ``as_submitted``: the notebook as the student submitted it, when ``submission`` is a copy whose
     test cells nbgrader has already put back (the notes on changed test cells come from it).

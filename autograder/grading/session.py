@@ -15,8 +15,9 @@ import torch
 
 from autograder import standins
 from autograder.grading.report import Report
-from autograder.sandbox import wire
-from autograder.sandbox.process import Limits, Sandbox, SandboxDied, SandboxError, SandboxTimeout, clean_text
+from autograder.sandbox import values, wire
+from autograder.sandbox.process import Limits, Sandbox, SandboxDied, SandboxError, SandboxTimeout
+from autograder.terminal import clean_text
 
 MAX_RESTARTS = 5
 UNBOUNDED = (
@@ -112,7 +113,7 @@ class Session:
         kwargs=None,
         generation: int | None = None,
         getattr_only: bool = False,
-    ) -> dict:
+    ) -> wire.Reply:
         """One request to the student's process; ``item`` is the graded item it belongs to."""
         if item in self.stuck:
             refusal, why = self.stuck[item]
@@ -129,8 +130,8 @@ class Session:
                 return sandbox.getattr(int(target), str(attr), timeout=timeout, label=label, callbacks=callbacks)
             reply = sandbox.call(
                 target,
-                list(args),
-                dict(kwargs or {}),
+                [values.encode(a) for a in args],
+                {k: values.encode(v) for k, v in (kwargs or {}).items()},
                 timeout=timeout,
                 attr=attr,
                 label=label,
@@ -160,27 +161,27 @@ class Session:
             self.sandbox = None
             raise
 
-    def result(self, reply: dict, item: str, args=(), kwargs=None):
+    def result(self, reply: wire.Reply, item: str, args=(), kwargs=None):
         """The value of a reply, as plain data here; objects that stay in the sandbox become RemoteObjects."""
-        if not reply.get("ok"):
-            exc = _student_exception(str(reply.get("error_type", "Exception")), str(reply.get("error", "")))
-            exc.raised_in = str(reply.get("raised_in", ""))  # the student's function whose own code raised it
+        if isinstance(reply, wire.Raised):
+            exc = _student_exception(reply.error_type, reply.error)
+            exc.raised_in = reply.raised_in  # the student's function whose own code raised it
             raise exc
         # The arguments as they are after the call: an array argument whose state is missing or does
         # not fit fails the call (the worker always reports it; only tampering with it would not).
-        after = list(reply.get("args_after") or [])
+        after = list(reply.args_after or [])
         after += [None] * (len(args) - len(after))
         pairs = [
             *zip(args, after),
-            *(((kwargs or {}).get(key), (reply.get("kwargs_after") or {}).get(key)) for key in (kwargs or {})),
+            *(((kwargs or {}).get(key), (reply.kwargs_after or {}).get(key)) for key in (kwargs or {})),
         ]
         for original, state in pairs:
             if isinstance(original, (np.ndarray, torch.Tensor)) and not _copy_back(original, state):
                 raise TypeError(f"the state of {item}'s arguments after the call could not be read back")
         generation = self.generation
         try:
-            return wire.decode(
-                reply.get("value"), resolve=lambda number, kind: RemoteObject(self, number, kind, item, generation)
+            return values.decode(
+                reply.value, resolve=lambda number, kind: RemoteObject(self, number, kind, item, generation)
             )
         except (wire.WireError, ValueError, KeyError, TypeError) as exc:
             raise TypeError(
@@ -261,7 +262,7 @@ def _copy_back(original, after) -> bool:
     if after is None:
         return False
     try:
-        changed = wire.decode(after)
+        changed = values.decode(after)
     except Exception:
         return False
     if isinstance(original, torch.Tensor) and isinstance(changed, torch.Tensor) and changed.shape == original.shape:

@@ -1,6 +1,7 @@
 """Running a student's code in a sandbox, from the trusted grader.
 
-:class:`Sandbox` starts :mod:`autograder.sandbox.worker` under bubblewrap (``bwrap``):
+:class:`Sandbox` starts :mod:`autograder.sandbox.worker` under bubblewrap (``bwrap``), through
+:mod:`autograder.sandbox.launcher` (which joins the cgroups, binds, sets the limits and drops the uid):
 
 - **never as root.** A grader that runs as root (in CI, in a container) gives every sandbox a
   uid of its own (:data:`UIDS`, one per sandbox at a time across every grader process on the
@@ -23,8 +24,8 @@
   cgroup) the resource limits remain and the CPU quota is not enforced: grade with ``JOBS=1``
   there (the instructor guide says so).
 
-The worker speaks :mod:`autograder.wire` on a private pair of pipes. Every message it sends is
-size-capped and checked against what the grader expects before it is used; anything else
+The worker speaks :mod:`autograder.sandbox.wire` on a private pair of pipes. Every message it sends is
+size-capped, checked against its declaration and against what the grader expects before it is used; anything else
 (forged, malformed, oversized, out of order) ends the conversation as the student's failure,
 never the grader's. Every wait on the sandbox has a deadline. Until the worker says it is ready
 (before any student code runs) a failure is the grader's: :class:`SandboxUnavailable`, never
@@ -41,10 +42,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import json
 import os
 import queue
-import re
 import resource
 import shutil
 import signal
@@ -59,55 +58,16 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import msgspec
+
+from autograder import course
+from autograder.packages import sandbox_packages
+from autograder.sandbox import launcher, wire
+from autograder.terminal import clean_text
+
 PACKAGES_MOUNT = "/opt/course-packages"  # where the students' packages are, inside the sandbox
 UIDS = range(61000, 62000)  # host uids for sandboxes when the grader runs as root
-LAUNCH_FAILED = 125  # the launcher's exit status when it could not set the sandbox up
 MAX_CALLBACKS = 512  # calls of the grader's stand-ins during one call of the student's code
-
-# Runs first in the new process (no threads yet, unlike the grader): join the cgroups; as root,
-# bind what the sandbox needs where its uid may read it (in a private mount namespace) and drop
-# to that uid; set the resource limits; then become bwrap. Inherited by all it starts.
-_LAUNCHER = r"""
-import ctypes, json, os, resource, sys, warnings  # everything it needs, before it may no longer read them
-config, command = json.loads(sys.argv[1]), sys.argv[2:]
-def fail(what):
-    sys.stderr.write(f"sandbox launcher: {what}\n")
-    sys.stderr.flush()
-    os._exit(125)
-for procs in config["cgroups"]:
-    try:
-        with open(procs, "w") as f:
-            f.write(str(os.getpid()))
-    except OSError as error:
-        fail(f"cannot join the cgroup {procs}: {error}")
-if config["stage"]:
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.mount.argtypes = [ctypes.c_char_p] * 3 + [ctypes.c_ulong, ctypes.c_void_p]
-    if libc.unshare(0x00020000) != 0:  # CLONE_NEWNS
-        fail(f"unshare(CLONE_NEWNS): {os.strerror(ctypes.get_errno())}")
-    if libc.mount(b"none", b"/", None, 16384 | (1 << 18), None) != 0:  # MS_REC | MS_PRIVATE
-        fail(f"making the mounts private: {os.strerror(ctypes.get_errno())}")
-    for source, target in config["stage"]:
-        if libc.mount(source.encode(), target.encode(), None, 4096 | 16384, None) != 0:  # MS_BIND | MS_REC
-            fail(f"binding {source}: {os.strerror(ctypes.get_errno())}")
-limits, mb = config["limits"], 2 ** 20
-resource.setrlimit(resource.RLIMIT_AS, (limits["memory_mb"] * mb,) * 2)
-resource.setrlimit(resource.RLIMIT_CPU, (limits["cpu_seconds"], limits["cpu_seconds"] + 5))
-resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_mb"] * mb,) * 2)
-resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-if config["uid"] is not None:
-    try:
-        os.setgroups([])
-        os.setgid(config["uid"])
-        os.setuid(config["uid"])
-    except OSError as error:
-        fail(f"dropping to uid {config['uid']}: {error}")
-    if os.getuid() == 0 or os.geteuid() == 0:
-        fail("still root after dropping privileges")
-if os.getuid() != 0:  # root is exempt from RLIMIT_NPROC; the cgroup covers it
-    resource.setrlimit(resource.RLIMIT_NPROC, (limits["processes"],) * 2)
-os.execve(command[0], command, os.environ)  # an absolute path: no lookup, no import
-"""
 
 
 @dataclass(frozen=True)
@@ -482,9 +442,6 @@ class Sandbox:
         self.stand_ins: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # (functions, modules) in place
         self.unbounded = False  # a call's memory budget could not be enforced (see call)
         if packages is None:
-            from autograder import course
-            from autograder.packages import sandbox_packages
-
             packages = sandbox_packages(course.release())
         self._cgroups = _Cgroups(limits)
         stage = []
@@ -515,7 +472,7 @@ class Sandbox:
                 )
                 env["PYTHONPATH"] = str(packages)
             config = {"limits": asdict(limits), "cgroups": self._cgroups.procs, "stage": stage, "uid": self._uid}
-            launch = [sys.executable, "-S", "-c", _LAUNCHER, json.dumps(config), *command]
+            launch = launcher.command_line(sys.executable, config, command)
             self.process = subprocess.Popen(
                 launch,
                 stdin=subprocess.PIPE,
@@ -540,11 +497,18 @@ class Sandbox:
     def _read_messages(self) -> None:
         try:
             while True:
-                message = _wire().receive(self.process.stdout, self.limits.message_kb * 1024)
+                message = wire.receive(self.process.stdout, wire.FromWorkerMessage, self.limits.message_kb * 1024)
                 self._messages.put(message)
                 if message is None:
                     return
-        except Exception as error:  # an oversized or malformed message ends the conversation
+        except wire.MessageError as error:  # a message of the wrong form: named, with what is wrong with it
+            self._messages.put(
+                SandboxProtocolError(
+                    f"the process running your code broke the grading protocol (an unexpected {error.kind!r} "
+                    f"message); {error.detail}"
+                )
+            )
+        except Exception as error:  # an oversized message, or one that is not one, ends the conversation
             self._messages.put(
                 SandboxProtocolError(f"the process running your code sent a malformed message ({type(error).__name__})")
             )
@@ -562,7 +526,7 @@ class Sandbox:
             self.output += chunk[: max(room, 0)]
             self.output_dropped += max(len(chunk) - max(room, 0), 0)
 
-    def _next(self, deadline: float, what: str, cell: int | None = None) -> dict:
+    def _next(self, deadline: float, what: str, cell: int | None = None) -> wire.FromWorker:
         try:
             message = self._messages.get(timeout=max(0.0, deadline - time.monotonic()))
         except queue.Empty:
@@ -607,7 +571,7 @@ class Sandbox:
         if self.ready:
             return
         message = self._next(time.monotonic() + self.limits.startup_timeout, "the start-up")
-        if message != {"event": "ready"}:
+        if not isinstance(message, wire.Ready):
             self.close()
             raise SandboxUnavailable(f"the sandbox's worker did not start as expected{self._launcher_said()}")
         self.ready = True
@@ -620,7 +584,7 @@ class Sandbox:
         ``cells``) if a cell hangs past ``cell_timeout``, kills the process or breaks the
         protocol, and :class:`SandboxUnavailable` if the sandbox cannot start.
         """
-        self._send({"op": "run_cells", "cells": cells}, self.limits.startup_timeout)
+        self._send(wire.RunCells(cells), self.limits.startup_timeout)
         self._wait_ready()
         errors: list[str | None] = [None] * len(cells)
         current, deadline, expected = None, time.monotonic() + self.limits.cell_timeout, 0
@@ -629,44 +593,32 @@ class Sandbox:
                 "the notebook's start-up" if current is None else labels[current] if labels else f"cell {current + 1}"
             )
             message = self._next(deadline, what, current)
-            event, index = message.get("event"), message.get("index")
-            if event == "cell_start" and set(message) == {"event", "index"} and index == expected:
-                current, deadline = index, time.monotonic() + self.limits.cell_timeout
-            elif (
-                event == "cell_done"
-                and set(message) == {"event", "index", "error"}
-                and index == current
-                and current is not None
-                and (message["error"] is None or isinstance(message["error"], str))
-            ):
-                errors[current] = None if message["error"] is None else clean_text(message["error"], 2000)
+            if isinstance(message, wire.CellStart) and message.index == expected:
+                current, deadline = message.index, time.monotonic() + self.limits.cell_timeout
+            elif isinstance(message, wire.CellDone) and current is not None and message.index == current:
+                errors[current] = None if message.error is None else clean_text(message.error, 2000)
                 current, expected = None, expected + 1
-            elif (
-                event == "cells_done"
-                and set(message) == {"event", "others"}
-                and expected == len(cells)
-                and type(message["others"]) is int
-                and 0 <= message["others"] < 10**6
-            ):
-                self.background = message["others"]
+            elif isinstance(message, wire.CellsDone) and expected == len(cells):
+                self.background = message.others
                 return errors
             else:
-                raise self._protocol_error(f"an unexpected {str(event)[:40]!r} message", current)
+                raise self._protocol_error(f"an unexpected {wire.kind(message)!r} message", current)
 
     def call(
         self,
         target: str | int,
-        args: list,
-        kwargs: dict,
+        args: list[wire.Value],
+        kwargs: dict[str, wire.Value],
         timeout: float | None = None,
         attr: str | None = None,
         label: str | None = None,
         seed: int | None = None,
         callbacks: Callable[[dict], dict] | None = None,
         memory_mb: int | None = None,
-    ) -> dict:
+    ) -> wire.Reply:
         """Call the student's object (a name, or a handle number), or its attribute ``attr``, the
-        random generators seeded with ``seed`` first (if given).
+        random generators seeded with ``seed`` first (if given), with ``args`` and ``kwargs`` encoded
+        (:func:`autograder.sandbox.values.encode`): the sandbox's channel carries plain data only.
 
         The reply is described in :mod:`autograder.sandbox.worker`; it is checked here. The stand-ins'
         calls that come while the grader waits for it go to ``callbacks`` (a callback message in, the
@@ -675,15 +627,12 @@ class Sandbox:
         memory cgroup (a call past it gets a MemoryError reply), or else enforced on the address space of
         the sandbox's processes (:meth:`_address_space_budget`).
         """
-        request = {
-            "op": "call",
-            "attr": attr,
-            "args": [_wire().encode(a) for a in args],
-            "kwargs": {k: _wire().encode(v) for k, v in kwargs.items()},
-        }
-        if seed is not None:
-            request["seed"] = int(seed)
-        request["name" if isinstance(target, str) else "handle"] = target
+        name, handle = (target, None) if isinstance(target, str) else (None, int(target))
+        seed = None if seed is None else int(seed)
+
+        def request(seq: int) -> wire.Call:
+            return wire.Call(seq, list(args), dict(kwargs), name=name, handle=handle, attr=attr, seed=seed)
+
         what = f"a call of {label or target}"
         if memory_mb is None:
             return self._request(request, timeout, what, len(args), set(kwargs), callbacks)
@@ -692,14 +641,12 @@ class Sandbox:
             reply = self._request(request, timeout, what, len(args), set(kwargs), callbacks)
             used = peak()
             if used > memory_mb * 2**20:
-                return {
-                    "seq": reply["seq"],
-                    "ok": False,
-                    "error_type": "MemoryError",
-                    "error": f"the call held up to {used / 2**20:,.0f} MiB at once beyond what its sandbox held when "
+                return wire.Raised(
+                    reply.seq,
+                    "MemoryError",
+                    f"the call held up to {used / 2**20:,.0f} MiB at once beyond what its sandbox held when "
                     f"it started; at most {memory_mb:,} MiB may be added",
-                    "raised_in": "",
-                }
+                )
             return reply
         with self._address_space_budget(memory_mb):
             return self._request(request, timeout, what, len(args), set(kwargs), callbacks)
@@ -749,9 +696,12 @@ class Sandbox:
         timeout: float | None = None,
         label: str | None = None,
         callbacks: Callable[[dict], dict] | None = None,
-    ) -> dict:
+    ) -> wire.Reply:
         """An attribute of an object that stays in the sandbox."""
-        request = {"op": "getattr", "handle": handle, "attr": attr}
+
+        def request(seq: int) -> wire.GetAttr:
+            return wire.GetAttr(seq, int(handle), str(attr))
+
         return self._request(request, timeout, label or f".{attr}", 0, set(), callbacks)
 
     def stand_in(self, functions: list[str], modules: list[str], timeout: float | None = None) -> None:
@@ -760,80 +710,72 @@ class Sandbox:
         wanted = (tuple(functions), tuple(modules))
         if wanted == self.stand_ins:
             return
-        request = {"op": "stand_in", "functions": list(functions), "modules": list(modules)}
+
+        def request(seq: int) -> wire.StandIn:
+            return wire.StandIn(seq, list(functions), list(modules))
+
         reply = self._request(request, timeout, "putting the grader's stand-ins in place", 0, set())
-        if not reply["ok"] or reply.get("value") is not None:
+        if not isinstance(reply, wire.Returned) or reply.value is not None or reply.args_after or reply.kwargs_after:
             raise self._protocol_error("a wrong reply to putting the stand-ins in place")
         self.stand_ins = wanted
 
     def _request(
         self,
-        request: dict,
+        request: Callable[[int], wire.FromGrader],
         timeout: float | None,
         what: str,
         nargs: int,
         kwargs: set,
         callbacks: Callable[[dict], dict] | None = None,
-    ) -> dict:
+    ) -> wire.Reply:
+        """Send ``request(seq)``, with the next number; answer the stand-ins' calls that come before the
+        reply (at most :data:`MAX_CALLBACKS`) with ``callbacks``; the reply, checked."""
         limit = self.limits.call_timeout if timeout is None else min(timeout, self.limits.call_timeout)
         deadline = time.monotonic() + limit
         self._sequence += 1
-        request["seq"] = self._sequence
-        self._send(request, limit)
+        self._send(request(self._sequence), limit)
         answered = 0
         while True:
             reply = self._next(deadline, what)
-            if "callback" not in reply:
+            if isinstance(reply, (wire.Returned, wire.Raised)):
                 return self._checked_reply(reply, nargs, kwargs)
-            if set(reply) != {"seq", "callback"} or reply["seq"] != self._sequence:
-                raise self._protocol_error("a stand-in's call of the wrong form")
+            if not isinstance(reply, wire.Callback) or reply.seq != self._sequence:
+                raise self._protocol_error(f"an unexpected {wire.kind(reply)!r} message")
             answered += 1
             if answered > MAX_CALLBACKS:
                 raise self._protocol_error(f"more than {MAX_CALLBACKS} calls of the grader's stand-ins in one call")
-            if callbacks is None or not isinstance(reply["callback"], dict):
+            if callbacks is None:
                 answer = {"ok": False, "error_type": "RuntimeError", "error": "no stand-ins are in use now"}
             else:
-                answer = callbacks(reply["callback"])
+                answer = callbacks(msgspec.structs.asdict(reply.callback))
             left = max(0.1, deadline - time.monotonic())
-            self._send({"op": "callback_result", "seq": self._sequence, **answer}, left)
+            self._send(wire.CallbackResult(self._sequence, **answer), left)
 
-    def _checked_reply(self, reply: dict, nargs: int, kwargs: set) -> dict:
-        """The reply, if it has the form a reply of the worker has; else the student broke the protocol."""
-        if reply.get("seq") != self._sequence or type(reply.get("ok")) is not bool:
+    def _checked_reply(self, reply: wire.Reply, nargs: int, kwargs: set) -> wire.Reply:
+        """The reply, if it answers this request as a reply of the worker does (its form is checked as it
+        is received); else the student broke the protocol. An error's texts come back cleaned."""
+        if reply.seq != self._sequence:
             raise self._protocol_error("a reply to a request it was not sent")
-        if reply["ok"]:
-            allowed = {"seq", "ok", "value", "args_after", "kwargs_after"}
-            after, kwargs_after = reply.get("args_after"), reply.get("kwargs_after")
-            if (
-                not set(reply) <= allowed
-                or "value" not in reply
-                or not (after is None or (isinstance(after, list) and len(after) <= nargs))
-                or not (kwargs_after is None or (isinstance(kwargs_after, dict) and set(kwargs_after) <= kwargs))
+        if isinstance(reply, wire.Returned):
+            if (reply.args_after is not None and len(reply.args_after) > nargs) or (
+                reply.kwargs_after is not None and not set(reply.kwargs_after) <= kwargs
             ):
                 raise self._protocol_error("a reply of the wrong form")
             return reply
-        if (
-            not set(reply) <= {"seq", "ok", "error_type", "error", "raised_in"}
-            or not isinstance(reply.get("error_type"), str)
-            or not isinstance(reply.get("error"), str)
-            or not isinstance(reply.get("raised_in", ""), str)
-        ):
-            raise self._protocol_error("an error reply of the wrong form")
-        return {
-            "seq": reply["seq"],
-            "ok": False,
-            "error_type": clean_text(reply["error_type"], 80),
-            "error": clean_text(reply["error"], 2000),
-            "raised_in": clean_text(reply.get("raised_in", ""), 80),
-        }
+        return wire.Raised(
+            reply.seq,
+            clean_text(reply.error_type, 80),
+            clean_text(reply.error, 2000),
+            clean_text(reply.raised_in, 80),
+        )
 
-    def _send(self, message: dict, timeout: float) -> None:
+    def _send(self, message: wire.FromGrader, timeout: float) -> None:
         """Write a request; a process that does not read it within ``timeout`` is killed."""
         failed = []
 
         def write():
             try:
-                _wire().send(self.process.stdin, message)
+                wire.send(self.process.stdin, message)
             except (BrokenPipeError, OSError, ValueError) as error:
                 failed.append(error)
 
@@ -894,42 +836,6 @@ class Sandbox:
 
     def __exit__(self, *exc):
         self.close()
-
-
-# What a terminal acts on, in text from a submission (ECMA-48). Sequences are removed whole, so that
-# no parameter or payload is left behind as text; any introducer left over (a sequence cut short
-# by the length limit) goes with the control characters.
-_ESCAPES = re.compile(
-    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"  # CSI: cursor, erase (ESC[2J), colours (7-bit and 8-bit)
-    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"  # OSC
-    # (title, clipboard), DCS, SOS, PM and APC: strings that end with BEL or ST (or, here, the line)
-    r"|\x1b[ -/]*[0-~]"  # every other escape (ESC c resets the terminal, ESC ( B picks a character set)
-)
-# C0 controls but tab and newline, DEL, the C1 controls (U+0080-U+009F, 8-bit CSI and OSC among
-# them), and the bidirectional overrides and isolates, which reorder the text a terminal shows.
-_CONTROL = dict.fromkeys(
-    [*range(0, 9), *range(11, 32), *range(0x7F, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
-)
-
-
-def _wire():
-    """:mod:`autograder.sandbox.wire`, which imports torch: imported at the first message, so that what
-    uses this module for :func:`clean_text` or :class:`Limits` alone (nbgrader's plugins) never does."""
-    from autograder.sandbox import wire
-
-    return wire
-
-
-def clean_text(text, limit: int) -> str:
-    """Text that came from a submission, safe to keep, store and show on a terminal: at most ``limit``
-    characters, valid UTF-8 (a lone surrogate becomes '?'), no terminal escape sequence (7-bit or
-    8-bit: CSI, OSC, DCS and the others) and no control character but tabs and newlines (C0, DEL
-    and C1), nor a bidirectional override. Every text of a submission that reaches the
-    instructor's terminal or files goes through it, nbgrader's log included
-    (:mod:`autograder.cli.run_nbgrader`)."""
-    text = str(text)[:limit]
-    text = text.encode("utf-8", "replace").decode("utf-8", "replace")
-    return _ESCAPES.sub("", text).translate(_CONTROL)
 
 
 def _address_space(pid: int) -> int:

@@ -1,162 +1,178 @@
-"""Values that cross the sandbox boundary, as plain data.
+"""The messages between the grader and the worker in the sandbox: each declared once, here, and every
+message received checked against its declaration before it is used.
 
-Only these cross: None, bools, ints, floats, strings, lists, tuples, dicts with
-string keys, NumPy arrays and torch tensors of numeric or boolean dtypes, and torch
-devices and dtypes (by name: ``cpu``, ``meta``, ``cuda[:n]``; one of :data:`DTYPES`). Arrays
-travel as dtype, shape and raw bytes; the receiving side builds a new, plain
-``np.ndarray`` or ``torch.Tensor`` from them, never an object of the sender's
-choosing (no pickle, no subclasses, no code). Messages are length-prefixed JSON.
+A message is a :class:`msgspec.Struct`, tagged with its kind (``"event"`` from the worker, ``"op"`` from
+the grader), with fields of fixed types (and ranges, where a number could drive work) and no other field.
+On the pipe it is a 4-byte big-endian length, then JSON. :func:`receive` refuses a message longer than
+its limit before reading it, then checks it against the union of the messages that may come
+(:data:`FromWorkerMessage`, :data:`FromGraderMessage`): a message of the wrong form (an unknown kind, a
+missing, extra or wrong-typed field, a number out of range) raises :class:`MessageError`, which names the
+kind of message it claimed to be; what is not a message at all raises :class:`WireError`. The grader
+takes either as the student's program breaking the protocol, never as its own failure.
 
-A fixture of :mod:`autograder.fixtures` (a scripted model that a test hands to
-the student's function) crosses as its name and arguments and is rebuilt there.
+Values (a call's arguments, its result) travel inside messages as plain data (:data:`Value`), encoded and
+checked by :mod:`autograder.sandbox.values` where they are used. This module imports no torch: the grader's
+sandbox (:mod:`autograder.sandbox.process`) and nbgrader's plugins, which use it, start without it.
 
-Any other object (a student's ``nn.Module``, a bound method) stays where it was
-made and crosses as a *handle*, ``{"handle": n, "type": name}``: ``encode`` asks
-``make_handle(obj)`` for its number, and ``decode`` asks ``resolve(n, name)``
-for what stands for it on the receiving side.
+The worker's side of each exchange is described in :mod:`autograder.sandbox.worker`.
 """
 
 from __future__ import annotations
 
-import base64
 import json
-import math
 import struct
+from typing import Annotated, Any, Literal
 
-import numpy as np
-import torch
+import msgspec
 
-DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64")
-MAX_MESSAGE = 256 * 2**20
-MAX_DEPTH = 32
-DEVICE_TYPES = ("cpu", "meta", "cuda")
+MAX_MESSAGE = 256 * 2**20  # bytes; the grader takes at most Limits.message_kb from a sandbox
+
+Value = Any  # a value as plain data, checked where it is decoded (autograder.sandbox.values)
+Seq = Annotated[int, msgspec.Meta(ge=0, lt=2**53)]  # a request's number
+Index = Annotated[int, msgspec.Meta(ge=0, lt=2**31)]  # a cell's index
 
 
 class WireError(ValueError):
-    """A value that cannot cross the boundary, or a malformed message."""
+    """A value that cannot cross the boundary, or a message that is not one (too long, not JSON)."""
 
 
-def encode(value, depth: int = 0, make_handle=None):
-    if depth > MAX_DEPTH:
-        raise WireError("the value is nested too deeply")
-    handle = getattr(type(value), "__wire_handle__", None)
-    if handle is not None:
-        return {"handle": {"id": int(handle.__get__(value)), "type": ""}}
-    fixture = getattr(value, "__wire_fixture__", None) if not isinstance(value, (torch.Tensor, np.ndarray)) else None
-    if isinstance(fixture, tuple) and len(fixture) == 2:
-        return {"fixture": {"name": str(fixture[0]), "args": encode(list(fixture[1]), depth + 1)}}
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, torch.device):
-        return {"device": str(value)}
-    if isinstance(value, torch.dtype):
-        name = str(value).removeprefix("torch.")
-        if name not in DTYPES:
-            raise WireError(f"the dtype {value} cannot cross")
-        return {"dtype": name}
-    if isinstance(value, int):
-        return {"int": str(int(value))}
-    if isinstance(value, float):
-        return {"float": repr(float(value))}
-    if isinstance(value, torch.Tensor) and value.device.type == "meta":  # no data: its shape, dtype and place
-        dtype = str(value.dtype).removeprefix("torch.")
-        if dtype not in DTYPES:
-            raise WireError(f"tensors of dtype {value.dtype} cannot be returned")
-        return {"tensor": {"dtype": dtype, "shape": list(value.shape), "device": "meta", "data": ""}}
-    if isinstance(value, torch.Tensor):
-        data = value.detach().cpu().contiguous()
-        dtype = str(data.dtype).removeprefix("torch.")
-        if dtype not in DTYPES:
-            raise WireError(f"tensors of dtype {data.dtype} cannot be returned")
-        raw = data.view(torch.int16) if dtype == "bfloat16" else data
-        return {
-            "tensor": {
-                "dtype": dtype,
-                "shape": list(data.shape),
-                "data": base64.b64encode(raw.numpy().tobytes()).decode(),
-            }
-        }
-    if isinstance(value, (np.ndarray, np.generic)):
-        data = np.asarray(value)
-        data = np.ascontiguousarray(data) if data.ndim else data
-        if str(data.dtype) not in DTYPES:
-            raise WireError(f"arrays of dtype {data.dtype} cannot be returned")
-        return {
-            "ndarray": {
-                "dtype": str(data.dtype),
-                "shape": list(data.shape),
-                "scalar": isinstance(value, np.generic),
-                "data": base64.b64encode(data.astype(data.dtype.newbyteorder("<")).tobytes()).decode(),
-            }
-        }
-    if isinstance(value, (list, tuple)):
-        return {"list" if isinstance(value, list) else "tuple": [encode(v, depth + 1, make_handle) for v in value]}
-    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
-        return {"dict": {k: encode(v, depth + 1, make_handle) for k, v in value.items()}}
-    if make_handle is not None:
-        return {"handle": {"id": int(make_handle(value)), "type": type(value).__name__[:80]}}
-    if isinstance(value, dict):
-        raise WireError("only dicts with string keys can be returned")
-    raise WireError(f"a {type(value).__name__} cannot be returned; return tensors, arrays, numbers or tuples of them")
+class MessageError(WireError):
+    """A message of the wrong form; ``kind`` is what it claimed to be (its tag), ``detail`` what is wrong."""
+
+    def __init__(self, kind: str, detail: str):
+        super().__init__(f"an unexpected {kind!r} message: {detail}")
+        self.kind, self.detail = kind, detail
 
 
-def decode(data, depth: int = 0, resolve=None):
-    if depth > MAX_DEPTH:
-        raise WireError("the value is nested too deeply")
-    if data is None or isinstance(data, (bool, str)):
-        return data
-    if not isinstance(data, dict) or len(data) != 1:
-        raise WireError("malformed value")
-    ((kind, body),) = data.items()
-    if kind == "int":
-        return int(str(body)[:400])
-    if kind == "device":
-        name = str(body)[:16]
-        kind, _, index = name.partition(":")
-        if kind not in DEVICE_TYPES or not (index == "" or index.isdigit()):
-            raise WireError(f"unknown device {name!r}")
-        return torch.device(name)
-    if kind == "dtype":
-        if str(body) not in DTYPES:
-            raise WireError(f"unknown dtype {str(body)[:20]!r}")
-        return getattr(torch, str(body))
-    if kind == "float":
-        return float(str(body)[:64]) if str(body) not in ("nan", "inf", "-inf") else float(body)
-    if kind in ("tensor", "ndarray"):
-        dtype, shape = str(body["dtype"]), [int(n) for n in body["shape"]]
-        if dtype not in DTYPES or any(n < 0 for n in shape) or len(shape) > MAX_DEPTH:
-            raise WireError(f"malformed array of dtype {dtype!r}")
-        if kind == "tensor" and body.get("device") == "meta":
-            return torch.empty(shape, dtype=getattr(torch, dtype), device="meta")
-        raw = base64.b64decode(str(body["data"]), validate=True)
-        storage = "int16" if dtype == "bfloat16" else dtype
-        count = math.prod(shape)
-        array = (
-            np.frombuffer(raw, dtype=np.dtype(storage).newbyteorder("<"), count=count).astype(storage).reshape(shape)
-        )
-        if kind == "ndarray":
-            array = np.array(array)
-            return array[()] if body.get("scalar") else array
-        tensor = torch.from_numpy(np.array(array))
-        return tensor.view(torch.bfloat16) if dtype == "bfloat16" else tensor
-    if kind in ("list", "tuple"):
-        items = [decode(v, depth + 1, resolve) for v in body]
-        return items if kind == "list" else tuple(items)
-    if kind == "dict":
-        return {str(k): decode(v, depth + 1, resolve) for k, v in body.items()}
-    if kind == "fixture":  # rebuilt from autograder.fixtures, never from the sender's code
-        from autograder import fixtures
-
-        return fixtures.build(str(body["name"]), decode(body["args"], depth + 1))
-    if kind == "handle":
-        if resolve is None:
-            raise WireError("an object handle cannot be used here")
-        return resolve(int(body["id"]), str(body.get("type", ""))[:80])
-    raise WireError(f"unknown value kind {kind!r}")
+# ---------------------------------------------------------------------------- from the worker
 
 
-def send(stream, message: dict) -> None:
-    payload = json.dumps(message).encode()
+class FromWorker(msgspec.Struct, tag_field="event", forbid_unknown_fields=True, frozen=True):
+    pass
+
+
+class Ready(FromWorker, tag="ready"):
+    """Its start-up is done; no student code has run yet."""
+
+
+class CellStart(FromWorker, tag="cell_start"):
+    index: Index
+
+
+class CellDone(FromWorker, tag="cell_done"):
+    index: Index
+    error: str | None  # "Type: message", or None
+
+
+class CellsDone(FromWorker, tag="cells_done"):
+    others: Annotated[int, msgspec.Meta(ge=0, lt=10**6)]  # processes the cells left running
+
+
+class Returned(FromWorker, tag="returned"):
+    """A call's (or an attribute's) value; the array arguments as they are after the call."""
+
+    seq: Seq
+    value: Value
+    args_after: list[Value] | None = None
+    kwargs_after: dict[str, Value] | None = None
+
+
+class Raised(FromWorker, tag="raised"):
+    """The call raised; ``raised_in``: the function whose own frame raised it."""
+
+    seq: Seq
+    error_type: str
+    error: str
+    raised_in: str = ""
+
+
+class StandInCall(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    """A call of one of the grader's stand-ins (:mod:`autograder.standins` answers it)."""
+
+    kind: Literal["call", "construct", "forward"]
+    name: str
+    args: Value
+    kwargs: Value
+    rng: Value = None
+    init: Value = None
+    state: Value = None
+    training: bool = False
+
+
+class Callback(FromWorker, tag="callback"):
+    seq: Seq
+    callback: StandInCall
+
+
+Reply = Returned | Raised  # the answer to a call, an attribute or the stand-ins' placing
+FromWorkerMessage = Ready | CellStart | CellDone | CellsDone | Returned | Raised | Callback
+
+
+# ---------------------------------------------------------------------------- from the grader
+
+
+class FromGrader(msgspec.Struct, tag_field="op", forbid_unknown_fields=True, frozen=True):
+    pass
+
+
+class RunCells(FromGrader, tag="run_cells"):
+    cells: list[str | None]  # None: a cell skipped
+
+
+class Call(FromGrader, tag="call"):
+    """Call the student's object ``name`` (or the handle ``handle``), or its attribute ``attr``."""
+
+    seq: Seq
+    args: list[Value]
+    kwargs: dict[str, Value]
+    name: str | None = None
+    handle: int | None = None
+    attr: str | None = None
+    seed: int | None = None  # the random generators are seeded with it just before the call
+
+
+class GetAttr(FromGrader, tag="getattr"):
+    seq: Seq
+    handle: int
+    attr: str
+
+
+class StandIn(FromGrader, tag="stand_in"):
+    seq: Seq
+    functions: list[str]
+    modules: list[str]
+
+
+class CallbackResult(FromGrader, tag="callback_result"):
+    """The grader's answer to a stand-in's call: ``ok`` with the values, or the error to raise."""
+
+    seq: Seq
+    ok: bool
+    value: Value = None
+    error_type: str = ""
+    error: str = ""
+    init: Value = None
+    state: Value = None
+    parameters: Value = None
+    attributes: Value = None
+    rng: Value = None
+
+
+FromGraderMessage = RunCells | Call | GetAttr | StandIn | CallbackResult
+
+
+def kind(message: msgspec.Struct) -> str:
+    """The kind (tag) of a message."""
+    return str(message.__struct_config__.tag)
+
+
+# ---------------------------------------------------------------------------- the pipe
+
+
+def send(stream, message: msgspec.Struct | dict) -> None:
+    """Write one message. JSON by the standard library: a lone surrogate in a student's text is escaped,
+    and comes back as it was, for :func:`autograder.terminal.clean_text` to replace."""
+    payload = json.dumps(msgspec.to_builtins(message)).encode()
     stream.write(struct.pack(">I", len(payload)) + payload)
     stream.flush()
 
@@ -173,9 +189,10 @@ def _read_exactly(stream, size: int) -> bytes | None:
     return bytes(data)
 
 
-def receive(stream, max_size: int = MAX_MESSAGE) -> dict | None:
-    """The next message, or None at end of stream. A message larger than ``max_size`` bytes is
-    refused before it is read."""
+def receive(stream, schema=None, max_size: int = MAX_MESSAGE):
+    """The next message, checked against ``schema`` (a message type or a union of them), or None at the
+    end of the stream; without ``schema``, the JSON object as it came. A message longer than ``max_size``
+    bytes is refused before it is read."""
     header = _read_exactly(stream, 4)
     if header is None:
         return None
@@ -185,7 +202,20 @@ def receive(stream, max_size: int = MAX_MESSAGE) -> dict | None:
     payload = _read_exactly(stream, size)
     if payload is None:
         return None
-    message = json.loads(payload)
-    if not isinstance(message, dict):
+    try:
+        data = json.loads(payload)
+    except (ValueError, RecursionError) as error:
+        raise WireError(f"a message that is not JSON ({type(error).__name__})") from None
+    if not isinstance(data, dict):
         raise WireError("malformed message")
-    return message
+    return data if schema is None else checked(data, schema)
+
+
+def checked(data: dict, schema):
+    """``data`` as the message of ``schema`` it is; else :class:`MessageError`."""
+    try:
+        return msgspec.convert(data, schema)
+    except msgspec.ValidationError as error:
+        tag = data.get("event", data.get("op"))
+        claimed = tag[:40] if isinstance(tag, str) else "untagged"
+        raise MessageError(claimed, str(error)[:300]) from None

@@ -1,44 +1,37 @@
 """The process that runs a student's code, inside the sandbox.
 
-It is started by :mod:`autograder.sandbox` and speaks :mod:`autograder.wire`
-messages: requests on its standard input, replies on its standard output. Once its own
-start-up is done, before any student code runs, it sends ``{"event": "ready"}``.
-Before any student code runs, it moves those two channels to private file
-descriptors and points the student's ``print`` (fd 1 and 2) at the output pipe
-that the grader drains and truncates. It never sees a reference solution, a
-hidden test or an expected value: it runs the notebook's own cells, then calls
-the student's functions on the inputs it is sent and returns what they return.
+It is started by :mod:`autograder.sandbox.process` (through :mod:`autograder.sandbox.launcher` and
+bubblewrap) and speaks the messages of :mod:`autograder.sandbox.wire`: requests on its standard input,
+replies on its standard output. Once its own start-up is done, before any student code runs, it sends
+:class:`~autograder.sandbox.wire.Ready`. Before any student code runs, it moves those two channels to
+private file descriptors and points the student's ``print`` (fd 1 and 2) at the output pipe that the
+grader drains and truncates. It never sees a reference solution, a hidden test or an expected value:
+it runs the notebook's own cells, then calls the student's functions on the inputs it is sent and
+returns what they return.
 
-Requests:
+Requests, and what it answers:
 
-* ``{"op": "run_cells", "cells": [source, ...]}``: run each cell (IPython
-  syntax, magics allowed). For each it sends ``{"event": "cell_start", "index": i}``
-  and then ``{"event": "cell_done", "index": i, "error": null | "Type: message"}``;
-  finally ``{"event": "cells_done", "others": n}`` (processes the cells left running).
-* ``{"op": "call", "seq": int, "name": str | "handle": int, "attr": str?, "args": [...], "kwargs": {...}}``:
-  call the student's object ``name`` (or a handle from an earlier reply, or its
-  attribute ``attr``); reply ``{"ok": true, "value": ..., "args_after": [...],
-  "kwargs_after": {...}}`` (array arguments as they are after the call, so the
-  grader sees in-place changes) or ``{"ok": false, "error_type": str, "error": str,
-  "raised_in": str}`` (``raised_in``: the function whose own frame raised it); every
-  reply carries the request's ``seq``.
-  Values that are not plain data (a module the student's class built, a bound
-  method) stay here and are returned as handles.
-* ``{"op": "getattr", "seq": int, "handle": int, "attr": str}``: an attribute of a handle.
-* ``{"op": "stand_in", "seq": int, "functions": [name, ...], "modules": [name, ...]}``: put the
-  grader's stand-ins in place of the notebook's objects of these names (and of every other name
-  bound to the same object), after putting back those of the last ``stand_in``; reply
-  ``{"ok": true, "value": null}``. A stand-in computes nothing here: a call of it, while a request
-  is served, sends ``{"seq": int, "callback": {"kind": "call" | "construct" | "forward", "name": str,
-  ...}}`` and waits for ``{"op": "callback_result", "seq": int, "ok": bool, ...}``, whose values it
-  returns (or whose error it raises). A stand-in module holds real parameters and buffers, laid out
-  as the grader's reply to ``construct`` says, and sends them with every ``forward``, with the
-  random generator's state, which comes back advanced as if the module had run here.
+* :class:`~autograder.sandbox.wire.RunCells`: run each cell (IPython syntax, magics allowed). For each
+  it sends ``CellStart`` and then ``CellDone`` (the cell's error, ``"Type: message"``, or None); finally
+  ``CellsDone`` (how many processes the cells left running).
+* :class:`~autograder.sandbox.wire.Call`: call the student's object ``name`` (or a handle from an earlier
+  reply, or its attribute ``attr``), the random generators seeded with ``seed`` first if it is given;
+  reply ``Returned`` (the value, and the array arguments as they are after the call, so the grader sees
+  in-place changes) or ``Raised`` (the error, and the function whose own frame raised it). Values that
+  are not plain data (a module the student's class built, a bound method) stay here and are returned as
+  handles.
+* :class:`~autograder.sandbox.wire.GetAttr`: an attribute of a handle; reply ``Returned`` or ``Raised``.
+* :class:`~autograder.sandbox.wire.StandIn`: put the grader's stand-ins in place of the notebook's objects
+  of these names (and of every other name bound to the same object), after putting back those of the
+  last one; reply ``Returned`` with the value None. A stand-in computes nothing here: a call of it, while
+  a request is served, sends a ``Callback`` and waits for the grader's ``CallbackResult``, whose values
+  it returns (or whose error it raises). A stand-in module holds real parameters and buffers, laid out
+  as the grader's answer to ``construct`` says, and sends them with every ``forward``, with the random
+  generator's state, which comes back advanced as if the module had run here.
 
-A ``call`` may carry ``"seed": int``: the random generators are seeded with it just before the call.
-
-The grader checks every message against this description and ends the conversation at the
-first that does not fit, so a message forged by student code only fails that student's work.
+Every reply carries its request's ``seq``. The grader checks every message against its declaration and
+what it expects at that point, and ends the conversation at the first that does not fit, so a message
+forged by student code only fails that student's work.
 """
 
 from __future__ import annotations
@@ -46,6 +39,8 @@ from __future__ import annotations
 import os
 import random
 import sys
+
+from autograder.sandbox import wire
 
 
 def _private_channels():
@@ -90,63 +85,61 @@ def _error(result) -> str | None:
 
 def main() -> None:
     requests, replies = _private_channels()
-    from autograder.sandbox import wire
+    # torch (through the values) after the channels are private: what importing it prints goes to the output
+    from autograder.sandbox import values
 
     _seed_everything()
     shell = _shell()
     handles = _Handles()
-    grader = _Grader(requests, replies, wire)
-    stand_ins = _StandIns(grader, wire)
-    wire.send(replies, {"event": "ready"})
+    grader = _Grader(requests, replies)
+    stand_ins = _StandIns(grader, values)
+    wire.send(replies, wire.Ready())
     while True:
-        request = wire.receive(requests)
+        request = wire.receive(requests, wire.FromGraderMessage)
         if request is None:
             return
-        op = request.get("op")
-        grader.serving = request.get("seq")
-        if op == "run_cells":
-            for index, source in enumerate(request["cells"]):
-                wire.send(replies, {"event": "cell_start", "index": index})
+        if isinstance(request, wire.RunCells):
+            for index, source in enumerate(request.cells):
+                wire.send(replies, wire.CellStart(index))
                 error = _error(shell.run_cell(source, store_history=False)) if source is not None else None
                 sys.stdout.flush()
                 sys.stderr.flush()
-                wire.send(replies, {"event": "cell_done", "index": index, "error": error})
-            wire.send(replies, {"event": "cells_done", "others": _other_processes()})
-        elif op in ("call", "getattr"):
-            if op == "call" and type(request.get("seed")) is int:
-                _seed_everything(request["seed"])
-            wire.send(replies, {"seq": request.get("seq"), **_call(shell.user_ns, request, wire, handles)})
-        elif op == "stand_in":
-            stand_ins.install(shell.user_ns, request.get("functions") or [], request.get("modules") or [])
-            wire.send(replies, {"seq": request.get("seq"), "ok": True, "value": None})
-        else:
-            wire.send(
-                replies,
-                {"seq": request.get("seq"), "ok": False, "error_type": "ProtocolError", "error": f"unknown op {op!r}"},
-            )
+                wire.send(replies, wire.CellDone(index, error))
+            wire.send(replies, wire.CellsDone(_other_processes()))
+            continue
+        grader.serving = request.seq
+        if isinstance(request, (wire.Call, wire.GetAttr)):
+            if isinstance(request, wire.Call) and request.seed is not None:
+                _seed_everything(request.seed)
+            wire.send(replies, _call(shell.user_ns, request, values, handles))
+        elif isinstance(request, wire.StandIn):
+            stand_ins.install(shell.user_ns, request.functions, request.modules)
+            wire.send(replies, wire.Returned(request.seq, None))
+        else:  # a CallbackResult, while no stand-in waits for one
+            wire.send(replies, wire.Raised(request.seq, "ProtocolError", f"an unexpected {wire.kind(request)!r}"))
         grader.serving = None
 
 
 class _Grader:
     """The way back to the grader while it waits for the reply to a request: the stand-ins' calls."""
 
-    def __init__(self, requests, replies, wire):
+    def __init__(self, requests, replies):
         import threading
 
-        self.requests, self.replies, self.wire = requests, replies, wire
+        self.requests, self.replies = requests, replies
         self.serving = None  # the seq of the request being served, if any
         self.lock = threading.Lock()
 
-    def ask(self, callback: dict) -> dict:
+    def ask(self, callback: dict) -> wire.CallbackResult:
         with self.lock:
             if self.serving is None:
                 raise RuntimeError("the grader's stand-ins answer only while the grader is calling your code")
-            self.wire.send(self.replies, {"seq": self.serving, "callback": callback})
-            answer = self.wire.receive(self.requests)
-        if not isinstance(answer, dict) or answer.get("op") != "callback_result" or answer.get("seq") != self.serving:
+            wire.send(self.replies, wire.Callback(self.serving, wire.StandInCall(**callback)))
+            answer = wire.receive(self.requests, wire.FromGraderMessage)
+        if not isinstance(answer, wire.CallbackResult) or answer.seq != self.serving:
             raise RuntimeError("the grader did not answer the stand-in's call")
-        if not answer.get("ok"):
-            raise _builtin_error(str(answer.get("error_type", "")))(str(answer.get("error", ""))[:2000])
+        if not answer.ok:
+            raise _builtin_error(answer.error_type)(answer.error[:2000])
         return answer
 
 
@@ -161,8 +154,8 @@ class _StandIns:
     """The grader's stand-ins for the notebook's graded items, put in place while an item that uses
     them is graded, and the notebook's own objects they replaced."""
 
-    def __init__(self, grader: _Grader, wire):
-        self.grader, self.wire = grader, wire
+    def __init__(self, grader: _Grader, values):
+        self.grader, self.values = grader, values
         self.replaced: dict[str, object] = {}  # name -> the notebook's object
 
     MISSING = object()  # a name the notebook did not define: taken away again afterwards
@@ -186,18 +179,18 @@ class _StandIns:
                 namespace[key] = stand_in
 
     def _function(self, name: str):
-        grader, wire = self.grader, self.wire
+        grader, values = self.grader, self.values
 
         def stand_in(*args, **kwargs):
             answer = grader.ask(
                 {
                     "kind": "call",
                     "name": name,
-                    "args": wire.encode(list(args)),
-                    "kwargs": wire.encode(dict(kwargs)),
+                    "args": values.encode(list(args)),
+                    "kwargs": values.encode(dict(kwargs)),
                 }
             )
-            return wire.decode(answer.get("value"))
+            return values.decode(answer.value)
 
         stand_in.__name__ = stand_in.__qualname__ = name
         return stand_in
@@ -205,7 +198,7 @@ class _StandIns:
     def _module(self, name: str):
         import torch
 
-        grader, wire = self.grader, self.wire
+        grader, values = self.grader, self.values
 
         class StandIn(torch.nn.Module):
             def __init__(self, *args, **kwargs):
@@ -214,14 +207,14 @@ class _StandIns:
                     {
                         "kind": "construct",
                         "name": name,
-                        "args": wire.encode(list(args)),
-                        "kwargs": wire.encode(dict(kwargs)),
-                        "rng": wire.encode(torch.get_rng_state()),
+                        "args": values.encode(list(args)),
+                        "kwargs": values.encode(dict(kwargs)),
+                        "rng": values.encode(torch.get_rng_state()),
                     }
                 )
-                self.__dict__["_stand_in_init"] = answer.get("init")
-                parameters = set(wire.decode(answer.get("parameters")))
-                for key, value in wire.decode(answer.get("state")).items():
+                self.__dict__["_stand_in_init"] = answer.init
+                parameters = set(values.decode(answer.parameters))
+                for key, value in values.decode(answer.state).items():
                     owner, path = self, key.split(".")
                     for part in path[:-1]:
                         if part not in owner._modules:
@@ -231,9 +224,9 @@ class _StandIns:
                         owner.register_parameter(path[-1], torch.nn.Parameter(value))
                     else:
                         owner.register_buffer(path[-1], value)
-                for attr, value in wire.decode(answer.get("attributes")).items():
+                for attr, value in values.decode(answer.attributes).items():
                     setattr(self, attr, value)
-                torch.set_rng_state(wire.decode(answer.get("rng")))
+                torch.set_rng_state(values.decode(answer.rng))
 
             def forward(self, *args, **kwargs):
                 answer = grader.ask(
@@ -241,15 +234,15 @@ class _StandIns:
                         "kind": "forward",
                         "name": name,
                         "init": self._stand_in_init,
-                        "state": wire.encode(dict(self.state_dict())),
+                        "state": values.encode(dict(self.state_dict())),
                         "training": bool(self.training),
-                        "args": wire.encode(list(args)),
-                        "kwargs": wire.encode(dict(kwargs)),
-                        "rng": wire.encode(torch.get_rng_state()),
+                        "args": values.encode(list(args)),
+                        "kwargs": values.encode(dict(kwargs)),
+                        "rng": values.encode(torch.get_rng_state()),
                     }
                 )
-                torch.set_rng_state(wire.decode(answer.get("rng")))
-                return wire.decode(answer.get("value"))
+                torch.set_rng_state(values.decode(answer.rng))
+                return values.decode(answer.value)
 
             def extra_repr(self):
                 return "the grader's stand-in"
@@ -278,33 +271,34 @@ class _Handles:
         return self.objects[number]
 
 
-def _call(namespace: dict, request: dict, wire, handles: _Handles) -> dict:
-    name = request.get("name")
+def _call(namespace: dict, request: wire.Call | wire.GetAttr, values, handles: _Handles) -> wire.Reply:
+    name = request.name if isinstance(request, wire.Call) else None
     if name is not None and name not in namespace:
-        return {"ok": False, "error_type": "NameError", "error": f"name {name!r} is not defined"}
+        return wire.Raised(request.seq, "NameError", f"name {name!r} is not defined")
     try:
-        target = namespace[name] if name is not None else handles.get(int(request["handle"]))
-        if request.get("attr"):
-            target = getattr(target, str(request["attr"]))
-        if request["op"] == "getattr":
-            return {"ok": True, "value": wire.encode(target, make_handle=handles.number)}
-        args = [wire.decode(a, resolve=handles.get) for a in request["args"]]
-        kwargs = {k: wire.decode(v, resolve=handles.get) for k, v in request["kwargs"].items()}
+        target = namespace[name] if name is not None else handles.get(request.handle)
+        if request.attr:
+            target = getattr(target, request.attr)
+        if isinstance(request, wire.GetAttr):
+            return wire.Returned(request.seq, values.encode(target, make_handle=handles.number))
+        args = [values.decode(a, resolve=handles.get) for a in request.args]
+        kwargs = {k: values.decode(v, resolve=handles.get) for k, v in request.kwargs.items()}
         value = target(*args, **kwargs)
-        reply = {"ok": True, "value": wire.encode(value, make_handle=handles.number)}
-        reply["args_after"] = [wire.encode(a) if _is_array(a) else None for a in args]
-        reply["kwargs_after"] = {k: wire.encode(v) for k, v in kwargs.items() if _is_array(v)}
-        return reply
+        return wire.Returned(
+            request.seq,
+            values.encode(value, make_handle=handles.number),
+            args_after=[values.encode(a) if _is_array(a) else None for a in args],
+            kwargs_after={k: values.encode(v) for k, v in kwargs.items() if _is_array(v)},
+        )
     except BaseException as exc:  # the student's error, reported to the grader as data
         if isinstance(exc, (SystemExit, KeyboardInterrupt, GeneratorExit)):
-            return {"ok": False, "error_type": type(exc).__name__, "error": "the function tried to stop the process"}
-        reply = {"ok": False, "error_type": type(exc).__name__, "error": str(exc)[:2000]}
+            return wire.Raised(request.seq, type(exc).__name__, "the function tried to stop the process")
         origin = exc.__traceback__
         while origin is not None and origin.tb_next is not None:
             origin = origin.tb_next
-        if origin is not None:  # the function whose frame raised it, e.g. an unfilled item's own stub
-            reply["raised_in"] = origin.tb_frame.f_code.co_name[:80]
-        return reply
+        # the function whose frame raised it, e.g. an unfilled item's own stub
+        raised_in = origin.tb_frame.f_code.co_name[:80] if origin is not None else ""
+        return wire.Raised(request.seq, type(exc).__name__, str(exc)[:2000], raised_in)
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
