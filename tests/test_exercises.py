@@ -1,5 +1,7 @@
 """exercises/ is exactly what `make exercises` generates from solutions/, and gives nothing away."""
 
+import ast
+
 import nbformat
 import pytest
 
@@ -22,6 +24,18 @@ def test_released_notebook_holds_no_solution_or_hidden_test(assignment):
         assert marker not in text
 
 
+def _graded_items(tests) -> set[str]:
+    """The names that test cells grade: ``Item(ASSIGNMENT, "name", name, ...)``, however it is laid out."""
+    found = set()
+    for cell in tests:
+        for node in ast.walk(ast.parse(cell.source)):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Item" and len(node.args) >= 3:
+                named, given = node.args[1], node.args[2]
+                if isinstance(named, ast.Constant) and isinstance(given, ast.Name) and named.value == given.id:
+                    found.add(given.id)
+    return found
+
+
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_every_solution_cell_is_graded_and_every_test_has_points(assignment):
     nb = notebooks.read(course.notebook_path(assignment, "solutions"))
@@ -31,7 +45,7 @@ def test_every_solution_cell_is_graded_and_every_test_has_points(assignment):
     assert all(notebooks.nbgrader_meta(c).get("points", 0) > 0 for c in tests)
     for cell in solutions:
         name = notebooks.cell_id(cell)
-        assert f'"{name}", {name}' in "\n".join(c.source for c in tests), f"no test grades {name}"
+        assert name in _graded_items(tests), f"no test grades {name}"
         assert "### BEGIN SOLUTION" in cell.source and "### END SOLUTION" in cell.source
     for cell in tests:
         assert "### BEGIN HIDDEN TESTS" in cell.source, f"{notebooks.cell_id(cell)} has no hidden tests"

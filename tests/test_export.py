@@ -15,6 +15,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from attention_course import solutions
 from attention_course.notebooks import COURSE_ROOT
 from autograder import course, packages, reference
 from autograder.classroom import fill
@@ -61,8 +62,8 @@ def test_the_export_holds_exercises_packages_and_files_for_students(exported):
 
 
 def test_only_the_released_solutions_are_in_it(exported):
-    solutions = sorted(p.name for p in (exported / "attention_course" / "solutions").iterdir())
-    assert solutions == ["__init__.py", "ch01_bahdanau.py"]
+    files = sorted(p.name for p in (exported / "attention_course" / "solutions").iterdir())
+    assert files == ["__init__.py", "ch01_bahdanau.py"]
     assert (exported / "attention_course/solutions/ch01_bahdanau.py").read_text() == solutions.module_source(
         "ch01_bahdanau"
     )

@@ -624,6 +624,8 @@ def test_a_site_of_a_hundred_pages_of_public_code_is_clean(tmp_path):
     site = tmp_path / "html"
     (site / "book").mkdir(parents=True)
     sources = [ROOT / rel for rel in packages.allowed(TERM) if rel.endswith(".py")]
+    # (not the modules that name nbgrader's markers: on a page of the site, a marker is a problem)
+    sources = [path for path in sources if not any(marker in path.read_text() for marker in leaks.MARKERS)]
     blocks = [pygments.highlight((path.read_text()), PythonLexer(), HtmlFormatter()) for path in sources[:12]]
     nav = "".join(f'<li><a href="book/page{i}.html">Page {i} &amp; more</a></li>' for i in range(100))
     for i in range(100):
