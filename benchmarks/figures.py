@@ -3,6 +3,7 @@ ran on, and written into the pages by this module, never typed by hand.
 
     python -m benchmarks.figures            # write every page's marked blocks from benchmarks/figures.json
     python -m benchmarks.figures --check    # exit 1 where a page's block differs from what the record gives
+    python -m benchmarks.figures --run transformer --d-model 128   # run a measuring program, record its lines
 
 A measuring command (``make bench-book``, ``make bench-suite``, ``make bench-grading``, ...) calls
 :func:`record` with its figures; the record keeps, beside them, the command, the day, the commit and
@@ -131,11 +132,26 @@ def _grading(entry: dict) -> str:
     )
 
 
+def _output(entry: dict) -> str:
+    """A measuring program's own lines, as it printed them."""
+    return f"{_measured(entry)}:\n\n```text\n{entry['figures']['output'].rstrip()}\n```\n"
+
+
 RENDER: dict[str, Callable[[dict], str]] = {
     "book-build": _book_build,
     "suite": _suite,
     "grading": _grading,
+    "transformer": _output,
+    "generate": _output,
+    "train": _output,
 }
+# The programs whose printed lines are the figures: `python -m benchmarks.figures --run NAME [ARGS]`.
+PROGRAMS = {
+    "transformer": "benchmarks.transformer",
+    "generate": "benchmarks.generate",
+    "train": "attention_course.trainer",
+}
+LAST_LINES = 12  # what is kept of a program's output
 
 
 def render(name: str, records: dict) -> str:
@@ -157,10 +173,30 @@ def stale_pages(records: dict | None = None) -> list[str]:
     return [page for page in PAGES if (text := (ROOT / page).read_text()) != written(text, records)]
 
 
+def run_and_record(name: str, arguments: list[str]) -> int:
+    """Run the measuring program ``name`` with ``arguments``, show its output, and record its last lines."""
+    command = [sys.executable, "-m", PROGRAMS[name], *arguments]
+    run = subprocess.run(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    print(run.stdout, end="")
+    if run.returncode != 0:
+        print(f"{PROGRAMS[name]} failed (exit {run.returncode}): nothing recorded")
+        return run.returncode
+    lines = [line for line in run.stdout.splitlines() if line.strip() and "\r" not in line]
+    shown = " ".join(["python -m", PROGRAMS[name], *arguments])
+    record(name, shown, {"output": "\n".join(lines[-LAST_LINES:])})
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="exit 1 where a page's figures are out of date")
+    parser.add_argument("--run", choices=sorted(PROGRAMS), help="run this measuring program and record its output")
+    parser.add_argument("arguments", nargs=argparse.REMAINDER, help="the program's own arguments (after --run NAME)")
     args = parser.parse_args(argv)
+    if args.run:
+        status = run_and_record(args.run, args.arguments)
+        if status:
+            return status
     records = load()
     stale = stale_pages(records)
     if args.check:
