@@ -133,8 +133,26 @@ def _grading(entry: dict) -> str:
 
 
 def _output(entry: dict) -> str:
-    """A measuring program's own lines, as it printed them."""
-    return f"{_measured(entry)}:\n\n```text\n{entry['figures']['output'].rstrip()}\n```\n"
+    """A measuring program's own lines, as it printed them for people (its JSON line, for programs, left out)."""
+    lines = [line for line in entry["figures"]["output"].splitlines() if not line.startswith("{")]
+    text = "\n".join(lines) if lines else entry["figures"]["output"]
+    return f"{_measured(entry)}:\n\n```text\n{text.rstrip()}\n```\n"
+
+
+def _train(entry: dict) -> str:
+    """The trainer's final JSON line, in words."""
+    final = json.loads(next(line for line in reversed(entry["figures"]["output"].splitlines()) if line.startswith("{")))
+    quality = (
+        f"{final['exact_match']:.2%} exact match on {final['test_examples']:,} test dates"
+        if "exact_match" in final
+        else f"validation loss {final['val_loss']:.3f}"
+    )
+    return (
+        f"{final['task']} on {final['device']}, {final['steps']:,} steps, {final['parameters']:,} parameters "
+        f"({final['precision']}, {final['attention']} attention): {quality}; {_minutes(final['wall_seconds'])} "
+        f"in all, {_minutes(final['train_seconds'])} of training at {final['tokens_per_second']:,.0f} tokens/s. "
+        f"{_measured(entry)}.\n"
+    )
 
 
 RENDER: dict[str, Callable[[dict], str]] = {
@@ -143,7 +161,7 @@ RENDER: dict[str, Callable[[dict], str]] = {
     "grading": _grading,
     "transformer": _output,
     "generate": _output,
-    "train": _output,
+    "train": _train,
 }
 # The programs whose printed lines are the figures: `python -m benchmarks.figures --run NAME [ARGS]`.
 PROGRAMS = {
@@ -191,10 +209,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="exit 1 where a page's figures are out of date")
     parser.add_argument("--run", choices=sorted(PROGRAMS), help="run this measuring program and record its output")
-    parser.add_argument("arguments", nargs=argparse.REMAINDER, help="the program's own arguments (after --run NAME)")
-    args = parser.parse_args(argv)
+    args, arguments = parser.parse_known_args(argv)  # the rest: the measuring program's own arguments
+    if arguments and not args.run:
+        parser.error(f"unrecognized arguments: {' '.join(arguments)}")
     if args.run:
-        status = run_and_record(args.run, args.arguments)
+        status = run_and_record(args.run, arguments)
         if status:
             return status
     records = load()
