@@ -17,6 +17,7 @@ its k-grams, every one kept (a window of 1).
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from pathlib import Path
@@ -48,24 +49,55 @@ def _is_quote(text: str) -> bool:
     return text.lstrip("rRbBuUfF") in ('"""', "'''", '"', "'")
 
 
-def split(code: str) -> tuple[list[tuple[object, str]], str]:
+@functools.cache
+def _role(kind) -> str:
+    """What a pygments token type is to the detectors (asked once per type: pygments' ``in`` is slow)."""
+    for role, parent in (
+        ("interpolation", token.String.Interpol),
+        ("comment", token.Comment),
+        ("string", token.String),
+        ("layout", token.Text),
+        ("name", token.Name),
+        ("number", token.Number),
+    ):
+        if kind in parent:
+            return role
+    return "code"
+
+
+def split(code: str) -> tuple[tuple[tuple[object, str], ...], str]:
     """The tokens of ``code`` that are code (no comment, string or layout), and the text inside its
-    comments and strings (a comment or string a line, without ``#`` and quotes)."""
+    comments and strings (a comment or string a line, without ``#`` and quotes).
+
+    A text of up to :data:`CACHED_CHARS` characters is lexed once per process: the leak check meets
+    the same public sources again for every release it checks."""
+    return _split_cached(code) if len(code) <= CACHED_CHARS else _split(code)
+
+
+CACHED_CHARS = 200_000
+
+
+@functools.lru_cache(maxsize=2048)
+def _split_cached(code: str) -> tuple[tuple[tuple[object, str], ...], str]:
+    return _split(code)
+
+
+def _split(code: str) -> tuple[tuple[tuple[object, str], ...], str]:
     tokens, inside, depth = [], [], 0
     for kind, text in _LEXER.get_tokens(code):
-        if kind in token.String.Interpol:  # an f-string's {...}: part of the string
+        role = _role(kind)
+        if role == "interpolation":  # an f-string's {...}: part of the string
             depth += text.count("{") - text.count("}")
-            continue
-        if kind in token.Comment:
+        elif role == "comment":
             inside.append("\n" + text.lstrip("#") + "\n")
-        elif kind in token.String:
+        elif role == "string":
             inside.append("\n" if _is_quote(text) else text)
-        elif depth <= 0 and kind not in token.Text and text not in _LAYOUT:
+        elif depth <= 0 and role != "layout" and text not in _LAYOUT:
             tokens.append((kind, text))
-    return tokens, "".join(inside)
+    return tuple(tokens), "".join(inside)
 
 
-def token_classes(tokens: list[tuple[object, str]]) -> list[str]:
+def token_classes(tokens: tuple[tuple[object, str], ...]) -> list[str]:
     """What each token stands for: :data:`PLACEHOLDER` for a name, ``.name`` for an attribute or a
     keyword argument's name, a keyword, number or operator as written. The ``.`` before an attribute
     and a comma before a closing bracket (formatters add it) are left out."""
@@ -74,14 +106,15 @@ def token_classes(tokens: list[tuple[object, str]]) -> list[str]:
     for i, (kind, text) in enumerate(tokens):
         following = tokens[i + 1][1] if i + 1 < count else ""
         previous = tokens[i - 1][1] if i else ""
-        if text == "." and i + 1 < count and tokens[i + 1][0] in token.Name:
+        if text == "." and i + 1 < count and _role(tokens[i + 1][0]) == "name":
             continue  # the attribute that follows carries its dot
         if text == "," and following in _CLOSING:
             continue
-        if kind in token.Name:
+        role = _role(kind)
+        if role == "name":
             named = previous == "." or (following == "=" and previous in ("(", ","))
             classes.append("." + text if named else PLACEHOLDER)
-        elif kind in token.Number:
+        elif role == "number":
             classes.append(text.lower())
         else:
             classes.append(text)
@@ -110,7 +143,7 @@ class Normalizer:
             char = self._alphabet[kind] = chr(_FIRST_CODE + len(self._alphabet))
         return char
 
-    def encode(self, tokens: list[tuple[object, str]]) -> str:
+    def encode(self, tokens: tuple[tuple[object, str], ...]) -> str:
         return "".join(map(self._char, token_classes(tokens)))
 
     def code(self, text: str) -> str:

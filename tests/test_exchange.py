@@ -63,7 +63,7 @@ from autograder.grading.notebook import Report
 from autograder.nbgrader_plugins import report_path
 from tests.support.course import full_marks
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("exchange")]
+pytestmark = pytest.mark.slow
 
 A = "ch02_scaled_dot_product"
 FULL = full_marks(A)

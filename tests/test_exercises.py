@@ -12,7 +12,7 @@ from autograder.cli import exercises
 ASSIGNMENTS = course.assignments()
 
 
-@pytest.mark.xdist_group("exercises")
+@pytest.mark.slow  # nbgrader generate_assignment of every notebook: twenty seconds
 def test_exercises_are_generated_from_solutions():
     assert exercises.differences() == []
 

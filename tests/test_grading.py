@@ -21,7 +21,7 @@ from autograder.classroom import fill, make_course, submit
 from autograder.cli import grade
 from tests.correct import notebooks as correct_notebooks
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("grading")]
+pytestmark = pytest.mark.slow
 
 ASSIGNMENTS = course.assignments()
 BUG_MODULES = {a: importlib.import_module(f"tests.buggy.{a}") for a in ASSIGNMENTS}

@@ -619,6 +619,7 @@ def test_command_line_follows_the_release_settings(tmp_path, monkeypatch, capsys
 # --- a large site ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a site of 4 MB, read whole: half a minute
 def test_a_site_of_a_hundred_pages_of_public_code_is_clean(tmp_path):
     """Highlighted public code on every page and a large search index: nothing reported, every file read."""
     site = tmp_path / "html"

@@ -41,7 +41,7 @@ from tests.test_sandbox_grading import (
     zeros,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("load")]
+pytestmark = pytest.mark.slow
 
 CLASS_SIZE = 60
 MIN_CORRECT = 8

@@ -51,7 +51,7 @@ from tests.buggy.ch02_scaled_dot_product import BUGS, TESTS
 from tests.support import broken_bwrap, host, unprivileged
 from tests.support.course import full_marks, item_points, points_by_test
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("sandbox")]
+pytestmark = pytest.mark.slow
 
 A = "ch02_scaled_dot_product"
 FULL = full_marks(A)
