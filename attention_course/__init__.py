@@ -11,7 +11,7 @@ Each name is imported on first use, so that importing one module of this package
 its sandbox import ``attention_course.notebooks``) imports no torch for it.
 """
 
-import importlib
+from attention_course import lazy
 
 _HOMES = {  # name -> the module that defines it
     "DateTask": "attention_course.dates",
@@ -42,16 +42,5 @@ _HOMES = {  # name -> the module that defines it
 }
 
 
-def __getattr__(name: str):
-    if name not in _HOMES:
-        raise AttributeError(f"module 'attention_course' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_HOMES[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_HOMES])
-
-
+__getattr__, __dir__ = lazy.exports(__name__, _HOMES)
 __all__ = sorted(_HOMES)

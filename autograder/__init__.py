@@ -10,7 +10,7 @@ per property::
     check_matches_reference(item, [array(2, 3, 5)], {"axis": 1})
 """
 
-import importlib
+from attention_course import lazy
 
 _HOMES = {  # name -> the module that defines it; imported on first use, so that what needs none of
     # them (nbgrader's plugins, the command-line tools) does not import torch for nothing
@@ -43,16 +43,5 @@ _HOMES = {  # name -> the module that defines it; imported on first use, so that
 }
 
 
-def __getattr__(name: str):
-    if name not in _HOMES:
-        raise AttributeError(f"module 'autograder' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_HOMES[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_HOMES])
-
-
+__getattr__, __dir__ = lazy.exports(__name__, _HOMES)
 __all__ = sorted(_HOMES)
