@@ -15,7 +15,7 @@ and prints per assignment:
 - each answer that falls short: a correct one that lost points, a wrong one that kept them, and a wrong
   one whose hints do not name its cause (with the hints it got).
 
-``make test`` asserts all of this (tests/test_grading.py); this script prints it as figures.
+``make test`` asserts all of this (tests/test_catalogue.py); this script prints it as figures.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from autograder import course
 from autograder.classroom import fill
-from autograder.grading.notebook import grade_notebook
+from autograder.grading.notebook import Report, grade_notebook
 from tests.correct import notebooks as correct_notebooks
 
 
@@ -37,7 +37,10 @@ def _term_for(assignment: str) -> course.Release:
     return course.Release("term", set(names[: names.index(assignment)]))
 
 
-def measure(assignment: str, jobs: int) -> dict:
+def graded(assignment: str, jobs: int) -> list[tuple[str, object, Report]]:
+    """``("bug", Bug, report)`` for every wrong answer and ``("correct", {item: Answer}, report)`` for every
+    notebook of correct answers of ``assignment``, each graded on its own in the sandbox as in a term
+    (:func:`grade_notebook`, which `make grade` runs for every submission), ``jobs`` at a time."""
     bugs = importlib.import_module(f"tests.buggy.{assignment}")
     correct = correct_notebooks(importlib.import_module(f"tests.correct.{assignment}").ANSWERS)
     release = _term_for(assignment)
@@ -51,9 +54,13 @@ def measure(assignment: str, jobs: int) -> dict:
         return kind, what, grade_notebook(assignment, nb, release=release)
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        graded = list(pool.map(grade, work))
+        return list(pool.map(grade, work))
+
+
+def measure(assignment: str, jobs: int) -> dict:
+    bugs = importlib.import_module(f"tests.buggy.{assignment}")
     figures = {"correct": 0, "correct_total": 0, "caught": 0, "named": 0, "bugs": 0, "cascades": [], "missed": []}
-    for kind, what, report in graded:
+    for kind, what, report in graded(assignment, jobs):
         failed = {gid: test for gid, test in report.tests.items() if not test.passed}
         if kind == "correct":
             figures["correct_total"] += len(what)

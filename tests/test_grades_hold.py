@@ -16,16 +16,13 @@ import time
 
 import nbformat
 import pytest
-from nbformat.v4 import new_code_cell, new_markdown_cell
+from nbformat.v4 import new_code_cell
 
 from attention_course.notebooks import COURSE_ROOT
 from autograder import course
-from autograder.classroom import fill, make_course, solution_bodies, submit
+from autograder.classroom import fill, solution_bodies
 from autograder.grading.notebook import grade_notebook
 from tests import attacks
-from tests import test_grader_output as output
-from tests import test_sandbox_grading as sandboxed
-from tests.buggy.ch02_scaled_dot_product import BUGS
 
 pytestmark = pytest.mark.slow
 
@@ -133,63 +130,3 @@ def test_a_forged_stand_in_call_breaks_only_its_own_students_grading():
     report = grade_notebook(assignment, nb, release=term_before(assignment))
     assert not report.not_graded, report.not_graded
     assert any("protocol" in note or "malformed" in note for note in report.notes), report.notes
-
-
-# ----------------------------------------------------------------------------- a class of 60, every attack in it
-
-CLASS_SIZE = 60
-
-
-@pytest.fixture(scope="module")
-def class_of_60(tmp_path_factory):
-    """One ch02 class graded end to end as `make grade` grades it: every attack and fault of the course's tests
-    that a ch02 notebook can carry, beside honest and realistically wrong students, 60 in all."""
-    a = sandboxed.A
-    bomb = fill(a)
-    bomb.cells.insert(1, new_markdown_cell(attacks.BRACKET_BOMB))
-    makers = {
-        **sandboxed.ATTACKS,
-        **{student: make for student, (make, _) in sandboxed.REVIEW_ATTACKS.items()},
-        **{student: make for student, (make, _) in sandboxed.FAULTS.items()},
-        **{student: make for student, (make, _) in sandboxed.REVIEW_FAULTS.items()},
-        "attack_armed_helper": lambda: at_the_end(fill(a, attacks.ARMED[a]), attacks.DISARM),
-        "attack_task_cell": lambda: output.task_attack(fill(a)),
-        "attack_newer_schema": lambda: output.task_attack(fill(a), "attention_numpy", attacks.NEWER_SCHEMA),
-        "attack_bracket_bomb": lambda: bomb,
-        **{student: make for student, (make, _) in sandboxed.REVIEW_HONEST.items()},
-    }
-    wrong = BUGS[: CLASS_SIZE - len(makers)]
-    makers.update({f"wrong_{bug.name}": (lambda bug=bug: fill(a, {bug.item: bug.code})) for bug in wrong})
-    assert len(makers) == CLASS_SIZE, len(makers)
-    course = make_course(tmp_path_factory.mktemp("class60"))
-    for student, make in makers.items():
-        submit(course, student, a, make())
-    graded = sandboxed.grade_watched(course)
-    graded.wrong = {f"wrong_{bug.name}": bug for bug in wrong}
-    return graded
-
-
-def test_a_class_of_60_with_every_attack_is_graded_to_the_end(class_of_60):
-    course, results, seconds = class_of_60
-    assert len(results) == CLASS_SIZE and [s for s, r in results.items() if r.score is None] == []
-    with (course / "grades" / f"{sandboxed.A}.csv").open() as f:
-        assert len(f.read().strip().splitlines()) == CLASS_SIZE + 1
-    zeros = results["honest_zeros"].score
-    assert results["honest_reference"].score == sandboxed.FULL
-    baselines = {
-        **dict.fromkeys(sandboxed.ATTACKS, "honest_zeros"),
-        **{student: baseline for student, (_, baseline) in sandboxed.REVIEW_ATTACKS.items()},
-    }
-    assert {s: results[s].score for s, b in baselines.items() if results[s].score > results[b].score} == {}
-    assert zeros < sandboxed.FULL
-    assert results["attack_armed_helper"].score <= sandboxed.FULL - sandboxed.POINTS["attention_numpy"]
-    for student, (_, expected) in {**sandboxed.FAULTS, **sandboxed.REVIEW_FAULTS}.items():
-        assert results[student].score == expected, (student, results[student].failed, results[student].note)
-    for student in ("attack_task_cell", "attack_newer_schema", "attack_bracket_bomb"):
-        assert results[student].score == sandboxed.FULL, (student, results[student].note)
-    own = graded_tests(sandboxed.A)
-    for student, bug in class_of_60.wrong.items():
-        failed = set(results[student].failed)
-        assert failed and failed <= set(own[bug.item]), (student, failed)
-    assert class_of_60.leftovers == {"processes": [], "cgroups": [], "temporary folders": [], "sandbox folders": []}
-    assert seconds < 1500, seconds

@@ -1,10 +1,11 @@
-"""End to end through nbgrader: a class of submissions graded by `autograder.grade`.
+"""End to end through nbgrader: a class of each assignment graded by `autograder.grade`.
 
-One course folder is graded once (module fixture); the tests read its
-gradebook results, its reports, its CSV and its feedback. Every bug of tests/buggy/ is one
-student, so the run proves that each realistic mistake loses points in its own item and in no
-other, with a hint that names its cause; the correct answers of tests/correct/, several per
-notebook, prove that right answers in other idioms keep full marks.
+One course folder is graded once (module fixture); the tests read its gradebook results, its reports,
+its CSV and its feedback. Each class holds the reference, a blank notebook, notebooks whose test cells
+were deleted or emptied, a wrong answer and a notebook of correct answers in other idioms: what the
+pipeline adds to grading each notebook (nbgrader's gradebook, restored test cells, feedback, the CSV)
+is the same for every submission. Every known mistake and every correct idiom is graded on its own by
+tests/test_catalogue.py, through the function that this pipeline runs for each notebook.
 """
 
 from __future__ import annotations
@@ -20,12 +21,18 @@ from autograder import course
 from autograder.classroom import fill, make_course, submit
 from autograder.cli import grade
 from tests.correct import notebooks as correct_notebooks
+from tests.test_catalogue import hidden_test_lines
 
 pytestmark = pytest.mark.slow
 
 ASSIGNMENTS = course.assignments()
 BUG_MODULES = {a: importlib.import_module(f"tests.buggy.{a}") for a in ASSIGNMENTS}
 CORRECT = {a: correct_notebooks(importlib.import_module(f"tests.correct.{a}").ANSWERS) for a in ASSIGNMENTS}
+# The wrong answers in each class: the first of each assignment, and the one whose feedback is read below.
+PIPELINE_BUGS = {
+    a: [bug for k, bug in enumerate(BUG_MODULES[a].BUGS) if k == 0 or bug.name == "sdpa_mask_with_zero"]
+    for a in ASSIGNMENTS
+}
 WARNING_SOFTMAX = """
 import warnings
 
@@ -58,12 +65,12 @@ def graded(tmp_path_factory):
         submit(folder, "reference", assignment, fill(assignment))
         submit(folder, "blank", assignment, fill(assignment, blank=True))
         submit(folder, "deleted_tests", assignment, _without_tests(fill(assignment)))
-        for bug in BUG_MODULES[assignment].BUGS:
+        for bug in PIPELINE_BUGS[assignment]:
             submit(folder, f"bug_{bug.name}", assignment, fill(assignment, {bug.item: bug.code}))
         first = BUG_MODULES[assignment].BUGS[0]
         submit(folder, "emptied_tests", assignment, _with_tests_emptied(fill(assignment, {first.item: first.code})))
-        for k, answers in enumerate(CORRECT[assignment]):
-            submit(folder, f"correct_{k}", assignment, fill(assignment, {item: a.code for item, a in answers.items()}))
+        answers = CORRECT[assignment][0]
+        submit(folder, "correct_0", assignment, fill(assignment, {item: a.code for item, a in answers.items()}))
         if assignment == "ch02_scaled_dot_product":
             submit(folder, "warns", assignment, fill(assignment, {"softmax": WARNING_SOFTMAX}))
         # As in a term: the chapters before this one are released, this one is not.
@@ -90,60 +97,29 @@ def test_unfilled_exercise_scores_zero_and_the_rest_are_graded(graded, assignmen
 
 @pytest.mark.parametrize(
     "assignment,bug",
-    [(a, b) for a in ASSIGNMENTS for b in BUG_MODULES[a].BUGS],
+    [(a, b) for a in ASSIGNMENTS for b in PIPELINE_BUGS[a]],
     ids=lambda v: getattr(v, "name", v),
 )
-def test_each_buggy_submission_loses_points_in_its_item_and_no_other(graded, assignment, bug):
+def test_a_buggy_submission_loses_points_in_its_item_and_no_other_in_the_gradebook(graded, assignment, bug):
     result = graded[1][assignment][f"bug_{bug.name}"]
     assert result.score < result.max_score, f"{bug.name} ({bug.why}) kept full marks"
     item_tests = set(BUG_MODULES[assignment].TESTS[bug.item])
-    assert set(result.failed) <= item_tests, (
-        f"{bug.name} ({bug.why}), a mistake in {bug.item}, "
-        f"also lost points in {sorted(set(result.failed) - item_tests)}"
-    )
+    assert result.failed and set(result.failed) <= item_tests, (bug.name, result.failed)
+    messages = _messages(graded[0], assignment, f"bug_{bug.name}")
+    assert set(messages) == set(result.failed)
+    assert any(bug.cause.lower() in message.lower() for message in messages.values()), messages
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_correct_answers_in_other_idioms_keep_full_marks_in_the_gradebook(graded, assignment):
+    result = graded[1][assignment]["correct_0"]
+    assert result.score == result.max_score, (result.failed, _messages(graded[0], assignment, "correct_0"))
 
 
 def _messages(course, assignment: str, student: str) -> dict[str, str]:
     """grade_id -> the message of each failed test, from the student's grading report."""
     report = json.loads((course / "grades" / "reports" / assignment / student / f"{assignment}.json").read_text())
     return {gid: test["message"] for gid, test in report["tests"].items() if not test["passed"]}
-
-
-@pytest.mark.parametrize(
-    "assignment,bug",
-    [(a, b) for a in ASSIGNMENTS for b in BUG_MODULES[a].BUGS],
-    ids=lambda v: getattr(v, "name", v),
-)
-def test_the_hint_names_the_cause_of_each_buggy_submission(graded, assignment, bug):
-    messages = _messages(graded[0], assignment, f"bug_{bug.name}")
-    hints = [line for message in messages.values() for line in message.splitlines() if line.strip().startswith("hint:")]
-    assert any(bug.cause.lower() in hint.lower() for hint in hints), (
-        f"{bug.name} ({bug.why}): no hint names its cause ({bug.cause!r}); the hints were {hints}"
-    )
-
-
-def test_every_item_has_at_least_three_bugs_each_with_its_cause():
-    for assignment, module in BUG_MODULES.items():
-        for item in module.TESTS:
-            assert sum(b.item == item for b in module.BUGS) >= 3, (assignment, item)
-        assert all(bug.cause for bug in module.BUGS), [b.name for b in module.BUGS if not b.cause]
-
-
-@pytest.mark.parametrize("assignment,k", [(a, k) for a in ASSIGNMENTS for k in range(len(CORRECT[a]))])
-def test_correct_answers_in_other_idioms_get_full_marks(graded, assignment, k):
-    result = graded[1][assignment][f"correct_{k}"]
-    answers = CORRECT[assignment][k]
-    assert result.score == result.max_score, (
-        f"correct answers lost points in {result.failed}: "
-        + "; ".join(f"{a.item} ({a.idiom})" for a in answers.values())
-        + f"\n{_messages(graded[0], assignment, f'correct_{k}')}"
-    )
-
-
-def test_every_item_has_correct_answers_in_at_least_four_idioms():
-    for assignment, module in BUG_MODULES.items():
-        for item in module.TESTS:
-            assert sum(item in answers for answers in CORRECT[assignment]) >= 4, (assignment, item)
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
@@ -192,18 +168,7 @@ def _feedback(course, student, assignment):
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_feedback_never_shows_hidden_tests_or_tracebacks(graded, assignment):
     folder, results = graded
-    solution = notebooks.read(course.notebook_path(assignment, "solutions"))
-    hidden_lines = {
-        line.strip()
-        for cell in solution.cells
-        if notebooks.is_test(cell)
-        for line in cell.source.split("### BEGIN HIDDEN TESTS")[1].split("### END HIDDEN TESTS")[0].splitlines()
-        # Short lines (`)`, `raise`) also occur in any student's own code; they quote nothing.
-        if len(line.strip()) >= 16
-    }
-    released = notebooks.read(course.notebook_path(assignment, "exercises"))
-    hidden_lines -= {line.strip() for cell in released.cells for line in cell.source.splitlines()}
-    assert hidden_lines
+    hidden_lines = hidden_test_lines(assignment)
     for student in results[assignment]:
         html = _feedback(folder, student, assignment)
         assert "BEGIN HIDDEN TESTS" not in html
