@@ -85,10 +85,10 @@ lint: venv  ## ruff (code and notebooks: lint and format) and import-linter (the
 	$(BIN)/lint-imports
 
 test-fast: venv  ## the unit tests: no book build, no browser, no class graded end to end (under a minute)
-	$(BIN)/python -m pytest -n 2 --dist loadgroup -m "not slow and not browser" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not slow and not browser" $(PYTEST_ARGS)
 
 test: venv sandbox browser lint $(MATHJAX)  ## everything: lint, book build and site in Chromium, grading end to end, unit tests
-	$(BIN)/python -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
 exercises: venv  ## regenerate exercises/ from solutions/ (nbgrader generate_assignment)
 	$(BIN)/python -m autograder.cli.exercises

@@ -31,8 +31,7 @@ _GRADED: dict[str, dict] = {}
 
 
 def catalogue(assignment: str) -> dict:
-    """{"bug_<name>" or "correct_<k>": Report} of ``assignment``, graded once per worker, two notebooks at a
-    time. The tests of one assignment run together on one worker (their xdist group)."""
+    """{"bug_<name>" or "correct_<k>": Report} of ``assignment``, graded once, two notebooks at a time."""
     if assignment not in _GRADED:
         reports, k = {}, 0
         for kind, what, report in grading_accuracy.graded(assignment, jobs=2):
@@ -45,11 +44,6 @@ def catalogue(assignment: str) -> dict:
     return _GRADED[assignment]
 
 
-def grouped(cases):
-    """pytest parameters, each in the xdist group of its assignment (the first value of the case)."""
-    return [pytest.param(*case, marks=pytest.mark.xdist_group(f"catalogue-{case[0]}")) for case in cases]
-
-
 def failed(report) -> dict[str, str]:
     """grade_id -> the message of each failed test."""
     return {gid: test.message for gid, test in report.tests.items() if not test.passed}
@@ -57,7 +51,7 @@ def failed(report) -> dict[str, str]:
 
 @pytest.mark.parametrize(
     "assignment,bug",
-    grouped((a, b) for a in ASSIGNMENTS for b in BUG_MODULES[a].BUGS),
+    [(a, b) for a in ASSIGNMENTS for b in BUG_MODULES[a].BUGS],
     ids=lambda v: getattr(v, "name", v),
 )
 def test_each_buggy_submission_loses_points_in_its_item_and_no_other(assignment, bug):
@@ -73,7 +67,7 @@ def test_each_buggy_submission_loses_points_in_its_item_and_no_other(assignment,
 
 @pytest.mark.parametrize(
     "assignment,bug",
-    grouped((a, b) for a in ASSIGNMENTS for b in BUG_MODULES[a].BUGS),
+    [(a, b) for a in ASSIGNMENTS for b in BUG_MODULES[a].BUGS],
     ids=lambda v: getattr(v, "name", v),
 )
 def test_the_hint_names_the_cause_of_each_buggy_submission(assignment, bug):
@@ -91,7 +85,7 @@ def test_every_item_has_at_least_three_bugs_each_with_its_cause():
         assert all(bug.cause for bug in module.BUGS), [b.name for b in module.BUGS if not b.cause]
 
 
-@pytest.mark.parametrize("assignment,k", grouped((a, k) for a in ASSIGNMENTS for k in range(len(CORRECT[a]))))
+@pytest.mark.parametrize("assignment,k", [(a, k) for a in ASSIGNMENTS for k in range(len(CORRECT[a]))])
 def test_correct_answers_in_other_idioms_get_full_marks(assignment, k):
     report = catalogue(assignment)[f"correct_{k}"]
     answers = CORRECT[assignment][k]
@@ -109,7 +103,7 @@ def test_every_item_has_correct_answers_in_at_least_four_idioms():
             assert sum(item in answers for answers in CORRECT[assignment]) >= 4, (assignment, item)
 
 
-@pytest.mark.parametrize("assignment", grouped((a,) for a in ASSIGNMENTS))
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_no_message_quotes_a_hidden_test(assignment):
     """What a student reads of a failed test (its message, in the feedback) holds no line of the hidden
     tests that the released exercise does not show."""
