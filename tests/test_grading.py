@@ -11,7 +11,6 @@ tests/test_catalogue.py, through the function that this pipeline runs for each n
 from __future__ import annotations
 
 import csv
-import importlib
 import json
 
 import pytest
@@ -20,14 +19,10 @@ from attention_course import notebooks
 from autograder import course
 from autograder.classroom import fill, make_course, submit
 from autograder.cli import grade
-from tests.correct import notebooks as correct_notebooks
-from tests.test_catalogue import hidden_test_lines
+from tests.test_catalogue import ASSIGNMENTS, BUG_MODULES, CORRECT, hidden_test_lines
 
 pytestmark = pytest.mark.slow
 
-ASSIGNMENTS = course.assignments()
-BUG_MODULES = {a: importlib.import_module(f"tests.buggy.{a}") for a in ASSIGNMENTS}
-CORRECT = {a: correct_notebooks(importlib.import_module(f"tests.correct.{a}").ANSWERS) for a in ASSIGNMENTS}
 # The wrong answers in each class: the first of each assignment, and the one whose feedback is read below.
 PIPELINE_BUGS = {
     a: [bug for k, bug in enumerate(BUG_MODULES[a].BUGS) if k == 0 or bug.name == "sdpa_mask_with_zero"]
