@@ -14,6 +14,8 @@ import ast
 import functools
 from pathlib import Path
 
+from attention_course import syntax
+
 # The course folder: the checkout (or the student's copy) that holds these packages; a function that
 # works on a course elsewhere (a class graded in its own folder) takes that folder as ``root``.
 COURSE_ROOT = Path(__file__).resolve().parent.parent
@@ -119,7 +121,7 @@ def read(path: Path):
 
 def defined_names(source: str) -> list[str]:
     """The functions and classes that a cell's code defines at its top level."""
-    tree = ast.parse(source)
+    tree = syntax.parse(source)
     return [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
 
 

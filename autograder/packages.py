@@ -22,7 +22,7 @@ import tempfile
 import threading
 from pathlib import Path, PurePosixPath
 
-from attention_course import solutions
+from attention_course import solutions, syntax
 from attention_course.notebooks import COURSE_ROOT
 from autograder import course, reference
 
@@ -69,7 +69,7 @@ def _imported(source: str, module: str, is_package: bool) -> set[str]:
     """The absolute names of the modules that ``source`` (the module ``module``) imports."""
     names = set()
     package = module if is_package else module.rpartition(".")[0]
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(syntax.parse(source)):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):

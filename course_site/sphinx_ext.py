@@ -49,6 +49,7 @@ from docutils import nodes
 from sphinx import addnodes
 from sphinx.util.docutils import SphinxDirective
 
+from attention_course import syntax
 from autograder import course, packages, reference
 from autograder.course import exercise_path, repository
 
@@ -162,7 +163,7 @@ class PackageCode(SphinxDirective):
         if missing:
             return [_withheld("The code of", name, missing)]
         source = path.read_text()
-        node = ast.parse(source)
+        node = syntax.parse(source)
         for part in name.split("."):
             found = next(
                 (

@@ -49,6 +49,7 @@ from autograder.cli.check import format_report
 from autograder.grading.notebook import Report, grade_notebook
 from autograder.nbgrader_plugins import report_path
 from autograder.packages import sandbox_packages
+from autograder.sandbox import values, wire
 from autograder.sandbox.process import UIDS, Limits, Sandbox, bwrap_available
 from tests import attacks
 from tests.buggy.ch02_scaled_dot_product import BUGS, TESTS
@@ -955,6 +956,38 @@ def test_a_running_sandbox_runs_under_an_unprivileged_uid_in_capped_cgroups():
         finally:
             sandbox.close()
         assert watch.leftovers() == {"processes": [], "cgroups": [], "temporary folders": [], "sandbox folders": []}
+
+
+BLOCKWISE = """
+import torch
+
+def blockwise(blocks):
+    kept = None
+    for _ in range(blocks):
+        scores = torch.randn(2, 4096, 512)  # 16 MiB, freed before the next block
+        weights = torch.exp(scores - scores.amax(-1, keepdim=True))
+        step = weights.sum(-1, keepdim=True, dtype=torch.float64)  # 64 KiB, kept into the next block
+        kept = step if kept is None else kept * 0.5 + step
+    return float(kept.sum())
+
+def whole(blocks):
+    scores = torch.randn(2, 4096, 512 * blocks)  # every block at once
+    return float(scores.sum())
+"""
+
+
+@pytest.mark.skipif(not bwrap_available(), reason="bubblewrap is not installed")
+def test_a_memory_budget_counts_what_the_call_holds_not_what_the_allocator_kept():
+    """A call that computes and frees 64 blocks of 16 MiB, keeping a little of each, holds about 70 MiB
+    at once and passes a 128 MiB budget (glibc's moving mmap threshold once let the heap keep the freed
+    blocks: 214 MiB); the same blocks held at once (1 GiB) do not."""
+    with Sandbox(LIMITS, "bwrap", sandbox_packages(TERM)) as sandbox:
+        assert sandbox.run_cells([BLOCKWISE]) == [None]
+        for _ in range(2):  # the second time too: the heap has already served the first
+            reply = sandbox.call("blockwise", [values.encode(64)], {}, memory_mb=128)
+            assert not isinstance(reply, wire.Raised), reply
+        reply = sandbox.call("whole", [values.encode(64)], {}, memory_mb=128)
+        assert isinstance(reply, wire.Raised) and reply.error_type == "MemoryError", reply
 
 
 @pytest.mark.skipif(not bwrap_available(), reason="bubblewrap is not installed")

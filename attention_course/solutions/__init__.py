@@ -18,7 +18,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from attention_course import notebooks
+from attention_course import notebooks, syntax
 
 HEADER = '''"""The reference solution of {assignment}, built from solutions/{assignment}/{assignment}.ipynb.
 
@@ -34,7 +34,7 @@ def _notebook(assignment: str, root: Path | None = None) -> Path:
 def _setup_code(source: str) -> str:
     """A setup cell without the lines that only the test cells need (``from autograder import *``,
     the ``ASSIGNMENT`` name) and the comments just above them."""
-    tree = ast.parse(source)
+    tree = syntax.parse(source)
     drop = set()
     for node in tree.body:
         imports_autograder = (

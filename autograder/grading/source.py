@@ -11,7 +11,7 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from attention_course import notebooks
+from attention_course import notebooks, syntax
 from attention_course.notebooks import COURSE_ROOT
 from autograder import course, reference
 
@@ -61,7 +61,7 @@ class Source:
         prefix = reference.PACKAGE + "."
         for code in self.setup.values():
             try:
-                tree = ast.parse(code)
+                tree = syntax.parse(code)
             except SyntaxError:
                 continue
             for node in ast.walk(tree):
