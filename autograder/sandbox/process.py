@@ -68,6 +68,7 @@ from autograder.terminal import clean_text
 PACKAGES_MOUNT = "/opt/course-packages"  # where the students' packages are, inside the sandbox
 UIDS = range(61000, 62000)  # host uids for sandboxes when the grader runs as root
 MAX_CALLBACKS = 512  # calls of the grader's stand-ins during one call of the student's code
+THP = "/sys/kernel/mm/transparent_hugepage"  # bound read-only: whether and how large huge pages come
 
 
 @dataclass(frozen=True)
@@ -304,9 +305,6 @@ def _bwrap_command(python: str, binds: list[tuple[str, str]], limits: Limits) ->
     return [*command, python, "-m", "autograder.sandbox.worker"]
 
 
-THP = "/sys/kernel/mm/transparent_hugepage"  # read only: whether and how large huge pages come
-
-
 def _environment(home: str) -> dict:
     return {
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
@@ -322,7 +320,7 @@ def _environment(home: str) -> dict:
         "TORCH_NUM_THREADS": "1",
         # glibc raises its mmap threshold each time a mapped block is freed (up to 32 MiB): blocks of
         # scores computed and freed in a loop then come from the heap, which keeps what it was given, and
-        # a blockwise answer that holds 70 MiB at once measured 240 MiB. A fixed threshold maps every
+        # a blockwise answer that holds 68 MiB at once measured 240 MiB. A fixed threshold maps every
         # block of 128 KiB and more on its own and gives it back when freed, so a memory budget measures
         # what the student's code holds, not what the allocator kept. Huge pages for those blocks, where
         # the kernel gives them on request (THP, read from /sys, bound in), keep their page faults from
