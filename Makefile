@@ -13,6 +13,8 @@ unexport PYTHONDONTWRITEBYTECODE
 export PYTHONPYCACHEPREFIX := $(abspath $(VENV))/pycache
 
 BOOK_FLAGS := -W -n --keep-going
+# Chapters that `make book` executes at a time (each on one thread); 1: one after another
+BOOK_JOBS ?= 2
 ASSIGNMENT ?=
 JOBS ?= 2
 NOTEBOOK ?=
@@ -22,7 +24,7 @@ BOOK_OUT ?= .
 SITE ?= _build/html
 DEST ?=
 
-.PHONY: help venv lint test-fast sandbox browser book linkcheck check-site student-repo test exercises check-exercises grade check validate similarity bench-suite bench-book figures bench-grading grading-accuracy train bench-transformer bench-generate clean
+.PHONY: help venv lint test-fast sandbox browser book linkcheck check-site student-repo test exercises check-exercises grade check validate similarity bench-suite bench-book figures bench-grading grading-accuracy train generate bench-transformer bench-generate bench-pretrained clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -51,17 +53,21 @@ MATHJAX := book/_static/mathjax/VERSION
 $(MATHJAX): course_site/mathjax.py | $(VENV)/.installed
 	$(BIN)/python -m course_site.mathjax
 
-book: venv $(MATHJAX)  ## build the book into _build/html, open or term edition (EDITION, RELEASED; term.yml)
+book: venv $(MATHJAX)  ## build the book into _build/html, open or term edition (EDITION, RELEASED; term.yml); BOOK_JOBS=N chapters executed at a time (default 2; 1: one after another)
 	@$(BIN)/python -c "from autograder import course; raise SystemExit(course.main())"
-	@echo "Running each chapter's code, except where _build/.jupyter_cache holds the outputs of the same code"
-	@# One line per chapter, from myst-nb's log: executing it (minutes for a training chapter), or cached.
+	@echo "Running each chapter's code, $(BOOK_JOBS) at a time, except where _build/.jupyter_cache holds the outputs of the same code"
+	@# One line as each chapter starts and finishes (minutes for a training chapter), or is found in the cache;
+	@# a chapter that fails stops make here, with its name and error.
+	@PYTHONUNBUFFERED=1 $(BIN)/python -m course_site.execute --jobs $(BOOK_JOBS) .
+	@# The build finds every chapter's outputs in the cache (one line each, from myst-nb's log), and would
+	@# execute, one after another, a page whose outputs are not there.
 	@set -o pipefail; PYTHONUNBUFFERED=1 $(BIN)/jupyter-book build $(BOOK_FLAGS) --path-output $(BOOK_OUT) . 2>&1 \
 	  | awk '{ line = $$0; gsub(/\033\[[0-9;]*m/, "", line) } \
 	    match(line, /book\/[A-Za-z0-9_]+\.md: /) { page = substr(line, RSTART + 5, RLENGTH - 10) } \
 	    line ~ /\.md: Executing notebook/ { print "[book] executing " page " ..."; fflush(); next } \
 	    line ~ /\.md: Executed notebook in / { sub(/.* in /, "", line); sub(/ seconds.*/, " s", line); \
 	      print "[book] executed " page " in " line; fflush(); next } \
-	    line ~ /\.md: Using cached notebook/ { print "[book] " page ": code unchanged, outputs from the cache"; fflush(); next } \
+	    line ~ /\.md: Using cached notebook/ { print "[book] rendering " page " with its outputs from the cache"; fflush(); next } \
 	    line ~ /\.md: Cached executed notebook/ { next } \
 	    { print; fflush() }'
 	@echo "The book is at file://$(abspath $(BOOK_OUT))/_build/html/index.html"

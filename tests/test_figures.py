@@ -37,6 +37,14 @@ def test_a_block_is_written_from_the_record_with_its_command_machine_and_commit(
     assert figures.written(new, {"book-build": ENTRY}) == new  # written once, then current
 
 
+def test_a_book_build_with_chapters_executed_side_by_side_gives_the_execution_time_and_the_jobs():
+    parallel = {**ENTRY, "figures": {**ENTRY["figures"], "jobs": 2, "execute_seconds": 130.0, "total_seconds": 150.0}}
+    text = figures.written("<!-- figures: book-build -->\n<!-- /figures -->", {"book-build": parallel})
+    for fact in ("took 2 min 30 s", "2 at a time, took 2 min 10 s", "3 min 30 s of the chapters' times added up"):
+        assert fact in text
+    assert "ch06_transformer 120 s" in text
+
+
 def test_a_page_without_a_record_says_so_and_an_unknown_name_is_refused(tmp_path, monkeypatch):
     assert "No measurement recorded yet" in figures.written("<!-- figures: suite -->\n<!-- /figures -->", {})
     with pytest.raises(KeyError, match="nowhere"):
