@@ -1,12 +1,16 @@
 """Train the course's Transformer: ``make train ARGS="..."`` or ``python -m attention_course.trainer``.
 
-Two tasks:
+Three tasks:
 
 - ``dates`` (the default): the encoder-decoder translates dates written in many
   formats into ISO dates; scored by exact match of greedy decoding on the test split.
 - ``chars``: a decoder-only character language model, on the course's own text by
   default (no download), on tiny Shakespeare (``--corpus shakespeare``, downloaded
   once and checked), or on any text file (``--text PATH``); scored by validation loss.
+- ``lm``: the same GPT-style model and texts, on the tokens of a byte-level BPE
+  tokenizer of ``--vocab-size`` tokens trained on the training text (saved as
+  ``tokenizer.json``). Both language models also report their validation loss in
+  bits per byte of text, which compares them whatever their tokens.
 
 It runs on the best device there is (cuda, then mps, then cpu), shows a progress
 bar with the loss and the throughput, writes checkpoints, ``metrics.jsonl`` and
@@ -33,6 +37,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from tqdm import tqdm
 
+from attention_course import tokenization
 from attention_course.corpora import course_text, tiny_shakespeare
 from attention_course.dates import SOURCE_VOCAB, TARGET_VOCAB, DateTask, batch
 from attention_course.devices import best_device
@@ -67,10 +72,30 @@ def parse_args(argv=None) -> argparse.Namespace:
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("--task", choices=("dates", "chars"), default="dates")
-    p.add_argument("--corpus", choices=("course", "shakespeare"), default="course", help="text of the chars task")
-    p.add_argument("--text", type=Path, help="a text file for the chars task (instead of --corpus)")
-    p.add_argument("--block-size", type=int, default=128, help="characters per training window (chars task)")
+    p.add_argument(
+        "--task",
+        choices=tuple(TASKS),
+        default="dates",
+        help="dates: translation to ISO dates; chars: a character language model; "
+        "lm: a language model on byte-level BPE tokens",
+    )
+    p.add_argument(
+        "--corpus", choices=("course", "shakespeare"), default="course", help="text of the chars and lm tasks"
+    )
+    p.add_argument("--text", type=Path, help="a text file for the chars and lm tasks (instead of --corpus)")
+    p.add_argument(
+        "--block-size",
+        type=int,
+        default=128,
+        help="tokens (chars: characters) per training window of the chars and lm tasks",
+    )
+    p.add_argument(
+        "--vocab-size",
+        type=int,
+        default=1024,
+        help="tokens of the lm task's byte-level BPE tokenizer (the 256 bytes and its merges), "
+        "trained on the training text",
+    )
     p.add_argument("--d-model", type=int, default=64)
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--layers", type=int, default=2, help="layers of the encoder and of the decoder each")
@@ -126,7 +151,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=Path("runs/train"), help="directory for checkpoints and metrics")
     p.add_argument("--resume", type=Path, default=None, help="a checkpoint to continue from")
-    p.add_argument("--eval-examples", type=int, default=2000, help="test dates (dates) / windows (chars) scored")
+    p.add_argument(
+        "--eval-examples",
+        type=int,
+        default=2000,
+        help="test dates scored (dates task), or validation windows (chars and lm tasks, at most 256)",
+    )
     p.add_argument("--log-every", type=int, default=25)
     p.add_argument("--checkpoint-every", type=int, default=500)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -134,6 +164,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     for name in ("d_model", "heads", "layers", "d_ff", "steps", "batch_size", "block_size", "eval_examples"):
         if getattr(args, name) <= 0:
             p.error(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.vocab_size <= tokenization.BYTES:
+        p.error(
+            f"--vocab-size must be at least {tokenization.BYTES + 1} (a token for each of the {tokenization.BYTES} "
+            f"byte values and at least one merge), got {args.vocab_size}"
+        )
     if args.d_model % args.heads:
         p.error(f"--heads ({args.heads}) must divide --d-model ({args.d_model})")
     if not 0 <= args.dropout < 1:
@@ -244,6 +279,9 @@ class DatesTask:
         b = {k: v.to(device) for k, v in batch(self.val_examples).items()}
         return self.loss(model, b, 0.0)[0].item()
 
+    def save(self, directory: Path) -> None:
+        """Nothing to save beside the checkpoint: the vocabularies are the course's."""
+
     @torch.no_grad()
     def evaluate(self, model, device) -> dict:
         predictions = []
@@ -259,10 +297,12 @@ class DatesTask:
         }
 
 
-class CharsTask:
-    """Next-character prediction with a decoder-only model."""
+class LanguageModelTask:
+    """Next-token prediction with a decoder-only model, on windows of --block-size tokens of a text (--text,
+    or --corpus): the first 90% of the text to train on, the rest to validate on. What the chars and lm tasks
+    share; each says how text becomes ids and back (``tokenize``, ``encode``, ``decode``)."""
 
-    name = "chars"
+    name: str
 
     def __init__(self, args):
         self.args = args
@@ -272,19 +312,38 @@ class CharsTask:
             text, self.corpus = tiny_shakespeare(), "shakespeare"
         else:
             text, self.corpus = course_text(), "course"
-        self.chars = sorted(set(text))
-        index = {c: i for i, c in enumerate(self.chars)}
-        data = torch.tensor([index[c] for c in text], dtype=torch.long)
-        cut = int(0.9 * len(data))
-        self.train_data, self.val_data = data[:cut], data[cut:]
+        cut = int(0.9 * len(text))
+        self.tokenize(text[:cut], text)
+        self.train_data, self.val_data = self.encode(text[:cut]), self.encode(text[cut:])
         if len(self.val_data) <= args.block_size + 1:
-            raise SystemExit(f"the text has {len(text)} characters, too few for --block-size {args.block_size}")
+            raise SystemExit(
+                f"the text has {len(text)} characters, too few for --block-size {args.block_size} "
+                f"({len(self.val_data)} tokens of validation text)"
+            )
         self.train_examples = range(len(self.train_data) - args.block_size - 1)
+
+    def tokenize(self, train_text: str, text: str) -> None:
+        """Make the vocabulary from the training text (or the whole text): set ``token_bytes``, the UTF-8 bytes
+        that each id stands for, and ``prompt``, the ids that samples start from."""
+        raise NotImplementedError
+
+    def encode(self, text: str) -> torch.Tensor:
+        raise NotImplementedError
+
+    def decode(self, ids: list[int]) -> str:
+        raise NotImplementedError
+
+    def save(self, directory: Path) -> None:
+        """Save what a checkpoint needs beside it to be used (nothing, unless a subclass says)."""
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.token_bytes)
 
     def model(self, fused: bool) -> torch.nn.Module:
         a = self.args
         return DecoderOnly(
-            len(self.chars),
+            self.vocab_size,
             a.d_model,
             a.heads,
             a.layers,
@@ -303,37 +362,94 @@ class CharsTask:
     def batch(self, indices: torch.Tensor) -> dict:
         return self._windows(self.train_data, indices)
 
+    def validation_windows(self) -> dict:
+        """The windows of the validation text that the validation loss is measured on: the same at every
+        evaluation (seeded), at most 256 of them."""
+        generator = torch.Generator().manual_seed(1234)
+        starts = torch.randint(
+            len(self.val_data) - self.args.block_size - 1, (min(self.args.eval_examples, 256),), generator=generator
+        )
+        return self._windows(self.val_data, starts)
+
     def loss(self, model, b: dict, label_smoothing: float) -> tuple[torch.Tensor, int]:
         logits = model(b["x"])
         loss = F.cross_entropy(logits.flatten(0, 1).float(), b["y"].flatten(), label_smoothing=label_smoothing)
         return loss, b["x"].numel()
 
     def flops(self, model, b: dict) -> float:
-        """Model FLOPs of a training step on batch ``b``: full windows of ``--block-size`` characters."""
+        """Model FLOPs of a training step on batch ``b``: full windows of ``--block-size`` tokens."""
         return training_flops(model, [b["x"].size(1)] * b["x"].size(0))
 
     @torch.no_grad()
     def validation_loss(self, model, device) -> float:
-        generator = torch.Generator().manual_seed(1234)
-        starts = torch.randint(
-            len(self.val_data) - self.args.block_size - 1, (min(self.args.eval_examples, 256),), generator=generator
-        )
-        b = {k: v.to(device) for k, v in self._windows(self.val_data, starts).items()}
+        b = {k: v.to(device) for k, v in self.validation_windows().items()}
         return self.loss(model, b, 0.0)[0].item()
 
     @torch.no_grad()
     def evaluate(self, model, device) -> dict:
         val_loss = self.validation_loss(model, device)
-        prompt = torch.zeros(1, 1, dtype=torch.long, device=device)
+        targets = self.validation_windows()["y"]
+        covered_bytes = int(self.token_bytes[targets].sum())  # the bytes of text that the scored tokens hold
+        prompt = torch.tensor([self.prompt], dtype=torch.long, device=device)
         sample = model.generate(
             prompt, 200, temperature=0.8, generator=None if device.type != "cpu" else torch.Generator().manual_seed(0)
         )
         return {
             "val_loss": val_loss,
-            "val_bits_per_char": val_loss / math.log(2),
+            "val_bits_per_byte": tokenization.bits_per_byte(val_loss, targets.numel(), covered_bytes),
+            "val_bytes_per_token": covered_bytes / targets.numel(),
             "corpus": self.corpus,
-            "sample": "".join(self.chars[i] for i in sample[0, 1:].tolist()),
+            "vocab_size": self.vocab_size,
+            "sample": self.decode(sample[0, len(self.prompt) :].tolist()),
         }
+
+
+class CharsTask(LanguageModelTask):
+    """Next-character prediction: a token for each character of the text (of the whole text, so that the
+    validation text has no character the model has never seen)."""
+
+    name = "chars"
+
+    def tokenize(self, train_text: str, text: str) -> None:
+        self.chars = sorted(set(text))
+        self.index = {c: i for i, c in enumerate(self.chars)}
+        self.token_bytes = torch.tensor([len(c.encode()) for c in self.chars])
+        self.prompt = [0]
+
+    def encode(self, text: str) -> torch.Tensor:
+        return torch.tensor([self.index[c] for c in text], dtype=torch.long)
+
+    def decode(self, ids: list[int]) -> str:
+        return "".join(self.chars[i] for i in ids)
+
+    def evaluate(self, model, device) -> dict:
+        result = super().evaluate(model, device)
+        return {"val_loss": result["val_loss"], "val_bits_per_char": result["val_loss"] / math.log(2), **result}
+
+
+class LmTask(LanguageModelTask):
+    """Next-token prediction on byte-level BPE tokens: a tokenizer of --vocab-size tokens trained on the
+    training text alone (the validation text is new to it too), and saved as ``tokenizer.json``. Training it
+    again on the same text gives the same tokenizer, so a resumed run has the tokens it was trained on."""
+
+    name = "lm"
+
+    def tokenize(self, train_text: str, text: str) -> None:
+        self.tokenizer = tokenization.train_bpe(train_text, self.args.vocab_size)
+        self.token_bytes = tokenization.token_bytes(self.tokenizer)
+        self.prompt = self.encode("\n").tolist()
+
+    def encode(self, text: str) -> torch.Tensor:
+        return tokenization.encode(self.tokenizer, text)
+
+    def decode(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(ids)
+
+    def save(self, directory: Path) -> None:
+        self.tokenizer.save(str(directory / "tokenizer.json"))
+
+
+TASKS = {"dates": DatesTask, "chars": CharsTask, "lm": LmTask}
 
 
 # --------------------------------------------------------------------------- training
@@ -463,7 +579,7 @@ class Run:
 
     args: argparse.Namespace
     procs: Processes
-    task: DatesTask | CharsTask
+    task: DatesTask | LanguageModelTask
     raw_model: torch.nn.Module
     model: torch.nn.Module
     step_model: torch.nn.Module
@@ -505,7 +621,7 @@ def build(args: argparse.Namespace, procs: Processes) -> tuple[Run, Progress]:
     data parallelism and compiled as the options say, and the progress so far."""
     device = procs.device
     torch.manual_seed(args.seed)
-    task = DatesTask(args) if args.task == "dates" else CharsTask(args)
+    task = TASKS[args.task](args)
     model = task.model(fused=args.attention == "fused").to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01)
     progress = Progress() if args.resume is None else resume(args.resume, model, optimizer, device)
@@ -694,6 +810,7 @@ def main(argv=None) -> dict:
     run, progress = build(args, procs)
     if procs.main:
         args.out.mkdir(parents=True, exist_ok=True)
+        run.task.save(args.out)
     metrics = (args.out / "metrics.jsonl").open("a") if procs.main else None
     train(run, progress, metrics)
     result = {}

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -15,6 +17,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from attention_course import corpora
 from attention_course.model import DecoderOnly, EncoderDecoder
 from attention_course.solutions.ch04_masking import causal_mask
+from attention_course.tokenization import train_bpe
 from attention_course.trainer import PEAK_BF16_FLOPS, learning_rate, parse_args, peak_flops, training_flops
 
 pytestmark = pytest.mark.slow
@@ -55,6 +58,9 @@ def test_bad_arguments_are_refused_with_the_reason(capsys):
     with pytest.raises(SystemExit):
         parse_args(["--steps", "0"])
     assert "--steps must be positive" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        parse_args(["--task", "lm", "--vocab-size", "100"])
+    assert "--vocab-size must be at least 257" in capsys.readouterr().err
 
 
 def test_schedules_warm_up_then_decay():
@@ -186,6 +192,62 @@ def test_the_character_task_trains_on_a_text_file(tmp_path):
     assert final["task"] == "chars" and final["val_loss"] > 0 and final["corpus"] == str(text)
     assert final["tie_weights"] and final["mfu"] is None and "--peak-tflops" in final["peak_source"]
     assert len(final["sample"]) == 200 and set(final["sample"]) <= set(text.read_text())
+    assert final["val_bits_per_byte"] == pytest.approx(final["val_bits_per_char"]) and final["val_bytes_per_token"] == 1
+
+
+POEM = (
+    "The cat sat on the mat; the dog sat on the log. Naïve café crème, déjà vu — résumé.\n"
+    "Attention weighs the values by how well each key answers the query.\n"
+) * 30
+
+
+@pytest.fixture(scope="module")
+def bpe_run(tmp_path_factory) -> tuple[list[str], dict]:
+    """The options of a small lm run on a text file, and its final metrics (16 steps, in ``out``)."""
+    folder = tmp_path_factory.mktemp("bpe")
+    text = folder / "poem.txt"
+    text.write_text(POEM)
+    options = [
+        "--task",
+        "lm",
+        "--text",
+        str(text),
+        "--vocab-size",
+        "320",
+        "--block-size",
+        "16",
+        *TINY,
+        "--dropout",
+        "0",
+    ]
+    return options, run([*options, "--steps", "16", "--out", str(folder / "out")])
+
+
+def test_the_bpe_task_trains_on_a_text_file_and_saves_its_tokenizer(bpe_run):
+    from tokenizers import Tokenizer
+
+    _, final = bpe_run
+    out = Path(final["out"])
+    assert final["task"] == "lm" and final["corpus"].endswith("poem.txt") and final["vocab_size"] == 320
+    assert final["val_loss"] > 0 and final["val_bits_per_byte"] > 0 and 1 < final["val_bytes_per_token"] < 8
+    assert final["val_bits_per_byte"] == pytest.approx(final["val_loss"] / (math.log(2) * final["val_bytes_per_token"]))
+    assert isinstance(final["sample"], str) and len(final["sample"]) >= 200  # 200 tokens of a byte or more
+    assert json.loads((out / "final.json").read_text()) == final
+    saved = Tokenizer.from_file(str(out / "tokenizer.json"))  # trained on the first 90% of the text alone
+    assert saved.to_str() == train_bpe(POEM[: int(0.9 * len(POEM))], 320).to_str()
+    assert saved.decode(saved.encode(POEM).ids) == POEM
+    assert [m["step"] for m in map(json.loads, (out / "metrics.jsonl").read_text().splitlines())] == [4, 8, 12, 16]
+
+
+def test_a_resumed_bpe_run_has_the_same_tokens_and_model(bpe_run, tmp_path):
+    options, straight = bpe_run
+    run([*options, "--steps", "16", "--stop-after", "8", "--out", str(tmp_path / "first")])
+    resume = ["--resume", str(tmp_path / "first" / "checkpoint.pt")]
+    resumed = run([*options, "--steps", "16", "--out", str(tmp_path / "resumed"), *resume])
+    assert resumed["steps"] == 16 and resumed["sample"] == straight["sample"]
+    assert resumed["val_loss"] == pytest.approx(straight["val_loss"], rel=1e-5)
+    tokenizers = [(Path(folder) / "tokenizer.json").read_text() for folder in (straight["out"], tmp_path / "resumed")]
+    assert tokenizers[0] == tokenizers[1]
 
 
 def test_downloads_are_cached_and_checked(tmp_path):
