@@ -136,11 +136,18 @@ bench-grading: venv sandbox  ## seconds per notebook, plain nbgrader vs sandboxe
 train: venv  ## train the capstone Transformer (dates task, best device); options: ARGS="--help"
 	$(BIN)/python -m attention_course.trainer $(ARGS)
 
+generate: venv  ## continue a prompt with a published checkpoint in the course's layers, timed beside transformers; ARGS="--model gpt2 --prompt '...' --tokens 50"
+	@test -n "$(ARGS)" || { echo "usage: make generate ARGS=\"--model gpt2 --prompt 'Attention is' --tokens 50\"   (a Hugging Face Hub name, or a local folder)"; exit 2; }
+	$(BIN)/python -m attention_course.generate $(ARGS)
+
 bench-transformer: venv  ## tokens/s of the course's Transformer vs the same model from torch.nn layers
 	$(BIN)/python -m benchmarks.transformer $(ARGS)
 
 bench-generate: venv  ## tokens/s of generation with and without the key/value cache, and torch.nn layers; ARGS="--quick"
 	$(BIN)/python -m benchmarks.generate $(ARGS)
+
+bench-pretrained: venv  ## make generate on GPT-2- and SmolLM-135M-sized checkpoints (random weights, offline), beside transformers
+	$(BIN)/python -m benchmarks.figures --run pretrained $(ARGS)
 
 clean:  ## remove the built book and grading state (keeps .venv and submitted/)
 	rm -rf _build autograded feedback grades gradebook.db .pytest_cache runs

@@ -1,4 +1,4 @@
-"""The models that ``make train`` trains, built from the graded pieces of chapters 3, 5 and 6:
+"""The models that ``make train`` trains, built from the graded pieces of chapters 3 to 7:
 the encoder-decoder of "Attention Is All You Need" and a decoder-only language model.
 
 They add to the exercises' ``Transformer`` what training at speed wants: pre-norm layers
@@ -7,7 +7,11 @@ They add to the exercises' ``Transformer`` what training at speed wants: pre-nor
 batch first; boolean masks with True = may attend; padding masks are (B, S) and look-ahead masks
 (Lt, Lt), or anything broadcastable to (B, H, Lq, Lk).
 
-The layers and the attention are the reference solutions of exercises 3, 5 and 6, so a
+The decoder-only model also takes the parts of the two families of published checkpoints that
+:mod:`attention_course.pretrained` loads: GPT-2's learned positions and GELU, and the Llama family's
+RMSNorm, SwiGLU feed-forward network and rotary positions (chapter 7's rotary grouped-query attention).
+
+The layers and the attention are the reference solutions of exercises 3 to 7, so a
 student's copy of the course has this module once those chapters' solutions are released.
 """
 
@@ -20,10 +24,14 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from attention_course.solutions.ch03_multi_head import MultiHeadAttention, merge_heads, split_heads
-from attention_course.solutions.ch04_masking import causal_mask
-from attention_course.solutions.ch05_positional_encoding import PositionalEncoding
-from attention_course.solutions.ch06_transformer import DecoderLayer, EncoderLayer
-from attention_course.solutions.ch07_efficient_attention import GroupedQueryAttention, repeat_kv
+from attention_course.solutions.ch04_masking import causal_mask, masked_softmax
+from attention_course.solutions.ch05_positional_encoding import PositionalEncoding, apply_rotary
+from attention_course.solutions.ch06_transformer import DecoderLayer, EncoderLayer, FeedForward
+from attention_course.solutions.ch07_efficient_attention import (
+    GroupedQueryAttention,
+    RotaryGroupedQueryAttention,
+    repeat_kv,
+)
 
 
 class FusedMultiHeadAttention(MultiHeadAttention):
@@ -71,8 +79,97 @@ class TokenEmbedding(nn.Module):
         nn.init.normal_(self.tokens.weight, std=d_model**-0.5)
         self.positions = PositionalEncoding(d_model, max_len, dropout)
 
-    def forward(self, ids):
-        return self.positions(self.tokens(ids) * self.scale)
+    def forward(self, ids, start: int = 0):
+        """The embeddings of ``ids`` (B, L) at positions ``start`` to ``start + L - 1``."""
+        length, table = ids.size(1), self.positions.pe
+        if start + length > table.size(0):
+            raise ValueError(f"positions up to {start + length - 1}; the encoding has max_len={table.size(0)}")
+        x = self.tokens(ids) * self.scale
+        return self.positions.dropout(x + table[start : start + length].to(x.dtype))
+
+
+class LearnedEmbedding(nn.Module):
+    """Token embeddings plus a learned vector for each position, unscaled: GPT-2's ``wte`` and ``wpe``."""
+
+    def __init__(self, vocab_size: int, d_model: int, max_len: int, dropout: float):
+        super().__init__()
+        self.tokens = nn.Embedding(vocab_size, d_model)
+        self.positions = nn.Embedding(max_len, d_model)
+        for table in (self.tokens, self.positions):
+            nn.init.normal_(table.weight, std=0.02)  # GPT-2's initialisation
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, ids, start: int = 0):
+        positions = torch.arange(start, start + ids.size(1), device=ids.device)
+        return self.dropout(self.tokens(ids) + self.positions(positions))
+
+
+class TokenOnlyEmbedding(nn.Module):
+    """Token embeddings alone, unscaled: with rotary positions, the positions enter every attention layer."""
+
+    def __init__(self, vocab_size: int, d_model: int, max_len: int, dropout: float):
+        super().__init__()
+        self.tokens = nn.Embedding(vocab_size, d_model)
+        nn.init.normal_(self.tokens.weight, std=0.02)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, ids, start: int = 0):
+        return self.dropout(self.tokens(ids))
+
+
+EMBEDDINGS = {"sinusoidal": TokenEmbedding, "learned": LearnedEmbedding, "rotary": TokenOnlyEmbedding}
+
+
+class GELUFeedForward(FeedForward):
+    """GPT-2's feed-forward network: chapter 6's, with GELU (its tanh approximation, as GPT-2 computes it,
+    or the exact one) in place of the ReLU."""
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, approximate: str = "tanh"):
+        super().__init__(d_model, d_ff, dropout)
+        self.approximate = approximate
+
+    def forward(self, x):
+        return self.linear2(self.dropout(F.gelu(self.linear1(x), approximate=self.approximate)))
+
+
+class SwiGLU(nn.Module):
+    """The gated feed-forward network of the Llama family: ``down(silu(gate(x)) * up(x))``.
+
+    ``gate`` and ``up`` both map each position to ``d_ff`` features; the SiLU of the first gates the
+    second, feature by feature, and ``down`` maps the product back to ``d_model``.
+    """
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, bias: bool = False):
+        super().__init__()
+        self.gate = nn.Linear(d_model, d_ff, bias=bias)
+        self.up = nn.Linear(d_model, d_ff, bias=bias)
+        self.down = nn.Linear(d_ff, d_model, bias=bias)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x):
+        return self.down(self.dropout(F.silu(self.gate(x)) * self.up(x)))
+
+
+def feed_forward(kind: str, d_model: int, d_ff: int, dropout: float, bias: bool) -> nn.Module:
+    """The feed-forward network of a decoder-only layer: ``relu`` (chapter 6's), ``gelu``, ``gelu_exact``
+    (GPT-2's, biased) or ``swiglu`` (the Llama family's, biased where ``bias``)."""
+    if kind == "swiglu":
+        return SwiGLU(d_model, d_ff, dropout, bias)
+    if kind in ("gelu", "gelu_exact"):
+        return GELUFeedForward(d_model, d_ff, dropout, approximate="tanh" if kind == "gelu" else "none")
+    if kind == "relu":
+        return FeedForward(d_model, d_ff, dropout)
+    raise ValueError(f"feed_forward must be relu, gelu, gelu_exact or swiglu, got {kind!r}")
+
+
+def norm_layer(kind: str, d_model: int, eps: float) -> nn.Module:
+    """A layer norm (``layer``: centre and scale, with a bias) or an RMS norm (``rms``: scale only, the Llama
+    family's, ``x / sqrt(mean(x²) + eps) * weight``)."""
+    if kind == "layer":
+        return nn.LayerNorm(d_model, eps=eps)
+    if kind == "rms":
+        return nn.RMSNorm(d_model, eps=eps)
+    raise ValueError(f"norm must be layer or rms, got {kind!r}")
 
 
 class EncoderDecoder(nn.Module):
@@ -123,6 +220,16 @@ class EncoderDecoder(nn.Module):
         return self.decode(tgt_in, self.encode(src, src_mask), tgt_mask, src_mask)
 
 
+def _attend_fused(attention, q, k, v, mask, cache):
+    """The rest of a grouped-query attention's forward from its new heads q (B, H, L, dh), k and v
+    (B, H_kv, L, dh), through ``F.scaled_dot_product_attention``: ``(output, cache)``."""
+    if cache is not None:
+        k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
+    n_rep = attention.num_heads // attention.num_kv_heads
+    out = F.scaled_dot_product_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), attn_mask=mask)
+    return attention.W_o(merge_heads(out)), (k, v)
+
+
 class FusedGroupedQueryAttention(GroupedQueryAttention):
     """Chapter 7's grouped-query attention, its heads attending through ``F.scaled_dot_product_attention``
     (as in :class:`FusedMultiHeadAttention`): the same weights, the same cache, the same result."""
@@ -131,22 +238,63 @@ class FusedGroupedQueryAttention(GroupedQueryAttention):
         q = split_heads(self.W_q(x), self.num_heads)
         k = split_heads(self.W_k(x), self.num_kv_heads)
         v = split_heads(self.W_v(x), self.num_kv_heads)
-        if cache is not None:
-            k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
-        n_rep = self.num_heads // self.num_kv_heads
-        out = F.scaled_dot_product_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), attn_mask=mask)
-        return self.W_o(merge_heads(out)), (k, v)
+        return _attend_fused(self, q, k, v, mask, cache)
+
+
+class FusedRotaryGroupedQueryAttention(RotaryGroupedQueryAttention):
+    """Chapter 7's rotary grouped-query attention through ``F.scaled_dot_product_attention``: the same
+    weights, the same cache (keys rotated at their positions), the same result."""
+
+    def forward(self, x, mask=None, cache=None):
+        past = 0 if cache is None else cache[0].size(2)
+        positions = torch.arange(past, past + x.size(1), device=x.device)
+        # The queries' and the keys' heads rotated together: one call of apply_rotary instead of two.
+        heads = torch.cat([split_heads(self.W_q(x), self.num_heads), split_heads(self.W_k(x), self.num_kv_heads)], 1)
+        q, k = apply_rotary(heads, positions, self.base).split([self.num_heads, self.num_kv_heads], dim=1)
+        v = split_heads(self.W_v(x), self.num_kv_heads)
+        return _attend_fused(self, q, k, v, mask, cache)
+
+
+def self_attention(d_model, num_heads, num_kv_heads, bias, fused, rotary_base=None) -> nn.Module:
+    """Chapter 7's grouped-query attention with a key/value cache; rotary where ``rotary_base`` is given."""
+    if rotary_base is None:
+        attention = FusedGroupedQueryAttention if fused else GroupedQueryAttention
+        return attention(d_model, num_heads, num_kv_heads, bias=bias)
+    attention = FusedRotaryGroupedQueryAttention if fused else RotaryGroupedQueryAttention
+    return attention(d_model, num_heads, num_kv_heads, bias=bias, base=rotary_base)
 
 
 class DecoderOnlyLayer(EncoderLayer):
     """A layer of :class:`DecoderOnly`: chapter 6's encoder layer (self-attention and a feed-forward
     network, each in a residual connection with a layer norm) whose self-attention is chapter 7's
-    grouped-query attention, with a key/value cache. Its parameters have the encoder layer's names."""
+    grouped-query attention, with a key/value cache. Its parameters have the encoder layer's names.
 
-    def __init__(self, d_model, num_heads, num_kv_heads, d_ff, dropout=0.0, norm_first=True, fused=False):
+    The keyword options swap in the parts of other model families (see :class:`DecoderOnly`): the
+    attention's biases and rotary positions, the kind of norm, and the feed-forward network.
+    """
+
+    def __init__(
+        self,
+        d_model,
+        num_heads,
+        num_kv_heads,
+        d_ff,
+        dropout=0.0,
+        norm_first=True,
+        fused=False,
+        *,
+        bias=True,
+        rotary_base=None,
+        norm="layer",
+        norm_eps=1e-5,
+        feed_forward_kind="relu",
+    ):
         super().__init__(d_model, num_heads, d_ff, dropout, norm_first)
-        attention = FusedGroupedQueryAttention if fused else GroupedQueryAttention
-        self.self_attn = attention(d_model, num_heads, num_kv_heads, bias=True)
+        self.self_attn = self_attention(d_model, num_heads, num_kv_heads, bias, fused, rotary_base)
+        if feed_forward_kind != "relu":
+            self.ff = feed_forward(feed_forward_kind, d_model, d_ff, dropout, bias)
+        if (norm, norm_eps) != ("layer", 1e-5):
+            self.norm1, self.norm2 = norm_layer(norm, d_model, norm_eps), norm_layer(norm, d_model, norm_eps)
 
     def forward(self, x, mask=None, cache=None):
         """``(x, cache)``: the layer's output and its self-attention's keys and values of every position so far."""
@@ -166,6 +314,17 @@ class DecoderOnly(nn.Module):
     default ``num_heads``, which is multi-head attention) shared by the query heads. ``extend`` runs
     new positions after those of a key/value cache, so that ``generate`` computes one new position
     per step instead of the whole sequence again.
+
+    The keyword options build the models of published checkpoints (:mod:`attention_course.pretrained`):
+
+    - ``positions``: ``"sinusoidal"`` (chapter 5's, added to embeddings scaled by sqrt(d_model)),
+      ``"learned"`` (GPT-2) or ``"rotary"`` (the Llama family: chapter 7's rotary attention, with
+      ``rotary_base``);
+    - ``norm``: ``"layer"`` or ``"rms"`` (the Llama family), with ``norm_eps``;
+    - ``feed_forward``: ``"relu"`` (chapter 6's), ``"gelu"`` (GPT-2: tanh-approximated), ``"gelu_exact"``
+      or ``"swiglu"`` (the Llama family);
+    - ``bias``: whether the attention's projections (and a SwiGLU's) have biases; ``output_bias``, the
+      output layer's.
     """
 
     def __init__(
@@ -181,15 +340,33 @@ class DecoderOnly(nn.Module):
         fused: bool = False,
         tie_weights: bool = False,
         num_kv_heads: int | None = None,
+        *,
+        positions: str = "sinusoidal",
+        rotary_base: float = 10000.0,
+        norm: str = "layer",
+        norm_eps: float = 1e-5,
+        feed_forward: str = "relu",
+        bias: bool = True,
+        output_bias: bool = True,
     ):
         super().__init__()
-        self.embed = TokenEmbedding(vocab_size, d_model, max_len, dropout)
+        if positions not in EMBEDDINGS:
+            raise ValueError(f"positions must be one of {', '.join(EMBEDDINGS)}, got {positions!r}")
+        self.embed = EMBEDDINGS[positions](vocab_size, d_model, max_len, dropout)
         kv_heads = num_heads if num_kv_heads is None else num_kv_heads
+        options = {
+            "bias": bias,
+            "rotary_base": rotary_base if positions == "rotary" else None,
+            "norm": norm,
+            "norm_eps": norm_eps,
+            "feed_forward_kind": feed_forward,
+        }
         self.layers = nn.ModuleList(
-            DecoderOnlyLayer(d_model, num_heads, kv_heads, d_ff, dropout, norm_first, fused) for _ in range(num_layers)
+            DecoderOnlyLayer(d_model, num_heads, kv_heads, d_ff, dropout, norm_first, fused, **options)
+            for _ in range(num_layers)
         )
-        self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
-        self.generator = nn.Linear(d_model, vocab_size)
+        self.norm = norm_layer(norm, d_model, norm_eps) if norm_first else nn.Identity()
+        self.generator = nn.Linear(d_model, vocab_size, bias=output_bias)
         if tie_weights:  # one matrix for the embedding and the output layer, as in GPT-2
             self.generator.weight = self.embed.tokens.weight
         self.max_len = max_len
@@ -205,12 +382,17 @@ class DecoderOnly(nn.Module):
         ``logits`` (B, L, V) equal those of the whole sequence at once, and the returned cache holds
         ``L_past + L`` positions.
         """
+        hidden, cache = self.hidden_states(ids, cache)
+        return self.generator(hidden), cache
+
+    def hidden_states(self, ids, cache=None):
+        """``(hidden, cache)`` as :meth:`extend`, with the last layer's normalised outputs (B, L, d_model)
+        in place of the logits: the output layer turns them into logits."""
         past = 0 if cache is None else cache[0][0].size(2)
         length = ids.size(1)
         if past + length > self.max_len:
             raise ValueError(f"{past} cached and {length} new positions are more than max_len={self.max_len}")
-        x = self.embed.tokens(ids) * self.embed.scale  # TokenEmbedding, with the positions of the new tokens
-        x = self.embed.positions.dropout(x + self.embed.positions.pe[past : past + length].to(x.dtype))
+        x = self.embed(ids, start=past)
         # The new positions' rows of the look-ahead mask over all past + length positions; a single new
         # position may see every position so far, and needs no mask.
         mask = causal_mask(past + length, device=ids.device)[past:] if length > 1 else None
@@ -218,9 +400,9 @@ class DecoderOnly(nn.Module):
         for i, layer in enumerate(self.layers):
             x, layer_cache = layer(x, mask, None if cache is None else cache[i])
             new_cache.append(layer_cache)
-        return self.generator(self.norm(x)), new_cache
+        return self.norm(x), new_cache
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def generate(
         self,
         ids,
@@ -233,20 +415,20 @@ class DecoderOnly(nn.Module):
 
         With ``use_cache`` the prompt runs once and every step after it runs the newest token alone,
         with the key/value cache of the others; without it, every step runs the model on the whole
-        sequence again. Both give the same tokens. A sequence longer than ``max_len`` is cut to its
-        last ``max_len`` tokens: that moves every token to another position, so then each step
-        computes the window anew, cache or not.
+        sequence again. Both give the same tokens. Only the last position's logits are computed, as
+        only they are sampled from. A sequence longer than ``max_len`` is cut to its last ``max_len``
+        tokens: that moves every token to another position, so then each step computes the window
+        anew, cache or not.
         """
         cache = None
         for _ in range(new_tokens):
             if not use_cache:
-                logits = self(ids[:, -self.max_len :])[:, -1]
+                hidden, _ = self.hidden_states(ids[:, -self.max_len :])
             elif cache is None or ids.size(1) > self.max_len:
-                logits, cache = self.extend(ids[:, -self.max_len :])
-                logits = logits[:, -1]
+                hidden, cache = self.hidden_states(ids[:, -self.max_len :])
             else:
-                logits, cache = self.extend(ids[:, -1:], cache)
-                logits = logits[:, -1]
+                hidden, cache = self.hidden_states(ids[:, -1:], cache)
+            logits = self.generator(hidden[:, -1])
             if temperature == 0:
                 next_token = logits.argmax(dim=-1, keepdim=True)
             else:
@@ -254,3 +436,29 @@ class DecoderOnly(nn.Module):
                 next_token = torch.multinomial(probs, 1, generator=generator)
             ids = torch.cat([ids, next_token], dim=1)
         return ids
+
+
+@torch.no_grad()
+def attention_weights(model: DecoderOnly, ids) -> list[torch.Tensor]:
+    """The attention weights of every layer of ``model`` on ``ids`` (B, L): for each layer, (B, H, L, L), what
+    each head's queries give each key. The fused kernels do not return them, so they are computed again from
+    each layer's attention input, as its attention computes its scores (with the rotation of rotary layers)."""
+    inputs = []
+    hooks = [
+        layer.self_attn.register_forward_pre_hook(lambda _, args: inputs.append(args[0])) for layer in model.layers
+    ]
+    try:
+        model(ids)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    positions, mask = torch.arange(ids.size(1), device=ids.device), causal_mask(ids.size(1), device=ids.device)
+    weights = []
+    for layer, x in zip(model.layers, inputs):
+        attention = layer.self_attn
+        q, k = split_heads(attention.W_q(x), attention.num_heads), split_heads(attention.W_k(x), attention.num_kv_heads)
+        if isinstance(attention, RotaryGroupedQueryAttention):
+            q, k = apply_rotary(q, positions, attention.base), apply_rotary(k, positions, attention.base)
+        k = repeat_kv(k, attention.num_heads // attention.num_kv_heads)
+        weights.append(masked_softmax(q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)), mask))
+    return weights

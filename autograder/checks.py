@@ -437,6 +437,14 @@ def check_dtype_follows_input(
             call.fail(f"{name} has dtype {value.dtype}; the inputs have dtype {want}")
 
 
+def _cache_pair(call: Call, got: dict) -> tuple:
+    """The cache that a self-attention module with a key/value cache returned (its outputs by name)."""
+    cache = tuple(got[f"cache[{i}]"] for i in range(2)) if "cache[1]" in got else got.get("cache")
+    if not isinstance(cache, tuple) or len(cache) != 2:
+        call.fail("the returned cache is not a pair (keys, values)")
+    return cache
+
+
 def _causal_block(start: int, length: int) -> torch.Tensor:
     """The look-ahead mask of ``length`` new positions after ``start`` cached ones: (length, start + length)."""
     queries = torch.arange(start, start + length)[:, None]
@@ -472,9 +480,7 @@ def check_incremental(
             mask = None if piece.size(1) == 1 else _causal_block(start, piece.size(1))
             got = call.outputs(call.invoke(instance, [piece], {"mask": mask, "cache": cache}))
             pieces.append(call.as_numpy(got["output"], "output"))
-            cache = tuple(got[f"cache[{i}]"] for i in range(2)) if "cache[1]" in got else got.get("cache")
-            if not isinstance(cache, tuple) or len(cache) != 2:
-                call.fail("the returned cache is not a pair (keys, values)")
+            cache = _cache_pair(call, got)
             for name, part in zip(("keys", "values"), cache):
                 held = call.as_numpy(part, f"cache {name}").shape
                 if len(held) != 4 or held[2] != start + piece.size(1):
@@ -489,6 +495,129 @@ def check_incremental(
                 f"fed {size} position(s) at a time with the cache, the outputs differ from the whole "
                 f"sequence with a look-ahead mask by up to {diff:.3g}"
             )
+
+
+@graded()
+@takes_options("seed", "init", required=("init",))
+def check_relative_positions(
+    item: Item,
+    x,
+    *,
+    options: CallOptions,
+    offset: int = 4,
+    atol: float = 1e-5,
+    hint: str = "rotate the queries and the keys by the positions of the new tokens in the whole sequence",
+):
+    """A self-attention module with rotary positions and a key/value cache, ``forward(x, mask=None,
+    cache=None) -> (output, cache)``, attends by the distance between positions: ``x`` after ``offset``
+    cached positions that the mask hides (every position moved by ``offset``, every distance kept) gives
+    the outputs it gives alone with a look-ahead mask; and with no mask, reversing the order of ``x`` does
+    more than reverse the outputs (attention without positions would only reverse them). Needs no reference."""
+    call = options.call(item, "attention by the distance between positions", [x], None, hint)
+    instance = call.instance(item.obj)
+    (whole,), _ = specs.materialize(call.args, call.kwargs, options.seed)
+    batch, length, width = whole.shape
+    alone = call.outputs(call.invoke(instance, [whole], {"mask": _causal_block(0, length)}))
+    earlier = torch.randn(batch, offset, width, generator=torch.Generator().manual_seed(options.seed + 1))
+    first = call.outputs(call.invoke(instance, [earlier.to(whole.dtype)], {"mask": _causal_block(0, offset)}))
+    hidden_earlier = torch.cat([torch.zeros(length, offset, dtype=torch.bool), _causal_block(0, length)], dim=1)
+    moved = call.outputs(call.invoke(instance, [whole], {"mask": hidden_earlier, "cache": _cache_pair(call, first)}))
+    want, got = call.as_numpy(alone["output"], "output"), call.as_numpy(moved["output"], "output")
+    if got.shape != want.shape or not np.allclose(got, want, atol=atol, rtol=1e-5):
+        diff = np.abs(got - want).max() if got.shape == want.shape else float("nan")
+        call.fail(
+            f"after {offset} cached positions that the mask hides, every position {offset} places further on, "
+            f"the outputs differ from those of x alone by up to {diff:.3g}; the distances between the positions, "
+            f"and so the scores, are the same"
+        )
+    forwards = call.as_numpy(call.outputs(call.invoke(instance, [whole], {}))["output"], "output")
+    backwards = call.as_numpy(call.outputs(call.invoke(instance, [whole.flip(1)], {}))["output"], "output")
+    if np.allclose(backwards[:, ::-1], forwards, atol=atol, rtol=1e-5):
+        call.fail(
+            "with no mask, reversing the order of the positions of x only reverses the outputs: the attention "
+            "does not see where its positions are"
+        )
+
+
+@graded()
+@takes_options("seed", "init", required=("init",))
+def check_in_model(
+    item: Item,
+    x,
+    *,
+    options: CallOptions,
+    layers: int = 2,
+    new_tokens: int = 6,
+    vocab_size: int = 50,
+    rtol: float = 1e-4,
+    atol: float = 1e-5,
+    hint: str = "the model runs your attention on the prompt, then on one new token at a time with the cache",
+):
+    """A rotary self-attention module with a key/value cache in place of the attention of every layer of a
+    Llama-family model with random weights (:func:`autograder.models.llama_family`; each layer's module
+    holds that layer's weights): the model's logits on a batch of prompts of ``x``'s shape (B, L, d_model:
+    B prompts of L tokens) equal those of the same model with the reference's attention; so do they at each
+    of ``new_tokens`` steps of greedy generation with the cache, and on the whole sequence at once."""
+    call = options.call(item, "the logits of a Llama-family model with this attention", [x], None, hint)
+    (shape_of,), _ = specs.materialize(call.args, call.kwargs, options.seed)
+    batch, length, _ = shape_of.shape
+    # The course's models are built from the reference solutions of chapters 3 to 7: a students' copy of the
+    # packages holds autograder.models only once those are released (autograder.packages follows imports),
+    # so it is imported by name, where a hidden test asks for it.
+    models = importlib.import_module("autograder.models")
+    solution = reference.get(item.assignment, item.name)
+    original = models.llama_family(solution, call.init, layers, vocab_size, length + new_tokens, options.seed)
+    tested = models.with_attention(original, lambda i, attention: _Attention(call, attention, i))
+    ids = torch.randint(vocab_size, (batch, length), generator=torch.Generator().manual_seed(options.seed))
+    with torch.no_grad():
+        want, want_cache = original.extend(ids)
+        got, got_cache = tested.extend(ids)
+        compare(
+            call, "the logits of the prompt", _numbers(got), _numbers(want), rtol, atol, against="the original model"
+        )
+        for step in range(1, new_tokens + 1):
+            chosen = want[:, -1].argmax(dim=-1, keepdim=True)
+            ids = torch.cat([ids, chosen], dim=1)
+            want, want_cache = original.extend(chosen, want_cache)
+            got, got_cache = tested.extend(chosen, got_cache)
+            name = f"the logits of generated token {step} (with the cache)"
+            compare(call, name, _numbers(got), _numbers(want), rtol, atol, against="the original model")
+        name = f"the logits of all {ids.size(1)} positions at once (no cache)"
+        compare(call, name, _numbers(tested(ids)), _numbers(original(ids)), rtol, atol, against="the original model")
+
+
+def _numbers(logits: torch.Tensor) -> np.ndarray:
+    return logits.detach().double().numpy()
+
+
+class _Attention(torch.nn.Module):
+    """The student's module in place of one layer's attention: built in the sandbox with that layer's weights,
+    each call sent there, and what comes back checked for its shapes before the model goes on with it."""
+
+    def __init__(self, call: Call, attention: torch.nn.Module, layer: int):
+        super().__init__()
+        call.weights = {k: v.detach().clone() for k, v in attention.state_dict().items()}
+        self.call, self.layer = call, layer
+        self.instance = call.instance(call.item.obj)
+        self.kv_heads, self.d_head = attention.num_kv_heads, attention.W_q.out_features // attention.num_heads
+
+    def forward(self, x, mask=None, cache=None):
+        past = 0 if cache is None else cache[0].size(2)
+        got = self.call.outputs(self.call.invoke(self.instance, [x], {"mask": mask, "cache": cache}))
+        keys, values = _cache_pair(self.call, got)
+        kv_shape = (x.size(0), self.kv_heads, past + x.size(1), self.d_head)
+        for name, value, shape in (
+            ("output", got.get("output"), x.shape),
+            ("keys", keys, kv_shape),
+            ("values", values, kv_shape),
+        ):
+            if not isinstance(value, torch.Tensor) or not value.is_floating_point() or value.shape != shape:
+                found = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
+                self.call.fail(
+                    f"in layer {self.layer}, after {past} cached positions, the {name} it returned "
+                    f"{'are' if name != 'output' else 'is'} {found}; expected a float tensor {tuple(shape)}"
+                )
+        return got["output"].to(x.dtype), (keys.to(x.dtype), values.to(x.dtype))
 
 
 @graded()

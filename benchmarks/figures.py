@@ -99,6 +99,13 @@ def _book_build(entry: dict) -> str:
     figures = entry["figures"]
     chapters = sorted(figures["chapters"].items(), key=lambda item: -item[1])
     slowest = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in chapters[:4])
+    if "jobs" in figures:  # executed by course_site.execute, jobs chapters at a time, before the build
+        return (
+            f"A cold build (no cache) took {_minutes(figures['total_seconds'])}, of which executing the "
+            f"chapters' code, {figures['jobs']} at a time, took {_minutes(figures['execute_seconds'])} "
+            f"({_minutes(sum(figures['chapters'].values()))} of the chapters' times added up); the slowest "
+            f"chapters: {slowest}. {_measured(entry)}.\n"
+        )
     return (
         f"A cold build (no cache) took {_minutes(figures['total_seconds'])}, of which executing the "
         f"chapters' code took {_minutes(sum(figures['chapters'].values()))}; the slowest chapters: {slowest}. "
@@ -142,11 +149,12 @@ def _output(entry: dict) -> str:
 def _train(entry: dict) -> str:
     """The trainer's final JSON line, in words."""
     final = json.loads(next(line for line in reversed(entry["figures"]["output"].splitlines()) if line.startswith("{")))
-    quality = (
-        f"{final['exact_match']:.2%} exact match on {final['test_examples']:,} test dates"
-        if "exact_match" in final
-        else f"validation loss {final['val_loss']:.3f}"
-    )
+    if "exact_match" in final:
+        quality = f"{final['exact_match']:.2%} exact match on {final['test_examples']:,} test dates"
+    else:
+        quality = f"validation loss {final['val_loss']:.3f}"
+        if "val_bits_per_byte" in final:
+            quality += f" ({final['val_bits_per_byte']:.3f} bits per byte)"
     return (
         f"{final['task']} on {final['device']}, {final['steps']:,} steps, {final['parameters']:,} parameters "
         f"({final['precision']}, {final['attention']} attention): {quality}; {_minutes(final['wall_seconds'])} "
@@ -161,12 +169,14 @@ RENDER: dict[str, Callable[[dict], str]] = {
     "grading": _grading,
     "transformer": _output,
     "generate": _output,
+    "pretrained": _output,
     "train": _train,
 }
 # The programs whose printed lines are the figures: `python -m benchmarks.figures --run NAME [ARGS]`.
 PROGRAMS = {
     "transformer": "benchmarks.transformer",
     "generate": "benchmarks.generate",
+    "pretrained": "benchmarks.pretrained",
     "train": "attention_course.trainer",
 }
 LAST_LINES = 12  # what is kept of a program's output

@@ -59,6 +59,10 @@ STUDENT_REQUIREMENTS = (
     "jupyterlab",
     "nbgrader",  # the cells' roles (make validate, make check), and a hub's Validate button
     "msgspec",  # the sandbox's messages (make check grades in the sandbox)
+    "safetensors",  # published checkpoints in the course's layers (attention_course.pretrained, chapter 9)
+    "huggingface_hub",
+    "tokenizers",
+    "transformers",
 )
 
 

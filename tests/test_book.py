@@ -45,8 +45,9 @@ def toc_chapters() -> list[str]:
 
 CHAPTERS = toc_chapters()
 # The chapters that end with an exercise: those with an assignment (solutions/<chapter>/). Chapter 8,
-# on training fast, has none.
+# on training fast, and chapter 9, on real models, have none.
 EXERCISES = [chapter for chapter in CHAPTERS if chapter in course.assignments()]
+WITHOUT_EXERCISE = ["ch08_training_fast", "ch09_real_models"]
 # The code cells of the chapters keep to this many characters a line, so that they read without
 # scrolling sideways in most windows (a wider block scrolls inside itself; book/_static/course.css).
 CODE_LINE_LENGTH = 80
@@ -156,6 +157,12 @@ def test_book_builds_strictly(site):
     # Chapter 8 counts FLOPs against FlopCounterMode, runs the benchmark and torchrun at build time.
     fast = (site / "book" / "ch08_training_fast.html").read_text()
     assert "FlopCounterMode" in fast and "course (fused attention)" in fast and "largest difference" in fast
+    # Chapter 7 shows its rotary grouped-query attention; chapter 9 loads checkpoints of both families,
+    # checks them against transformers, maps their tensors and trains on BPE tokens at build time.
+    assert '<span class="nf">RotaryGroupedQueryAttention</span>' in scale
+    real = (site / "book" / "ch09_real_models.html").read_text()
+    assert "as transformers': True" in real and "c_attn.weight" in real and "q_proj.weight" in real
+    assert "bits a byte" in real and "rotate half: " in real
 
 
 def test_every_page_of_the_table_of_contents_is_built(site):
@@ -300,7 +307,8 @@ def test_code_cell_lines_are_read_without_their_options():
 
 
 def test_every_chapter_has_objectives_figures_takeaways_and_an_exercise(chromium, site):
-    assert CHAPTERS[:-1] == EXERCISES, "every chapter but the last (training fast) has an exercise"
+    assert [c for c in CHAPTERS if c not in WITHOUT_EXERCISE] == EXERCISES, "every other chapter has an exercise"
+    assert CHAPTERS[-len(WITHOUT_EXERCISE) :] == WITHOUT_EXERCISE, "the chapters without one come last"
     base, chrome = chromium
     for chapter in CHAPTERS:
         with browser.open_page(chrome, f"{base}book/{chapter}.html") as (page, _):

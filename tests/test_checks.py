@@ -21,6 +21,7 @@ from autograder import (
     check_equals,
     check_finite,
     check_ignores_masked,
+    check_in_model,
     check_inputs_unchanged,
     check_masked_get_zero_weight,
     check_matches,
@@ -28,6 +29,7 @@ from autograder import (
     check_matches_torch,
     check_output_shapes,
     check_raises,
+    check_relative_positions,
     check_rows_sum_to_one,
     diagnosis,
     items,
@@ -606,3 +608,50 @@ def test_a_failed_check_shows_its_whole_message_in_lines_a_hubs_validate_does_no
     assert all(len(line) <= 80 for line in shown), shown
     assert " ".join(" ".join(shown).split()) == " ".join(f"CheckFailed: {failed}".split())
     assert any(line.startswith("  hint: keys where") for line in shown)
+
+
+# --------------------------------------------------------------------------- rotary attention with a cache
+
+ROTARY = "RotaryGroupedQueryAttention"
+ROTATE_K = "k = apply_rotary(split_heads(self.W_k(x), self.num_kv_heads), positions, self.base)"
+KEYS_NOT_ROTATED = ((ROTATE_K, "k = split_heads(self.W_k(x), self.num_kv_heads)"),)
+FROM_ZERO = (("past = 0 if cache is None else cache[0].size(2)", "past = 0"),)
+
+
+def rotary_item(obj) -> Item:
+    return Item("ch07_efficient_attention", ROTARY, obj, outputs=("output", "cache"))
+
+
+def test_check_relative_positions_passes_rotary_attention_and_fails_what_misses_the_distances():
+    right = reference.get("ch07_efficient_attention", ROTARY)
+    check_relative_positions(rotary_item(right), tensor(2, 6, 16), init=(16, 4, 2), offset=5)
+    wrong = reference.variant("ch07_efficient_attention", ROTARY, KEYS_NOT_ROTATED)
+    message = failure(check_relative_positions, rotary_item(wrong), tensor(2, 6, 16), init=(16, 4, 2), offset=5)
+    assert_well_formed(message, f"{ROTARY}(16, 4, 2)", "attention by the distance between positions", "(2, 6, 16)")
+    assert "5 places further on" in message
+    # Grouped-query attention without positions passes the first half (it sees no position at all), not the second.
+    blind = reference.get("ch07_efficient_attention", "GroupedQueryAttention")
+    message = failure(check_relative_positions, rotary_item(blind), tensor(2, 6, 16), init=(16, 4, 2))
+    assert "does not see where its positions are" in message
+
+
+def test_check_in_model_compares_a_llama_family_models_logits_step_by_step():
+    right = reference.get("ch07_efficient_attention", ROTARY)
+    check_in_model(rotary_item(right), tensor(2, 5, 32), init=(32, 4, 2), layers=2, new_tokens=4)
+    wrong = reference.variant("ch07_efficient_attention", ROTARY, FROM_ZERO)
+    message = failure(check_in_model, rotary_item(wrong), tensor(2, 5, 32), init=(32, 4, 2), layers=2, new_tokens=4)
+    # Numbering from 0 is right for the prompt, which has no cache: the first generated token shows it.
+    assert "the logits of generated token 1 (with the cache) differs from the original model" in message
+
+
+def test_check_in_model_refuses_what_comes_back_in_the_wrong_shape_before_using_it():
+    right = reference.get("ch07_efficient_attention", ROTARY)
+
+    class Repeated(right):  # the cache holds the repeated heads: 4 of them, not 2
+        def forward(self, x, mask=None, cache=None):
+            output, (k, v) = super().forward(x, mask, None if cache is None else (cache[0][:, ::2], cache[1][:, ::2]))
+            return output, (k.repeat_interleave(2, dim=1), v.repeat_interleave(2, dim=1))
+
+    message = failure(check_in_model, rotary_item(Repeated), tensor(1, 3, 16), init=(16, 4, 2), new_tokens=2)
+    assert "in layer 0, after 0 cached positions, the keys it returned are (1, 4, 3, 4)" in message
+    assert "expected a float tensor (1, 2, 3, 4)" in message

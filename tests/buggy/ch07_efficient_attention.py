@@ -18,6 +18,12 @@ TESTS = {
         "test_gqa_mask",
         "test_gqa_errors",
     ],
+    "RotaryGroupedQueryAttention": [
+        "test_rotary_shapes",
+        "test_rotary_positions",
+        "test_rotary_in_model",
+        "test_rotary_errors",
+    ],
     "sliding_window_mask": ["test_sliding_window", "test_sliding_window_error"],
     "online_softmax_attention": ["test_online_values", "test_online_masks", "test_online_memory"],
     "kv_cache_bytes": ["test_kv_cache_bytes"],
@@ -37,6 +43,10 @@ GUARD = 'base = torch.where(new_max == float("-inf"), torch.zeros_like(new_max),
 DIVISION = "return output / torch.where(normaliser == 0, torch.ones_like(normaliser), normaliser)"
 CACHE_SIZE = "2 * num_layers * num_kv_heads * head_dim * tokens * batch_size * bytes_per_value"
 DEPTH = "-(-(context - 1) // (window - 1))"
+ROTATE_Q = "q = apply_rotary(split_heads(self.W_q(x), self.num_heads), positions, self.base)"
+ROTATE_K = "k = apply_rotary(split_heads(self.W_k(x), self.num_kv_heads), positions, self.base)"
+SPLIT_K = "k = split_heads(self.W_k(x), self.num_kv_heads)"
+ROTARY_CLASS = "class RotaryGroupedQueryAttention(nn.Module):"
 
 
 def repeat(why, cause, *replacements, name):
@@ -45,6 +55,12 @@ def repeat(why, cause, *replacements, name):
 
 def gqa(why, cause, *replacements, name):
     return Bug(name, "GroupedQueryAttention", variant(A, "GroupedQueryAttention", *replacements), why, cause)
+
+
+def rotary(why, cause, *replacements, name):
+    return Bug(
+        name, "RotaryGroupedQueryAttention", variant(A, "RotaryGroupedQueryAttention", *replacements), why, cause
+    )
 
 
 def window(why, cause, *replacements, name):
@@ -145,6 +161,64 @@ BUGS = [
             "",
         ),
         name="gqa_no_kv_heads_check",
+    ),
+    # ------------------------------------------------------------------ RotaryGroupedQueryAttention
+    rotary(
+        "the new positions always start at 0: after a cache of L_past positions they must be L_past, L_past + 1, ...",
+        "numbered from 0",
+        ("past = 0 if cache is None else cache[0].size(2)", "past = 0"),
+        name="rotary_positions_from_zero",
+    ),
+    rotary(
+        "only the queries are rotated: the scores then depend on where the query is, not on the distance",
+        "only the queries are rotated",
+        (ROTATE_K, SPLIT_K),
+        name="rotary_keys_not_rotated",
+    ),
+    rotary(
+        "the rotation is applied to the whole projection before the heads are split (frequencies of d_model)",
+        "before the heads are split",
+        (ROTATE_Q, "q = split_heads(apply_rotary(self.W_q(x), positions, self.base), self.num_heads)"),
+        (ROTATE_K, "k = split_heads(apply_rotary(self.W_k(x), positions, self.base), self.num_kv_heads)"),
+        name="rotary_before_split",
+    ),
+    rotary(
+        "all the keys, cached ones included, are rotated after the concatenation: the cached ones twice",
+        "rotating them again",
+        (ROTATE_K, SPLIT_K),
+        (
+            "        n_rep = self.num_heads // self.num_kv_heads\n",
+            "        k = apply_rotary(k, torch.arange(k.size(2), device=x.device), self.base)\n"
+            "        n_rep = self.num_heads // self.num_kv_heads\n",
+        ),
+        name="rotary_cached_keys_rotated_again",
+    ),
+    rotary(
+        "apply_rotary is called without the module's base: always 10000",
+        "default base",
+        (ROTATE_Q, "q = apply_rotary(split_heads(self.W_q(x), self.num_heads), positions)"),
+        (ROTATE_K, "k = apply_rotary(split_heads(self.W_k(x), self.num_kv_heads), positions)"),
+        name="rotary_default_base",
+    ),
+    rotary(
+        "the rotation of Hugging Face's Llama code (rotate_half): feature i is paired with feature i + dh/2, as the "
+        "checkpoints store them, not with its neighbour",
+        "rotate half",
+        (
+            ROTARY_CLASS,
+            "def rotate_half(x):\n"
+            "    x1, x2 = x.chunk(2, dim=-1)\n"
+            "    return torch.cat((-x2, x1), dim=-1)\n\n\n"
+            "def llama_rotary(x, positions, base):\n"
+            "    d = x.size(-1)\n"
+            "    inv_freq = 1.0 / (base ** (torch.arange(0, d, 2, device=x.device).float() / d))\n"
+            "    freqs = positions.float()[:, None] * inv_freq[None, :]\n"
+            "    emb = torch.cat((freqs, freqs), dim=-1)\n"
+            "    return x * emb.cos().to(x.dtype) + rotate_half(x) * emb.sin().to(x.dtype)\n\n\n" + ROTARY_CLASS,
+        ),
+        (ROTATE_Q, "q = llama_rotary(split_heads(self.W_q(x), self.num_heads), positions, self.base)"),
+        (ROTATE_K, "k = llama_rotary(split_heads(self.W_k(x), self.num_kv_heads), positions, self.base)"),
+        name="rotary_rotate_half_layout",
     ),
     # ------------------------------------------------------------------ sliding_window_mask
     window(

@@ -205,6 +205,167 @@ class GroupedQueryAttention(nn.Module):
 """,
         "the built-in's enable_gqa, an additive -inf float mask, reshape instead of view",
     ),
+    # ------------------------------------------------------------------ RotaryGroupedQueryAttention
+    Answer(
+        "rotary_complex",
+        "RotaryGroupedQueryAttention",
+        """
+class RotaryGroupedQueryAttention(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, bias=False, base=10000.0):
+        super().__init__()
+        if d_model % num_heads:
+            raise ValueError(f"num_heads ({num_heads}) does not divide d_model ({d_model})")
+        if num_heads % num_kv_heads:
+            raise ValueError(f"num_kv_heads ({num_kv_heads}) does not divide num_heads ({num_heads})")
+        self.h, self.g, self.dh, self.base = num_heads, num_kv_heads, d_model // num_heads, base
+        if self.dh % 2:
+            raise ValueError(f"rotary embeddings need an even head size, got {self.dh}")
+        self.W_q = nn.Linear(d_model, d_model, bias=bias)
+        self.W_k = nn.Linear(d_model, num_kv_heads * self.dh, bias=bias)
+        self.W_v = nn.Linear(d_model, num_kv_heads * self.dh, bias=bias)
+        self.W_o = nn.Linear(d_model, d_model, bias=bias)
+
+    def rotate(self, x, start):
+        # each pair (x[2i], x[2i+1]) as the complex number x[2i] + i x[2i+1], turned by e^(i p theta_i)
+        pairs = torch.view_as_complex(x.double().reshape(*x.shape[:-1], -1, 2).contiguous())
+        theta = self.base ** (-torch.arange(0, self.dh, 2, dtype=torch.float64, device=x.device) / self.dh)
+        p = torch.arange(start, start + x.size(-2), dtype=torch.float64, device=x.device)
+        turned = pairs * torch.polar(torch.ones(len(p), len(theta), dtype=torch.float64, device=x.device), p[:, None] * theta)
+        return torch.view_as_real(turned).flatten(-2).to(x.dtype)
+
+    def forward(self, x, mask=None, cache=None):
+        start = 0 if cache is None else cache[0].shape[2]
+        q = self.rotate(split_heads(self.W_q(x), self.h), start)
+        k = self.rotate(split_heads(self.W_k(x), self.g), start)
+        v = split_heads(self.W_v(x), self.g)
+        if cache is not None:
+            k, v = torch.cat([cache[0], k], 2), torch.cat([cache[1], v], 2)
+        scores = q @ repeat_kv(k, self.h // self.g).transpose(2, 3) / math.sqrt(self.dh)
+        out = masked_softmax(scores, mask) @ repeat_kv(v, self.h // self.g)
+        return self.W_o(merge_heads(out)), (k, v)
+""",
+        "its own rotation, as complex multiplication in float64 (view_as_complex, polar), not apply_rotary",
+    ),
+    Answer(
+        "rotary_every_two",
+        "RotaryGroupedQueryAttention",
+        """
+def rotate_every_two(x):
+    # (x0, x1) -> (-x1, x0) in every pair of neighbouring features
+    return torch.stack((-x[..., 1::2], x[..., 0::2]), dim=-1).flatten(-2)
+
+
+class RotaryGroupedQueryAttention(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, bias=False, base=10000.0):
+        super().__init__()
+        if d_model % num_heads != 0:
+            raise ValueError("num_heads must divide d_model")
+        if num_heads % num_kv_heads != 0:
+            raise ValueError("num_kv_heads must divide num_heads")
+        if (d_model // num_heads) % 2 != 0:
+            raise ValueError("the head size must be even")
+        self.num_heads, self.num_kv_heads, self.base = num_heads, num_kv_heads, base
+        head = d_model // num_heads
+        self.W_q = nn.Linear(d_model, d_model, bias=bias)
+        self.W_k = nn.Linear(d_model, num_kv_heads * head, bias=bias)
+        self.W_v = nn.Linear(d_model, num_kv_heads * head, bias=bias)
+        self.W_o = nn.Linear(d_model, d_model, bias=bias)
+
+    def forward(self, x, mask=None, cache=None):
+        q = split_heads(self.W_q(x), self.num_heads)
+        k = split_heads(self.W_k(x), self.num_kv_heads)
+        v = split_heads(self.W_v(x), self.num_kv_heads)
+        past = 0 if cache is None else cache[1].size(-2)
+        d = q.size(-1)
+        inv_freq = torch.exp(-math.log(self.base) * torch.arange(0, d, 2, device=x.device).float() / d)
+        angles = torch.arange(past, past + x.size(1), device=x.device).float()[:, None] * inv_freq
+        cos = torch.repeat_interleave(torch.cos(angles), 2, dim=-1).to(x.dtype)
+        sin = torch.repeat_interleave(torch.sin(angles), 2, dim=-1).to(x.dtype)
+        q = q * cos + rotate_every_two(q) * sin
+        k = k * cos + rotate_every_two(k) * sin
+        if cache is not None:
+            k = torch.cat((cache[0], k), dim=-2)
+            v = torch.cat((cache[1], v), dim=-2)
+        n_rep = self.num_heads // self.num_kv_heads
+        scores = torch.matmul(q, repeat_kv(k, n_rep).transpose(-1, -2)) * d**-0.5
+        return self.W_o(merge_heads(torch.matmul(masked_softmax(scores, mask), repeat_kv(v, n_rep)))), (k, v)
+""",
+        "the rotation written out with cos/sin repeated per pair and a rotate-every-two helper; the offset from the "
+        "cached values; exp-log frequencies",
+    ),
+    Answer(
+        "rotary_sdpa",
+        "RotaryGroupedQueryAttention",
+        """
+class RotaryGroupedQueryAttention(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, bias=False, base=10000.0):
+        super().__init__()
+        for name, whole, part in (("num_heads", d_model, num_heads), ("num_kv_heads", num_heads, num_kv_heads)):
+            if whole % part:
+                raise ValueError(f"{name}={part} must divide {whole}")
+        if d_model // num_heads % 2:
+            raise ValueError(f"d_model // num_heads = {d_model // num_heads} is odd; rotary needs it even")
+        self.num_heads, self.num_kv_heads, self.base = num_heads, num_kv_heads, base
+        kv = num_kv_heads * (d_model // num_heads)
+        self.W_q, self.W_o = nn.Linear(d_model, d_model, bias=bias), nn.Linear(d_model, d_model, bias=bias)
+        self.W_k, self.W_v = nn.Linear(d_model, kv, bias=bias), nn.Linear(d_model, kv, bias=bias)
+
+    def forward(self, x, mask=None, cache=None):
+        past_k, past_v = cache if cache is not None else (None, None)
+        start = 0 if past_k is None else past_k.size(2)
+        where = torch.arange(start, start + x.size(1), device=x.device)
+        q = apply_rotary(split_heads(self.W_q(x), self.num_heads), positions=where, base=self.base)
+        k = apply_rotary(split_heads(self.W_k(x), self.num_kv_heads), positions=where, base=self.base)
+        v = split_heads(self.W_v(x), self.num_kv_heads)
+        if past_k is not None:
+            k, v = torch.cat([past_k, k], dim=2), torch.cat([past_v, v], dim=2)
+        n = self.num_heads // self.num_kv_heads
+        out = F.scaled_dot_product_attention(q, repeat_kv(k, n), repeat_kv(v, n), attn_mask=mask)
+        out = torch.nan_to_num(out, nan=0.0)  # a query with no visible key: zeros, not NaN
+        return self.W_o(merge_heads(out)), (k, v)
+""",
+        "F.scaled_dot_product_attention with the boolean mask, NaN rows zeroed; apply_rotary by keyword",
+    ),
+    Answer(
+        "rotary_einsum_grouped",
+        "RotaryGroupedQueryAttention",
+        """
+class RotaryGroupedQueryAttention(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, bias=False, base=10000.0):
+        super().__init__()
+        if d_model % num_heads:
+            raise ValueError(f"d_model={d_model} is not a multiple of num_heads={num_heads}")
+        if num_heads % num_kv_heads:
+            raise ValueError(f"num_heads={num_heads} is not a multiple of num_kv_heads={num_kv_heads}")
+        self.h, self.g, self.dh, self.base = num_heads, num_kv_heads, d_model // num_heads, float(base)
+        if self.dh % 2:
+            raise ValueError(f"head size {self.dh} is not even")
+        self.W_q = nn.Linear(d_model, d_model, bias=bias)
+        self.W_k = nn.Linear(d_model, num_kv_heads * self.dh, bias=bias)
+        self.W_v = nn.Linear(d_model, num_kv_heads * self.dh, bias=bias)
+        self.W_o = nn.Linear(d_model, d_model, bias=bias)
+
+    def forward(self, x, mask=None, cache=None):
+        b, length, _ = x.shape
+        group = self.h // self.g
+        offset = 0 if cache is None else cache[0].size(-2)
+        positions = offset + torch.arange(length, device=x.device)
+        q = apply_rotary(self.W_q(x).view(b, length, self.h, self.dh).transpose(1, 2), positions, self.base)
+        k = apply_rotary(self.W_k(x).view(b, length, self.g, self.dh).transpose(1, 2), positions, self.base)
+        v = self.W_v(x).view(b, length, self.g, self.dh).transpose(1, 2)
+        if cache is not None:
+            k, v = torch.cat((cache[0], k), -2), torch.cat((cache[1], v), -2)
+        q = q.reshape(b, self.g, group, length, self.dh)  # query heads grouped by their key/value head
+        scores = torch.einsum("bgnqd,bgkd->bgnqk", q, k) / math.sqrt(self.dh)
+        if mask is not None:
+            keep = mask.expand(b, self.h, length, k.size(-2)).reshape(b, self.g, group, length, k.size(-2))
+            scores = scores.masked_fill(~keep, float("-inf"))
+        weights = torch.nan_to_num(torch.softmax(scores, dim=-1), nan=0.0)
+        out = torch.einsum("bgnqk,bgkd->bgnqd", weights, v).reshape(b, self.h, length, self.dh)
+        return self.W_o(out.transpose(1, 2).reshape(b, length, self.h * self.dh)), (k, v)
+""",
+        "query heads grouped with einsum, never repeated; heads split with view/transpose; masked_fill and nan_to_num",
+    ),
     # ------------------------------------------------------------------ sliding_window_mask
     Answer(
         "window_tril_triu",

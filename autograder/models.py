@@ -1,0 +1,58 @@
+"""The course's models that a check puts a student's module into: a small Llama-family decoder-only model
+(``attention_course.model.DecoderOnly`` with rotary positions, RMS norms and SwiGLU, as
+:mod:`attention_course.pretrained` loads real checkpoints into it) with random weights, and the same model
+with the attention of every layer replaced by other modules holding the same weights.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from collections.abc import Callable
+
+import torch
+
+from attention_course.model import DecoderOnly
+
+
+def llama_family(attention: type, init: tuple, layers: int, vocab_size: int, max_len: int, seed: int) -> DecoderOnly:
+    """A Llama-family ``DecoderOnly`` in eval mode whose every layer's self-attention is ``attention(*init)``
+    (``init``: d_model, num_heads, num_kv_heads[, bias[, base]]), every weight drawn from ``seed``: the
+    norms' scales around 1, the rest around 0, large enough for the attention's scores to matter."""
+    arguments = inspect.signature(attention).bind(*init)
+    arguments.apply_defaults()
+    built = arguments.arguments
+    generator = torch.Generator().manual_seed(seed)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = DecoderOnly(
+            vocab_size,
+            built["d_model"],
+            built["num_heads"],
+            layers,
+            2 * built["d_model"],
+            dropout=0.0,
+            max_len=max_len,
+            num_kv_heads=built["num_kv_heads"],
+            positions="rotary",
+            rotary_base=built["base"],
+            norm="rms",
+            feed_forward="swiglu",
+            bias=built["bias"],
+            output_bias=False,
+        )
+        for layer in model.layers:
+            layer.self_attn = attention(*init)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            drawn = torch.randn(p.shape, generator=generator) * (0.3 if p.dim() > 1 else 0.1)
+            p.copy_(drawn + 1 if name.endswith(("norm1.weight", "norm2.weight", "norm.weight")) else drawn)
+    return model.eval()
+
+
+def with_attention(model: DecoderOnly, replace: Callable[[int, torch.nn.Module], torch.nn.Module]) -> DecoderOnly:
+    """A copy of ``model`` whose layer ``i``'s self-attention is ``replace(i, that layer's self-attention)``."""
+    twin = copy.deepcopy(model)
+    for i, layer in enumerate(twin.layers):
+        layer.self_attn = replace(i, model.layers[i].self_attn)
+    return twin
