@@ -141,7 +141,7 @@ def _grading(entry: dict) -> str:
 
 def _output(entry: dict) -> str:
     """A measuring program's own lines, as it printed them for people (its JSON line, for programs, left out)."""
-    lines = [line for line in entry["figures"]["output"].splitlines() if not line.startswith("{")]
+    lines = [line for line in entry["figures"]["output"].splitlines() if not line.startswith(("{", "["))]
     text = "\n".join(lines) if lines else entry["figures"]["output"]
     return f"{_measured(entry)}:\n\n```text\n{text.rstrip()}\n```\n"
 
