@@ -15,7 +15,8 @@ three ways, timed in alternating rounds in one run so that the ratios compare ti
   ``transformers`` is installed; ``--no-compare`` leaves it out).
 
 It prints the continuation, the median tokens/s of each, the ratios, whether all three chose the same
-tokens, and a final JSON line.
+tokens, the largest difference between the course's logits and ``transformers``' over the prompt and its
+continuation, and a final JSON line.
 """
 
 from __future__ import annotations
@@ -57,22 +58,23 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
-def transformers_generator(folder, dtype: torch.dtype, device: torch.device):
-    """``transformers``' model of the checkpoint and a greedy ``generate`` of exactly n new tokens with its
-    cache; None where ``transformers`` is not installed."""
+def transformers_model(folder, dtype: torch.dtype, device: torch.device):
+    """``transformers``' own model of the checkpoint; None where ``transformers`` is not installed."""
     try:
-        from transformers import AutoModelForCausalLM, GenerationConfig
+        from transformers import AutoModelForCausalLM
     except ImportError:
         return None
-    model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype).to(device).eval()
+    return AutoModelForCausalLM.from_pretrained(folder, dtype=dtype).to(device).eval()
 
-    def generate(ids: torch.Tensor, n: int) -> torch.Tensor:
-        # No end-of-text token: like the course's generate, exactly n tokens, whatever they are.
-        config = GenerationConfig(max_new_tokens=n, do_sample=False, use_cache=True, eos_token_id=None, pad_token_id=0)
-        with torch.no_grad():
-            return model.generate(ids, attention_mask=torch.ones_like(ids), generation_config=config)
 
-    return generate
+def transformers_generate(model, ids: torch.Tensor, n: int) -> torch.Tensor:
+    """``transformers``' greedy ``generate`` of exactly n new tokens, with its cache."""
+    from transformers import GenerationConfig
+
+    # No end-of-text token: like the course's generate, exactly n tokens, whatever they are.
+    config = GenerationConfig(max_new_tokens=n, do_sample=False, use_cache=True, eos_token_id=None, pad_token_id=0)
+    with torch.no_grad():
+        return model.generate(ids, attention_mask=torch.ones_like(ids), generation_config=config)
 
 
 def main(argv=None) -> dict:
@@ -99,9 +101,9 @@ def main(argv=None) -> dict:
         "course, cached": lambda n: model.generate(prompt, n, temperature=0, use_cache=True),
         "course, no cache": lambda n: model.generate(prompt, n, temperature=0, use_cache=False),
     }
-    theirs = None if args.no_compare else transformers_generator(folder, dtype, device)
+    theirs = None if args.no_compare else transformers_model(folder, dtype, device)
     if theirs is not None:
-        ways["transformers, cached"] = lambda n: theirs(prompt, n)
+        ways["transformers, cached"] = lambda n: transformers_generate(theirs, prompt, n)
 
     def timed(way: str, n: int) -> tuple[float, torch.Tensor]:
         if device.type == "cuda":
@@ -123,6 +125,12 @@ def main(argv=None) -> dict:
     reference = outputs["course, cached"]
     same = {way: torch.equal(ids.cpu(), reference.cpu()) for way, ids in outputs.items() if way != "course, cached"}
 
+    logits_difference = None
+    if theirs is not None:  # the two models' logits at every position of the prompt and its continuation
+        with torch.no_grad():
+            ours_logits, their_logits = model(reference).float(), theirs(reference).logits.float()
+        logits_difference = (ours_logits - their_logits).abs().max().item()
+
     continuation = tokenizer.decode(reference[0, len(prompt_ids) :].tolist())
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else f"cpu, {torch.get_num_threads()} threads"
     print(f"model: {args.model}: {describe(model)}; {args.dtype} on {where}; PyTorch {torch.__version__}")
@@ -135,6 +143,8 @@ def main(argv=None) -> dict:
         print(f"  {way:<22} {median[way]:>10,.1f} tokens/s   x{ratio:.2f} of the course's cached{agrees}")
     if theirs is None and not args.no_compare:
         print("  (transformers is not installed: no comparison with its generate)")
+    if logits_difference is not None:
+        print(f"logits at all {reference.shape[1]} positions: max |course - transformers| = {logits_difference:.1e}")
     result = {
         "model": str(args.model),
         "layout": describe(model),
@@ -145,6 +155,7 @@ def main(argv=None) -> dict:
         "rounds": args.rounds,
         "tokens_per_second": {way: round(value, 1) for way, value in median.items()},
         "same_tokens": same,
+        "logits_max_abs_difference": logits_difference,
     }
     print(json.dumps(result))
     return result

@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
             f"{result['rounds']} rounds on {result['device']}: course cached {cached:,.1f} tokens/s, "
             f"no cache {rates['course, no cache']:,.1f}, transformers cached {theirs:,.1f}; "
             f"course/transformers x{cached / theirs:.2f}, cached/uncached x{cached / rates['course, no cache']:.2f}; "
-            f"same tokens: {same}"
+            f"same tokens: {same}; logits max |difference| {result['logits_max_abs_difference']:.1e}"
         )
     print(json.dumps(results))
     return results

@@ -362,7 +362,9 @@ def test_make_generate_prints_the_continuation_and_three_timings_that_agree(fami
     assert set(result["tokens_per_second"]) == {"course, cached", "course, no cache", "transformers, cached"}
     assert all(rate > 0 for rate in result["tokens_per_second"].values())
     assert result["same_tokens"] == {"course, no cache": True, "transformers, cached": True}
+    assert result["logits_max_abs_difference"] < 1e-4
     assert "continuation (8 tokens, greedy):" in printed and "same tokens: yes" in printed
+    assert "logits at all 10 positions: max |course - transformers| = " in printed
     assert json.loads(printed.strip().splitlines()[-1]) == result
 
 
@@ -370,6 +372,7 @@ def test_make_generate_without_the_comparison_and_its_refusals(tmp_path, capsys)
     checkpoint_with_tokenizer(tmp_path)
     result = generate.main(["--model", str(tmp_path), "--tokens", "3", "--rounds", "1", "--no-compare"])
     assert set(result["tokens_per_second"]) == {"course, cached", "course, no cache"}
+    assert result["logits_max_abs_difference"] is None
     with pytest.raises(SystemExit, match="more than the model's context of 64"):
         generate.main(["--model", str(tmp_path), "--tokens", "100", "--no-compare"])
     (tmp_path / "tokenizer.json").unlink()
