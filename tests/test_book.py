@@ -47,7 +47,7 @@ CHAPTERS = toc_chapters()
 # The chapters that end with an exercise: those with an assignment (solutions/<chapter>/). Chapter 8,
 # on training fast, and chapter 9, on real models, have none.
 EXERCISES = [chapter for chapter in CHAPTERS if chapter in course.assignments()]
-WITHOUT_EXERCISE = ["ch08_training_fast", "ch09_real_models"]
+WITHOUT_EXERCISE = ["ch09_real_models"]
 # The code cells of the chapters keep to this many characters a line, so that they read without
 # scrolling sideways in most windows (a wider block scrolls inside itself; book/_static/course.css).
 CODE_LINE_LENGTH = 80
