@@ -157,9 +157,10 @@ def test_book_builds_strictly(site):
     # Chapter 8 counts FLOPs against FlopCounterMode, runs the benchmark and torchrun at build time.
     fast = (site / "book" / "ch08_training_fast.html").read_text()
     assert "FlopCounterMode" in fast and "course (fused attention)" in fast and "largest difference" in fast
+    assert '<span class="nf">training_memory_bytes</span>' in fast and "AdamW moments" in fast
     # Chapter 7 shows its rotary grouped-query attention; chapter 9 loads checkpoints of both families,
     # checks them against transformers, maps their tensors and trains on BPE tokens at build time.
-    assert '<span class="nf">RotaryGroupedQueryAttention</span>' in scale
+    assert '<span class="nc">RotaryGroupedQueryAttention</span>' in scale
     real = (site / "book" / "ch09_real_models.html").read_text()
     assert "as transformers': True" in real and "c_attn.weight" in real and "q_proj.weight" in real
     assert "bits a byte" in real and "rotate half: " in real

@@ -158,15 +158,19 @@ def test_the_committed_settings_are_the_open_edition():
 
 
 def test_an_assignment_on_unreleased_chapters_is_said_to_the_instructor(tmp_path):
-    """ch07 builds on ch03 and ch04: in a term that has released only ch01, make check says so (for the
+    """ch07 builds on ch03, ch04 and ch05: in a term that has released only ch01, make check says so (for the
     instructor, on stderr), and the reference still gets full marks, graded with the stand-ins."""
     from autograder.grading.source import Source, unreleased_prerequisites_note
 
-    assert Source.load("ch07_efficient_attention").builds_on() == ["ch03_multi_head", "ch04_masking"]
+    assert Source.load("ch07_efficient_attention").builds_on() == [
+        "ch03_multi_head",
+        "ch04_masking",
+        "ch05_positional_encoding",
+    ]
     assert Source.load("ch02_scaled_dot_product").builds_on() == []
     term = course.Release("term", {"ch01_bahdanau"})
     note = unreleased_prerequisites_note("ch07_efficient_attention", term)
-    assert note and "ch03_multi_head, ch04_masking" in note
+    assert note and "ch03_multi_head, ch04_masking, ch05_positional_encoding" in note
     assert unreleased_prerequisites_note("ch07_efficient_attention", course.Release("open")) is None
     path = course.notebook_path("ch07_efficient_attention", "solutions")
     env = {**os.environ, **course.environment(term)}
