@@ -146,6 +146,13 @@ BUGS = [
         ("while gradient * scale < smallest:", "while gradient * scale * 2 < smallest:"),
         name="scale_rounded_down",
     ),
+    bug(
+        "min_loss_scale",
+        "float16's machine epsilon, torch.finfo's eps, as the smallest number",
+        "finfo(torch.float16).eps",
+        (SMALLEST, "smallest = 2.0**-10"),
+        name="scale_epsilon",
+    ),
     # ------------------------------------------------------------------ attention_share
     bug(
         "attention_share",
@@ -160,5 +167,12 @@ BUGS = [
         "paid in every layer",
         ("attention = 12 * n_layers * d_model", "attention = 12 * d_model"),
         name="share_one_layer",
+    ),
+    bug(
+        "attention_share",
+        "attention counted for the forward pass beside the weights counted for training",
+        "count both terms for training",
+        ("attention = 12 * n_layers", "attention = 4 * n_layers"),
+        name="share_forward_attention",
     ),
 ]

@@ -41,6 +41,16 @@ def flops_per_token(n_params_non_embedding, n_layers, d_model, context_len, trai
 """,
         "NumPy int64 terms",
     ),
+    Answer(
+        "flops_float_training_flag",
+        "flops_per_token",
+        """
+def flops_per_token(n_params_non_embedding, n_layers, d_model, context_len, training=True):
+    forward = 2.0 * n_params_non_embedding + 4.0 * n_layers * d_model * context_len
+    return forward * (1 + 2 * training)  # bool as 0/1: the backward pass costs two forwards
+""",
+        "float arithmetic (exact below 2**53), the training flag used as 0 or 1",
+    ),
     # ------------------------------------------------------------------ mfu
     Answer(
         "mfu_achieved_first",
@@ -65,6 +75,30 @@ def mfu(tokens_per_second, flops_per_token, peak_flops):
     return seconds_at_peak * tokens_per_second
 """,
         "the time a token would take at the peak, times the tokens per second",
+    ),
+    Answer(
+        "mfu_tensor",
+        "mfu",
+        """
+def mfu(tokens_per_second, flops_per_token, peak_flops):
+    if peak_flops <= 0:
+        raise ValueError("expected peak_flops > 0")
+    achieved = torch.tensor(tokens_per_second, dtype=torch.float64) * flops_per_token
+    return achieved / peak_flops
+""",
+        "a float64 tensor, returned as the tensor",
+    ),
+    Answer(
+        "mfu_per_token_budget",
+        "mfu",
+        """
+def mfu(tokens_per_second, flops_per_token, peak_flops):
+    if peak_flops <= 0:
+        raise ValueError("the peak (peak_flops) must be positive")
+    tokens_per_second_at_peak = peak_flops / flops_per_token
+    return tokens_per_second / tokens_per_second_at_peak
+""",
+        "the tokens per second achieved over those the peak would allow",
     ),
     # ------------------------------------------------------------------ training_memory_bytes
     Answer(
@@ -118,6 +152,23 @@ def training_memory_bytes(n_params, precision, optimizer="adamw"):
 """,
         "bits from torch.finfo, an if/elif chain",
     ),
+    Answer(
+        "memory_match",
+        "training_memory_bytes",
+        """
+def training_memory_bytes(n_params, precision, optimizer="adamw"):
+    match precision:
+        case "fp32" | "mixed":  # autocast keeps the weights, gradients and moments in float32
+            element = 4
+        case "bf16":
+            element = 2
+        case _:
+            raise ValueError(f"unsupported precision: {precision!r}")
+    weight = gradient = first_moment = second_moment = element
+    return n_params * (weight + gradient + first_moment + second_moment)
+""",
+        "a match statement",
+    ),
     # ------------------------------------------------------------------ min_loss_scale
     Answer(
         "scale_log2",
@@ -154,6 +205,21 @@ def min_loss_scale(gradient):
 """,
         "an int scale doubled by a shift (returned as an int)",
     ),
+    Answer(
+        "scale_fraction_bit_length",
+        "min_loss_scale",
+        """
+from fractions import Fraction
+
+
+def min_loss_scale(gradient):
+    ratio = Fraction(1, 2**24) / Fraction(gradient)  # exact: how far below 2**-24 the gradient is
+    if ratio <= 1:
+        return 1
+    return 2 ** (math.ceil(ratio) - 1).bit_length()  # the smallest power of two >= ratio
+""",
+        "exact rational arithmetic, the exponent from int.bit_length",
+    ),
     # ------------------------------------------------------------------ attention_share
     Answer(
         "share_complement",
@@ -176,5 +242,26 @@ def attention_share(n_params_non_embedding, n_layers, d_model, context_len):
     return forward_attention / forward_total  # the backward pass triples both alike
 """,
         "the forward counts, whose ratio is the training ratio",
+    ),
+    Answer(
+        "share_ratio",
+        "attention_share",
+        """
+def attention_share(n_params_non_embedding, n_layers, d_model, context_len):
+    ratio = (2 * n_layers * d_model * context_len) / n_params_non_embedding  # attention over weights
+    return ratio / (1 + ratio)
+""",
+        "the ratio of attention's FLOPs to the weights' first, then the share",
+    ),
+    Answer(
+        "share_from_part_1",
+        "attention_share",
+        """
+def attention_share(n_params_non_embedding, n_layers, d_model, context_len):
+    total = flops_per_token(n_params_non_embedding, n_layers, d_model, context_len, training=True)
+    attention = total - 6 * n_params_non_embedding
+    return attention / total
+""",
+        "Part 1's flops_per_token for the whole step",
     ),
 ]
