@@ -28,6 +28,7 @@ TESTS = {
     "online_softmax_attention": ["test_online_values", "test_online_masks", "test_online_memory"],
     "kv_cache_bytes": ["test_kv_cache_bytes"],
     "layers_needed": ["test_layers_needed"],
+    "misrouted_heads": ["test_misrouted_heads"],
 }
 
 COPIES = "copies = x[:, :, None, :, :].expand(batch, kv_heads, n_rep, length, d_head)  # a view: nothing copied yet\n"
@@ -43,6 +44,7 @@ GUARD = 'base = torch.where(new_max == float("-inf"), torch.zeros_like(new_max),
 DIVISION = "return output / torch.where(normaliser == 0, torch.ones_like(normaliser), normaliser)"
 CACHE_SIZE = "2 * num_layers * num_kv_heads * head_dim * tokens * batch_size * bytes_per_value"
 DEPTH = "-(-(context - 1) // (window - 1))"
+MISROUTED = "if h % num_kv_heads != h // n_rep"
 ROTATE_Q = "q = apply_rotary(split_heads(self.W_q(x), self.num_heads), positions, self.base)"
 ROTATE_K = "k = apply_rotary(split_heads(self.W_k(x), self.num_kv_heads), positions, self.base)"
 SPLIT_K = "k = split_heads(self.W_k(x), self.num_kv_heads)"
@@ -77,6 +79,10 @@ def cache_bytes(why, cause, *replacements, name):
 
 def depth(why, cause, *replacements, name):
     return Bug(name, "layers_needed", variant(A, "layers_needed", *replacements), why, cause)
+
+
+def misrouted(why, cause, *replacements, name):
+    return Bug(name, "misrouted_heads", variant(A, "misrouted_heads", *replacements), why, cause)
 
 
 BUGS = [
@@ -341,6 +347,25 @@ def online_softmax_attention(q, k, v, block_size, mask=None):
         "windows of stacked layers overlap",
         (DEPTH, "-(-(context - 1) // window)"),
         name="depth_window_per_layer",
+    ),
+    # ------------------------------------------------------------------ misrouted_heads
+    misrouted(
+        "lists the heads that keep their key/value head",
+        "not for those that keep it",
+        (MISROUTED, MISROUTED.replace("!=", "==")),
+        name="misrouted_the_right_heads",
+    ),
+    misrouted(
+        "tiles by n_rep: head h reads h % n_rep",
+        "reads head h % num_kv_heads",
+        (MISROUTED, "if h % n_rep != h // n_rep"),
+        name="misrouted_tiles_by_n_rep",
+    ),
+    misrouted(
+        "puts head h in place at h // num_kv_heads",
+        "not h // num_kv_heads",
+        (MISROUTED, "if h % num_kv_heads != h // num_kv_heads"),
+        name="misrouted_groups_by_kv_heads",
     ),
 ]
 

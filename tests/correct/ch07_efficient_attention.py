@@ -659,4 +659,59 @@ def layers_needed(window, context):
 """,
         "divmod, with one more layer for a remainder",
     ),
+    # ------------------------------------------------------------------ misrouted_heads
+    Answer(
+        "misrouted_compared_tensors",
+        "misrouted_heads",
+        """
+def misrouted_heads(num_heads, num_kv_heads):
+    n_rep = num_heads // num_kv_heads
+    kv = torch.arange(num_kv_heads)
+    in_place, tiled = kv.repeat_interleave(n_rep), kv.repeat(n_rep)
+    return torch.nonzero(in_place != tiled).flatten().tolist()
+""",
+        "both orders built with torch and compared: the check itself",
+    ),
+    Answer(
+        "misrouted_through_repeat_kv",
+        "misrouted_heads",
+        """
+def misrouted_heads(num_heads, num_kv_heads):
+    n_rep = num_heads // num_kv_heads
+    heads = torch.arange(num_kv_heads, dtype=torch.float32).view(1, num_kv_heads, 1, 1)
+    right = repeat_kv(heads, n_rep).flatten()
+    slipped = heads.repeat(1, n_rep, 1, 1).flatten()
+    return torch.nonzero(right != slipped).flatten()
+""",
+        "Part 1's repeat_kv beside Tensor.repeat, on head numbers; returns a tensor",
+    ),
+    Answer(
+        "misrouted_numpy",
+        "misrouted_heads",
+        """
+import numpy as np
+
+
+def misrouted_heads(num_heads, num_kv_heads):
+    n_rep = num_heads // num_kv_heads
+    kv = np.arange(num_kv_heads)
+    return np.flatnonzero(np.repeat(kv, n_rep) != np.tile(kv, n_rep))
+""",
+        "np.repeat against np.tile; returns a NumPy array",
+    ),
+    Answer(
+        "misrouted_loop_set",
+        "misrouted_heads",
+        """
+def misrouted_heads(num_heads, num_kv_heads):
+    group = num_heads // num_kv_heads
+    wrong = set()
+    for head in range(num_heads):
+        contract, tiled = divmod(head, group)[0], head - (head // num_kv_heads) * num_kv_heads
+        if contract != tiled:
+            wrong.add(head)
+    return sorted(wrong)
+""",
+        "a loop collecting a set, then sorted",
+    ),
 ]
