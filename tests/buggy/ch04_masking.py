@@ -16,6 +16,7 @@ TESTS = {
     "decoder_self_attention_mask": ["test_decoder_mask"],
     "mask_for": ["test_mask_for"],
     "visible_pairs": ["test_visible_pairs"],
+    "answer_visible": ["test_answer_visible"],
 }
 
 NOT_PAD = "tokens != pad_id"
@@ -367,6 +368,28 @@ BUGS = [
         why="gives the padding queries no keys",
         cause="not padding queries",
         code=variant(A, "visible_pairs", (PAIRS, "(i + 1 if i < num_real else 0)")),
+    ),
+    # ------------------------------------------------------------------ answer_visible
+    Bug(
+        "visible_last_position_too",
+        "answer_visible",
+        why="counts the last target position, whose answer the split dropped",
+        cause="the last token of the target is not in the decoder input",
+        code=variant(A, "answer_visible", ("t + 1 < length - 1 and", "t + 1 < length and")),
+    ),
+    Bug(
+        "visible_despite_causal_mask",
+        "answer_visible",
+        why="predicts a leak under the causal mask too",
+        cause="sees the decoder input up to position t only",
+        code=variant(A, "answer_visible", (" and not causal]", "]")),
+    ),
+    Bug(
+        "visible_never",
+        "answer_visible",
+        why="believes the shift of teacher forcing hides the answers by itself",
+        cause="does not hide the answers by itself",
+        code=variant(A, "answer_visible", ("if t + 1 < length - 1 and not causal]", "if False]")),
     ),
 ]
 

@@ -402,4 +402,55 @@ def visible_pairs(length, num_real):
     return lower[:, :num_real].sum().item()
 """,
     ),
+    # ------------------------------------------------------------------ answer_visible
+    Answer(
+        "visible_range",
+        "answer_visible",
+        idiom="the range of positions, or nothing",
+        code="""
+def answer_visible(length, causal):
+    return [] if causal else list(range(length - 2))
+""",
+    ),
+    Answer(
+        "visible_checked_with_parts_2_and_4",
+        "answer_visible",
+        idiom="the check itself: Parts 2 and 4 on a target of distinct tokens",
+        code="""
+def answer_visible(length, causal):
+    decoder_input, target = teacher_forcing_split(torch.arange(length)[None])
+    steps = length - 1
+    allowed = causal_mask(steps) if causal else torch.ones(steps, steps, dtype=torch.bool)
+    seen = allowed & (decoder_input[0][None, :] == target[0][:, None])  # (target position, input position)
+    return seen.any(dim=1).nonzero().flatten().tolist()
+""",
+    ),
+    Answer(
+        "visible_numpy",
+        "answer_visible",
+        idiom="a NumPy array, empty under the mask",
+        code="""
+import numpy as np
+
+
+def answer_visible(length, causal):
+    if causal:
+        return np.array([], dtype=np.int64)
+    return np.arange(length - 2)
+""",
+    ),
+    Answer(
+        "visible_set_loop",
+        "answer_visible",
+        idiom="a loop over query and key positions into a set, returned as a sorted tuple",
+        code="""
+def answer_visible(length, causal):
+    found = set()
+    for query in range(length - 1):  # target position t predicts token t + 1
+        for key in range(length - 1):  # decoder input position j holds token j
+            if key == query + 1 and (key <= query or not causal):
+                found.add(query)
+    return tuple(sorted(found))
+""",
+    ),
 ]
