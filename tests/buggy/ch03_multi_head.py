@@ -315,4 +315,36 @@ BUGS = [
         cause="every sequence of the batch",
         code=multiplications(("batch * ", "")),
     ),
+    # ------------------------------------------------------------------ right_slices
+    Bug(
+        "slices_diagonal",
+        "right_slices",
+        why="the diagonal h == l, as when there are as many positions as heads",
+        cause="on the diagonal h == l only when there are as many positions as heads",
+        code=variant(
+            "ch03_multi_head", "right_slices", ("if h * (length - 1) == row * (num_heads - 1)]", "if h == row]")
+        ),
+    ),
+    Bug(
+        "slices_swapped",
+        "right_slices",
+        why="length and num_heads swapped in the condition",
+        cause="length and num_heads have changed places",
+        code=variant(
+            "ch03_multi_head",
+            "right_slices",
+            ("if h * (length - 1) == row * (num_heads - 1)]", "if h * (num_heads - 1) == row * (length - 1)]"),
+        ),
+    ),
+    Bug(
+        "slices_first_only",
+        "right_slices",
+        why="only the first row of the first head",
+        cause="the last row of the last head is right too",
+        code=variant(
+            "ch03_multi_head",
+            "right_slices",
+            ("if h * (length - 1) == row * (num_heads - 1)]", "if h == 0 and row == 0]"),
+        ),
+    ),
 ]

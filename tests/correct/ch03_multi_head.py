@@ -318,4 +318,65 @@ def score_multiplications(batch, len_q, len_k, d_model, num_heads):
     return float(math.prod([batch, num_heads, len_q, len_k])) * (d_model / num_heads)
 """,
     ),
+    # ------------------------------------------------------------------ right_slices
+    Answer(
+        "slices_compared",
+        "right_slices",
+        """
+def right_slices(length, num_heads):
+    head_size = 2
+    x = torch.arange(length * num_heads * head_size).view(1, length, num_heads * head_size)
+    right = split_heads(x, num_heads)
+    slip = x.view(1, num_heads, length, head_size)
+    same = (right == slip).all(dim=-1)[0]  # (H, L)
+    return same.nonzero().tolist()
+""",
+        "the check itself: Part 1 beside the slip on distinct numbers, nonzero() for the pairs",
+    ),
+    Answer(
+        "slices_memory_offsets",
+        "right_slices",
+        """
+def right_slices(length, num_heads):
+    found = []
+    for head in range(num_heads):
+        for position in range(length):
+            slip_start = head * length + position  # in units of one head's features
+            part_1_start = position * num_heads + head
+            if slip_start == part_1_start:
+                found.append((head, position))
+    return found
+""",
+        "the start of each slice in memory, in units of a head's features; tuples",
+    ),
+    Answer(
+        "slices_numpy",
+        "right_slices",
+        """
+import numpy as np
+
+
+def right_slices(length, num_heads):
+    heads, rows = np.meshgrid(np.arange(num_heads), np.arange(length), indexing="ij")
+    keep = heads * (length - 1) == rows * (num_heads - 1)
+    return np.argwhere(keep)
+""",
+        "a NumPy grid and argwhere (an (n, 2) array)",
+    ),
+    Answer(
+        "slices_gcd",
+        "right_slices",
+        """
+import math
+
+
+def right_slices(length, num_heads):
+    if length == 1 or num_heads == 1:
+        return [[h, row] for h in range(num_heads) for row in range(length)]
+    step = math.gcd(length - 1, num_heads - 1)  # h (L - 1) = l (H - 1): h and l move in steps
+    dh, dl = (num_heads - 1) // step, (length - 1) // step
+    return [[k * dh, k * dl] for k in range(step + 1)]
+""",
+        "the solutions of h (L - 1) = l (H - 1) stepped out with the gcd",
+    ),
 ]
