@@ -655,3 +655,15 @@ def test_check_in_model_refuses_what_comes_back_in_the_wrong_shape_before_using_
     message = failure(check_in_model, rotary_item(Repeated), tensor(1, 3, 16), init=(16, 4, 2), new_tokens=2)
     assert "in layer 0, after 0 cached positions, the keys it returned are (1, 4, 3, 4)" in message
     assert "expected a float tensor (1, 2, 3, 4)" in message
+
+
+def test_sets_cross_the_wire_as_sets():
+    """An answer given as a set of pairs (the prompts ask for a list) reaches the checks as a set."""
+    from autograder.sandbox import values
+    from autograder.sandbox.wire import WireError
+
+    for value in ({(0, 1), (2, 3)}, frozenset({1, 2}), set(), {"a": {1.5}}):
+        back = values.decode(values.encode(value))
+        assert back == value and type(back) is type(value)
+    with pytest.raises(WireError, match="hashed"):
+        values.decode({"set": [{"list": []}]})

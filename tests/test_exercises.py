@@ -1,6 +1,7 @@
 """exercises/ is exactly what `make exercises` generates from solutions/, and gives nothing away."""
 
 import ast
+import re
 
 import nbformat
 import pytest
@@ -72,3 +73,25 @@ def test_visible_tests_run_without_the_solutions(assignment, tmp_path, monkeypat
     lines, passed = validate(path, timeout=120)
     assert passed, "\n".join(lines)
     assert sum(line.lstrip().startswith("pass") for line in lines) == visible_tests
+
+
+def _questions_in_the_guide() -> dict[str, set[str]]:
+    """assignment -> the items the instructor guide's table lists as questions."""
+    found = {}
+    for line in (course.COURSE_ROOT / "book" / "instructor_guide.md").read_text().splitlines():
+        cells = [c.strip() for c in line.split("|")]
+        if len(cells) > 3 and cells[2].strip("`") in ASSIGNMENTS and "questions " in cells[3]:
+            found[cells[2].strip("`")] = set(re.findall(r"`(\w+)`", cells[3].split("questions ", 1)[1]))
+    return found
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_every_question_is_tagged_as_one(assignment):
+    # the tag keeps an answer out of the solution blocks' checks, the similarity report and the
+    # term edition's release rules written for code; an untagged question breaks all three
+    nb = notebooks.read(course.notebook_path(assignment, "solutions"))
+    tagged = {notebooks.cell_id(c) for c in nb.cells if notebooks.is_question(c)}
+    assert tagged == _questions_in_the_guide().get(assignment, set()), (
+        f"{assignment}: tagged `question` {sorted(tagged)}, the instructor guide lists "
+        f"{sorted(_questions_in_the_guide().get(assignment, set()))}"
+    )

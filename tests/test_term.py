@@ -26,14 +26,10 @@ pytestmark = pytest.mark.slow
 ROOT = course.COURSE_ROOT
 TERM = course.Release("term", {"ch01_bahdanau"})
 A = "ch03_multi_head"
-IMPORT_ONLY = {  # answers that only import the items from the course's packages
-    "split_heads": "from attention_course.solutions.ch03_multi_head import split_heads",
-    "merge_heads": "from attention_course.solutions.ch03_multi_head import merge_heads",
-    "MultiHeadAttention": "from attention_course.solutions.ch03_multi_head import MultiHeadAttention\n"
-    "from attention_course.model import FusedMultiHeadAttention",
-    "multi_head_parameters": "from attention_course.solutions.ch03_multi_head import multi_head_parameters",
-    "score_multiplications": "from attention_course.solutions.ch03_multi_head import score_multiplications",
+IMPORT_ONLY = {  # answers that only import the items from the course's packages, one for every item
+    name: f"from attention_course.solutions.{A} import {name}" for name in solution_bodies(A)
 }
+IMPORT_ONLY["MultiHeadAttention"] += "\nfrom attention_course.model import FusedMultiHeadAttention"
 
 
 def test_answers_that_only_import_score_nothing_before_the_release():

@@ -1,11 +1,11 @@
 """Values that cross the sandbox boundary, as plain data, inside the messages of :mod:`autograder.sandbox.wire`.
 
-Only these cross: None, bools, ints, floats, strings, lists, tuples, dicts with
-string keys, NumPy arrays and torch tensors of numeric or boolean dtypes, and torch
-devices and dtypes (by name: ``cpu``, ``meta``, ``cuda[:n]``; one of :data:`DTYPES`). Arrays
-travel as dtype, shape and raw bytes; the receiving side builds a new, plain
-``np.ndarray`` or ``torch.Tensor`` from them, never an object of the sender's
-choosing (no pickle, no subclasses, no code).
+Only these cross: None, bools, ints, floats, strings, lists, tuples, sets and frozensets
+(of what else crosses and can be hashed), dicts with string keys, NumPy arrays and torch
+tensors of numeric or boolean dtypes, and torch devices and dtypes (by name: ``cpu``,
+``meta``, ``cuda[:n]``; one of :data:`DTYPES`). Arrays travel as dtype, shape and raw
+bytes; the receiving side builds a new, plain ``np.ndarray`` or ``torch.Tensor`` from
+them, never an object of the sender's choosing (no pickle, no subclasses, no code).
 
 A fixture of :mod:`autograder.fixtures` (a scripted model that a test hands to
 the student's function) crosses as its name and arguments and is rebuilt there.
@@ -87,6 +87,8 @@ def encode(value, depth: int = 0, make_handle=None):
         }
     if isinstance(value, (list, tuple)):
         return {"list" if isinstance(value, list) else "tuple": [encode(v, depth + 1, make_handle) for v in value]}
+    if isinstance(value, (set, frozenset)):
+        return {"set" if isinstance(value, set) else "frozenset": [encode(v, depth + 1, make_handle) for v in value]}
     if isinstance(value, dict) and all(isinstance(k, str) for k in value):
         return {"dict": {k: encode(v, depth + 1, make_handle) for k, v in value.items()}}
     if make_handle is not None:
@@ -138,6 +140,12 @@ def decode(data, depth: int = 0, resolve=None):
     if kind in ("list", "tuple"):
         items = [decode(v, depth + 1, resolve) for v in body]
         return items if kind == "list" else tuple(items)
+    if kind in ("set", "frozenset"):
+        items = [decode(v, depth + 1, resolve) for v in body]
+        try:
+            return set(items) if kind == "set" else frozenset(items)
+        except TypeError:
+            raise WireError("a set can only hold what can be hashed") from None
     if kind == "dict":
         return {str(k): decode(v, depth + 1, resolve) for k, v in body.items()}
     if kind == "fixture":  # rebuilt from autograder.fixtures, never from the sender's code

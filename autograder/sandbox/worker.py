@@ -39,6 +39,7 @@ from __future__ import annotations
 import os
 import random
 import sys
+import time
 
 from autograder.sandbox import wire
 
@@ -308,8 +309,40 @@ def _other_processes() -> int:
     """Processes besides this one and the sandbox's init, where the sandbox has its own PID namespace."""
     if os.environ.get("AUTOGRADER_PID_NAMESPACE") != "1":
         return 0
-    pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
-    return len([p for p in pids if p not in (1, os.getpid())])
+    # a child that the cells forked and that has just exited is not running: reap it, skip zombies,
+    # and give a process that is on its way out a moment to finish before it is counted
+    count = 0
+    for _ in range(5):
+        _reap_children()
+        count = sum(1 for pid in _pids() if pid not in (1, os.getpid()) and _state(pid) not in ("Z", "X", ""))
+        if not count:
+            break
+        time.sleep(0.05)
+    return count
+
+
+def _reap_children() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _pids() -> list[int]:
+    return [int(p) for p in os.listdir("/proc") if p.isdigit()]
+
+
+def _state(pid: int) -> str:
+    """The one-letter state of a process in /proc/<pid>/stat ("" once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read().decode("ascii", "replace")
+    except OSError:
+        return ""
+    return stat.rsplit(")", 1)[-1].split()[0] if ")" in stat else ""
 
 
 def _is_array(value) -> bool:

@@ -13,6 +13,7 @@ TESTS = {
     "MultiHeadAttention": ["test_mha_shapes", "test_mha_matches_torch", "test_mha_mask", "test_mha_error"],
     "multi_head_parameters": ["test_multi_head_parameters"],
     "score_multiplications": ["test_score_multiplications"],
+    "right_slices": ["test_right_slices"],
 }
 
 split = partial(variant, "ch03_multi_head", "split_heads")

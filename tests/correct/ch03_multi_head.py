@@ -338,16 +338,16 @@ def right_slices(length, num_heads):
         "right_slices",
         """
 def right_slices(length, num_heads):
-    found = []
+    found = set()
     for head in range(num_heads):
         for position in range(length):
             slip_start = head * length + position  # in units of one head's features
             part_1_start = position * num_heads + head
             if slip_start == part_1_start:
-                found.append((head, position))
+                found.add((head, position))
     return found
 """,
-        "the start of each slice in memory, in units of a head's features; tuples",
+        "the start of each slice in memory, in units of a head's features; a set of tuples",
     ),
     Answer(
         "slices_numpy",
