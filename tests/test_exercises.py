@@ -95,3 +95,20 @@ def test_every_question_is_tagged_as_one(assignment):
         f"{assignment}: tagged `question` {sorted(tagged)}, the instructor guide lists "
         f"{sorted(_questions_in_the_guide().get(assignment, set()))}"
     )
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_at_least_half_of_the_questions_ask_to_predict_then_check(assignment):
+    # a question's prompt is the last text cell above its answer cell
+    nb = notebooks.read(course.notebook_path(assignment, "solutions"))
+    prompt, asked, predicted = "", [], []
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            prompt = cell.source
+        elif notebooks.is_question(cell):
+            asked.append(notebooks.cell_id(cell))
+            if "(predict, then check)" in prompt:
+                predicted.append(notebooks.cell_id(cell))
+    assert asked and 2 * len(predicted) >= len(asked), (
+        f"{assignment}: {len(predicted)} of its {len(asked)} questions ask to predict, then check ({predicted})"
+    )

@@ -46,7 +46,7 @@ def test_understanding_questions_are_tagged_answer_cells():
 
     nb = notebooks.read(course.notebook_path("ch02_scaled_dot_product"))
     questions = [notebooks.cell_id(c) for c in nb.cells if notebooks.is_question(c)]
-    assert questions == ["score_matrix_bytes", "unscaled_score_std"]
+    assert questions == ["score_matrix_bytes", "unscaled_score_std", "saturated_attention", "effect_on_attention"]
     assert all(notebooks.is_solution(c) for c in nb.cells if notebooks.is_question(c))
 
 

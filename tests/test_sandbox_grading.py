@@ -1179,3 +1179,32 @@ def test_a_sandbox_of_another_grader_process_is_not_starved_of_processes():
     found = json.loads(out.strip().splitlines()[-1])
     assert found["uid"] in UIDS and found["uid"] != held["uid"], (found, held)
     assert found["errors"] == [None], (found, held)
+
+
+@pytest.mark.skipif(not bwrap_available(), reason="bubblewrap is not installed")
+def test_the_first_call_on_the_meta_device_is_not_charged_for_torchs_meta_kernels():
+    """The first operation on the "meta" device imports hundreds of modules (torch's meta kernels and sympy: 8 s on a
+    quiet 2-core machine, more than the 20 s of a call on a busy one). A call that passes the device gets them
+    loaded first, within the start-up's time: afterwards the student's call imports nothing."""
+    from autograder.grading.session import _passes_meta
+
+    probe = (
+        "import sys\n"
+        "import torch\n\n"
+        "def on(device):\n"
+        "    before = set(sys.modules)\n"
+        "    positions = torch.arange(5, device=device)\n"
+        "    (positions[:, None] >= positions[None, :]).tril().float().softmax(-1)\n"
+        "    return sorted(set(sys.modules) - before)\n"
+    )
+    assert _passes_meta(("meta",), {}) and _passes_meta((), {"device": torch.device("meta")})
+    assert not _passes_meta((torch.zeros(2), "cpu"), {"size": 3})
+    with Sandbox(LIMITS, "bwrap", sandbox_packages(TERM)) as sandbox:
+        assert sandbox.run_cells([probe]) == [None]
+        sandbox.warm_up()
+        reply = sandbox.call("on", [values.encode("meta")], {})
+        assert isinstance(reply, wire.Returned) and values.decode(reply.value) == [], reply
+    with Sandbox(LIMITS, "bwrap", sandbox_packages(TERM)) as sandbox:  # without it, the call pays
+        assert sandbox.run_cells([probe]) == [None]
+        reply = sandbox.call("on", [values.encode("meta")], {})
+        assert isinstance(reply, wire.Returned) and "sympy" in values.decode(reply.value), reply

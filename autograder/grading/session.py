@@ -126,6 +126,8 @@ class Session:
         callbacks = None if scope is None else scope.answer
         try:
             sandbox.stand_in(*(scope.kinds() if scope else ((), ())), timeout=timeout)
+            if _passes_meta(args, kwargs):
+                sandbox.warm_up(timeout=timeout)
             if getattr_only:
                 return sandbox.getattr(int(target), str(attr), timeout=timeout, label=label, callbacks=callbacks)
             reply = sandbox.call(
@@ -254,6 +256,20 @@ class RemoteObject:
 
     def __repr__(self) -> str:
         return f"<{self._kind} of {self._item}, in the sandbox>"
+
+
+def _passes_meta(args, kwargs) -> bool:
+    """Whether a call passes the "meta" device (as a name, a torch.device or a tensor on it): its first operation
+    there loads torch's meta kernels, which the sandbox does beforehand (Sandbox.warm_up)."""
+
+    def meta(value) -> bool:
+        if isinstance(value, str):
+            return value == "meta"
+        if isinstance(value, torch.device):
+            return value.type == "meta"
+        return isinstance(value, torch.Tensor) and value.is_meta
+
+    return any(meta(v) for v in (*args, *(kwargs or {}).values()))
 
 
 def _copy_back(original, after) -> bool:

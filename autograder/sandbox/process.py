@@ -451,6 +451,7 @@ class Sandbox:
         self.ready = False
         self.stand_ins: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # (functions, modules) in place
         self.unbounded = False  # a call's memory budget could not be enforced (see call)
+        self.warm = False  # the worker has loaded torch's meta-device kernels (see warm_up)
         if packages is None:
             packages = sandbox_packages(course.release())
         self._cgroups = _Cgroups(limits)
@@ -729,6 +730,21 @@ class Sandbox:
             raise self._protocol_error("a wrong reply to putting the stand-ins in place")
         self.stand_ins = wanted
 
+    def warm_up(self, timeout: float | None = None) -> None:
+        """Have the worker load what torch loads on its first operation on the "meta" device (seconds), once,
+        within the start-up's time limit, so that the call that first passes that device is not charged for it."""
+        if self.warm:
+            return
+
+        def request(seq: int) -> wire.WarmUp:
+            return wire.WarmUp(seq)
+
+        cap = self.limits.startup_timeout
+        reply = self._request(request, timeout, "loading torch's meta-device kernels", 0, set(), cap=cap)
+        if not isinstance(reply, wire.Returned) or reply.value is not None or reply.args_after or reply.kwargs_after:
+            raise self._protocol_error("a wrong reply to loading torch's meta-device kernels")
+        self.warm = True
+
     def _request(
         self,
         request: Callable[[int], wire.FromGrader],
@@ -737,10 +753,13 @@ class Sandbox:
         nargs: int,
         kwargs: set,
         callbacks: Callable[[dict], dict] | None = None,
+        cap: float | None = None,
     ) -> wire.Reply:
         """Send ``request(seq)``, with the next number; answer the stand-ins' calls that come before the
-        reply (at most :data:`MAX_CALLBACKS`) with ``callbacks``; the reply, checked."""
-        limit = self.limits.call_timeout if timeout is None else min(timeout, self.limits.call_timeout)
+        reply (at most :data:`MAX_CALLBACKS`) with ``callbacks``; the reply, checked. It may take ``timeout``
+        seconds, and at most ``cap`` (by default the limit of a call of the student's code)."""
+        cap = self.limits.call_timeout if cap is None else cap
+        limit = cap if timeout is None else min(timeout, cap)
         deadline = time.monotonic() + limit
         self._sequence += 1
         self._send(request(self._sequence), limit)

@@ -143,6 +143,12 @@ class StandIn(FromGrader, tag="stand_in"):
     modules: list[str]
 
 
+class WarmUp(FromGrader, tag="warm_up"):
+    """Load what torch loads on its first operation on the "meta" device, before a call that uses it is timed."""
+
+    seq: Seq
+
+
 class CallbackResult(FromGrader, tag="callback_result"):
     """The grader's answer to a stand-in's call: ``ok`` with the values, or the error to raise."""
 
@@ -158,7 +164,7 @@ class CallbackResult(FromGrader, tag="callback_result"):
     rng: Value = None
 
 
-FromGraderMessage = RunCells | Call | GetAttr | StandIn | CallbackResult
+FromGraderMessage = RunCells | Call | GetAttr | StandIn | WarmUp | CallbackResult
 
 
 def kind(message: msgspec.Struct) -> str:

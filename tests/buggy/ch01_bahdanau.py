@@ -12,12 +12,17 @@ TESTS = {
     "BahdanauDecoder": ["test_step_shapes", "test_step_values"],
     "additive_attention_parameters": ["test_additive_attention_parameters"],
     "attention_scores_computed": ["test_attention_scores_computed"],
+    "zero_gradients": ["test_zero_gradients"],
+    "changed_weights": ["test_changed_weights"],
 }
 
 attention = partial(variant, "ch01_bahdanau", "AdditiveAttention")
 decoder = partial(variant, "ch01_bahdanau", "BahdanauDecoder")
 parameters = partial(variant, "ch01_bahdanau", "additive_attention_parameters")
 scores = partial(variant, "ch01_bahdanau", "attention_scores_computed")
+gradients = partial(variant, "ch01_bahdanau", "zero_gradients")
+changed = partial(variant, "ch01_bahdanau", "changed_weights")
+CHANGED = "[[b, j] for b, length in enumerate(lengths) if length < src_len for j in range(src_len)]"
 COUNT = "query_dim * hidden_dim + key_dim * hidden_dim + hidden_dim"
 SCORES = "batch * tgt_len * src_len"
 
@@ -240,5 +245,65 @@ BUGS = [
         why="counts one sentence only",
         cause="every sentence of the batch",
         code=scores((SCORES, "tgt_len * src_len")),
+    ),
+    # ------------------------------------------------------------------ zero_gradients
+    Bug(
+        "gradients_zero_query_learns",
+        "zero_gradients",
+        why="a zero query is said to leave W_q's gradient alone",
+        cause="a zero query gives W_q a zero gradient",
+        code=gradients(('"every query is all zeros": ["W_q"]', '"every query is all zeros": []')),
+    ),
+    Bug(
+        "gradients_zero_weight_no_gradient",
+        "zero_gradients",
+        why="a zero v is said to get no gradient itself, and W_q, W_k to learn",
+        cause="a zero weight still gets a gradient",
+        code=gradients(('"the weights of v are all zeros": ["W_q", "W_k"]', '"the weights of v are all zeros": ["v"]')),
+    ),
+    Bug(
+        "gradients_same_values_learn",
+        "zero_gradients",
+        why="equal values are said to leave the scores something to learn",
+        cause="the context is that value whatever the weights",
+        code=gradients(('(the keys differ)": ["W_q", "W_k", "v"]', '(the keys differ)": []')),
+    ),
+    Bug(
+        "gradients_one_visible_learns",
+        "zero_gradients",
+        why="one visible position is said to leave the scores something to learn",
+        cause="a softmax over one visible position",
+        code=gradients(('in each sequence": ["W_q", "W_k", "v"]', 'in each sequence": []')),
+    ),
+    Bug(
+        "gradients_lone_string",
+        "zero_gradients",
+        why="answers one name as a string, not in a list",
+        cause='["W_q"], not "W_q"',
+        code=gradients(('"every query is all zeros": ["W_q"]', '"every query is all zeros": "W_q"')),
+    ),
+    # ------------------------------------------------------------------ changed_weights
+    Bug(
+        "changed_padding_only",
+        "changed_weights",
+        why="only the padding positions are said to change",
+        cause="the real positions' weights change too",
+        code=changed((CHANGED, "[[b, j] for b, length in enumerate(lengths) for j in range(length, src_len)]")),
+    ),
+    Bug(
+        "changed_every_row",
+        "changed_weights",
+        why="every sequence's weights are said to change, padded or not",
+        cause="a sequence without padding has nothing to hide",
+        code=changed((CHANGED, "[[b, j] for b in range(len(lengths)) for j in range(src_len)]")),
+    ),
+    Bug(
+        "changed_real_only",
+        "changed_weights",
+        why="only the real positions of padded sequences are said to change",
+        cause="the padding positions change too",
+        code=changed(
+            (CHANGED, "[[b, j] for b, length in enumerate(lengths) if length < src_len for j in range(length)]")
+        ),
     ),
 ]

@@ -13,6 +13,8 @@ TESTS = {
     "scaled_dot_product_attention": ["test_sdpa_shapes", "test_sdpa_values", "test_sdpa_mask"],
     "score_matrix_bytes": ["test_score_matrix_bytes"],
     "unscaled_score_std": ["test_unscaled_score_std"],
+    "saturated_attention": ["test_saturated_attention"],
+    "effect_on_attention": ["test_effect_on_attention"],
 }
 
 softmax = partial(variant, "ch02_scaled_dot_product", "softmax")
@@ -26,6 +28,9 @@ SOFTMAX_BODY = """shifted = x - np.max(x, axis=axis, keepdims=True)
 score_bytes = partial(variant, "ch02_scaled_dot_product", "score_matrix_bytes")
 score_std = partial(variant, "ch02_scaled_dot_product", "unscaled_score_std")
 PRODUCT = "batch * heads * len_q * len_k * bytes_per_element"
+saturated = partial(variant, "ch02_scaled_dot_product", "saturated_attention")
+effect = partial(variant, "ch02_scaled_dot_product", "effect_on_attention")
+BEST = "best = scores == scores.max(axis=-1, keepdims=True)"
 
 
 BUGS = [
@@ -325,5 +330,84 @@ BUGS = [
         why="1 / sqrt(d_k), the scaling factor",
         cause="does not shrink",
         code=score_std(("math.sqrt(d_k)", "1 / math.sqrt(d_k)")),
+    ),
+    # ------------------------------------------------------------------ saturated_attention
+    Bug(
+        "saturated_mean",
+        "saturated_attention",
+        why="the mean of the values (the limit of shrinking scores, not growing ones)",
+        cause="the limit as the scores shrink to zero",
+        code=saturated((BEST, "best = np.ones_like(scores, dtype=bool)")),
+    ),
+    Bug(
+        "saturated_first_of_ties",
+        "saturated_attention",
+        why="argmax: the first of the keys tied for the largest score takes all",
+        cause="keys tied for the largest score share the weight equally",
+        code=saturated((BEST, "best = np.eye(K.shape[0], dtype=bool)[scores.argmax(axis=-1)]")),
+    ),
+    Bug(
+        "saturated_softmax_unchanged",
+        "saturated_attention",
+        why="ordinary attention, as if the softmax ignored the scale of its scores",
+        cause="does not leave the softmax as it was",
+        code=saturated(("output = weights @ V", "output = attention_numpy(Q, K, V)[0]")),
+    ),
+    Bug(
+        "saturated_smallest",
+        "saturated_attention",
+        why="the value of the key with the smallest score",
+        cause="not to the smallest",
+        code=saturated(("scores.max(axis=-1, keepdims=True)", "scores.min(axis=-1, keepdims=True)")),
+    ),
+    # ------------------------------------------------------------------ effect_on_attention
+    Bug(
+        "effect_key_shift_changes",
+        "effect_on_attention",
+        why="a common shift of the keys is said to change the weights",
+        cause="a softmax does not change when its whole row moves by one number",
+        code=effect(('every key": "unchanged"', 'every key": "changed"')),
+    ),
+    Bug(
+        "effect_query_shift_unchanged",
+        "effect_on_attention",
+        why="a common shift of the queries is said to leave the weights alone, as it does for the keys",
+        cause="a different number for each key",
+        code=effect(('every query": "changed"', 'every query": "unchanged"')),
+    ),
+    Bug(
+        "effect_key_value_permutation_moves_output",
+        "effect_on_attention",
+        why="the output is said to move with the keys and values",
+        cause="reorders the terms of the sum, not its result",
+        code=effect(('permuted together": "unchanged"', 'permuted together": "permuted the same way"')),
+    ),
+    Bug(
+        "effect_query_permutation_invariant",
+        "effect_on_attention",
+        why="permuting the queries is said to leave the output unchanged (invariance for equivariance)",
+        cause="moves the rows of the output with them",
+        code=effect(('queries are permuted": "permuted the same way"', 'queries are permuted": "unchanged"')),
+    ),
+    Bug(
+        "effect_value_shift_changes",
+        "effect_on_attention",
+        why="a common shift of the values is said to change the output in some other way",
+        cause="adds exactly c to every output",
+        code=effect(('every value": "shifted by the same vector"', 'every value": "changed"')),
+    ),
+    Bug(
+        "effect_scale_invariant",
+        "effect_on_attention",
+        why="doubling the keys is said to leave the weights alone, as if the softmax normalised the scale away",
+        cause="the softmax is not scale-invariant",
+        code=effect(('multiplied by 2": "changed"', 'multiplied by 2": "unchanged"')),
+    ),
+    Bug(
+        "effect_own_words",
+        "effect_on_attention",
+        why="answers in its own words, not one of the options",
+        cause="one of the strings of ATTENTION_EFFECTS",
+        code=effect(('every value": "shifted by the same vector"', 'every value": "shifted"')),
     ),
 ]

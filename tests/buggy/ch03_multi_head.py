@@ -14,6 +14,7 @@ TESTS = {
     "multi_head_parameters": ["test_multi_head_parameters"],
     "score_multiplications": ["test_score_multiplications"],
     "right_slices": ["test_right_slices"],
+    "reweighted_heads": ["test_reweighted_heads"],
 }
 
 split = partial(variant, "ch03_multi_head", "split_heads")
@@ -346,6 +347,48 @@ BUGS = [
             "ch03_multi_head",
             "right_slices",
             ("if h * (length - 1) == row * (num_heads - 1)]", "if h == 0 and row == 0]"),
+        ),
+    ),
+    # ------------------------------------------------------------------ reweighted_heads
+    Bug(
+        "reweighted_interleaved",
+        "reweighted_heads",
+        why="heads taken to own every num_heads-th feature",
+        cause="the heads are not interleaved",
+        code=variant(
+            "ch03_multi_head", "reweighted_heads", ("heads = [index // head_size]", "heads = [index % num_heads]")
+        ),
+    ),
+    Bug(
+        "reweighted_values_too",
+        "reweighted_heads",
+        why="a row of W_v is said to change its head's weights",
+        cause="the values do not enter the scores",
+        code=variant(
+            "ch03_multi_head",
+            "reweighted_heads",
+            (
+                'part in ("a row of W_q.weight", "a row of W_k.weight")',
+                'part in ("a row of W_q.weight", "a row of W_k.weight", "a row of W_v.weight")',
+            ),
+        ),
+    ),
+    Bug(
+        "reweighted_column_one_head",
+        "reweighted_heads",
+        why="a column of W_q is said to change one head, as a row does",
+        cause="every head's queries change",
+        code=variant(
+            "ch03_multi_head", "reweighted_heads", ("heads = list(range(num_heads))", "heads = [index // head_size]")
+        ),
+    ),
+    Bug(
+        "reweighted_divided_by_heads",
+        "reweighted_heads",
+        why="the index divided by the number of heads, not by a head's size",
+        cause="divide the index by the size of a head",
+        code=variant(
+            "ch03_multi_head", "reweighted_heads", ("head_size = d_model // num_heads", "head_size = num_heads")
         ),
     ),
 ]

@@ -17,6 +17,7 @@ TESTS = {
     "mask_for": ["test_mask_for"],
     "visible_pairs": ["test_visible_pairs"],
     "answer_visible": ["test_answer_visible"],
+    "fully_masked_row": ["test_fully_masked_row"],
 }
 
 NOT_PAD = "tokens != pad_id"
@@ -408,5 +409,57 @@ BUGS += [
         ),
         why="its own look-ahead part, off by one: the diagonal hidden",
         cause="the diagonal is hidden",
+    ),
+    # ------------------------------------------------------------------ fully_masked_row
+    Bug(
+        "row_infinity_zeros",
+        "fully_masked_row",
+        why="minus infinity everywhere is said to give zero weights",
+        cause="the softmax divides 0 by 0",
+        code=variant(
+            "ch04_masking",
+            "fully_masked_row",
+            ("""then torch.softmax': "nan\"""", """then torch.softmax': "zeros\""""),
+        ),
+    ),
+    Bug(
+        "row_large_negative_zeros",
+        "fully_masked_row",
+        why="-1e9 everywhere is said to give zero weights",
+        cause="they are all equal and the softmax spreads the weight evenly",
+        code=variant(
+            "ch04_masking",
+            "fully_masked_row",
+            ('-1e9), then torch.softmax": "equal weights"', '-1e9), then torch.softmax": "zeros"'),
+        ),
+    ),
+    Bug(
+        "row_product_zeros",
+        "fully_masked_row",
+        why="scores multiplied by the mask are said to give zero weights",
+        cause="a score multiplied by False becomes 0, not minus infinity",
+        code=variant(
+            "ch04_masking",
+            "fully_masked_row",
+            ('masked), then torch.softmax": "equal weights"', 'masked), then torch.softmax": "zeros"'),
+        ),
+    ),
+    Bug(
+        "row_renormalised_zeros",
+        "fully_masked_row",
+        why="renormalising a row of zeros is said to keep zeros",
+        cause="dividing by it gives 0 / 0",
+        code=variant("ch04_masking", "fully_masked_row", ("""new sum": "nan\"""", """new sum": "zeros\"""")),
+    ),
+    Bug(
+        "row_own_words",
+        "fully_masked_row",
+        why="answers in its own words, not one of the options",
+        cause="one of the strings of ROW_OPTIONS",
+        code=variant(
+            "ch04_masking",
+            "fully_masked_row",
+            ('"masked_softmax of Part 3": "zeros"', '"masked_softmax of Part 3": "0"'),
+        ),
     ),
 ]

@@ -17,7 +17,11 @@ TESTS = {
     "greedy_decode": ["test_greedy_decode"],
     "encoder_layer_parameters": ["test_encoder_layer_parameters"],
     "cross_attention_weights_shape": ["test_cross_attention_weights_shape"],
+    "decoded_positions": ["test_decoded_positions"],
+    "normalised_output": ["test_normalised_output"],
 }
+
+STEPS = "steps = min(max(eos_steps), max_len)"
 
 variant = partial(variant, "ch06_transformer")
 
@@ -840,5 +844,73 @@ BUGS += [
         ),
         why="decode ignores tgt_mask and always applies a look-ahead mask of its own",
         cause="a look-ahead mask of its own",
+    ),
+    # ------------------------------------------------------------------ decoded_positions
+    Bug(
+        "positions_no_early_stop",
+        "decoded_positions",
+        why="max_len steps always, as if decoding never stopped early",
+        cause="stops as soon as every sequence has written eos_id",
+        code=variant("decoded_positions", (STEPS, "steps = max_len")),
+    ),
+    Bug(
+        "positions_first_to_finish",
+        "decoded_positions",
+        why="stops with the first sequence to finish",
+        cause="it stops only once every sequence has finished",
+        code=variant("decoded_positions", (STEPS, "steps = min(min(eos_steps), max_len)")),
+    ),
+    Bug(
+        "positions_one_per_step",
+        "decoded_positions",
+        why="one position per step, as with a key/value cache",
+        cause="each call decodes the whole output so far again",
+        code=variant("decoded_positions", ("total = steps * (steps + 1) // 2", "total = steps")),
+    ),
+    Bug(
+        "positions_no_max_len",
+        "decoded_positions",
+        why="forgets that max_len caps the steps",
+        cause="stops after max_len steps",
+        code=variant("decoded_positions", (STEPS, "steps = max(eos_steps)")),
+    ),
+    # ------------------------------------------------------------------ normalised_output
+    Bug(
+        "normalised_pre_norm",
+        "normalised_output",
+        why="a pre-norm encoder layer is said to normalise its output",
+        cause="a pre-norm layer normalises the input of each block, not its output",
+        code=variant("normalised_output", ('"EncoderLayer, pre-norm": False', '"EncoderLayer, pre-norm": True')),
+    ),
+    Bug(
+        "normalised_post_norm",
+        "normalised_output",
+        why="a post-norm encoder layer is said not to normalise its output",
+        cause="a post-norm layer ends with a layer norm",
+        code=variant("normalised_output", ('"EncoderLayer, post-norm": True', '"EncoderLayer, post-norm": False')),
+    ),
+    Bug(
+        "normalised_pre_norm_decoder",
+        "normalised_output",
+        why="a pre-norm decoder layer is said to normalise its output",
+        cause="a pre-norm decoder layer normalises the input of each of its three blocks",
+        code=variant("normalised_output", ('"DecoderLayer, pre-norm": False', '"DecoderLayer, pre-norm": True')),
+    ),
+    Bug(
+        "normalised_final_norm",
+        "normalised_output",
+        why="the layer norm after a pre-norm stack is said not to normalise the output",
+        cause="the layer norm after the stack is the last thing the model computes",
+        code=variant(
+            "normalised_output",
+            ('followed by one nn.LayerNorm": True', 'followed by one nn.LayerNorm": False'),
+        ),
+    ),
+    Bug(
+        "normalised_string",
+        "normalised_output",
+        why="answers with the string 'True', not the truth value",
+        cause="answer True or False",
+        code=variant("normalised_output", ('"EncoderLayer, post-norm": True', '"EncoderLayer, post-norm": "True"')),
     ),
 ]

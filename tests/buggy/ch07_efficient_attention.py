@@ -29,6 +29,7 @@ TESTS = {
     "kv_cache_bytes": ["test_kv_cache_bytes"],
     "layers_needed": ["test_layers_needed"],
     "misrouted_heads": ["test_misrouted_heads"],
+    "evictable_positions": ["test_evictable_positions"],
 }
 
 COPIES = "copies = x[:, :, None, :, :].expand(batch, kv_heads, n_rep, length, d_head)  # a view: nothing copied yet\n"
@@ -424,5 +425,39 @@ def online_softmax_attention(q, k, v, block_size, mask=None):
         "rounding down and adding one overshoots",
         (DEPTH, "(context - 1) // (window - 1) + 1"),
         name="depth_floor_plus_one",
+    ),
+    # ------------------------------------------------------------------ evictable_positions
+    Bug(
+        "evict_keeps_window",
+        "evictable_positions",
+        why="keeps window past positions, one more than the next query reads",
+        cause="the cache needs window - 1 past positions, not window",
+        code=variant(
+            "ch07_efficient_attention",
+            "evictable_positions",
+            ("oldest_read = position + 2 - window", "oldest_read = position + 1 - window"),
+        ),
+    ),
+    Bug(
+        "evict_all_but_last",
+        "evictable_positions",
+        why="keeps only the last position, as if a query saw only itself and the new one",
+        cause="a query sees the window - 1 positions before it as well as itself",
+        code=variant(
+            "ch07_efficient_attention",
+            "evictable_positions",
+            ("oldest_read = position + 2 - window", "oldest_read = position"),
+        ),
+    ),
+    Bug(
+        "evict_nothing",
+        "evictable_positions",
+        why="nothing, as if deeper layers needed the old positions",
+        cause="each layer's cache is read only by that layer's later queries",
+        code=variant(
+            "ch07_efficient_attention",
+            "evictable_positions",
+            ("evictable = list(range(max(oldest_read, 0)))", "evictable = []"),
+        ),
     ),
 ]

@@ -19,6 +19,16 @@ DECODER_INIT = """class BahdanauDecoder(nn.Module):
         self.out = nn.Linear(hidden_dim + enc_dim + emb_dim, vocab_size)
 """
 
+GRADIENTS = """GRADIENT_NAMES = ("W_q", "W_k", "v")
+GRADIENT_SITUATIONS = (
+    "random inputs and no mask",
+    "every query is all zeros",
+    "the weights of v are all zeros",
+    "every position holds the same value vector (the keys differ)",
+    "the mask leaves one visible position in each sequence",
+)
+"""
+
 ANSWERS: list[Answer] = [
     # ------------------------------------------------------------------ AdditiveAttention
     Answer(
@@ -245,6 +255,109 @@ import numpy as np
 
 def attention_scores_computed(batch, src_len, tgt_len):
     return np.int64(src_len) * tgt_len * batch
+""",
+    ),
+    # ------------------------------------------------------------------ zero_gradients
+    Answer(
+        "gradients_measured",
+        "zero_gradients",
+        idiom="the check itself: Part 1 built for each situation, backward(), the names whose .grad is all but zero",
+        code=GRADIENTS
+        + """
+
+def zero_gradients(situation):
+    torch.manual_seed(0)
+    attention = AdditiveAttention(4, 3, 5)
+    query, keys, values = torch.randn(2, 4), torch.randn(2, 6, 3), torch.randn(2, 6, 2)
+    mask = None
+    if situation == GRADIENT_SITUATIONS[1]:
+        query = torch.zeros_like(query)
+    elif situation == GRADIENT_SITUATIONS[2]:
+        nn.init.zeros_(attention.v.weight)
+    elif situation == GRADIENT_SITUATIONS[3]:
+        values = values[:, :1].expand_as(values)
+    elif situation == GRADIENT_SITUATIONS[4]:
+        mask = torch.zeros(2, 6, dtype=torch.bool)
+        mask[:, 2] = True
+    context, _ = attention(query, keys, values, mask)
+    context.square().sum().backward()
+    return [name for name in GRADIENT_NAMES if getattr(attention, name).weight.grad.abs().max() < 1e-6]
+""",
+    ),
+    Answer(
+        "gradients_sets",
+        "zero_gradients",
+        idiom="sets, chosen by keywords in the situation",
+        code=GRADIENTS
+        + """
+
+def zero_gradients(situation):
+    if "random" in situation:
+        return set()
+    if "query" in situation:
+        return {"W_q"}
+    if "of v" in situation:
+        return {"W_k", "W_q"}
+    return set(GRADIENT_NAMES)
+""",
+    ),
+    Answer(
+        "gradients_tuples",
+        "zero_gradients",
+        idiom="a dict of tuples, in another order",
+        code=GRADIENTS
+        + """
+
+ZERO = dict(zip(GRADIENT_SITUATIONS, [(), ("W_q",), ("W_k", "W_q"), ("v", "W_k", "W_q"), ("v", "W_q", "W_k")]))
+
+
+def zero_gradients(situation):
+    return ZERO[situation]
+""",
+    ),
+    # ------------------------------------------------------------------ changed_weights
+    Answer(
+        "changed_measured",
+        "changed_weights",
+        idiom="the check itself: Part 1 with and without the mask on the same random tensors, nonzero() of the change",
+        code="""
+def changed_weights(lengths, src_len):
+    torch.manual_seed(0)
+    attention = AdditiveAttention(4, 3, 5).double()
+    batch = len(lengths)
+    query, keys = torch.randn(batch, 4, dtype=torch.float64), torch.randn(batch, src_len, 3, dtype=torch.float64)
+    mask = torch.arange(src_len) < torch.tensor(lengths)[:, None]
+    _, with_mask = attention(query, keys, keys, mask)
+    _, without = attention(query, keys, keys)
+    return (with_mask != without).nonzero().tolist()
+""",
+    ),
+    Answer(
+        "changed_tuples",
+        "changed_weights",
+        idiom="loops appending tuples",
+        code="""
+def changed_weights(lengths, src_len):
+    changed = []
+    for b in range(len(lengths)):
+        if lengths[b] == src_len:
+            continue  # no padding: the mask hides nothing
+        for j in range(src_len):
+            changed.append((b, j))
+    return changed
+""",
+    ),
+    Answer(
+        "changed_numpy",
+        "changed_weights",
+        idiom="a NumPy grid and argwhere (an (n, 2) array, empty when nothing changes)",
+        code="""
+import numpy as np
+
+
+def changed_weights(lengths, src_len):
+    padded = np.asarray(lengths) < src_len
+    return np.argwhere(np.repeat(padded[:, None], src_len, axis=1))
 """,
     ),
 ]

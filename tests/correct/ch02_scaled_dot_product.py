@@ -2,6 +2,18 @@
 
 from tests.correct import Answer
 
+EFFECTS = """
+ATTENTION_EFFECTS = ("unchanged", "permuted the same way", "shifted by the same vector", "changed")
+ATTENTION_SITUATIONS = (
+    "weights, when the same vector is added to every key",
+    "weights, when the same vector is added to every query",
+    "output, when the keys and the values are permuted together",
+    "output, when the queries are permuted",
+    "output, when the same vector is added to every value",
+    "weights, when every key is multiplied by 2",
+)
+"""
+
 ANSWERS: list[Answer] = [
     # ------------------------------------------------------------------ softmax
     Answer(
@@ -259,6 +271,93 @@ def unscaled_score_std(d_k):
         code="""
 def unscaled_score_std(d_k):
     return math.exp(0.5 * math.log(d_k))
+""",
+    ),
+    # ------------------------------------------------------------------ saturated_attention
+    Answer(
+        "saturated_measured",
+        "saturated_attention",
+        idiom="the check itself: Part 2 on queries multiplied by a huge factor",
+        code="""
+def saturated_attention(Q, K, V):
+    Q, K, V = (np.asarray(a, dtype=np.float64) for a in (Q, K, V))
+    return attention_numpy(1e12 * Q, K, V)[0]
+""",
+    ),
+    Answer(
+        "saturated_loop",
+        "saturated_attention",
+        idiom="a loop over the queries, the mean of the values of the best keys",
+        code="""
+def saturated_attention(Q, K, V):
+    rows = []
+    for q in Q:
+        scores = K @ q
+        rows.append(V[scores == scores.max()].mean(axis=0))
+    return np.stack(rows)
+""",
+    ),
+    Answer(
+        "saturated_torch",
+        "saturated_attention",
+        idiom="PyTorch: a mask of the maxima, normalised, in float64",
+        code="""
+def saturated_attention(Q, K, V):
+    scores = torch.as_tensor(Q, dtype=torch.float64) @ torch.as_tensor(K, dtype=torch.float64).T
+    best = (scores == scores.amax(dim=-1, keepdim=True)).double()
+    return (best / best.sum(-1, keepdim=True) @ torch.as_tensor(V, dtype=torch.float64)).numpy()
+""",
+    ),
+    # ------------------------------------------------------------------ effect_on_attention
+    Answer(
+        "effect_measured",
+        "effect_on_attention",
+        idiom="the check itself: Part 2 before and after each change, on random arrays",
+        code=EFFECTS
+        + """
+
+def effect_on_attention(situation):
+    rng = np.random.default_rng(0)
+    Q, K, V = rng.standard_normal((4, 3)), rng.standard_normal((5, 3)), rng.standard_normal((5, 2))
+    c, order = rng.standard_normal(3), rng.permutation(5)
+    before = dict(zip(("output", "weights"), attention_numpy(Q, K, V)))
+    changed = {
+        ATTENTION_SITUATIONS[0]: (Q, K + c, V),
+        ATTENTION_SITUATIONS[1]: (Q + c, K, V),
+        ATTENTION_SITUATIONS[2]: (Q, K[order], V[order]),
+        ATTENTION_SITUATIONS[3]: (Q[[2, 0, 3, 1]], K, V),
+        ATTENTION_SITUATIONS[4]: (Q, K, V + c[:2]),
+        ATTENTION_SITUATIONS[5]: (Q, 2 * K, V),
+    }[situation]
+    after = dict(zip(("output", "weights"), attention_numpy(*changed)))
+    name = situation.split(",")[0]
+    now, then = after[name], before[name]
+    if np.allclose(now, then):
+        return "unchanged"
+    if np.allclose(now, then[[2, 0, 3, 1]]):
+        return "permuted the same way"
+    if name == "output" and np.allclose(now, then + c[:2]):
+        return "shifted by the same vector"
+    return "changed"
+""",
+    ),
+    Answer(
+        "effect_keywords",
+        "effect_on_attention",
+        idiom="keywords of the situation, options by index",
+        code=EFFECTS
+        + """
+
+def effect_on_attention(situation):
+    if "key" in situation and "added" in situation:
+        return ATTENTION_EFFECTS[0]
+    if "permuted together" in situation:
+        return ATTENTION_EFFECTS[0]
+    if "queries are permuted" in situation:
+        return ATTENTION_EFFECTS[1]
+    if "value" in situation:
+        return ATTENTION_EFFECTS[2]
+    return ATTENTION_EFFECTS[3]
 """,
     ),
 ]

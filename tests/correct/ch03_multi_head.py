@@ -2,6 +2,16 @@
 
 from tests.correct import Answer
 
+WEIGHT_PARTS = """
+WEIGHT_PARTS = (
+    "a row of W_q.weight",
+    "a row of W_k.weight",
+    "a row of W_v.weight",
+    "a column of W_q.weight",
+    "a row of W_o.weight",
+)
+"""
+
 ANSWERS: list[Answer] = [
     # ------------------------------------------------------------------ split_heads
     Answer(
@@ -378,5 +388,69 @@ def right_slices(length, num_heads):
     return [[k * dh, k * dl] for k in range(step + 1)]
 """,
         "the solutions of h (L - 1) = l (H - 1) stepped out with the gcd",
+    ),
+    # ------------------------------------------------------------------ reweighted_heads
+    Answer(
+        "reweighted_measured",
+        "reweighted_heads",
+        WEIGHT_PARTS
+        + """
+
+
+def reweighted_heads(part, index, d_model, num_heads):
+    torch.manual_seed(0)
+    attention = MultiHeadAttention(d_model, num_heads).double()
+    x = torch.randn(2, 5, d_model, dtype=torch.float64)
+    _, before = attention(x, x, x)
+    kind, matrix = part.split()[1], part.split()[-1].split(".")[0]  # "a row of W_q.weight": "row", "W_q"
+    weight = getattr(attention, matrix).weight
+    with torch.no_grad():
+        if kind == "row":
+            weight[index] += torch.randn(d_model, dtype=torch.float64)
+        else:
+            weight[:, index] += torch.randn(d_model, dtype=torch.float64)
+    _, after = attention(x, x, x)
+    changed = (after - before).abs().amax(dim=(0, 2, 3)) > 1e-9  # (H,)
+    return changed.nonzero().flatten().tolist()
+""",
+        "the check itself: Part 3 before and after a random change of that row or column, per head",
+    ),
+    Answer(
+        "reweighted_slices",
+        "reweighted_heads",
+        WEIGHT_PARTS
+        + """
+
+
+def reweighted_heads(part, index, d_model, num_heads):
+    dh = d_model // num_heads
+    if "W_v" in part or "W_o" in part:
+        return []
+    if "column" in part:
+        return list(range(num_heads))
+    return [h for h in range(num_heads) if h * dh <= index < (h + 1) * dh]
+""",
+        "the head whose slice of features holds the index",
+    ),
+    Answer(
+        "reweighted_numpy",
+        "reweighted_heads",
+        WEIGHT_PARTS
+        + """
+import numpy as np
+
+
+
+def reweighted_heads(part, index, d_model, num_heads):
+    owner = np.repeat(np.arange(num_heads), d_model // num_heads)  # the head of each output feature
+    return {
+        WEIGHT_PARTS[0]: owner[[index]],
+        WEIGHT_PARTS[1]: owner[[index]],
+        WEIGHT_PARTS[2]: np.array([], dtype=int),
+        WEIGHT_PARTS[3]: np.unique(owner),
+        WEIGHT_PARTS[4]: np.array([], dtype=int),
+    }[part]
+""",
+        "a NumPy array of the head of each feature",
     ),
 ]

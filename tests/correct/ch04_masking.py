@@ -2,6 +2,18 @@
 
 from tests.correct import Answer
 
+MASKING_METHODS = """
+ROW_OPTIONS = ("nan", "equal weights", "zeros")
+MASKING_METHODS = (
+    'masked_fill(~mask, float("-inf")), then torch.softmax',
+    "masked_fill(~mask, -1e9), then torch.softmax",
+    "scores * mask (zero where masked), then torch.softmax",
+    "torch.softmax, then multiplied by the mask",
+    "torch.softmax, then multiplied by the mask and divided by the row's new sum",
+    "masked_softmax of Part 3",
+)
+"""
+
 ANSWERS: list[Answer] = [
     # ------------------------------------------------------------------ padding_mask
     Answer(
@@ -452,5 +464,47 @@ def answer_visible(length, causal):
                 found.add(query)
     return tuple(sorted(found))
 """,
+    ),
+    # ------------------------------------------------------------------ fully_masked_row
+    Answer(
+        "row_measured",
+        "fully_masked_row",
+        MASKING_METHODS
+        + """
+
+
+def fully_masked_row(method):
+    scores, mask = torch.randn(5), torch.zeros(5, dtype=torch.bool)
+    row = {
+        MASKING_METHODS[0]: lambda: torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1),
+        MASKING_METHODS[1]: lambda: torch.softmax(scores.masked_fill(~mask, -1e9), dim=-1),
+        MASKING_METHODS[2]: lambda: torch.softmax(scores * mask, dim=-1),
+        MASKING_METHODS[3]: lambda: torch.softmax(scores, dim=-1) * mask,
+        MASKING_METHODS[4]: lambda: (lambda w: w / w.sum())(torch.softmax(scores, dim=-1) * mask),
+        MASKING_METHODS[5]: lambda: masked_softmax(scores, mask),
+    }[method]()
+    if row.isnan().any():
+        return "nan"
+    if (row == 0).all():
+        return "zeros"
+    return "equal weights" if torch.allclose(row, torch.full_like(row, 0.2)) else "something else"
+""",
+        "the check itself: each method run on a random row with a mask that is False everywhere",
+    ),
+    Answer(
+        "row_keywords",
+        "fully_masked_row",
+        MASKING_METHODS
+        + """
+
+
+def fully_masked_row(method):
+    if "Part 3" in method or method.endswith("by the mask"):
+        return ROW_OPTIONS[2]
+    if "inf" in method or "new sum" in method:
+        return ROW_OPTIONS[0]
+    return ROW_OPTIONS[1]
+""",
+        "keywords of the method, options by index",
     ),
 ]

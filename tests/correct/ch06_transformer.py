@@ -43,6 +43,17 @@ DEC_HEAD = '''class DecoderLayer(nn.Module):
         self.dropout3 = nn.Dropout(dropout)
 '''
 
+NORM_SITUATIONS = """
+NORM_SITUATIONS = (
+    "EncoderLayer, post-norm",
+    "EncoderLayer, pre-norm",
+    "DecoderLayer, post-norm",
+    "DecoderLayer, pre-norm",
+    "two pre-norm EncoderLayers followed by one nn.LayerNorm",
+    "FeedForward",
+)
+"""
+
 ANSWERS: list[Answer] = [
     # ------------------------------------------------------------------ FeedForward
     Answer(
@@ -649,6 +660,95 @@ def cross_attention_weights_shape(batch_size, num_heads, src_len, tgt_len):
     queries = torch.empty(batch_size, num_heads, tgt_len, 1)
     keys = torch.empty(batch_size, num_heads, src_len, 1)
     return tuple(int(n) for n in (queries @ keys.transpose(-2, -1)).shape)
+""",
+    ),
+    # ------------------------------------------------------------------ decoded_positions
+    Answer(
+        "positions_counted",
+        "decoded_positions",
+        idiom="the check itself: a scripted model whose decode adds up the lengths it is given, and Part 5",
+        code="""
+class _Scripted:
+    def __init__(self, eos_steps):
+        self.eos_steps, self.seen = eos_steps, 0
+
+    def encode(self, src, src_mask=None):
+        return torch.zeros(src.size(0), src.size(1), 4)
+
+    def decode(self, tgt_in, memory, tgt_mask=None, memory_mask=None):
+        self.seen += tgt_in.size(1)  # one sequence's positions
+        logits = torch.zeros(tgt_in.size(0), tgt_in.size(1), 3)
+        logits[:, -1, 2] = 0.5  # token 2 ...
+        logits[:, -1, 1] = torch.tensor([float(s <= tgt_in.size(1)) for s in self.eos_steps])  # ... or eos_id = 1
+        return logits
+
+
+def decoded_positions(eos_steps, max_len):
+    model = _Scripted(eos_steps)
+    batch = len(eos_steps)
+    src, src_mask = torch.zeros(batch, 2, dtype=torch.long), torch.ones(batch, 2, dtype=torch.bool)
+    greedy_decode(model, src, src_mask, bos_id=0, eos_id=1, max_len=max_len)
+    return model.seen
+""",
+    ),
+    Answer(
+        "positions_sum",
+        "decoded_positions",
+        idiom="a sum over the steps",
+        code="""
+def decoded_positions(eos_steps, max_len):
+    last = min(max_len, max(eos_steps))
+    return sum(length for length in range(1, last + 1))
+""",
+    ),
+    Answer(
+        "positions_comb",
+        "decoded_positions",
+        idiom="math.comb, a float",
+        code="""
+def decoded_positions(eos_steps, max_len):
+    steps = min(max(eos_steps), max_len)
+    return float(math.comb(steps + 1, 2))
+""",
+    ),
+    # ------------------------------------------------------------------ normalised_output
+    Answer(
+        "normalised_measured",
+        "normalised_output",
+        idiom="the check itself: Parts 1 to 3 built fresh, mean and variance of each position on random inputs",
+        code=NORM_SITUATIONS
+        + """
+
+
+def normalised_output(situation):
+    torch.manual_seed(0)
+    x, memory = 3 * torch.randn(2, 5, 8) + 1, torch.randn(2, 4, 8)
+    pre = "pre-norm" in situation
+    if situation.startswith("EncoderLayer"):
+        out = EncoderLayer(8, 2, 16, norm_first=pre)(x)
+    elif situation.startswith("DecoderLayer"):
+        out = DecoderLayer(8, 2, 16, norm_first=pre)(x, memory)
+    elif situation.startswith("two"):
+        layers = [EncoderLayer(8, 2, 16, norm_first=True), EncoderLayer(8, 2, 16, norm_first=True), nn.LayerNorm(8)]
+        out = nn.Sequential(*layers)(x)
+    else:
+        out = FeedForward(8, 16)(x)
+    mean, var = out.mean(-1), out.var(-1, unbiased=False)
+    return bool(mean.abs().max() < 1e-4 and (var - 1).abs().max() < 1e-3)
+""",
+    ),
+    Answer(
+        "normalised_keywords",
+        "normalised_output",
+        idiom="keywords of the situation, a NumPy bool",
+        code=NORM_SITUATIONS
+        + """
+import numpy as np
+
+
+
+def normalised_output(situation):
+    return np.bool_("post-norm" in situation or situation.endswith("nn.LayerNorm"))
 """,
     ),
 ]

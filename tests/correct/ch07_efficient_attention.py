@@ -714,4 +714,35 @@ def misrouted_heads(num_heads, num_kv_heads):
 """,
         "a loop collecting a set, then sorted",
     ),
+    # ------------------------------------------------------------------ evictable_positions
+    Answer(
+        "evictable_masked",
+        "evictable_positions",
+        """
+def evictable_positions(position, window):
+    later = sliding_window_mask(position + window + 1, window)[position + 1 :]  # the queries after `position`
+    read = later.any(dim=0)  # the keys one of them sees
+    return [p for p in range(position + 1) if not read[p]]
+""",
+        "the check itself: Part 3's mask, the keys no later query sees",
+    ),
+    Answer(
+        "evictable_arange",
+        "evictable_positions",
+        """
+def evictable_positions(position, window):
+    return torch.arange(position + 1)[: max(0, position - window + 2)]
+""",
+        "a tensor, sliced",
+    ),
+    Answer(
+        "evictable_loop",
+        "evictable_positions",
+        """
+def evictable_positions(position, window):
+    kept = set(range(position + 2 - window, position + 1))  # what query position + 1 still reads
+    return tuple(p for p in range(position + 1) if p not in kept)
+""",
+        "a tuple of what the next query does not read",
+    ),
 ]
