@@ -114,6 +114,59 @@ def rerank(scores, lengths, alpha):
     return (scores / length_penalty(lengths, alpha)).argsort(dim=-1, descending=True)
 """
 
+ENCODER_DECODER_CACHE = """
+def split(x, num_heads):  # (B, L, D) -> (B, H, L, D / H)
+    batch, length, d_model = x.shape
+    return x.view(batch, length, num_heads, d_model // num_heads).transpose(1, 2)
+
+
+def attend(attn, q, k, v, mask=None):  # the heads' outputs, merged and projected by W_o
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    out = torch.softmax(scores, dim=-1) @ v
+    batch, heads, length, head_size = out.shape
+    return attn.W_o(out.transpose(1, 2).reshape(batch, length, heads * head_size))
+
+
+@torch.no_grad()
+def cached_greedy_decode(model, src, src_mask, bos_id, eos_id, max_len):
+    memory = model.encode(src, src_mask)
+    memory_mask = src_mask[:, None, None, :]
+    layers = model.decoder_layers
+    heads = layers[0].self_attn.num_heads
+    cross = [
+        (split(layer.cross_attn.W_k(memory), heads), split(layer.cross_attn.W_v(memory), heads)) for layer in layers
+    ]
+    past = [None] * len(layers)
+    token = torch.full((src.size(0),), bos_id, dtype=torch.long, device=src.device)
+    finished = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
+    tokens = []
+    for t in range(max_len):
+        x = model.tgt_embedding(token)[:, None] * model.scale + model.positions.pe[t]
+        for i, layer in enumerate(layers):
+            attn = layer.self_attn
+            k, v = split(attn.W_k(x), heads), split(attn.W_v(x), heads)
+            if past[i] is not None:
+                k, v = torch.cat([past[i][0], k], dim=2), torch.cat([past[i][1], v], dim=2)
+            past[i] = (k, v)
+            x = layer.norm1(x + attend(attn, split(attn.W_q(x), heads), k, v))
+            q = split(layer.cross_attn.W_q(x), heads)
+            x = layer.norm2(x + attend(layer.cross_attn, q, *cross[i], memory_mask))
+            x = layer.norm3(x + layer.ff(x))
+        token = model.generator(x[:, -1]).argmax(dim=-1).masked_fill(finished, eos_id)
+        tokens.append(token)
+        finished |= token == eos_id
+        if finished.all():
+            break
+    return torch.stack(tokens, dim=1)
+"""
+
+UNCACHED = """
+def cached_greedy_decode(model, src, src_mask, bos_id, eos_id, max_len):
+    return greedy_decode(model, src, src_mask, bos_id, eos_id, max_len)
+"""
+
 STRETCHES = [
     Stretch(
         "ch01_bahdanau",
@@ -203,6 +256,26 @@ STRETCHES = [
             "the penalty multiplies the score": PENALTY.replace("(scores / length_penalty", "(scores * length_penalty"),
             "worst first": PENALTY.replace("descending=True", "descending=False"),
             "without the 5": PENALTY.replace("(5 + lengths.double()) / 6", "lengths.double()"),
+        },
+    ),
+    Stretch(
+        "ch06_transformer",
+        "stretch-kv-cache",
+        ENCODER_DECODER_CACHE,
+        {
+            "the memory projected again at every step": ENCODER_DECODER_CACHE.replace(
+                "*cross[i]", "split(layer.cross_attn.W_k(memory), heads), split(layer.cross_attn.W_v(memory), heads)"
+            ),
+            "no self-attention cache: the new position attends to itself only": ENCODER_DECODER_CACHE.replace(
+                "if past[i] is not None:", "if False:"
+            ),
+            "every step at position 0": ENCODER_DECODER_CACHE.replace("model.positions.pe[t]", "model.positions.pe[0]"),
+            "the memory's padding attended": ENCODER_DECODER_CACHE.replace("*cross[i], memory_mask)", "*cross[i])"),
+            "the embedding not scaled": ENCODER_DECODER_CACHE.replace(" * model.scale", ""),
+            "finished sequences not padded with eos_id": ENCODER_DECODER_CACHE.replace(
+                ".masked_fill(finished, eos_id)", ""
+            ),
+            "model.decode on the whole prefix": UNCACHED,
         },
     ),
     Stretch(

@@ -360,4 +360,35 @@ def changed_weights(lengths, src_len):
     return np.argwhere(np.repeat(padded[:, None], src_len, axis=1))
 """,
     ),
+    Answer(
+        "gradients_per_matrix",
+        "zero_gradients",
+        idiom="per matrix, the situations that starve it, then a comprehension over the names",
+        code=GRADIENTS
+        + """
+
+STARVED = {  # the situations in which each matrix gets no gradient
+    "W_q": GRADIENT_SITUATIONS[1:],
+    "W_k": GRADIENT_SITUATIONS[2:],
+    "v": GRADIENT_SITUATIONS[3:],
+}
+
+
+def zero_gradients(situation):
+    return [name for name in GRADIENT_NAMES if situation in STARVED[name]]
+""",
+    ),
+    Answer(
+        "changed_product",
+        "changed_weights",
+        idiom="itertools.product over the padded sequences and the positions",
+        code="""
+import itertools
+
+
+def changed_weights(lengths, src_len):
+    padded = [b for b, length in enumerate(lengths) if length != src_len]
+    return [list(pair) for pair in itertools.product(padded, range(src_len))]
+""",
+    ),
 ]

@@ -360,4 +360,50 @@ def effect_on_attention(situation):
     return ATTENTION_EFFECTS[3]
 """,
     ),
+    Answer(
+        "saturated_einsum",
+        "saturated_attention",
+        idiom="np.where for the best keys, np.count_nonzero for the ties, einsum for the average",
+        code="""
+def saturated_attention(Q, K, V):
+    scores = np.einsum("qd,kd->qk", Q, K)
+    best = np.where(scores == scores.max(axis=1)[:, None], 1.0, 0.0)
+    ties = np.count_nonzero(best, axis=1)
+    return np.einsum("qk,kv->qv", best, V) / ties[:, None]
+""",
+    ),
+    Answer(
+        "effect_match",
+        "effect_on_attention",
+        idiom="a match statement over the situations",
+        code=EFFECTS
+        + """
+
+def effect_on_attention(situation):
+    match situation:
+        case "weights, when the same vector is added to every key":
+            return "unchanged"  # q . c is added to every score of a row
+        case "output, when the keys and the values are permuted together":
+            return "unchanged"  # a sum over the keys does not depend on their order
+        case "output, when the queries are permuted":
+            return "permuted the same way"
+        case "output, when the same vector is added to every value":
+            return "shifted by the same vector"  # the weights sum to 1
+        case _:
+            return "changed"
+""",
+    ),
+    Answer(
+        "effect_indices",
+        "effect_on_attention",
+        idiom="the index of each situation's effect in ATTENTION_EFFECTS",
+        code=EFFECTS
+        + """
+EFFECT_INDEX = (0, 3, 0, 1, 2, 3)
+
+
+def effect_on_attention(situation):
+    return ATTENTION_EFFECTS[EFFECT_INDEX[ATTENTION_SITUATIONS.index(situation)]]
+""",
+    ),
 ]

@@ -453,4 +453,20 @@ def reweighted_heads(part, index, d_model, num_heads):
 """,
         "a NumPy array of the head of each feature",
     ),
+    Answer(
+        "reweighted_view",
+        "reweighted_heads",
+        idiom="PyTorch: the features viewed as (num_heads, head_size), the rows that hold the index, a tensor",
+        code=WEIGHT_PARTS
+        + """
+
+def reweighted_heads(part, index, d_model, num_heads):
+    if part.endswith(("W_v.weight", "W_o.weight")):
+        return torch.empty(0, dtype=torch.long)
+    features = torch.arange(d_model).view(num_heads, -1)  # row h: the features of head h
+    if part.startswith("a column"):
+        return torch.arange(num_heads)
+    return (features == index).any(dim=1).nonzero().flatten()
+""",
+    ),
 ]

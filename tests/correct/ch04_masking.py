@@ -507,4 +507,54 @@ def fully_masked_row(method):
 """,
         "keywords of the method, options by index",
     ),
+    Answer(
+        "row_match",
+        "fully_masked_row",
+        idiom="a match statement over the position of the method in MASKING_METHODS",
+        code=MASKING_METHODS
+        + """
+
+def fully_masked_row(method):
+    match MASKING_METHODS.index(method):
+        case 0 | 4:
+            return "nan"  # exp(-inf - (-inf)), or 0 / 0
+        case 1 | 2:
+            return "equal weights"  # every score of the row is the same
+        case _:
+            return "zeros"
+""",
+    ),
+    Answer(
+        "row_numpy",
+        "fully_masked_row",
+        idiom="the check in NumPy (and Part 3 in PyTorch), the result compared with each option",
+        code=MASKING_METHODS
+        + """
+import numpy as np
+
+
+def softmax(scores):
+    shifted = np.exp(scores - scores.max())
+    return shifted / shifted.sum()
+
+
+def fully_masked_row(method):
+    scores, mask = np.random.default_rng(0).standard_normal(5).astype(np.float32), np.zeros(5, dtype=bool)
+    with np.errstate(invalid="ignore"):
+        if method == MASKING_METHODS[5]:
+            row = masked_softmax(torch.from_numpy(scores), torch.from_numpy(mask)).numpy()
+        elif method == MASKING_METHODS[0]:
+            row = softmax(np.where(mask, scores, -np.inf))
+        elif method == MASKING_METHODS[1]:
+            row = softmax(np.where(mask, scores, np.float32(-1e9)))
+        elif method == MASKING_METHODS[2]:
+            row = softmax(scores * mask)
+        else:
+            row = softmax(scores) * mask
+            if "new sum" in method:
+                row = row / row.sum()
+    options = {"nan": np.isnan(row).all(), "equal weights": np.allclose(row, 0.2), "zeros": not row.any()}
+    return next(option for option, holds in options.items() if holds)
+""",
+    ),
 ]

@@ -664,6 +664,16 @@ def cross_attention_weights_shape(batch_size, num_heads, src_len, tgt_len):
     ),
     # ------------------------------------------------------------------ decoded_positions
     Answer(
+        "positions_sum",
+        "decoded_positions",
+        idiom="a sum over the steps",
+        code="""
+def decoded_positions(eos_steps, max_len):
+    last = min(max_len, max(eos_steps))
+    return sum(length for length in range(1, last + 1))
+""",
+    ),
+    Answer(
         "positions_counted",
         "decoded_positions",
         idiom="the check itself: a scripted model whose decode adds up the lengths it is given, and Part 5",
@@ -689,16 +699,6 @@ def decoded_positions(eos_steps, max_len):
     src, src_mask = torch.zeros(batch, 2, dtype=torch.long), torch.ones(batch, 2, dtype=torch.bool)
     greedy_decode(model, src, src_mask, bos_id=0, eos_id=1, max_len=max_len)
     return model.seen
-""",
-    ),
-    Answer(
-        "positions_sum",
-        "decoded_positions",
-        idiom="a sum over the steps",
-        code="""
-def decoded_positions(eos_steps, max_len):
-    last = min(max_len, max(eos_steps))
-    return sum(length for length in range(1, last + 1))
 """,
     ),
     Answer(
@@ -749,6 +749,55 @@ import numpy as np
 
 def normalised_output(situation):
     return np.bool_("post-norm" in situation or situation.endswith("nn.LayerNorm"))
+""",
+    ),
+    Answer(
+        "positions_simulated",
+        "decoded_positions",
+        idiom="the decoding loop simulated: the length of ys added up until every sequence has ended",
+        code="""
+def decoded_positions(eos_steps, max_len):
+    total, step, ended = 0, 0, [False] * len(eos_steps)
+    while step < max_len and not all(ended):
+        step += 1
+        total += step  # ys holds bos_id and the step - 1 tokens written so far
+        ended = [done or eos == step for done, eos in zip(ended, eos_steps)]
+    return total
+""",
+    ),
+    Answer(
+        "normalised_set",
+        "normalised_output",
+        idiom="membership in a set of the situations that end with a layer norm",
+        code=NORM_SITUATIONS
+        + """
+
+ENDS_WITH_A_NORM = {NORM_SITUATIONS[0], NORM_SITUATIONS[2], NORM_SITUATIONS[4]}
+
+
+def normalised_output(situation):
+    return situation in ENDS_WITH_A_NORM
+""",
+    ),
+    Answer(
+        "normalised_last_operation",
+        "normalised_output",
+        idiom="the last operation of each model, compared with a layer norm",
+        code=NORM_SITUATIONS
+        + """
+
+LAST_OPERATION = {
+    "EncoderLayer, post-norm": "layer norm",
+    "EncoderLayer, pre-norm": "residual sum",
+    "DecoderLayer, post-norm": "layer norm",
+    "DecoderLayer, pre-norm": "residual sum",
+    "two pre-norm EncoderLayers followed by one nn.LayerNorm": "layer norm",
+    "FeedForward": "linear layer",
+}
+
+
+def normalised_output(situation):
+    return LAST_OPERATION[situation] == "layer norm"
 """,
     ),
 ]

@@ -745,4 +745,14 @@ def evictable_positions(position, window):
 """,
         "a tuple of what the next query does not read",
     ),
+    Answer(
+        "evictable_distance",
+        "evictable_positions",
+        idiom="the distance of each cached position from the next query, a comprehension",
+        code="""
+def evictable_positions(position, window):
+    next_query = position + 1
+    return [p for p in range(position + 1) if next_query - p >= window]
+""",
+    ),
 ]
