@@ -64,3 +64,28 @@ def test_the_self_check_fails_a_wrong_answer(stretch, wrong):
     # an assertion of the self-check, or an error of the wrong code itself (a shape that does not fit)
     with pytest.raises((AssertionError, RuntimeError)):
         _check(stretch, stretch.wrong[wrong])
+
+
+RENAMED_TRANSFORMER = """
+class Renamed(Transformer):  # the contract names the decoder layers' submodules, not the model's list of them
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.decoder = self.decoder_layers
+        del self.decoder_layers
+
+    def decode(self, tgt_in, memory, tgt_mask=None, memory_mask=None):
+        memory_mask = None if memory_mask is None else memory_mask[:, None, None, :]
+        x = self.positions(self.tgt_embedding(tgt_in) * self.scale)
+        for layer in self.decoder:
+            x = layer(x, memory, tgt_mask, memory_mask)
+        return self.generator(x)
+
+
+Transformer = Renamed
+"""
+
+
+def test_the_encoder_decoder_cache_check_reads_only_the_names_the_contract_fixes():
+    (stretch,) = [s for s in STRETCHES if s.cell == "stretch-kv-cache"]
+    answer = RENAMED_TRANSFORMER + stretch.right.replace("model.decoder_layers", "model.decoder")
+    assert "passes the self-check" in _check(stretch, answer)
