@@ -371,21 +371,25 @@ class DecoderOnly(nn.Module):
             self.generator.weight = self.embed.tokens.weight
         self.max_len = max_len
 
-    def forward(self, ids):
-        return self.extend(ids)[0]
+    def forward(self, ids, mask=None):
+        return self.extend(ids, mask=mask)[0]
 
-    def extend(self, ids, cache=None):
+    def extend(self, ids, cache=None, mask=None):
         """``(logits, cache)`` for the positions ``ids`` (B, L) that follow those of ``cache``.
 
         ``cache`` is None (``ids`` start the sequence) or the cache an earlier call returned: for every
         layer, the keys and values ``(B, num_kv_heads, L_past, dh)`` of the positions before ``ids``.
         ``logits`` (B, L, V) equal those of the whole sequence at once, and the returned cache holds
         ``L_past + L`` positions.
+
+        ``mask`` (bool, broadcastable to ``(B, num_heads, L, L_past + L)``, True where a query may
+        attend to a key) replaces the look-ahead mask: a prefix-LM's mask, or an encoder's, which
+        attends in both directions (:mod:`attention_course.families`).
         """
-        hidden, cache = self.hidden_states(ids, cache)
+        hidden, cache = self.hidden_states(ids, cache, mask)
         return self.generator(hidden), cache
 
-    def hidden_states(self, ids, cache=None):
+    def hidden_states(self, ids, cache=None, mask=None):
         """``(hidden, cache)`` as :meth:`extend`, with the last layer's normalised outputs (B, L, d_model)
         in place of the logits: the output layer turns them into logits."""
         past = 0 if cache is None else cache[0][0].size(2)
@@ -395,7 +399,8 @@ class DecoderOnly(nn.Module):
         x = self.embed(ids, start=past)
         # The new positions' rows of the look-ahead mask over all past + length positions; a single new
         # position may see every position so far, and needs no mask.
-        mask = causal_mask(past + length, device=ids.device)[past:] if length > 1 else None
+        if mask is None and length > 1:
+            mask = causal_mask(past + length, device=ids.device)[past:]
         new_cache = []
         for i, layer in enumerate(self.layers):
             x, layer_cache = layer(x, mask, None if cache is None else cache[i])
