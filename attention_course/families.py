@@ -190,7 +190,7 @@ def train(
     family: str,
     steps: int = 300,
     *,
-    batch_size: int = 64,
+    batch_size: int = 32,
     lr: float = 6e-3,
     warmup: int = 30,
     seed: int = 0,
