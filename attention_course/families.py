@@ -18,7 +18,7 @@ All four are scored alike: the exact match of the ISO dates they give for test d
 
 from __future__ import annotations
 
-import math
+import functools
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -32,7 +32,8 @@ from attention_course.devices import seed_everything
 from attention_course.model import DecoderOnly, EncoderDecoder
 from attention_course.solutions.ch04_masking import decoder_self_attention_mask
 from attention_course.solutions.ch06_transformer import greedy_decode
-from attention_course.training import exact_match
+from attention_course.training import exact_match, to_device, warmup_cosine
+from attention_course.training import train as train_steps
 
 FAMILIES = ("encoder-only", "decoder-only", "prefix-LM", "encoder-decoder")
 STREAM_FAMILIES = FAMILIES[:3]
@@ -128,11 +129,11 @@ def loss(family: str, model: torch.nn.Module, examples: Sequence[Example]) -> to
     _check_family(family)
     device = next(model.parameters()).device
     if family == "encoder-decoder":
-        b = {k: v.to(device) for k, v in batch(examples).items()}
+        b = to_device(batch(examples), device)
         tgt_in, target = b["tgt"][:, :-1], b["tgt"][:, 1:]
         logits = model(b["src"], tgt_in, b["src_mask"], decoder_self_attention_mask(tgt_in, TARGET_VOCAB.pad_id))
         return F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=TARGET_VOCAB.pad_id)
-    b = {k: v.to(device) for k, v in stream_batch(examples, family).items()}
+    b = to_device(stream_batch(examples, family), device)
     logits = model(b["ids"], mask=b["mask"])
     return F.cross_entropy(logits.flatten(0, 1), b["targets"].flatten(), ignore_index=STREAM_VOCAB.pad_id)
 
@@ -149,11 +150,11 @@ def predict(family: str, model: torch.nn.Module, examples: Sequence[Example]) ->
     model.eval()
     device = next(model.parameters()).device
     if family == "encoder-decoder":
-        b = {k: v.to(device) for k, v in batch(examples).items()}
+        b = to_device(batch(examples), device)
         ids = greedy_decode(model, b["src"], b["src_mask"], TARGET_VOCAB.bos_id, TARGET_VOCAB.eos_id, TARGET_LENGTH + 1)
         return [TARGET_VOCAB.decode(row) for row in ids.tolist()]
     if family == "encoder-only":
-        b = {k: v.to(device) for k, v in stream_batch(examples, family).items()}
+        b = to_device(stream_batch(examples, family), device)
         guesses = model(b["ids"], mask=b["mask"]).argmax(dim=-1)
         blanks = b["ids"] == STREAM_VOCAB.index[MASK_CHARACTER]
         return [STREAM_VOCAB.decode(row[blank].tolist()) for row, blank in zip(guesses, blanks)]
@@ -210,25 +211,21 @@ def train(
     train_examples = task.examples("train", steps * batch_size)
     model = build(family, shape).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
-
-    def rate(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / warmup
-        progress = (step - warmup) / max(1, steps - warmup)
-        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress))
-
+    rate = functools.partial(warmup_cosine, steps=steps, warmup=warmup)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, rate)
-    losses = []
+    batches = [train_examples[start : start + batch_size] for start in range(0, len(train_examples), batch_size)]
     started = time.perf_counter()
-    model.train()
-    for step in range(steps):
-        value = loss(family, model, train_examples[step * batch_size : (step + 1) * batch_size])
-        optimizer.zero_grad(set_to_none=True)
-        value.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        schedule.step()
-        losses.append(value.item())
+    losses = train_steps(
+        model,
+        lambda: batches,
+        functools.partial(loss, family),
+        optimizer,
+        steps,
+        device,
+        progress=False,
+        desc=family,
+        schedule=schedule,
+    )
     seconds = time.perf_counter() - started
     tests = task.examples("test", test_examples)
     score = exact_match(predict(family, model, tests), [e.target for e in tests])

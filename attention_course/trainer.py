@@ -44,7 +44,7 @@ from attention_course.devices import best_device
 from attention_course.model import DecoderOnly, EncoderDecoder
 from attention_course.solutions.ch04_masking import decoder_self_attention_mask
 from attention_course.solutions.ch06_transformer import greedy_decode
-from attention_course.training import exact_match
+from attention_course.training import exact_match, warmup_cosine
 
 # Dense bf16 tensor-core peaks, in FLOP/s, by the exact name that torch.cuda.get_device_name reports, from
 # the vendors' data sheets. The data sheets give these peaks "with sparsity" (2:4 structured sparsity, which
@@ -459,10 +459,7 @@ def learning_rate(step: int, args) -> float:
     warmup = max(1, args.warmup)
     if args.schedule == "noam":  # the paper's schedule, scaled so that its peak (at the end of warm-up) is --lr
         return args.lr * min((step + 1) / warmup, math.sqrt(warmup / (step + 1)))
-    if step < warmup:
-        return args.lr * (step + 1) / warmup
-    progress = min(1.0, (step - warmup) / max(1, args.steps - warmup))
-    return args.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+    return args.lr * warmup_cosine(step, args.steps, warmup)
 
 
 def global_indices(step: int, args, pool: int) -> torch.Tensor:

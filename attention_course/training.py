@@ -160,6 +160,16 @@ class _BuildProgress:
         self._write(f"step {len(losses)}/{self.steps}, loss {sum(recent) / len(recent):.4f}, {now - self.start:.0f} s")
 
 
+def warmup_cosine(step: int, steps: int, warmup: int) -> float:
+    """The learning rate of step ``step`` (from 0) as a fraction of its peak: a linear warm-up over ``warmup``
+    steps, then a cosine decay that reaches a tenth of the peak at step ``steps``."""
+    warmup = max(1, warmup)
+    if step < warmup:
+        return (step + 1) / warmup
+    progress = min(1.0, (step - warmup) / max(1, steps - warmup))
+    return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress))
+
+
 def train(
     model: torch.nn.Module,
     batches_fn: Callable[[], Iterable],
@@ -171,13 +181,15 @@ def train(
     progress: bool = True,
     clip_grad_norm: float | None = 1.0,
     desc: str = "training",
+    schedule: torch.optim.lr_scheduler.LRScheduler | None = None,
 ) -> list[float]:
     """Take ``steps`` optimisation steps and return the loss of each.
 
     ``batches_fn()`` returns one epoch of batches; it is called again whenever an
     epoch runs out. Each batch is moved to ``device`` (the model must already be
     there) and ``loss_fn(model, batch)`` returns a scalar loss. Gradients are
-    clipped to norm ``clip_grad_norm`` unless it is None. With ``progress`` a
+    clipped to norm ``clip_grad_norm`` unless it is None; ``schedule``, if given, steps after each
+    optimiser step. With ``progress`` a
     bar shows the steps and the recent loss: on standard output, or in a
     Jupyter notebook as one output that is updated in place (never on
     standard error). While the variable ``COURSE_BUILD_PROGRESS`` is set (``make book`` sets it),
@@ -218,6 +230,8 @@ def train(
                 if clip_grad_norm is not None:
                     torch.nn.utils.clip_grad_norm_(model.parameters(), clip_grad_norm)
                 optimizer.step()
+                if schedule is not None:
+                    schedule.step()
                 losses.append(loss.item())
                 bar.update(1)
                 if report is not None:

@@ -22,6 +22,7 @@ from attention_course import (  # noqa: E402
     to_device,
     train,
 )
+from attention_course.training import warmup_cosine  # noqa: E402
 
 
 def test_exact_match_counts_whole_strings():
@@ -187,6 +188,18 @@ def test_train_can_run_silently_and_refuses_bad_arguments(capsys):
         train(model, lambda: [], copy_loss, optimizer, steps=1, device="cpu", progress=False)
     with pytest.raises(ValueError, match="clip_grad_norm must be positive"):
         train(model, lambda: data, copy_loss, optimizer, steps=1, device="cpu", clip_grad_norm=0)
+
+
+def test_train_steps_a_schedule_after_each_optimiser_step():
+    model = TinyCopier()
+    data = [copy_batch(4, torch.Generator().manual_seed(2))]
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: warmup_cosine(step, 20, 4))
+    rates = []
+    optimizer.register_step_pre_hook(lambda opt, args, kwargs: rates.append(opt.param_groups[0]["lr"]))
+    train(model, lambda: data, copy_loss, optimizer, steps=20, device="cpu", progress=False, schedule=schedule)
+    assert rates == pytest.approx([0.5 * warmup_cosine(step, 20, 4) for step in range(20)])
+    assert rates[:4] == pytest.approx([0.125, 0.25, 0.375, 0.5]) and rates[-1] > 0.05
 
 
 def test_greedy_decode_stops_at_eos_and_pads_after_it():
