@@ -51,9 +51,21 @@ def machine() -> str:
     except importlib.metadata.PackageNotFoundError:
         torch = "none"
     return (
-        f"{os.cpu_count()} cores of {cpu}, no GPU, {platform.system()}, Python {platform.python_version()}, "
+        f"{os.cpu_count()} cores of {cpu}, {_gpu()}, {platform.system()}, Python {platform.python_version()}, "
         f"PyTorch {torch}; load average {load:.1f} at the end"
     )
+
+
+def _gpu() -> str:
+    """The GPU a measurement could use, as ``nvidia-smi`` names it (without importing torch), or "no GPU"."""
+    try:
+        run = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=30
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return "no GPU"
+    names = [line.strip() for line in run.stdout.splitlines() if line.strip()] if run.returncode == 0 else []
+    return f"{len(names)} × {names[0]}" if names else "no GPU"
 
 
 def _commit() -> str:
@@ -163,7 +175,83 @@ def _train(entry: dict) -> str:
     )
 
 
+def _spread(values: list[float], form: str) -> str:
+    """The mean of ``values`` and, with more than one, their range: ``0.412 (0.380-0.455)``."""
+    mean = sum(values) / len(values)
+    if len(values) == 1:
+        return format(mean, form)
+    return f"{mean:{form}} ({min(values):{form}}-{max(values):{form}})"
+
+
+def _seeds_table(entry: dict, what: str, columns: list[str], rows: list[list[str]]) -> str:
+    """A replicated experiment's table: ``what`` was run, with how many seeds and where, then a row per model."""
+    figures = entry["figures"]
+    seeds = len({run["seed"] for run in figures["runs"]})
+    lines = [columns, ["---"] * len(columns), *rows]
+    return (
+        f"{what}, {seeds} seeds per row (mean, and lowest-highest), on {figures['device']}:\n\n"
+        + "\n".join(f"| {' | '.join(line)} |" for line in lines)
+        + f"\n\n{_measured(entry)}.\n"
+    )
+
+
+def _replicate_bottleneck(entry: dict) -> str:
+    """Chapter 1's substitution task over widths and seeds: per-symbol accuracy, shortest and longest strings."""
+    figures = entry["figures"]
+    runs, (first, last) = figures["runs"], (figures["buckets"][0], figures["buckets"][-1])
+    rows = []
+    for width in sorted({run["width"] for run in runs}):
+        for attention in (False, True):
+            chosen = [run for run in runs if run["width"] == width and run["attention"] == attention]
+            rows.append(
+                [
+                    str(width),
+                    "attention" if attention else "no attention",
+                    f"{chosen[0]['parameters']:,}",
+                    _spread([run["per_symbol"][0] for run in chosen], ".3f"),
+                    _spread([run["per_symbol"][-1] for run in chosen], ".3f"),
+                ]
+            )
+    what = (
+        f"Chapter 1's substitution task, {figures['steps']} steps of {figures['batch_size']} strings, per-symbol "
+        f"accuracy on {figures['test_strings']:,} test strings"
+    )
+    columns = ["width of the single vector", "decoder", "parameters"]
+    columns += [f"strings of {first[0]}-{first[1]}", f"strings of {last[0]}-{last[1]}"]
+    return _seeds_table(entry, what, columns, rows)
+
+
+def _replicate_gqa(entry: dict) -> str:
+    """Chapter 7's grouped-query experiment over seeds and budgets: test loss and exact match."""
+    figures = entry["figures"]
+    runs = figures["runs"]
+    rows = []
+    for steps in sorted({run["steps"] for run in runs}):
+        for kv_heads in sorted({run["kv_heads"] for run in runs}, reverse=True):
+            chosen = [run for run in runs if run["steps"] == steps and run["kv_heads"] == kv_heads]
+            loss, match = [run["test_loss"] for run in chosen], [run["exact_match"] for run in chosen]
+            rows.append([f"{steps:,}", str(kv_heads), _spread(loss, ".4f"), _spread(match, ".1%")])
+    what = f"Chapter 7's date streams, batches of {figures['batch_size']}, {figures['test_dates']} test dates"
+    return _seeds_table(entry, what, ["steps", "key/value heads", "test loss", "exact match"], rows)
+
+
+def _replicate_tying(entry: dict) -> str:
+    """Chapter 6's training run, separate or tied output layer, over seeds."""
+    figures = entry["figures"]
+    rows = []
+    for tied in (False, True):
+        chosen = [run for run in figures["runs"] if run["tied"] == tied]
+        match, loss = [run["exact_match"] for run in chosen], [run["val_loss"] for run in chosen]
+        name = "tied" if tied else "separate"
+        rows.append([name, f"{chosen[0]['parameters']:,}", _spread(match, ".1%"), _spread(loss, ".4f")])
+    what = f"Chapter 6's training run (`{' '.join(figures['arguments'])}`)"
+    return _seeds_table(entry, what, ["output layer", "parameters", "exact match", "validation loss"], rows)
+
+
 RENDER: dict[str, Callable[[dict], str]] = {
+    "replicate-tying": _replicate_tying,
+    "replicate-bottleneck": _replicate_bottleneck,
+    "replicate-gqa": _replicate_gqa,
     "book-build": _book_build,
     "suite": _suite,
     "grading": _grading,
