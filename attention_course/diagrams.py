@@ -239,7 +239,7 @@ def rotary_rotation(q, k, theta: float, positions: tuple[tuple[int, int], ...]):
             ax.plot(*zip((0, 0), vector), color=colour, linestyle=":", linewidth=1.2)
             _arrow(ax, (0, 0), tuple(rotated[name]), colour=colour)
             ax.text(*(1.22 * rotated[name]), f"{name} at {p}", ha="center", va="center", fontsize=FONT, color=colour)
-        score = float(rotated["q"] @ rotated["k"])
+        score = round(float(rotated["q"] @ rotated["k"]), 2) + 0.0  # + 0.0: a rounding error never shows "-0.00"
         ax.set_title(f"m = {m}, n = {n}: score {score:.2f}", fontsize=FONT)
     fig.tight_layout()
     return fig

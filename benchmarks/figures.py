@@ -248,7 +248,22 @@ def _replicate_tying(entry: dict) -> str:
     return _seeds_table(entry, what, ["output layer", "parameters", "exact match", "validation loss"], rows)
 
 
+def _replicate_families(entry: dict) -> str:
+    """Chapter 6's four families over seeds and budgets: exact match and the last steps' training loss."""
+    runs = entry["figures"]["runs"]
+    rows = []
+    for steps in sorted({run["steps"] for run in runs}):
+        for family in dict.fromkeys(run["family"] for run in runs):
+            chosen = [run for run in runs if run["steps"] == steps and run["family"] == family]
+            match, loss = [run["exact_match"] for run in chosen], [run["final_loss"] for run in chosen]
+            rows.append([f"{steps:,}", family, _spread(match, ".1%"), _spread(loss, ".4f")])
+    what = "Chapter 6's four families on the date task, with the chapter's settings"
+    columns = ["steps", "family", "exact match", "training loss, last 20 steps"]
+    return _seeds_table(entry, what, columns, rows)
+
+
 RENDER: dict[str, Callable[[dict], str]] = {
+    "replicate-families": _replicate_families,
     "replicate-tying": _replicate_tying,
     "replicate-bottleneck": _replicate_bottleneck,
     "replicate-gqa": _replicate_gqa,

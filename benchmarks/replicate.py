@@ -1,10 +1,11 @@
-"""Three of the book's experiments, which their chapters run once with one seed while the page is built,
+"""Four of the book's experiments, which their chapters run once with one seed while the page is built,
 repeated over seeds (and, for chapter 1, over the width of the single vector), on a GPU when there is one.
 The chapters plot what this records in benchmarks/figures.json.
 
     python -m benchmarks.replicate bottleneck   # chapter 1: plain vs attention, 4 widths x 5 seeds
     python -m benchmarks.replicate gqa          # chapter 7: 8, 2 and 1 key/value heads, 5 seeds, 2 budgets
     python -m benchmarks.replicate tying        # chapter 6: separate vs tied output layer, 5 seeds
+    python -m benchmarks.replicate families --jobs 4   # chapter 6: the four families, 5 seeds, 2 budgets
     python -m benchmarks.replicate gqa --quick  # a few steps, to try the program (records nothing)
 
 The models are the chapters' own: the code cells of the page that define them are executed here, so
@@ -27,7 +28,7 @@ import types
 from markdown_it import MarkdownIt
 
 from attention_course.syntax import parse
-from benchmarks.figures import ROOT, record
+from benchmarks.figures import RENDER, ROOT, record
 
 BOTTLENECK_WIDTHS = (32, 64, 128, 256)  # numbers in the plain decoder's single vector (2 x encoder GRU width)
 BOTTLENECK_LENGTHS = (4, 31)  # the shortest and longest source strings, as the chapter's
@@ -285,21 +286,68 @@ def tying(seeds: int, steps: int | None = None) -> dict:
     return {"device": _device_name(torch), "arguments": arguments, "runs": runs}
 
 
+def families(seeds: int, budgets: tuple[int, ...], jobs: int) -> dict:
+    """Chapter 6's four families on the date task, with its settings, over seeds and budgets of steps;
+    ``jobs`` families at a time, each in a process of its own."""
+    import torch
+
+    from attention_course.families import FAMILIES
+
+    arguments = [(family, seeds, budgets) for family in FAMILIES]
+    if jobs > 1:
+        context = multiprocessing.get_context("spawn")
+        with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context) as pool:
+            per_family = list(pool.map(_family_runs, *zip(*arguments)))
+    else:
+        per_family = [_family_runs(*row) for row in arguments]
+    return {"device": _device_name(torch), "runs": [run for runs in per_family for run in runs]}
+
+
+def _family_runs(family: str, seeds: int, budgets: tuple[int, ...]) -> list[dict]:
+    import torch
+
+    from attention_course import families
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    runs = []
+    for steps in budgets:
+        for seed in range(seeds):
+            result = families.train(family, steps, seed=seed, device=device)
+            runs.append(
+                {
+                    "family": family,
+                    "steps": steps,
+                    "seed": seed,
+                    "exact_match": result.exact_match,
+                    "final_loss": round(statistics.fmean(result.losses[-20:]), 5),
+                    "parameters": result.parameters,
+                }
+            )
+            print(f"{family:15} {steps:5d} steps, seed {seed}: exact match {result.exact_match:.1%}", flush=True)
+    return runs
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("experiment", choices=("bottleneck", "gqa", "tying"))
+    parser.add_argument("experiment", choices=("bottleneck", "gqa", "tying", "families"))
     parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--jobs", type=int, default=1, help="bottleneck: widths trained at a time, a process each")
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="bottleneck, families: widths or families trained at a time, a process each"
+    )
     parser.add_argument("--quick", action="store_true", help="a few steps and seeds; records nothing")
     args = parser.parse_args(argv)
+    if f"replicate-{args.experiment}" not in RENDER:  # known before hours of training, not after
+        parser.error(f"benchmarks.figures has no table for replicate-{args.experiment}: add one to RENDER")
     seeds = 2 if args.quick else args.seeds
     if args.experiment == "bottleneck":
         widths = (16, 32) if args.quick else BOTTLENECK_WIDTHS
         figures = bottleneck(seeds, widths, 5 if args.quick else 600, 64, 50 if args.quick else 1_000, args.jobs)
     elif args.experiment == "gqa":
         figures = gqa(seeds, (3,) if args.quick else (200, 1_000), 64)
-    else:
+    elif args.experiment == "tying":
         figures = tying(seeds, 3 if args.quick else None)
+    else:
+        figures = families(seeds, (2,) if args.quick else (300, 1_500), args.jobs)
     if not args.quick:
         shown = " ".join(["python -m benchmarks.replicate", *(argv if argv is not None else sys.argv[1:])])
         record(f"replicate-{args.experiment}", shown, figures)

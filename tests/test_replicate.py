@@ -113,6 +113,28 @@ def test_the_tables_give_the_mean_and_range_over_seeds():
     assert "`--steps 5`" in text and "| tied | 10 | 100.0% | 0.1000 |" in text
 
 
+def test_every_experiment_has_a_table_before_it_runs():
+    experiments = ("bottleneck", "gqa", "tying", "families")
+    assert all(f"replicate-{name}" in figures.RENDER for name in experiments)
+    families = [
+        {"family": f, "steps": 300, "seed": s, "exact_match": 0.25 * (s + 1), "final_loss": 0.5}
+        for f in ("decoder-only", "prefix-LM")
+        for s in (0, 1)
+    ]
+    text = figures.RENDER["replicate-families"](_entry(families))
+    assert "| 300 | decoder-only | 37.5% (25.0%-50.0%) | 0.5000 (0.5000-0.5000) |" in text
+    assert text.index("decoder-only") < text.index("prefix-LM")  # the families in the order they ran
+
+
+def test_an_experiment_without_a_table_is_refused_before_it_trains(monkeypatch, capsys):
+    monkeypatch.delitem(figures.RENDER, "replicate-gqa")
+    monkeypatch.setattr(replicate, "RENDER", figures.RENDER)
+    monkeypatch.setattr(replicate, "gqa", lambda *args: pytest.fail("trained before the check"))
+    with pytest.raises(SystemExit):
+        replicate.main(["gqa"])
+    assert "no table for replicate-gqa" in capsys.readouterr().err
+
+
 def test_the_machine_names_its_gpu_or_says_there_is_none(monkeypatch):
     def no_smi(*args, **kwargs):
         raise FileNotFoundError("nvidia-smi")
