@@ -90,6 +90,15 @@ def _defined(code: str) -> set[str]:
     return names
 
 
+def _in_processes(function, arguments: list[tuple], jobs: int) -> list:
+    """``[function(*row) for row in arguments]``, ``jobs`` rows at a time, each in a process of its own
+    (spawned: a CUDA context per process), or here when ``jobs`` is 1."""
+    if jobs <= 1:
+        return [function(*row) for row in arguments]
+    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(function, *zip(*arguments)))
+
+
 def _device_name(torch) -> str:
     if torch.cuda.is_available():
         return torch.cuda.get_device_name()
@@ -102,12 +111,7 @@ def bottleneck(seeds: int, widths: tuple[int, ...], steps: int, batch_size: int,
     import torch
 
     arguments = [(width, seeds, steps, batch_size, test_size) for width in widths]
-    if jobs > 1:
-        context = multiprocessing.get_context("spawn")  # a CUDA context per process
-        with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context) as pool:
-            per_width = list(pool.map(_bottleneck_width, *zip(*arguments)))
-    else:
-        per_width = [_bottleneck_width(*row) for row in arguments]
+    per_width = _in_processes(_bottleneck_width, arguments, jobs)
     edges = list(range(BOTTLENECK_LENGTHS[0], BOTTLENECK_LENGTHS[1] + 2, 4))
     return {
         "device": _device_name(torch),
@@ -198,43 +202,23 @@ def _bottleneck_width(width: int, seeds: int, steps: int, batch_size: int, test_
 
 def gqa(seeds: int, budgets: tuple[int, ...], batch_size: int) -> dict:
     """Chapter 7's question, does sharing key/value heads cost quality: test loss and exact match per seed."""
-    ns = chapter_namespace("ch07_efficient_attention.md", {"train_ids", "test_ids", "target_loss", "TARGET_LEN"})
+    ns = chapter_namespace(
+        "ch07_efficient_attention.md", {"train_ids", "test_ids", "target_loss", "TARGET_LEN", "train_date_model"}
+    )
     import torch
 
-    from attention_course import seed_everything
-    from attention_course.dates import SOURCE_VOCAB
-    from attention_course.model import DecoderOnly
+    from attention_course import best_device
 
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    train_ids, test_ids = ns["train_ids"].to(device), ns["test_ids"].to(device)
-    source_len, target_len, target_loss = ns["SOURCE_LEN"], ns["TARGET_LEN"], ns["target_loss"]
+    ns["train_ids"], ns["test_ids"] = ns["train_ids"].to(best_device()), ns["test_ids"].to(best_device())
+    test_ids, source_len, target_len = ns["test_ids"], ns["SOURCE_LEN"], ns["TARGET_LEN"]
     runs = []
     for steps in budgets:
         for kv_heads in GQA_KV_HEADS:
             for seed in range(seeds):
                 start = time.perf_counter()
-                seed_everything(seed)
-                model = DecoderOnly(
-                    len(SOURCE_VOCAB),
-                    d_model=64,
-                    num_heads=8,
-                    num_layers=2,
-                    d_ff=128,
-                    dropout=0.0,
-                    max_len=64,
-                    num_kv_heads=kv_heads,
-                ).to(device)  # fmt: skip  (the chapter's model)
-                optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
-                rows = torch.Generator().manual_seed(seed)
-                for _ in range(steps):
-                    picked = torch.randint(len(train_ids), (batch_size,), generator=rows).to(device)
-                    loss = target_loss(model, train_ids[picked])
-                    optimizer.zero_grad()
-                    loss.backward()
-                    optimizer.step()
-                model.eval()
+                model = ns["train_date_model"](kv_heads, steps=steps, batch_size=batch_size, seed=seed)
                 with torch.no_grad():
-                    test_loss = target_loss(model, test_ids).item()
+                    test_loss = ns["target_loss"](model, test_ids).item()
                     written = model.generate(test_ids[:, : source_len + 1], target_len - 1, temperature=0)
                 correct = written[:, source_len + 1 :] == test_ids[:, source_len + 1 : -1]
                 match = correct.all(dim=1).float().mean().item()
@@ -293,22 +277,14 @@ def families(seeds: int, budgets: tuple[int, ...], jobs: int) -> dict:
 
     from attention_course.families import FAMILIES
 
-    arguments = [(family, seeds, budgets) for family in FAMILIES]
-    if jobs > 1:
-        context = multiprocessing.get_context("spawn")
-        with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context) as pool:
-            per_family = list(pool.map(_family_runs, *zip(*arguments)))
-    else:
-        per_family = [_family_runs(*row) for row in arguments]
+    per_family = _in_processes(_family_runs, [(family, seeds, budgets) for family in FAMILIES], jobs)
     return {"device": _device_name(torch), "runs": [run for runs in per_family for run in runs]}
 
 
 def _family_runs(family: str, seeds: int, budgets: tuple[int, ...]) -> list[dict]:
-    import torch
+    from attention_course import best_device, families
 
-    from attention_course import families
-
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = best_device()
     runs = []
     for steps in budgets:
         for seed in range(seeds):
