@@ -21,6 +21,7 @@ import torch
 from autograder import course, reference, standins
 from autograder.calls import Call
 from autograder.compare import same
+from autograder.grading import timings
 from autograder.items import Item, Mistake
 
 DEFAULT_RTOL, DEFAULT_ATOL = 1e-5, 1e-6  # for checks that have no tolerance of their own
@@ -44,6 +45,11 @@ def cause(item: Item, arguments: dict, known: tuple[Mistake, ...]) -> str | None
     ``known`` mistakes that explains it, or None."""
     if not known:
         return None
+    with timings.phase("diagnosis"):
+        return _cause(item, arguments, known)
+
+
+def _cause(item: Item, arguments: dict, known: tuple[Mistake, ...]) -> str | None:
     try:
         solution = reference.get(item.assignment, item.name)
     except reference.ReferenceUnavailable:  # a student's machine: the visible tests only

@@ -59,7 +59,7 @@ from traitlets import Bool, Integer, List, Unicode
 from attention_course.notebooks import cell_id, is_test, released_source, without_hidden_tests
 from autograder import course
 from autograder.grading.report import Report
-from autograder.grading.source import MAX_NOTEBOOK_BYTES, Source, program_key, student_program
+from autograder.grading.source import MAX_NOTEBOOK_BYTES, Source, submission_key
 from autograder.items import shown_lines
 from autograder.sandbox.process import Limits
 from autograder.terminal import clean_text
@@ -170,7 +170,7 @@ class SandboxedExecute(NbGraderPreprocessor):
         try:
             report = Report.from_json(path.read_text())
             source = Source.load(assignment, notebook)
-            key = program_key(source, student_program(source, nb)[0], Limits(), course.release(Path.cwd()))
+            key = submission_key(source, nb, Limits(), course.release(Path.cwd()))
         except Exception as error:
             self.log.warning(
                 "%s/%s: the saved report %s cannot be used (%s); grading the notebook again",

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import py_compile
 import shutil
+import sys
 import tempfile
 import threading
 from pathlib import Path, PurePosixPath
@@ -149,6 +151,15 @@ def write(dest: Path, release: course.Release, root: Path | None = None, files: 
     return sorted(written)
 
 
+def compile_bytecode(folder: Path) -> None:
+    """Compile every module under ``folder`` into the ``__pycache__`` beside it, where the sandbox's Python
+    (which writes no bytecode, and has no ``PYTHONPYCACHEPREFIX``) finds it: else every sandbox compiles the
+    course's packages again as it starts. Written there whatever this process's own prefix is."""
+    for path in sorted(Path(folder).rglob("*.py")):
+        cached = path.parent / "__pycache__" / f"{path.stem}.{sys.implementation.cache_tag}.pyc"
+        py_compile.compile(str(path), cfile=str(cached), doraise=True)
+
+
 _CACHE: dict[str, Path] = {}
 _CACHE_LOCK = threading.Lock()
 _CACHE_DIR: tempfile.TemporaryDirectory | None = None
@@ -175,6 +186,7 @@ def sandbox_packages(release: course.Release, root: Path | None = None) -> Path:
             if folder.exists():
                 shutil.rmtree(folder)
             write(folder, release, root, files)  # root None: code and notebooks here
+            compile_bytecode(folder)
             for path in [folder, *folder.rglob("*")]:  # readable by the sandbox's unprivileged uid
                 path.chmod(0o755 if path.is_dir() else 0o644)
             _CACHE[key] = folder

@@ -133,7 +133,12 @@ def _suite(entry: dict) -> str:
         f"({_minutes(figures['setup_seconds'])} to install and lint, {_minutes(figures['pytest_seconds'])} for "
         f"{figures['tests']} tests on 2 pytest workers), and `make test-fast` {_minutes(figures['fast_seconds'])} "
         f"for {figures['fast_tests']} tests. The longest test files (time on their worker): {slowest}. "
-        f"{_measured(entry)}.\n"
+        + (
+            f"The load average over the run was {figures['load_mean']:.1f} ({figures['load_peak']:.1f} at most). "
+            if "load_mean" in figures
+            else ""
+        )
+        + f"{_measured(entry)}.\n"
     )
 
 

@@ -4,10 +4,11 @@
 
 Clones the repository's HEAD into a temporary folder that an unprivileged grader can reach (mode
 0755), runs ``make test`` there (creating its ``.venv`` as a fresh machine would), then ``make
-test-fast`` in the same clone, and prints the seconds of each, of pytest's part, and of the test files
-that took longest on their worker (from pytest's JUnit XML: set-up, call and tear-down of each test).
-The figures are recorded for the pages (:mod:`benchmarks.figures`, block ``suite``); a red run
-records nothing.
+test-fast`` in the same clone, and prints the seconds of each, of pytest's part, of every test file and
+every group of tests that one worker runs whole (tests/conftest.py) and of the slowest tests (from
+pytest's JUnit XML: set-up, call and tear-down of each test), with the machine's load average over the run
+(sampled every 10 s). The figures are recorded for the pages (:mod:`benchmarks.figures`, block ``suite``;
+tests/conftest.py starts the longest groups first by them); a red run records nothing.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import xml.etree.ElementTree as ElementTree
 from collections import defaultdict
@@ -42,14 +44,65 @@ def _make(clone: Path, target: str, junit: Path, log: Path) -> tuple[float, str]
     return seconds, text
 
 
-def file_seconds(junit: Path) -> dict[str, float]:
-    """Seconds per test file, from pytest's JUnit XML."""
-    totals: dict[str, float] = defaultdict(float)
+def _cases(junit: Path) -> list[tuple[str, str, float]]:
+    """(file, test name, seconds) of every test in pytest's JUnit XML."""
+    found = []
     for case in ElementTree.parse(junit).iter("testcase"):
         module = case.get("classname", "").split(".")
         name = "/".join(module[: next((i for i, part in enumerate(module) if part.startswith("test_")), 0) + 1])
-        totals[f"{name}.py"] += float(case.get("time", 0))
+        found.append((f"{name}.py", case.get("name", ""), float(case.get("time", 0))))
+    return found
+
+
+def file_seconds(junit: Path) -> dict[str, float]:
+    """Seconds per test file, from pytest's JUnit XML."""
+    totals: dict[str, float] = defaultdict(float)
+    for file, _, seconds in _cases(junit):
+        totals[file] += seconds
     return dict(totals)
+
+
+def group_seconds(junit: Path) -> dict[str, float]:
+    """Seconds per group of tests that one worker runs whole: pytest-xdist's ``--dist loadgroup`` ends each
+    test's id with ``@<group>`` (tests/conftest.py names the groups)."""
+    totals: dict[str, float] = defaultdict(float)
+    for _, name, seconds in _cases(junit):
+        head, at, tail = name.rpartition("@")
+        if at and "]" not in tail:
+            totals[tail] += seconds
+    return dict(totals)
+
+
+def slowest_tests(junit: Path, count: int) -> list[list]:
+    cases = sorted(_cases(junit), key=lambda case: -case[2])[:count]
+    return [[f"{file}::{name.rpartition('@')[0] or name}", round(seconds, 1)] for file, name, seconds in cases]
+
+
+class LoadAverage:
+    """The one-minute load average, sampled every ``every`` seconds while the block runs: its mean and peak."""
+
+    def __init__(self, every: float = 10.0):
+        self.every, self.samples = every, []
+        self._stop = threading.Event()
+
+    def __enter__(self) -> LoadAverage:
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def _sample(self) -> None:
+        while True:
+            self.samples.append(os.getloadavg()[0])
+            if self._stop.wait(self.every):
+                return
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    @property
+    def mean(self) -> float:
+        return sum(self.samples) / len(self.samples)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,9 +114,12 @@ def main(argv: list[str] | None = None) -> int:
         os.chmod(tmp, 0o755)
         clone = Path(tmp) / "course"
         subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
-        total, text = _make(clone, "test", Path(tmp) / "junit.xml", Path(tmp) / "test.log")
+        with LoadAverage() as load:
+            total, text = _make(clone, "test", Path(tmp) / "junit.xml", Path(tmp) / "test.log")
         found = SUMMARY.search(text)
         per_file = sorted(file_seconds(Path(tmp) / "junit.xml").items(), key=lambda item: -item[1])
+        per_group = sorted(group_seconds(Path(tmp) / "junit.xml").items(), key=lambda item: -item[1])
+        tests = slowest_tests(Path(tmp) / "junit.xml", 15)
         fast, fast_text = _make(clone, "test-fast", Path(tmp) / "junit-fast.xml", Path(tmp) / "fast.log")
         fast_found = SUMMARY.search(fast_text)
     if not found or not fast_found:
@@ -75,12 +131,25 @@ def main(argv: list[str] | None = None) -> int:
         "tests": int(found["passed"]),
         "fast_seconds": round(fast, 1),
         "fast_tests": int(fast_found["passed"]),
+        "load_mean": round(load.mean, 2),
+        "load_peak": round(max(load.samples), 2),
         "slowest_files": [[name, round(seconds, 1)] for name, seconds in per_file[:8]],
+        "file_seconds": {name: round(seconds, 1) for name, seconds in per_file},
+        "group_seconds": {name: round(seconds, 1) for name, seconds in per_group},
+        "slowest_tests": tests,
     }
     print(f"make test: {total:.0f} s ({result['tests']} tests, pytest {result['pytest_seconds']:.0f} s)")
     print(f"make test-fast: {fast:.0f} s ({result['fast_tests']} tests)")
-    for name, seconds in per_file[:8]:
-        print(f"  {name:<36} {seconds:8.1f} s")
+    print(f"load average over make test: {load.mean:.2f} on average, {max(load.samples):.2f} at most")
+    print("seconds per test file, on its worker:")
+    for name, seconds in per_file:
+        print(f"  {name:<40} {seconds:8.1f} s")
+    print("seconds per group (what one worker runs whole):")
+    for name, seconds in per_group:
+        print(f"  {name:<40} {seconds:8.1f} s")
+    print("the slowest tests:")
+    for name, seconds in tests:
+        print(f"  {seconds:8.1f} s  {name}")
     if not args.no_record:
         figures.record("suite", "make bench-suite", result, commit=commit.stdout.strip())
     return 0

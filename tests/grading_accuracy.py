@@ -2,6 +2,7 @@
 
     make grading-accuracy                  # every assignment
     make grading-accuracy ARGS="ch03_multi_head --jobs 2"
+    make grading-accuracy ARGS="--whole"   # every notebook graded whole, each in a sandbox of its own
 
 Grades, in the sandbox and as in a term (this assignment's solutions not released, the earlier
 ones released), every wrong answer of ``tests/buggy/<assignment>.py`` (one notebook each) and every
@@ -11,7 +12,8 @@ and prints per assignment:
 - correct answers at full marks, out of all;
 - wrong answers that lose points in their own item, out of all;
 - wrong answers whose hint names their cause;
-- the wrong answers that also cost points in another item (a cascade), with those items;
+- the wrong answers that also cost points in another item (a cascade), with those items (looked for in the
+  notebooks graded whole: the first wrong answer of each item, or every one with ``--whole``);
 - each answer that falls short: a correct one that lost points, a wrong one that kept them, and a wrong
   one whose hints do not name its cause (with the hints it got).
 
@@ -21,6 +23,7 @@ and prints per assignment:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 import time
@@ -29,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from autograder import course
 from autograder.classroom import fill
 from autograder.grading.notebook import Report, grade_notebook
+from autograder.sandbox.pool import WarmPool
 from tests.correct import notebooks as correct_notebooks
 
 
@@ -37,30 +41,48 @@ def _term_for(assignment: str) -> course.Release:
     return course.Release("term", set(names[: names.index(assignment)]))
 
 
-def graded(assignment: str, jobs: int) -> list[tuple[str, object, Report]]:
+def graded(assignment: str, jobs: int, whole: bool = False, store=None) -> list[tuple[str, object, Report]]:
     """``("bug", Bug, report)`` for every wrong answer and ``("correct", {item: Answer}, report)`` for every
     notebook of correct answers of ``assignment``, each graded on its own in the sandbox as in a term
-    (:func:`grade_notebook`, which `make grade` runs for every submission), ``jobs`` at a time."""
+    (:func:`grade_notebook`, which `make grade` runs for every submission), ``jobs`` at a time.
+
+    By default each notebook runs in a worker forked from a warm sandbox (:class:`WarmPool`: these are the
+    course's own notebooks), and a wrong answer is graded on its own item's test cells only (``only``),
+    but for the first wrong answer of each item, graded whole, as every notebook of correct answers is:
+    each item is graded on its own code (the grader's stand-ins take the place of the items it uses), and
+    ``tests/test_catalogue.py`` proves statically that a wrong answer changes nothing but its own item's code.
+    ``whole``: every notebook graded whole, each in a sandbox of its own, as `make grade` grades a
+    submission (`make test-exhaustive`). ``store``: the test run's reports (tests/support/reports.py), where
+    a notebook graded already is read instead."""
     bugs = importlib.import_module(f"tests.buggy.{assignment}")
     correct = correct_notebooks(importlib.import_module(f"tests.correct.{assignment}").ANSWERS)
     release = _term_for(assignment)
-    work = [("bug", bug, fill(assignment, {bug.item: bug.code})) for bug in bugs.BUGS]
-    work += [
-        ("correct", answers, fill(assignment, {item: a.code for item, a in answers.items()})) for answers in correct
+    firsts = {bug.item: bug for bug in reversed(bugs.BUGS)}
+    work = [
+        ("bug", bug, fill(assignment, {bug.item: bug.code}), None if whole or firsts[bug.item] is bug else {bug.item})
+        for bug in bugs.BUGS
     ]
+    work += [
+        ("correct", answers, fill(assignment, {item: a.code for item, a in answers.items()}), None)
+        for answers in correct
+    ]
+    with contextlib.ExitStack() as stack:
+        warm = None if whole else stack.enter_context(WarmPool(jobs, release=release))
 
-    def grade(job):
-        kind, what, nb = job
-        return kind, what, grade_notebook(assignment, nb, release=release)
+        def grade(job):
+            kind, what, nb, only = job
+            if store is not None:
+                return kind, what, store.grade(assignment, nb, release=release, only=only, pool=warm)
+            return kind, what, grade_notebook(assignment, nb, release=release, only=only, pool=warm)
 
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(grade, work))
+        with ThreadPoolExecutor(max_workers=jobs) as threads:
+            return list(threads.map(grade, work))
 
 
-def measure(assignment: str, jobs: int) -> dict:
+def measure(assignment: str, jobs: int, whole: bool = False) -> dict:
     bugs = importlib.import_module(f"tests.buggy.{assignment}")
     figures = {"correct": 0, "correct_total": 0, "caught": 0, "named": 0, "bugs": 0, "cascades": [], "missed": []}
-    for kind, what, report in graded(assignment, jobs):
+    for kind, what, report in graded(assignment, jobs, whole):
         failed = {gid: test for gid, test in report.tests.items() if not test.passed}
         if kind == "correct":
             figures["correct_total"] += len(what)
@@ -89,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("assignments", nargs="*", help="assignments (default: all)")
     parser.add_argument("--jobs", type=int, default=2, help="notebooks graded at once")
+    parser.add_argument("--whole", action="store_true", help="every notebook graded whole, in a sandbox of its own")
     args = parser.parse_args(argv)
     names = args.assignments or course.assignments()
     unknown = sorted(set(names) - set(course.assignments()))
@@ -97,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     print(f"{'assignment':<26} {'correct at full marks':>22} {'wrong caught':>13} {'cause named':>12}  cascades")
     for name in names:
-        f = measure(name, args.jobs)
+        f = measure(name, args.jobs, args.whole)
         print(
             f"{name:<26} {f['correct']:>11} of {f['correct_total']:<8} {f['caught']:>5} of {f['bugs']:<5} "
             f"{f['named']:>4} of {f['bugs']:<5}  {len(f['cascades'])}"

@@ -4,14 +4,19 @@ The site is served on localhost and read in headless Chromium (tests/browser.py)
 loads without console errors or failed requests, MathJax (served from the site itself) renders
 the mathematics, every image loads and has alt text, search finds "softmax", internal links
 resolve, and each chapter's download and Colab links name the exercise notebook in the
-repository. Screenshots of the landing page and of a chapter are saved in _build/test-artifacts/.
+repository. The book is built cold, in a copy of the repository's files in a temporary folder (its own
+execution cache, nothing written into the checkout), by the repository's `make book` with this venv;
+screenshots of the landing page and of a chapter are saved beside it (the path is printed).
 """
 
 import ast
 import html
 import os
 import re
+import shutil
 import subprocess
+import sys
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -27,9 +32,6 @@ from course_site import leaks, links, logo
 from tests.support import browser
 
 pytestmark = [pytest.mark.slow]
-
-HTML = COURSE_ROOT / "_build" / "html"
-ARTIFACTS = COURSE_ROOT / "_build" / "test-artifacts"
 
 
 def toc_chapters() -> list[str]:
@@ -56,31 +58,47 @@ REQUIRED_REFERENCES = [("Bahdanau", "2015"), ("Luong", "2015"), ("Vaswani", "201
 
 
 TERM = course.Release("term", {"ch01_bahdanau"})
-TERM_OUT = COURSE_ROOT / "_build" / "term"
+MATHJAX = Path("book") / "_static" / "mathjax"  # fetched once by `make test` (ignored by git), copied
 
 
-def build(*variables: str) -> None:
-    """`make book` with these make variables, and no release settings from the environment."""
+def build(book: Path, *variables: str) -> None:
+    """`make book` in ``book`` (a copy of the repository), with this venv and these make variables, and no release
+    settings from the environment."""
     env = {k: v for k, v in os.environ.items() if k not in ("EDITION", "RELEASED")}
-    result = subprocess.run(
-        ["make", "--no-print-directory", "book", *variables], cwd=COURSE_ROOT, capture_output=True, text=True, env=env
-    )
+    venv = Path(sys.prefix)
+    command = ["make", "--no-print-directory", f"VENV={venv}", "-o", f"{venv}/.installed", "-o", f"{venv}/.bytecode"]
+    result = subprocess.run([*command, "book", *variables], cwd=book, capture_output=True, text=True, env=env)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
 
 
 @pytest.fixture(scope="module")
-def site():
-    """The open edition (the committed term.yml), in _build/html."""
-    build()
-    return HTML
+def book(tmp_path_factory) -> Path:
+    """A copy of the repository's files (those git does not ignore, and the local MathJax), where the book is
+    built cold."""
+    folder = tmp_path_factory.mktemp("book")
+    listing = ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
+    tracked = subprocess.run(listing, cwd=COURSE_ROOT, capture_output=True, check=True).stdout
+    for name in [n for n in tracked.decode().split("\0") if n]:
+        if (COURSE_ROOT / name).is_file():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(COURSE_ROOT / name, folder / name)
+    shutil.copytree(COURSE_ROOT / MATHJAX, folder / MATHJAX)
+    return folder
 
 
 @pytest.fixture(scope="module")
-def term_site(site):
+def site(book):
+    """The open edition (the committed term.yml), in the copy's _build/html."""
+    build(book)
+    return book / "_build" / "html"
+
+
+@pytest.fixture(scope="module")
+def term_site(book, site):
     """The term edition with only chapter 1's solutions released, beside the open one (the executed
     chapters are shared, so this build executes nothing again)."""
-    build("EDITION=term", "RELEASED=ch01_bahdanau", f"BOOK_OUT={TERM_OUT}")
-    return TERM_OUT / "_build" / "html"
+    build(book, "EDITION=term", "RELEASED=ch01_bahdanau", "BOOK_OUT=_build/term")
+    return book / "_build" / "term" / "_build" / "html"
 
 
 def graded_items(assignment: str) -> list[str]:
@@ -397,14 +415,16 @@ def test_landing_page_glossary_and_bibliography(chromium, site):
         assert author in bibliography and year in bibliography, f"the bibliography lacks {author} {year}"
 
 
-def test_screenshots_of_landing_page_and_a_chapter(chromium):
+def test_screenshots_of_landing_page_and_a_chapter(chromium, book):
     base, chrome = chromium
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    artifacts = book / "_build" / "test-artifacts"
+    artifacts.mkdir(parents=True, exist_ok=True)
     for name, url in (("landing.png", "book/intro.html"), ("chapter.png", "book/ch02_scaled_dot_product.html")):
         with browser.open_page(chrome, base + url) as (page, _):
             browser.wait_for_mathjax(page)
-            page.screenshot(path=str(ARTIFACTS / name), full_page=False)
-        assert (ARTIFACTS / name).stat().st_size > 20_000, f"{name} is nearly empty"
+            page.screenshot(path=str(artifacts / name), full_page=False)
+        assert (artifacts / name).stat().st_size > 20_000, f"{name} is nearly empty"
+    print(f"screenshots in {artifacts}")
 
 
 def test_pages_workflow_builds_checks_and_uploads_the_site():

@@ -1208,3 +1208,27 @@ def test_the_first_call_on_the_meta_device_is_not_charged_for_torchs_meta_kernel
         assert sandbox.run_cells([probe]) == [None]
         reply = sandbox.call("on", [values.encode("meta")], {})
         assert isinstance(reply, wire.Returned) and "sympy" in values.decode(reply.value), reply
+
+
+@pytest.mark.skipif(not bwrap_available(), reason="bubblewrap is not installed")
+def test_the_sandbox_compiles_nothing_as_it_starts():
+    """Every module the sandbox imports to run a notebook (torch, NumPy, IPython, the course's packages) comes
+    with its bytecode where the sandbox's Python looks for it: a sandbox writes none, so a module without it
+    is compiled again by every sandbox that starts (seconds of torch alone, on every notebook graded)."""
+    probe = (
+        "import importlib.util, os, sys\n"
+        "import numpy, torch\n"
+        "from autograder import *\n"
+        "import attention_course.dates\n\n"
+        "def uncompiled():\n"
+        "    files = {getattr(m, '__file__', None) for m in list(sys.modules.values())}\n"
+        "    files = sorted(f for f in files if isinstance(f, str) and os.path.isabs(f) and f.endswith('.py'))\n"
+        "    return len(files), [f for f in files if not os.path.exists(importlib.util.cache_from_source(f))]\n"
+    )
+    with Sandbox(LIMITS, "bwrap", sandbox_packages(TERM)) as sandbox:
+        assert sandbox.run_cells([probe]) == [None]
+        reply = sandbox.call("uncompiled", [], {})
+        assert isinstance(reply, wire.Returned), reply
+        imported, missing = values.decode(reply.value)
+    assert imported > 500, imported
+    assert missing == [], f"{len(missing)} of {imported} modules have no bytecode, e.g. {missing[:5]}"

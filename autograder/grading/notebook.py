@@ -20,9 +20,11 @@ and killing the process all happen inside the sandbox, where nothing is scored.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import time
 import warnings
+from collections.abc import Collection
 from pathlib import Path
 
 import nbformat
@@ -30,12 +32,14 @@ import torch
 
 from attention_course import notebooks
 from autograder import course, items, reference
+from autograder.grading import timings
 from autograder.grading.report import Report, TestResult
 from autograder.grading.session import MAX_MESSAGE_CHARS, Remote, Session
 from autograder.grading.source import MAX_NOTEBOOK_BYTES, Source, program_key, student_program, tampered_tests
 from autograder.items import CheckFailed
 from autograder.packages import sandbox_packages
 from autograder.sandbox import values, wire
+from autograder.sandbox.pool import WarmPool
 from autograder.sandbox.process import Limits, Sandbox, SandboxError, SandboxUnavailable
 from autograder.terminal import clean_text
 
@@ -84,30 +88,30 @@ def preflight(
     return None
 
 
-def _refused(source: Source, report: Report, why: str) -> Report:
+def _refused(tests: list[tuple[str, str, float]], report: Report, why: str) -> Report:
     """A submission that is not run: every test fails with ``why`` (the student's doing)."""
     report.notes.append(why)
-    for gid, _, points in source.tests:
+    for gid, _, points in tests:
         report.tests[gid] = TestResult(gid, points, False, f"no test ran: {why}")
     return report
 
 
-def _read_submission(submission, source: Source, report: Report):
+def _read_submission(submission, tests: list[tuple[str, str, float]], report: Report):
     """The submitted notebook, or None (with the report filled in) for one that is not run."""
     if not isinstance(submission, (str, Path)):
         return submission
     path = Path(submission)
     if path.is_symlink():
-        _refused(source, report, "the notebook is a symbolic link, not a file; submit the notebook itself")
+        _refused(tests, report, "the notebook is a symbolic link, not a file; submit the notebook itself")
         return None
     try:
         size = path.stat().st_size
     except OSError as exc:
-        _refused(source, report, clean_text(f"could not read the notebook: {exc}", MAX_MESSAGE_CHARS))
+        _refused(tests, report, clean_text(f"could not read the notebook: {exc}", MAX_MESSAGE_CHARS))
         return None
     if size > MAX_NOTEBOOK_BYTES:
         _refused(
-            source,
+            tests,
             report,
             f"the notebook is larger than {MAX_NOTEBOOK_BYTES // 2**20} MiB "
             f"({size // 2**20} MiB); clear its outputs and submit it again",
@@ -125,6 +129,8 @@ def grade_notebook(
     isolation: str = "bwrap",
     release: course.Release | None = None,
     as_submitted=None,
+    only: Collection[str] | None = None,
+    pool: WarmPool | None = None,
 ) -> Report:
     """Grade one submitted notebook (a path or a NotebookNode) against the instructor's tests.
 
@@ -134,6 +140,12 @@ def grade_notebook(
     ``not_graded`` says why and its scores mean nothing: the failure is the grader's.
     ``as_submitted``: the notebook as the student submitted it, when ``submission`` is a copy whose
     test cells nbgrader has already put back (the notes on changed test cells come from it).
+    ``only``: grade just the test cells of these graded items (the report holds no other); every item
+    is graded on its own code (the items it uses are the grader's stand-ins), so what the others score
+    does not change what these do. A ValueError names an item that the notebook does not grade.
+    ``pool``: for the course's own notebooks only (never a student's), a worker forked from one of these warm
+    sandboxes instead of a sandbox started for this notebook (:mod:`autograder.sandbox.pool`); it must have
+    been made with the same ``limits``, ``isolation`` and ``release``.
     """
     started = time.monotonic()
     # The grader's own computations (inputs, references, stand-ins) are small: a pool of threads for them
@@ -141,53 +153,75 @@ def grade_notebook(
     # as long on two cores).
     torch.set_num_threads(1)
     release = release or course.release()
+    if pool is not None and (pool.limits, pool.isolation, pool.release) != (limits, isolation, release):
+        raise ValueError(
+            f"pool: its sandboxes have other limits, isolation or release ({pool.release.key}) than this "
+            f"grading's ({release.key})"
+        )
     source = Source.load(assignment, notebook)
+    tests = source.tests_of(only)
     report = Report(assignment, source.notebook)
-    try:
-        nb = _read_submission(submission, source, report)
-        if nb is None:
-            return report
-        code_cells = sum(1 for cell in nb.cells if cell.get("cell_type") == "code")
-        if code_cells > MAX_CODE_CELLS:
-            return _refused(
-                source, report, f"the notebook has {code_cells} code cells, more than the {MAX_CODE_CELLS} allowed"
-            )
-        program, where = student_program(source, nb)
-        report.cell_names = {index: notebooks.cell_label(nb, index) for index in where if index >= 0}
-        report.notes += tampered_tests(source, nb if as_submitted is None else as_submitted)
-    except Exception as exc:
-        return _refused(source, report, clean_text(f"could not read the notebook: {type(exc).__name__}: {exc}", 500))
-    report.key = program_key(source, program, limits, release)
-    session = Session(program, where, report, limits, isolation, started + TOTAL_SECONDS, sandbox_packages(release))
-    trusted = {"__name__": f"autograder.tests.{assignment}"}
-    for code in source.setup.values():
-        exec(compile(code, f"<setup of {assignment}>", "exec"), trusted)
-    signatures = {}
-    for name in source.items:
-        try:
-            signatures[name] = inspect.signature(reference.get(assignment, name))
-        except (reference.ReferenceUnavailable, TypeError, ValueError):
-            signatures[name] = None
-    try:
-        with items.known_mistakes():
-            _run_tests(source, session, trusted, signatures, report)
-    except SandboxUnavailable as exc:
-        report.not_graded = clean_text(f"the sandbox could not be used: {exc}", MAX_MESSAGE_CHARS)
-    finally:
-        session.close()
+    with timings.recording(report.phases):
+        with timings.phase("reading"):
+            program = _program(source, tests, submission, as_submitted, report)
+        if program is not None:
+            report.key = program_key(source, program[0], limits, release, only)
+            if pool is None:
+                packages = sandbox_packages(release)
+                sandboxes = functools.partial(Sandbox, limits, isolation, packages)
+            else:
+                sandboxes = pool.sandbox
+            session = Session(*program, report, limits, started + TOTAL_SECONDS, sandboxes)
+            try:
+                with items.known_mistakes():
+                    _run_tests(source, tests, session, report)
+            except SandboxUnavailable as exc:
+                report.not_graded = clean_text(f"the sandbox could not be used: {exc}", MAX_MESSAGE_CHARS)
+            finally:
+                session.close()
     report.seconds = round(time.monotonic() - started, 3)
     return report
 
 
-def _run_tests(source: Source, session: Session, trusted: dict, signatures: dict, report: Report) -> None:
-    """Run each test cell here, with the graded items bound to proxies of the student's objects."""
-    for gid, code, points in source.tests:
+def _program(source: Source, tests: list, submission, as_submitted, report: Report):
+    """The student's program and where each piece is in the submission (:func:`student_program`), or None
+    for a submission that is not run (its tests failed in ``report``, with why)."""
+    try:
+        nb = _read_submission(submission, tests, report)
+        if nb is None:
+            return None
+        code_cells = sum(1 for cell in nb.cells if cell.get("cell_type") == "code")
+        if code_cells > MAX_CODE_CELLS:
+            _refused(tests, report, f"the notebook has {code_cells} code cells, more than the {MAX_CODE_CELLS} allowed")
+            return None
+        program, where = student_program(source, nb)
+        report.cell_names = {index: notebooks.cell_label(nb, index) for index in where if index >= 0}
+        report.notes += tampered_tests(source, nb if as_submitted is None else as_submitted)
+    except Exception as exc:
+        _refused(tests, report, clean_text(f"could not read the notebook: {type(exc).__name__}: {exc}", 500))
+        return None
+    return program, where
+
+
+def _run_tests(source: Source, tests: list, session: Session, report: Report) -> None:
+    """Run each of ``tests`` here, with the graded items bound to proxies of the student's objects."""
+    trusted = {"__name__": f"autograder.tests.{source.assignment}"}
+    for code in source.setup.values():
+        exec(compile(code, f"<setup of {source.assignment}>", "exec"), trusted)
+    signatures = {}
+    for name in source.items:
+        try:
+            signatures[name] = inspect.signature(reference.get(source.assignment, name))
+        except (reference.ReferenceUnavailable, TypeError, ValueError):
+            signatures[name] = None
+    for gid, code, points in tests:
         if time.monotonic() > session.deadline:  # the grader's own work counts against the notebook's time too
             why = f"{gid}: not run: grading the notebook used up its {TOTAL_SECONDS:g} s"
             report.tests[gid] = TestResult(gid, points, False, why)
             continue
         namespace = dict(trusted)
         namespace.update({name: Remote(session, name, signatures[name]) for name in source.items})
+        begun, before = time.monotonic(), _elsewhere(report)
         try:
             session.start()
             exec(compile(code, f"<test {gid}>", "exec"), namespace)
@@ -205,3 +239,12 @@ def _run_tests(source: Source, session: Session, trusted: dict, signatures: dict
                 False,
                 clean_text(f"{gid}: the test could not run: {type(exc).__name__}: {exc}", MAX_MESSAGE_CHARS),
             )
+        # the cell's own time: not the sandboxes it (re)started, nor the warm-up it waited for
+        own = max(0.0, time.monotonic() - begun - (_elsewhere(report) - before))
+        report.tests[gid].seconds = round(own, 3)
+        timings.add("tests", own)
+
+
+def _elsewhere(report: Report) -> float:
+    """The seconds so far of the phases that a test cell may wait for but that are not its own."""
+    return sum(report.phases.get(name, 0.0) for name in ("start-up", "cells", "warm-up"))

@@ -12,6 +12,7 @@ class TestResult:
     points: float
     passed: bool
     message: str = ""
+    seconds: float = 0.0  # the test cell's own time, its diagnosis included
 
 
 @dataclass
@@ -27,6 +28,7 @@ class Report:
     notes: list[str] = field(default_factory=list)
     output: str = ""
     seconds: float = 0.0
+    phases: dict[str, float] = field(default_factory=dict)  # seconds per phase (autograder.grading.timings)
     key: str = ""
     not_graded: str = ""  # why the grader could not grade it (its failure, not the student's); scores mean nothing
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 import inspect
 import keyword
 import time
-from pathlib import Path
+from collections.abc import Callable
 
 import numpy as np
 import torch
 
 from autograder import standins
+from autograder.grading import timings
 from autograder.grading.report import Report
 from autograder.sandbox import values, wire
 from autograder.sandbox.process import Limits, Sandbox, SandboxDied, SandboxError, SandboxTimeout
@@ -36,13 +37,13 @@ class Session:
         where: list[int],
         report: Report,
         limits: Limits,
-        isolation: str,
         deadline: float,
-        packages: Path,
+        sandboxes: Callable[[], Sandbox],
     ):
+        """``sandboxes`` starts a sandbox for the program (a fresh one each time it is called)."""
         self.program, self.where, self.report = program, where, report
-        self.limits, self.isolation, self.deadline = limits, isolation, deadline
-        self.packages = packages
+        self.limits, self.deadline = limits, deadline
+        self.sandboxes = sandboxes
         self.skipped: set[int] = set()
         self.sandbox: Sandbox | None = None
         self.restarts = 0
@@ -54,13 +55,16 @@ class Session:
             if self.restarts > MAX_RESTARTS or time.monotonic() > self.deadline:
                 raise SandboxError("grading stopped: the notebook used up its time and restarts")
             self.restarts += 1
-            sandbox = Sandbox(self.limits, self.isolation, self.packages)
+            started = time.monotonic()
+            sandbox = self.sandboxes()
             labels = [self.report.cell_name(index) if index >= 0 else "the setup cell" for index in self.where]
             try:
                 errors = sandbox.run_cells(
                     [None if i in self.skipped else code for i, code in enumerate(self.program)], labels
                 )
             except SandboxError as exc:
+                timings.add("start-up", sandbox.startup_seconds)
+                timings.add("cells", time.monotonic() - started - sandbox.startup_seconds)
                 self._keep_output(sandbox)
                 if exc.cell is None:
                     self.report.notes.append(f"the notebook could not start: {exc}")
@@ -73,6 +77,8 @@ class Session:
             except BaseException:
                 sandbox.close()
                 raise
+            timings.add("start-up", sandbox.startup_seconds)
+            timings.add("cells", time.monotonic() - started - sandbox.startup_seconds)
             for i, error in enumerate(errors):
                 if error and i not in self.skipped:
                     self._cell_error(i, error)
@@ -126,8 +132,9 @@ class Session:
         callbacks = None if scope is None else scope.answer
         try:
             sandbox.stand_in(*(scope.kinds() if scope else ((), ())), timeout=timeout)
-            if _passes_meta(args, kwargs):
-                sandbox.warm_up(timeout=timeout)
+            if _passes_meta(args, kwargs) and not sandbox.warm:
+                with timings.phase("warm-up"):
+                    sandbox.warm_up(timeout=timeout)
             if getattr_only:
                 return sandbox.getattr(int(target), str(attr), timeout=timeout, label=label, callbacks=callbacks)
             reply = sandbox.call(

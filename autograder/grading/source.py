@@ -13,7 +13,7 @@ from pathlib import Path
 
 from attention_course import notebooks, syntax
 from attention_course.notebooks import COURSE_ROOT
-from autograder import course, reference
+from autograder import course, packages, reference
 
 UNGRADED = "ungraded"  # a cell tag: long, optional work (training) that grading does not run
 _ITEM = re.compile(r"""\bItem\(\s*ASSIGNMENT\s*,\s*["'](\w+)["']""")
@@ -53,6 +53,21 @@ class Source:
         if problems:
             raise ValueError(f"{path}: {'; '.join(problems)}")
         return source
+
+    def graded_in(self, gid: str) -> set[str]:
+        """The graded items whose checks test cell ``gid`` runs (the items it builds an ``Item`` of)."""
+        return {name for test, code, _ in self.tests if test == gid for name in _ITEM.findall(code)}
+
+    def tests_of(self, chosen) -> list[tuple[str, str, float]]:
+        """The test cells that grade any of the ``chosen`` items (all of them for None), in order; a
+        ValueError names a chosen item that the notebook does not grade."""
+        if chosen is None:
+            return list(self.tests)
+        chosen = set(chosen)
+        unknown = sorted(chosen - {name for gid, _, _ in self.tests for name in self.graded_in(gid)})
+        if unknown:
+            raise ValueError(f"items={sorted(chosen)}: {', '.join(unknown)} is not graded in {self.notebook}")
+        return [test for test in self.tests if self.graded_in(test[0]) & chosen]
 
     def builds_on(self) -> list[str]:
         """The earlier assignments whose reference solutions the setup imports (chapter 7 imports chapter
@@ -107,11 +122,31 @@ def tampered_tests(source: Source, nb) -> list[str]:
 MAX_NOTEBOOK_BYTES = 10 * 2**20  # a larger submission is not read
 
 
-def program_key(source: Source, program: list[str], limits, release) -> str:
-    """The key of a report: what was graded (the tests, the student's program) and how (the sandbox's
-    :class:`~autograder.sandbox.process.Limits`, the term's :class:`~autograder.course.Release`)."""
-    data = json.dumps([source.digest, program, asdict(limits), release.key]).encode()
+def program_key(source: Source, program: list[str], limits, release, chosen=None) -> str:
+    """The key of a report: what was graded (the tests, the student's program, the ``chosen`` items or
+    all) and how (the grader's own code, the sandbox's :class:`~autograder.sandbox.process.Limits`, the
+    term's :class:`~autograder.course.Release`): a report that any of them would change is never reused."""
+    items = None if chosen is None else sorted(chosen)
+    data = json.dumps([source.digest, grader_digest(), program, items, asdict(limits), release.key]).encode()
     return hashlib.sha256(data).hexdigest()
+
+
+def submission_key(source: Source, nb, limits, release, chosen=None) -> str:
+    """The key of the report of grading the notebook ``nb`` (:func:`program_key`), without grading it."""
+    return program_key(source, student_program(source, nb)[0], limits, release, chosen)
+
+
+def grader_digest(root: Path | None = None) -> str:
+    """A digest of what grading computes with, besides the assignment's own notebook: the code of the
+    course's two packages (the checks, the sandbox, the tasks) and every instructor notebook (the
+    references of earlier chapters). Read anew each time: a change in the checkout is never missed."""
+    root = Path(root or COURSE_ROOT)
+    digest = hashlib.sha256()
+    for rel in packages.package_files(root):
+        digest.update(rel.encode() + b"\0" + (root / rel).read_bytes())
+    for notebook in sorted((root / "solutions").glob("*/*.ipynb")):
+        digest.update(notebook.relative_to(root).as_posix().encode() + b"\0" + notebook.read_bytes())
+    return digest.hexdigest()
 
 
 def student_program(source: Source, nb) -> tuple[list[str], list[int]]:

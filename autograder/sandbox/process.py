@@ -66,6 +66,7 @@ from autograder.sandbox import launcher, wire
 from autograder.terminal import clean_text
 
 PACKAGES_MOUNT = "/opt/course-packages"  # where the students' packages are, inside the sandbox
+WORKER = "autograder.sandbox.worker"  # the sandbox's program (a module), unless a fork server is asked for
 UIDS = range(61000, 62000)  # host uids for sandboxes when the grader runs as root
 MAX_CALLBACKS = 512  # calls of the grader's stand-ins during one call of the student's code
 THP = "/sys/kernel/mm/transparent_hugepage"  # bound read-only: whether and how large huge pages come
@@ -249,7 +250,7 @@ def _mounts(packages: Path) -> list[tuple[str, str]]:
     return [*((str(p), str(p)) for p in prefixes), (str(Path(packages).resolve()), PACKAGES_MOUNT)]
 
 
-def _bwrap_command(python: str, binds: list[tuple[str, str]], limits: Limits) -> list[str]:
+def _bwrap_command(python: str, binds: list[tuple[str, str]], limits: Limits, program: str = WORKER) -> list[str]:
     size = str(limits.tmpfs_mb * 2**20)
     command = [
         shutil.which("bwrap"),
@@ -302,7 +303,7 @@ def _bwrap_command(python: str, binds: list[tuple[str, str]], limits: Limits) ->
     for source, target in binds:
         command += ["--ro-bind", source, target]
     command += ["--dir", "/home/student", "--chdir", "/home/student"]
-    return [*command, python, "-m", "autograder.sandbox.worker"]
+    return [*command, python, "-m", program]
 
 
 def _environment(home: str) -> dict:
@@ -433,8 +434,18 @@ class _Cgroups:
 class Sandbox:
     """One running worker. Use as a context manager; ``close()`` kills everything it started."""
 
-    def __init__(self, limits: Limits = Limits(), isolation: str = "bwrap", packages: Path | None = None):
-        """``packages``: a folder of the students' packages (default: those of the term's release)."""
+    def __init__(
+        self,
+        limits: Limits = Limits(),
+        isolation: str = "bwrap",
+        packages: Path | None = None,
+        *,
+        program: str = WORKER,
+        stdin: int = subprocess.PIPE,
+    ):
+        """``packages``: a folder of the students' packages (default: those of the term's release).
+        ``program`` and ``stdin``: another first program for the sandbox (a module) and its standard input:
+        :class:`autograder.sandbox.pool.WarmPool`'s fork server, on a socket."""
         if isolation not in ("bwrap", "none"):
             raise ValueError(f"isolation must be 'bwrap' or 'none', got {isolation!r}")
         if isolation == "bwrap" and not bwrap_available():
@@ -442,16 +453,7 @@ class Sandbox:
                 "bubblewrap (bwrap) is not installed: `make sandbox` (or `apt-get install "
                 "bubblewrap`), or grade with isolation='none' on a machine you trust the code on"
             )
-        self.limits = limits
-        self._home = self._stage = None
-        self._uid = None
-        self._closed = False
-        self._close_lock = threading.Lock()
-        self._sequence = 0
-        self.ready = False
-        self.stand_ins: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # (functions, modules) in place
-        self.unbounded = False  # a call's memory budget could not be enforced (see call)
-        self.warm = False  # the worker has loaded torch's meta-device kernels (see warm_up)
+        self._prepare(limits)
         if packages is None:
             packages = sandbox_packages(course.release())
         self._cgroups = _Cgroups(limits)
@@ -470,23 +472,23 @@ class Sandbox:
                         stage.append((source, str(point)))
                         staged.append((str(point), target))
                     binds = staged
-                command, env = _bwrap_command(sys.executable, binds, limits), _environment("/home/student")
+                command, env = _bwrap_command(sys.executable, binds, limits, program), _environment("/home/student")
                 env["AUTOGRADER_PID_NAMESPACE"] = "1"
                 env["PYTHONPATH"] = PACKAGES_MOUNT
                 cwd = None
             else:
                 self._home = tempfile.mkdtemp(prefix="attention-grader-")
                 command, env, cwd = (
-                    [sys.executable, "-m", "autograder.sandbox.worker"],
+                    [sys.executable, "-m", program],
                     _environment(self._home),
                     self._home,
                 )
                 env["PYTHONPATH"] = str(packages)
             config = {"limits": asdict(limits), "cgroups": self._cgroups.procs, "stage": stage, "uid": self._uid}
             launch = launcher.command_line(sys.executable, config, command)
-            self.process = subprocess.Popen(
+            process = subprocess.Popen(
                 launch,
-                stdin=subprocess.PIPE,
+                stdin=stdin,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 env=env,
@@ -496,6 +498,28 @@ class Sandbox:
         except BaseException:
             self._release()
             raise
+        schema = wire.FromWorkerMessage if program == WORKER else wire.FromForkServerMessage
+        self._attach(process, schema)
+
+    def _prepare(self, limits: Limits) -> None:
+        """The state of a sandbox before its process starts."""
+        self.limits = limits
+        self._home = self._stage = None
+        self._uid = None
+        self._closed = False
+        self._close_lock = threading.Lock()
+        self._sequence = 0
+        self.ready = False
+        self.stand_ins: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # (functions, modules) in place
+        self.unbounded = False  # a call's memory budget could not be enforced (see call)
+        self.warm = False  # the worker has loaded torch's meta-device kernels (see warm_up)
+        self.startup_seconds = 0.0  # from the start of its process until the worker was ready
+        self._started = time.monotonic()
+
+    def _attach(self, process, schema) -> None:
+        """Talk to ``process`` (its standard input, output and error), whose messages are of ``schema``."""
+        self.process = process
+        self._schema = schema
         self._messages: queue.Queue = queue.Queue()
         self.output = bytearray()
         self.output_dropped = 0
@@ -508,7 +532,7 @@ class Sandbox:
     def _read_messages(self) -> None:
         try:
             while True:
-                message = wire.receive(self.process.stdout, wire.FromWorkerMessage, self.limits.message_kb * 1024)
+                message = wire.receive(self.process.stdout, self._schema, self.limits.message_kb * 1024)
                 self._messages.put(message)
                 if message is None:
                     return
@@ -586,6 +610,7 @@ class Sandbox:
             self.close()
             raise SandboxUnavailable(f"the sandbox's worker did not start as expected{self._launcher_said()}")
         self.ready = True
+        self.startup_seconds = time.monotonic() - self._started
 
     def run_cells(self, cells: list[str | None], labels: list[str] | None = None) -> list[str | None]:
         """Run the notebook's cells in order; return each cell's error (or None).

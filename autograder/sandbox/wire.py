@@ -107,6 +107,24 @@ class Callback(FromWorker, tag="callback"):
 Reply = Returned | Raised  # the answer to a call, an attribute or the stand-ins' placing
 FromWorkerMessage = Ready | CellStart | CellDone | CellsDone | Returned | Raised | Callback
 
+Pid = Annotated[int, msgspec.Meta(ge=1, le=2**22)]  # a process id in the sandbox (Linux's pid_max at most)
+
+
+class Forked(FromWorker, tag="forked"):
+    """A fork server's new worker, for the next notebook: its process id in the sandbox."""
+
+    pid: Pid
+
+
+class Exited(FromWorker, tag="exited"):
+    """A fork server's worker has ended: its exit code, or minus the signal that killed it."""
+
+    pid: Pid
+    status: Annotated[int, msgspec.Meta(ge=-128, le=255)]
+
+
+FromForkServerMessage = Ready | Forked | Exited  # what a fork server (autograder.sandbox.forkserver) sends
+
 
 # ---------------------------------------------------------------------------- from the grader
 

@@ -100,6 +100,12 @@ def main() -> None:
     # torch (through the values) after the channels are private: what importing it prints goes to the output
     from autograder.sandbox import values
 
+    serve(requests, replies, values)
+
+
+def serve(requests, replies, values) -> None:
+    """Answer the grader's requests on ``requests`` (replies on ``replies``) until it closes them: a fresh
+    worker's whole life, or that of one forked by :mod:`autograder.sandbox.forkserver`."""
     _seed_everything()
     shell = _shell()
     handles = _Handles()
@@ -325,10 +331,12 @@ def _other_processes() -> int:
         return 0
     # a child that the cells forked and that has just exited is not running: reap it, skip zombies,
     # and give a process that is on its way out a moment to finish before it is counted
+    # not the sandbox's init, this process, nor its parent (init, or the fork server that forked it)
+    ours = (1, os.getpid(), os.getppid())
     count = 0
     for _ in range(5):
         _reap_children()
-        count = sum(1 for pid in _pids() if pid not in (1, os.getpid()) and _state(pid) not in ("Z", "X", ""))
+        count = sum(1 for pid in _pids() if pid not in ours and _state(pid) not in ("Z", "X", ""))
         if not count:
             break
         time.sleep(0.05)
