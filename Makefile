@@ -31,12 +31,18 @@ help:  ## list the targets
 
 venv: $(VENV)/.installed $(VENV)/.bytecode  ## create or update .venv from requirements.txt
 
-# pip compiles what it installs where every interpreter looks (__pycache__ beside each module), not under
-# this Makefile's PYTHONPYCACHEPREFIX: the grading sandbox and plain nbgrader see no prefix, and without
-# that bytecode every sandbox compiled torch, NumPy and IPython again as it started (seconds each).
+# uv (its pinned version, installed by pip) installs the pins of requirements.txt: the same versions as pip,
+# three to four times faster on the course's machines (2 min against 30 to 40 s). It takes local wheels where
+# pip is told of them (PIP_FIND_LINKS or pip's find-links setting: the CPU build of torch on these machines).
+# The bytecode is compiled where every interpreter looks (__pycache__ beside each module), not under this
+# Makefile's PYTHONPYCACHEPREFIX: the grading sandbox and plain nbgrader see no prefix, and without that
+# bytecode every sandbox compiled torch, NumPy and IPython again as it started (seconds each).
+FIND_LINKS = $${UV_FIND_LINKS:-$${PIP_FIND_LINKS:-$$($(BIN)/python -m pip config get global.find-links 2>/dev/null)}}
 $(VENV)/.installed: requirements.txt pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	env -u PYTHONPYCACHEPREFIX $(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	env -u PYTHONPYCACHEPREFIX $(BIN)/python -m pip install --quiet --disable-pip-version-check "$$(grep -E '^uv==' requirements.txt)"
+	env -u PYTHONPYCACHEPREFIX UV_FIND_LINKS="$(FIND_LINKS)" $(BIN)/uv pip install --quiet --python $(BIN)/python \
+	  --compile-bytecode -r requirements.txt
 	@touch $@
 
 # The same bytecode for a venv that an earlier Makefile installed under the prefix (a no-op otherwise).
@@ -100,7 +106,7 @@ lint: venv  ## ruff (code and notebooks: lint and format) and import-linter (the
 	$(BIN)/lint-imports
 
 # Two workers; each runs a test's group whole (its file, or its file and assignment), longest first (tests/conftest.py).
-PYTEST := $(BIN)/python -m pytest -n 2 --dist loadgroup --no-loadscope-reorder
+PYTEST := $(BIN)/python -m pytest -n 2 --dist loadscope --no-loadscope-reorder
 
 test-fast: venv  ## the unit tests: no book build, no browser, no class graded end to end (under a minute)
 	$(PYTEST) -m "not slow and not browser" $(PYTEST_ARGS)

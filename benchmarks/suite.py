@@ -44,38 +44,37 @@ def _make(clone: Path, target: str, junit: Path, log: Path) -> tuple[float, str]
     return seconds, text
 
 
-def _cases(junit: Path) -> list[tuple[str, str, float]]:
-    """(file, test name, seconds) of every test in pytest's JUnit XML."""
+def _cases(junit: Path) -> list[tuple[str, str, float, str]]:
+    """(file, test name, seconds, group) of every test in pytest's JUnit XML; its group (the tests that one worker
+    runs whole) is the property tests/conftest.py gives it, else its file."""
     found = []
     for case in ElementTree.parse(junit).iter("testcase"):
         module = case.get("classname", "").split(".")
         name = "/".join(module[: next((i for i, part in enumerate(module) if part.startswith("test_")), 0) + 1])
-        found.append((f"{name}.py", case.get("name", ""), float(case.get("time", 0))))
+        group = next((p.get("value") for p in case.iter("property") if p.get("name") == "group"), name)
+        found.append((f"{name}.py", case.get("name", ""), float(case.get("time", 0)), group))
     return found
 
 
 def file_seconds(junit: Path) -> dict[str, float]:
     """Seconds per test file, from pytest's JUnit XML."""
     totals: dict[str, float] = defaultdict(float)
-    for file, _, seconds in _cases(junit):
+    for file, _, seconds, _ in _cases(junit):
         totals[file] += seconds
     return dict(totals)
 
 
 def group_seconds(junit: Path) -> dict[str, float]:
-    """Seconds per group of tests that one worker runs whole: pytest-xdist's ``--dist loadgroup`` ends each
-    test's id with ``@<group>`` (tests/conftest.py names the groups)."""
+    """Seconds per group of tests that one worker runs whole (tests/conftest.py names the groups)."""
     totals: dict[str, float] = defaultdict(float)
-    for _, name, seconds in _cases(junit):
-        head, at, tail = name.rpartition("@")
-        if at and "]" not in tail:
-            totals[tail] += seconds
+    for _, _, seconds, group in _cases(junit):
+        totals[group] += seconds
     return dict(totals)
 
 
 def slowest_tests(junit: Path, count: int) -> list[list]:
     cases = sorted(_cases(junit), key=lambda case: -case[2])[:count]
-    return [[f"{file}::{name.rpartition('@')[0] or name}", round(seconds, 1)] for file, name, seconds in cases]
+    return [[f"{file}::{name}", round(seconds, 1)] for file, name, seconds, _ in cases]
 
 
 class LoadAverage:

@@ -48,6 +48,7 @@ GENERATED = {
 }
 # The instructor's pins that students need: the exercises' libraries and Jupyter.
 STUDENT_REQUIREMENTS = (
+    "uv",  # first, by pip: it installs the rest (the students' Makefile)
     "torch",
     "numpy",
     "matplotlib",

@@ -294,15 +294,15 @@ for _setting in ("core_pattern", "modprobe"):
 raise RuntimeError("escape probe: " + " ".join(_found))
 """
 
-# Hole 2 (forged messages): the worker's reply channel, found by walking up to its main().
+# Hole 2 (forged messages): the worker's reply channel, found by walking up to its serve().
 WORKER_FRAME = r'''
 import sys
 
 def _worker():
-    """The locals of the worker's main(): its reply channel, its values module, the request at hand."""
+    """The locals of the worker's serve(): its reply channel, its values module, the request at hand."""
     frame = sys._getframe()
     while frame is not None:
-        if frame.f_code.co_name == "main" and "replies" in frame.f_locals:
+        if frame.f_code.co_name == "serve" and "replies" in frame.f_locals:
             return frame.f_locals
         frame = frame.f_back
     raise RuntimeError("the worker's frame was not found")
@@ -450,7 +450,7 @@ import sys
 def _worker_globals():
     frame = sys._getframe()
     while frame is not None:
-        if frame.f_code.co_name == "main" and "replies" in frame.f_locals:
+        if frame.f_code.co_name == "serve" and "replies" in frame.f_locals:
             return frame.f_globals
         frame = frame.f_back
     raise RuntimeError("the worker's frame was not found")

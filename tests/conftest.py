@@ -1,10 +1,12 @@
-"""The suite's options, and how pytest-xdist's two workers share the tests (``--dist loadgroup``).
+"""The suite's options and fixtures, and how pytest-xdist's two workers share the tests.
 
-Every test belongs to a group that one worker runs whole: its file, whose module fixtures (a built book, a
-class graded once) its tests share, except tests/test_catalogue.py, which is a group per assignment (each
-grades its catalogue once). Groups start longest first, by the seconds that the last ``make bench-suite``
-recorded for them (``benchmarks/figures.json``, block ``suite``; a group it does not know starts first): a long
-group started last would keep one worker busy while the other has nothing left.
+Every test belongs to a group that one worker runs whole (:func:`group_of`): its file, whose module fixtures
+(a built book, a class graded once) its tests share, except tests/test_catalogue.py, which is a group per
+assignment (each grades its catalogue once). The scheduler below hands out whole groups (pytest-xdist's own
+``--dist loadgroup`` loses its groups under pytest 9: every test went its own way, and the book was built by
+both workers). Groups start longest first, by the seconds that the last ``make bench-suite`` recorded for them
+(``benchmarks/figures.json``, block ``suite``; a group it does not know starts first): a long group started last
+would keep one worker busy while the other has nothing left.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 import pytest
 
 RECORD = Path(__file__).resolve().parent.parent / "benchmarks" / "figures.json"
-SPLIT_BY_ASSIGNMENT = ("test_catalogue",)
+SPLIT_BY_ASSIGNMENT = ("test_catalogue",)  # files whose tests are grouped by their first parameter
 
 
 def pytest_addoption(parser):
@@ -43,13 +45,13 @@ def reports(tmp_path_factory):
     return ReportStore((run.parent if os.environ.get("PYTEST_XDIST_WORKER") else run) / "reports")
 
 
-def group(item: pytest.Item) -> str:
-    """The group that one worker runs whole: the test's file, or its file and assignment."""
-    name = item.path.stem
-    params = getattr(getattr(item, "callspec", None), "params", {})
-    if name in SPLIT_BY_ASSIGNMENT and "assignment" in params:
-        return f"{name}-{params['assignment']}"
-    return name
+def group_of(nodeid: str) -> str:
+    """The group of the test ``nodeid`` (``tests/test_x.py::test_y[params]``): its file's name, or for
+    :data:`SPLIT_BY_ASSIGNMENT`, that and its first parameter (the assignment)."""
+    path, _, rest = nodeid.partition("::")
+    name = Path(path).stem
+    params = rest.partition("[")[2].rstrip("]")
+    return f"{name}-{params.split('-')[0]}" if name in SPLIT_BY_ASSIGNMENT and params else name
 
 
 def recorded_seconds() -> dict[str, float]:
@@ -61,13 +63,25 @@ def recorded_seconds() -> dict[str, float]:
         return {}
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups off the markers
 def pytest_collection_modifyitems(config, items):
     seconds = recorded_seconds()
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(group(item)))
     first = {}
     for index, item in enumerate(items):
-        first.setdefault(group(item), index)
+        first.setdefault(group_of(item.nodeid), index)
+        item.user_properties.append(("group", group_of(item.nodeid)))  # in the JUnit XML, for make bench-suite
     # unknown groups first, then the longest; a group's tests stay together and in their order
-    items.sort(key=lambda item: (group(item) in seconds, -seconds.get(group(item), 0.0), first[group(item)]))
+    key = group_of
+    items.sort(
+        key=lambda item: (key(item.nodeid) in seconds, -seconds.get(key(item.nodeid), 0.0), first[key(item.nodeid)])
+    )
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """Whole groups to each worker, in the order of the collection (longest first, above)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByGroup(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid)
+
+    return ByGroup(config, log)

@@ -17,8 +17,8 @@ import sys
 
 import pytest
 import torch
+import transformers  # its models are imported on first use, by the tests that build them
 from safetensors.torch import load_file, save_file
-from transformers import GenerationConfig, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
 from attention_course import generate, pretrained
 from attention_course.model import (
@@ -86,10 +86,10 @@ def build(name: str, folder, seed: int = 0, **save):
     """A random ``transformers`` model of the named tiny config, saved into ``folder``."""
     torch.manual_seed(seed)
     if name in GPT2_CONFIGS:
-        config = GPT2Config(vocab_size=VOCAB, bos_token_id=None, eos_token_id=None, **GPT2_CONFIGS[name])
-        model = GPT2LMHeadModel(config)
+        config = transformers.GPT2Config(vocab_size=VOCAB, bos_token_id=None, eos_token_id=None, **GPT2_CONFIGS[name])
+        model = transformers.GPT2LMHeadModel(config)
     else:
-        config = LlamaConfig(
+        config = transformers.LlamaConfig(
             vocab_size=VOCAB,
             num_hidden_layers=2,
             max_position_embeddings=64,
@@ -98,14 +98,14 @@ def build(name: str, folder, seed: int = 0, **save):
             pad_token_id=None,
             **LLAMA_CONFIGS[name],
         )
-        model = LlamaForCausalLM(config)
+        model = transformers.LlamaForCausalLM(config)
     model = randomised(model, seed)
     model.save_pretrained(folder, **save)
     return model
 
 
 def greedy(model, ids: torch.Tensor, n: int) -> torch.Tensor:
-    config = GenerationConfig(max_new_tokens=n, do_sample=False, eos_token_id=None, pad_token_id=0)
+    config = transformers.GenerationConfig(max_new_tokens=n, do_sample=False, eos_token_id=None, pad_token_id=0)
     with torch.no_grad():
         return model.generate(ids, attention_mask=torch.ones_like(ids), generation_config=config)
 
@@ -343,12 +343,12 @@ def checkpoint_with_tokenizer(folder, family: str = "llama-gqa-untied"):
     """A tiny random checkpoint of 300 tokens, with a byte-level BPE tokenizer of 300 tokens beside it."""
     torch.manual_seed(0)
     if family.startswith("gpt2"):
-        config = GPT2Config(vocab_size=300, bos_token_id=None, eos_token_id=None, **GPT2_CONFIGS[family])
-        model = GPT2LMHeadModel(config)
+        config = transformers.GPT2Config(vocab_size=300, bos_token_id=None, eos_token_id=None, **GPT2_CONFIGS[family])
+        model = transformers.GPT2LMHeadModel(config)
     else:
         sizes = {"num_hidden_layers": 2, "max_position_embeddings": 64, **LLAMA_CONFIGS[family]}
-        config = LlamaConfig(vocab_size=300, bos_token_id=None, eos_token_id=None, **sizes)
-        model = LlamaForCausalLM(config)
+        config = transformers.LlamaConfig(vocab_size=300, bos_token_id=None, eos_token_id=None, **sizes)
+        model = transformers.LlamaForCausalLM(config)
     randomised(model, 0).save_pretrained(folder)
     text = "Attention is all you need. " * 50 + "The key/value cache keeps the keys."
     train_bpe(text, 300).save(str(folder / "tokenizer.json"))

@@ -13,9 +13,13 @@ change, so that a bug cannot silently become the right answer.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from autograder.classroom import solution_bodies
+
+# Each module of wrong answers makes dozens of variants of its notebook's reference: read it once.
+_bodies = functools.cache(solution_bodies)
 
 
 @dataclass(frozen=True)
@@ -29,7 +33,7 @@ class Bug:
 
 def variant(assignment: str, item: str, *replacements: tuple[str, str]) -> str:
     """The reference answer to ``item`` with each ``(old, new)`` replacement made; each ``old`` must be there."""
-    code = solution_bodies(assignment)[item]
+    code = _bodies(assignment)[item]
     for old, new in replacements:
         if old not in code:
             raise ValueError(f"{assignment}/{item}: {old!r} is not in the reference solution")
