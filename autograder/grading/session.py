@@ -63,8 +63,7 @@ class Session:
                     [None if i in self.skipped else code for i, code in enumerate(self.program)], labels
                 )
             except SandboxError as exc:
-                timings.add("start-up", sandbox.startup_seconds)
-                timings.add("cells", time.monotonic() - started - sandbox.startup_seconds)
+                _count_start(sandbox, started)
                 self._keep_output(sandbox)
                 if exc.cell is None:
                     self.report.notes.append(f"the notebook could not start: {exc}")
@@ -77,8 +76,7 @@ class Session:
             except BaseException:
                 sandbox.close()
                 raise
-            timings.add("start-up", sandbox.startup_seconds)
-            timings.add("cells", time.monotonic() - started - sandbox.startup_seconds)
+            _count_start(sandbox, started)
             for i, error in enumerate(errors):
                 if error and i not in self.skipped:
                     self._cell_error(i, error)
@@ -263,6 +261,12 @@ class RemoteObject:
 
     def __repr__(self) -> str:
         return f"<{self._kind} of {self._item}, in the sandbox>"
+
+
+def _count_start(sandbox: Sandbox, started: float) -> None:
+    """The phases of a sandbox asked for at ``started``: its start-up, then the notebook's cells."""
+    timings.add("start-up", sandbox.startup_seconds)
+    timings.add("cells", time.monotonic() - started - sandbox.startup_seconds)
 
 
 def _passes_meta(args, kwargs) -> bool:

@@ -87,13 +87,7 @@ def main() -> None:
 
 
 def _report_exits(replies) -> None:
-    while True:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
+    for pid, status in worker.reaped():
         wire.send(replies, wire.Exited(pid, max(-128, min(255, os.waitstatus_to_exitcode(status)))))
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from autograder import course
 from autograder.packages import sandbox_packages
 from autograder.sandbox import forkserver, wire
-from autograder.sandbox.process import Limits, Sandbox, SandboxUnavailable
+from autograder.sandbox.process import Limits, Sandbox, SandboxUnavailable, descendants
 
 FORK_SERVER = "autograder.sandbox.forkserver"
 WAIT_FOR_FREE = 1200.0  # seconds; a notebook's whole grading takes at most 600 (grading.notebook.TOTAL_SECONDS)
@@ -246,20 +246,10 @@ class WarmPool:
 def _host_pid(root: int, sandbox_pid: int) -> int:
     """The pid, as this grader sees it, of the process below ``root`` whose pid in its own namespace is
     ``sandbox_pid`` (the last of its ``NSpid``)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError, ValueError, IndexError):
-                with open(f"/proc/{entry.name}/stat", "rb") as f:
-                    parent = int(f.read().rsplit(b")", 1)[1].split()[1])
-                children.setdefault(parent, []).append(int(entry.name))
-    todo = list(children.get(root, []))
-    while todo:
-        pid = todo.pop()
+    for pid in descendants(root):
         with contextlib.suppress(OSError):
             with open(f"/proc/{pid}/status") as f:
                 for line in f:
                     if line.startswith("NSpid:") and int(line.split()[-1]) == sandbox_pid:
                         return pid
-        todo += children.get(pid, [])
     raise SandboxUnavailable(f"the warm sandbox's worker {sandbox_pid} is not running")

@@ -711,19 +711,7 @@ class Sandbox:
 
     def _processes(self) -> list[int]:
         """The sandbox's processes: the descendants of the one the grader started."""
-        children: dict[int, list[int]] = {}
-        for entry in os.scandir("/proc"):
-            if entry.name.isdigit():
-                with contextlib.suppress(OSError, ValueError, IndexError):
-                    with open(f"/proc/{entry.name}/stat", "rb") as f:
-                        parent = int(f.read().rsplit(b")", 1)[1].split()[1])
-                    children.setdefault(parent, []).append(int(entry.name))
-        found, todo = [], list(children.get(self.process.pid, []))
-        while todo:
-            pid = todo.pop()
-            found.append(pid)
-            todo += children.get(pid, [])
-        return found
+        return descendants(self.process.pid)
 
     def getattr(
         self,
@@ -890,6 +878,23 @@ class Sandbox:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def descendants(root: int) -> list[int]:
+    """The processes below process ``root`` (its children, theirs, ...), from /proc, nearest first."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                with open(f"/proc/{entry.name}/stat", "rb") as f:
+                    parent = int(f.read().rsplit(b")", 1)[1].split()[1])
+                children.setdefault(parent, []).append(int(entry.name))
+    found, todo = [], list(children.get(root, []))
+    while todo:
+        pid = todo.pop(0)
+        found.append(pid)
+        todo += children.get(pid, [])
+    return found
 
 
 def _address_space(pid: int) -> int:

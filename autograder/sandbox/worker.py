@@ -343,14 +343,21 @@ def _other_processes() -> int:
     return count
 
 
-def _reap_children() -> None:
+def reaped():
+    """(pid, wait status) of each child of this process that has ended, reaped as it is given."""
     while True:
         try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
+            pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:
             return
+        yield pid, status
+
+
+def _reap_children() -> None:
+    for _ in reaped():
+        pass
 
 
 def _pids() -> list[int]:
