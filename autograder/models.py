@@ -13,6 +13,7 @@ from collections.abc import Callable
 import torch
 
 from attention_course.model import DecoderOnly
+from autograder import global_rng
 
 
 def llama_family(attention: type, init: tuple, layers: int, vocab_size: int, max_len: int, seed: int) -> DecoderOnly:
@@ -23,8 +24,7 @@ def llama_family(attention: type, init: tuple, layers: int, vocab_size: int, max
     arguments.apply_defaults()
     built = arguments.arguments
     generator = torch.Generator().manual_seed(seed)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+    with global_rng.forked(seed):
         model = DecoderOnly(
             vocab_size,
             built["d_model"],

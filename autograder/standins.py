@@ -36,7 +36,6 @@ import contextlib
 import contextvars
 import inspect
 import math
-import threading
 import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -44,12 +43,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from autograder import reference
+from autograder import global_rng, reference
 from autograder.sandbox import values, wire
-
-# Seeding and building a module use PyTorch's global generator, which `make grade` shares between the
-# threads that grade notebooks side by side (and a stand-in's answer runs while a check holds it).
-TORCH_RNG = threading.RLock()
 
 # How far a stand-in's call may go past the largest the reference item makes on the same inputs.
 FACTOR, SLACK = 4, 16
@@ -247,11 +242,9 @@ class Scope:
     def _built_module(self, name: str, helper, args, kwargs, rng: torch.Tensor | None):
         """The reference module built with these (checked) arguments, and the generator state after."""
         arguments = self._checked(name, "construct", _signature(helper, "__init__"), args, kwargs)
-        with TORCH_RNG, torch.random.fork_rng(devices=[]):
-            if rng is not None:
-                torch.set_rng_state(rng)
+        with global_rng.forked(state=rng):
             module = _run(lambda: helper(*arguments.args, **arguments.kwargs))
-            return module, torch.get_rng_state()
+            return module, global_rng.state()
 
     def _construct(self, name: str, helper, args, kwargs, rng: torch.Tensor) -> dict:
         module, after = self._built_module(name, helper, args, kwargs, rng)
@@ -296,11 +289,10 @@ class Scope:
         module.train(bool(callback.get("training")))
         arguments = self._checked(name, "forward", _signature(helper, "forward"), args, kwargs)
         rng = _rng_state(callback.get("rng"))
-        with TORCH_RNG, torch.random.fork_rng(devices=[]):
-            torch.set_rng_state(rng)
+        with global_rng.forked(state=rng):
             with torch.no_grad():
                 value = _run(lambda: module(*arguments.args, **arguments.kwargs))
-            after = torch.get_rng_state()
+            after = global_rng.state()
         return {"ok": True, "value": values.encode(value), "rng": values.encode(after)}
 
 
@@ -323,7 +315,7 @@ def _rng_state(encoded) -> torch.Tensor:
         state = values.decode(encoded)
     except Exception:
         raise Refused("the random generator's state could not be read") from None
-    expected = torch.get_rng_state()
+    expected = global_rng.state()
     if not isinstance(state, torch.Tensor) or state.dtype != expected.dtype or state.shape != expected.shape:
         raise Refused("the random generator's state could not be read")
     return state

@@ -24,7 +24,7 @@ from attention_course.interop import (
     multihead_from_state,
     to_torch_attn_mask,
 )
-from autograder import standins
+from autograder import global_rng
 
 
 def _linear(state: dict, name: str, n_in: int, n_out: int, bias: bool, generator: torch.Generator) -> None:
@@ -74,7 +74,7 @@ class Converter:
     def __call__(self, weights, init, inputs, keywords) -> dict:
         # Building the built-in draws its first weights from PyTorch's generator, which a train-mode check
         # graded beside this one (in another thread of `make grade`) has seeded for its own dropout.
-        with standins.TORCH_RNG, torch.random.fork_rng(devices=[]), torch.no_grad():
+        with global_rng.forked(), torch.no_grad():
             return self.function(weights, tuple(init), inputs, keywords)
 
 

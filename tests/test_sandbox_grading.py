@@ -40,7 +40,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_raw_cell
 
 from attention_course import notebooks
 from attention_course.notebooks import COURSE_ROOT
-from autograder import calls, reference, standins
+from autograder import calls, global_rng, reference
 from autograder import course as course_settings
 from autograder.classroom import fill, make_course, solution_bodies, submit
 from autograder.cli import grade
@@ -883,8 +883,7 @@ def test_reference_buffers_are_never_handed_to_a_submission(monkeypatch):
     assert report.score <= report.max_score - report.tests["test_positional_encoding"].points
 
     def whole_state_dict(call):  # the former use_reference_weights: buffers as well as parameters
-        with standins.TORCH_RNG:
-            torch.manual_seed(call.seed)
+        with global_rng.forked(call.seed):
             call.weights = reference.get(call.item.assignment, call.item.name)(*call.init).state_dict()
 
     monkeypatch.setattr(calls.Call, "use_reference_weights", whole_state_dict)

@@ -1,0 +1,105 @@
+"""PyTorch's global generator in the grader: used through autograder.global_rng only, whose lock keeps two
+threads grading side by side from hanging each other (the deadlock is shown with the lock left out)."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import autograder
+
+AUTOGRADER = Path(autograder.__file__).parent
+# Code that runs in the sandbox, whose worker answers one call at a time, and the module that holds the lock.
+EXEMPT = ("sandbox/", "global_rng.py")
+GLOBAL_STATE = {"get_rng_state", "set_rng_state", "fork_rng"}
+GLOBAL_SEEDING = {"manual_seed", "seed", "initial_seed"}
+
+
+def direct_uses(source: str) -> list[str]:
+    """``line: call`` of each use of PyTorch's global generator in ``source`` that does not go through
+    global_rng (a ``torch.Generator()`` of the code's own is not global)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Attribute):
+            continue
+        owner = ast.unparse(node.value)
+        if node.attr in GLOBAL_STATE or (
+            node.attr in GLOBAL_SEEDING and owner in ("torch", "torch.random", "torch.default_generator")
+        ):
+            found.append(f"{node.lineno}: {owner}.{node.attr}")
+    return found
+
+
+def test_the_grader_uses_the_global_generator_through_global_rng_only():
+    found = {
+        str(path.relative_to(AUTOGRADER)): uses
+        for path in sorted(AUTOGRADER.rglob("*.py"))
+        if not str(path.relative_to(AUTOGRADER)).startswith(EXEMPT) and (uses := direct_uses(path.read_text()))
+    }
+    assert not found, f"use autograder.global_rng.forked() or .state() instead: {found}"
+
+
+def test_a_direct_use_of_the_global_generator_is_found():
+    planted = "torch.manual_seed(0)\nx = torch.get_rng_state()\nwith torch.random.fork_rng():\n    pass\n"
+    assert direct_uses(planted) == ["1: torch.manual_seed", "2: torch.get_rng_state", "3: torch.random.fork_rng"]
+    assert direct_uses("g = torch.Generator().manual_seed(0)\nglobal_rng.state()\n") == []
+
+
+# Two threads read the generator's state while the garbage collector runs Python finalisers, which hand the
+# interpreter from thread to thread: one thread reads through global_rng, the other as the argument says.
+CHURN = """
+import gc, sys, threading, time, torch
+from autograder import global_rng
+
+sys.setswitchinterval(1e-6)
+gc.set_threshold(50, 1, 1)
+stop = time.monotonic() + float(sys.argv[2])
+read = torch.get_rng_state if sys.argv[1] == "direct" else global_rng.state
+
+
+class Cycle:
+    def __init__(self):
+        self.me, self.tensor = self, torch.ones(3, requires_grad=True).view(3) * 2
+
+    def __del__(self):
+        sum(range(200))
+
+
+def churn(state):
+    while time.monotonic() < stop:
+        for _ in range(20):
+            Cycle()
+        state()
+
+
+threads = [threading.Thread(target=churn, args=(global_rng.state,)), threading.Thread(target=churn, args=(read,))]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+"""
+
+
+def _churn(how: str, seconds: float, timeout: float) -> bool:
+    """Whether the two threads finish within ``timeout`` seconds."""
+    try:
+        subprocess.run([sys.executable, "-c", CHURN, how, str(seconds)], timeout=timeout, check=True)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
+
+
+@pytest.mark.slow
+def test_threads_that_share_the_generator_through_global_rng_finish():
+    assert _churn("locked", seconds=3, timeout=90), "two threads reading through global_rng hung"
+
+
+@pytest.mark.slow
+def test_without_the_lock_two_threads_hang():
+    assert not _churn("direct", seconds=4, timeout=20), (
+        "torch.get_rng_state no longer hangs beside global_rng.state here: the lock may no longer be needed"
+    )
