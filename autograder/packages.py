@@ -16,6 +16,7 @@ by :func:`write`, for one :class:`~autograder.course.Release`:
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import py_compile
 import shutil
@@ -67,8 +68,10 @@ def _module_name(rel: str) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imported(source: str, module: str, is_package: bool) -> set[str]:
-    """The absolute names of the modules that ``source`` (the module ``module``) imports."""
+@functools.lru_cache(maxsize=4096)
+def _imported(source: str, module: str, is_package: bool) -> frozenset[str]:
+    """The absolute names of the modules that ``source`` (the module ``module``) imports (each module parsed
+    once per process: the leak check and the exports ask again for every copy of the course and release)."""
     names = set()
     package = module if is_package else module.rpartition(".")[0]
     for node in ast.walk(syntax.parse(source)):
@@ -81,7 +84,7 @@ def _imported(source: str, module: str, is_package: bool) -> set[str]:
                 base = ".".join([*anchor, base] if base else anchor)
             names.add(base)
             names.update(f"{base}.{alias.name}" for alias in node.names)
-    return names
+    return frozenset(names)
 
 
 def requirements(root: Path | None = None, files: list[str] | None = None) -> dict[str, frozenset[str]]:
