@@ -106,7 +106,7 @@ lint: venv  ## ruff (code and notebooks: lint and format) and import-linter (the
 	$(BIN)/lint-imports
 
 # Two workers; each runs a test's group whole (its file, or its file and assignment), longest first (tests/conftest.py).
-PYTEST := $(BIN)/python -m pytest -n 2 --dist loadscope --no-loadscope-reorder
+PYTEST := $(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadscope --no-loadscope-reorder
 
 test-fast: venv  ## the unit tests: no book build, no browser, no class graded end to end (under a minute)
 	$(PYTEST) -m "not slow and not browser" $(PYTEST_ARGS)
