@@ -66,14 +66,19 @@ def run(n: int, *, plain: bool, jobs: int, folder: Path, assignment: str = ASSIG
 PHASE = re.compile(r"^\[(\d)/6\]")
 
 
-def cli_phases(course: Path, assignment: str, jobs: int, code: Path) -> dict[str, float]:
-    """Seconds of each phase of ``make grade``'s command run on ``code``'s packages (a checkout) for the class in
-    ``course``, timed by when each phase's line comes on its standard error; ``whole``: the command."""
+def cli_phases(course: Path, assignment: str, jobs: int, code: Path, isolated: Path | None = None) -> dict[str, float]:
+    """Seconds of each phase of ``make grade``'s command run on ``code``'s packages (a checkout, from which it
+    runs: ``python -m`` puts the working folder first on the search path) for the class in ``course``, timed by
+    when each phase's line comes on its standard error; ``whole``: the command. ``isolated``: a folder of a
+    sitecustomize module put on the search path after ``code``."""
     command = [sys.executable, "-m", "autograder.cli.grade", assignment, "--root", str(course), "--jobs", str(jobs)]
-    env = {**os.environ, "PYTHONPATH": str(code), "PYTHONUNBUFFERED": "1"}
+    path = os.pathsep.join(str(folder) for folder in (code, isolated) if folder)
+    env = {**os.environ, "PYTHONPATH": path, "PYTHONUNBUFFERED": "1"}
     started = time.perf_counter()
     marks: list[tuple[str, float]] = []
-    with subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env) as run:
+    with subprocess.Popen(
+        command, cwd=code, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env
+    ) as run:
         for line in run.stderr:
             found = PHASE.match(line)
             if found:
@@ -118,12 +123,26 @@ for i in range(n):
 """
 
 
+# The venv's editable install of the course finds any module that a checkout lacks in this one (COMMIT's
+# autograder would take this checkout's classroom, and its nbgrader this checkout's plugins): each side's
+# processes drop it as they start (sitecustomize runs after the venv's .pth files).
+ISOLATED = """
+import sys
+sys.meta_path[:] = [f for f in sys.meta_path if not getattr(f, "__module__", "").startswith("__editable__")]
+sys.path_hooks[:] = [h for h in sys.path_hooks if not getattr(h, "__module__", "").startswith("__editable__")]
+sys.path_importer_cache.clear()
+"""
+
+
 def compare(commit: str, n: int, jobs: int, assignment: str, rounds: int) -> None:
     """This checkout's make grade beside ``commit``'s, in turns; the median of each phase of each."""
     root = figures.ROOT
     with tempfile.TemporaryDirectory() as tmp:
         os.chmod(tmp, 0o755)
         old = Path(tmp) / "old"
+        isolated = Path(tmp) / "isolated"
+        isolated.mkdir()
+        (isolated / "sitecustomize.py").write_text(ISOLATED)
         subprocess.run(["git", "worktree", "add", "--detach", "--quiet", str(old), commit], cwd=root, check=True)
         try:
             sides = {commit: old, "this checkout": root}
@@ -132,10 +151,10 @@ def compare(commit: str, n: int, jobs: int, assignment: str, rounds: int) -> Non
             for r in range(rounds):
                 for name in list(sides)[:: 1 if r % 2 == 0 else -1]:  # in turns, each first every other round
                     course = Path(tmp) / f"{r}-{len(runs[name])}-{name[:3]}"
-                    env = {**os.environ, "PYTHONPATH": str(sides[name])}
+                    path = os.pathsep.join([str(sides[name]), str(isolated)])
                     command = [sys.executable, "-c", CLASS, str(course), assignment, str(n)]
-                    subprocess.run(command, cwd=sides[name], env=env, check=True)
-                    runs[name].append(cli_phases(course, assignment, jobs, sides[name]))
+                    subprocess.run(command, cwd=sides[name], env={**os.environ, "PYTHONPATH": path}, check=True)
+                    runs[name].append(cli_phases(course, assignment, jobs, sides[name], isolated))
                     reports[name].append(report_phases(course, assignment))
                     print(f"round {r + 1}, {name}: {runs[name][-1]['whole']:.1f} s", flush=True)
         finally:
