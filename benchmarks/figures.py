@@ -267,7 +267,34 @@ def _replicate_families(entry: dict) -> str:
     return _seeds_table(entry, what, columns, rows)
 
 
+def _gpu(entry: dict) -> str:
+    """Chapter 8's measurements on a GPU (benchmarks/gpu.py): the training runs, and which steps ran."""
+    figures = entry["figures"]
+    rows = []
+    for name in ("train-fp32", "train-bf16", "train-bf16-compile", "shakespeare"):
+        final = figures["steps"].get(name, {}).get("result")
+        if not final:
+            rows.append([name, "did not finish", "", "", "", ""])
+            continue
+        if "exact_match" in final:
+            quality = f"{final['exact_match']:.1%} exact match"
+        else:
+            quality = f"{final['val_loss']:.3f} validation loss"
+        mfu = f"{final['mfu']:.1%}" if final.get("mfu") is not None else "unknown"
+        rows.append([name, f"{final['steps']:,}", f"{final['tokens_per_second']:,.0f}", mfu, quality,
+                     _minutes(final["wall_seconds"])])  # fmt: skip
+    tests = figures["steps"].get("tests", {}).get("result") or {}
+    counts = ", ".join(f"{n} {what}" for what, n in tests.get("counts", {}).items()) or "not run"
+    table = "\n".join(f"| {' | '.join(row)} |" for row in rows)
+    return (
+        f"On {figures['device']} (PyTorch {figures['torch']}): the tests that compute on a device, {counts}.\n\n"
+        f"| run | steps | tokens/s | MFU | result | wall time |\n| --- | --- | --- | --- | --- | --- |\n{table}\n\n"
+        f"{_measured(entry)}.\n"
+    )
+
+
 RENDER: dict[str, Callable[[dict], str]] = {
+    "gpu": _gpu,
     "replicate-families": _replicate_families,
     "replicate-tying": _replicate_tying,
     "replicate-bottleneck": _replicate_bottleneck,

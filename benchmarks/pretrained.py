@@ -71,13 +71,16 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--tokens", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or mps (make generate's --device)")
+    parser.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default="float32")
     args = parser.parse_args(argv)
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.models:
             folder = write_checkpoint(name, Path(tmp))
             arguments = ["--model", str(folder), "--prompt", "Attention is", "--tokens", str(args.tokens)]
-            arguments += ["--rounds", str(args.rounds)] + (["--threads", str(args.threads)] if args.threads else [])
+            arguments += ["--rounds", str(args.rounds), "--device", args.device, "--dtype", args.dtype]
+            arguments += ["--threads", str(args.threads)] if args.threads else []
             printed = io.StringIO()
             with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(io.StringIO()):
                 result = generate.main(arguments)

@@ -30,6 +30,15 @@ def pytest_addoption(parser):
 
 
 @pytest.fixture(scope="session")
+def device() -> str:
+    """The device that tests which compute on one use (tests/support/devices.py): the CPU unless
+    ``$COURSE_TEST_DEVICE`` names another."""
+    from tests.support.devices import test_device
+
+    return test_device()
+
+
+@pytest.fixture(scope="session")
 def exhaustive(request) -> bool:
     """Whether the catalogue grades every notebook whole, each in a sandbox of its own (``--exhaustive``)."""
     return request.config.getoption("--exhaustive")

@@ -94,8 +94,8 @@ def test_too_many_positions_is_a_value_error_naming_the_lengths():
         model.extend(torch.zeros(1, 3, dtype=torch.long), cache)
 
 
-def test_the_quick_benchmark_prints_its_table_ratio_and_json(capsys):
-    result = bench.main(["--quick", "--device", "cpu"])
+def test_the_quick_benchmark_prints_its_table_ratio_and_json(capsys, device):
+    result = bench.main(["--quick", "--device", device])
     out = capsys.readouterr().out
     lines = out.strip().splitlines()
     assert any(line.startswith("ratio cached/uncached at 16 new tokens: ") for line in lines), out

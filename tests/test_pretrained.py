@@ -177,12 +177,13 @@ def test_pytorch_bin_and_sharded_checkpoints_load(form, tmp_path):
         assert (from_pretrained(tmp_path)(ids) - theirs(ids).logits).abs().max().item() < 1e-4
 
 
-def test_dtype_and_device_are_the_callers(tmp_path):
+def test_dtype_and_device_are_the_callers(tmp_path, device):
     build("gpt2-tied", tmp_path)
-    model = from_pretrained(tmp_path, device="cpu", dtype=torch.float64)
+    model = from_pretrained(tmp_path, device=device, dtype=torch.float64)
     assert {p.dtype for p in model.parameters()} == {torch.float64}
+    assert {p.device.type for p in model.parameters()} == {torch.device(device).type}
     assert not model.training
-    assert model(torch.zeros(1, 3, dtype=torch.long)).dtype == torch.float64
+    assert model(torch.zeros(1, 3, dtype=torch.long, device=device)).dtype == torch.float64
 
 
 # --------------------------------------------------------------------------- refusals, with their reasons

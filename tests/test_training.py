@@ -91,9 +91,10 @@ def test_epoch_batches_refuses_bad_arguments(kwargs, error):
         epoch_batches(**kwargs)
 
 
-def test_to_device_moves_nested_tensors_and_keeps_the_rest():
-    moved = to_device({"a": torch.ones(2), "b": [torch.zeros(1), 3], "c": "text"}, "cpu")
-    assert moved["a"].device.type == "cpu" and isinstance(moved["b"], list)
+def test_to_device_moves_nested_tensors_and_keeps_the_rest(device):
+    moved = to_device({"a": torch.ones(2), "b": [torch.zeros(1), 3], "c": "text"}, device)
+    assert moved["a"].device.type == moved["b"][0].device.type == torch.device(device).type
+    assert isinstance(moved["b"], list)
     assert moved["b"][1] == 3 and moved["c"] == "text"
 
 
@@ -158,13 +159,13 @@ def copy_loss(model, b):
     return sequence_cross_entropy(model(b["src"], b["src_mask"], b["tgt"][:, :-1]), b["tgt"][:, 1:])
 
 
-def test_train_lowers_the_loss_of_a_tiny_model_and_returns_one_loss_per_step(capsys):
+def test_train_lowers_the_loss_of_a_tiny_model_and_returns_one_loss_per_step(capsys, device):
     seed_everything(0)
-    model = TinyCopier()
+    model = TinyCopier().to(device)
     generator = torch.Generator().manual_seed(0)
     data = [copy_batch(32, generator) for _ in range(4)]
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
-    losses = train(model, lambda: iter(data), copy_loss, optimizer, steps=60, device="cpu")
+    losses = train(model, lambda: iter(data), copy_loss, optimizer, steps=60, device=device)
     assert len(losses) == 60 and all(isinstance(x, float) for x in losses)
     assert sum(losses[-5:]) / 5 < 0.5 * sum(losses[:5]) / 5
     assert not model.training
@@ -172,32 +173,32 @@ def test_train_lowers_the_loss_of_a_tiny_model_and_returns_one_loss_per_step(cap
     assert "60/60" in captured.out and captured.err == ""  # the bar goes to stdout, not stderr
 
 
-def test_train_can_run_silently_and_refuses_bad_arguments(capsys):
-    model = TinyCopier()
+def test_train_can_run_silently_and_refuses_bad_arguments(capsys, device):
+    model = TinyCopier().to(device)
     data = [copy_batch(4, torch.Generator().manual_seed(1))]
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    train(model, lambda: data, copy_loss, optimizer, steps=3, device="cpu", progress=False)
+    train(model, lambda: data, copy_loss, optimizer, steps=3, device=device, progress=False)
     assert capsys.readouterr().out == ""
     with pytest.raises(ValueError, match="steps must be a positive int"):
-        train(model, lambda: data, copy_loss, optimizer, steps=0, device="cpu")
+        train(model, lambda: data, copy_loss, optimizer, steps=0, device=device)
     with pytest.raises(ValueError, match="model must be a torch.nn.Module"):
-        train("model", lambda: data, copy_loss, optimizer, steps=1, device="cpu")
+        train("model", lambda: data, copy_loss, optimizer, steps=1, device=device)
     with pytest.raises(ValueError, match="batches_fn"):
-        train(model, data, copy_loss, optimizer, steps=1, device="cpu")
+        train(model, data, copy_loss, optimizer, steps=1, device=device)
     with pytest.raises(ValueError, match="batches_fn returned no batches"):
-        train(model, lambda: [], copy_loss, optimizer, steps=1, device="cpu", progress=False)
+        train(model, lambda: [], copy_loss, optimizer, steps=1, device=device, progress=False)
     with pytest.raises(ValueError, match="clip_grad_norm must be positive"):
-        train(model, lambda: data, copy_loss, optimizer, steps=1, device="cpu", clip_grad_norm=0)
+        train(model, lambda: data, copy_loss, optimizer, steps=1, device=device, clip_grad_norm=0)
 
 
-def test_train_steps_a_schedule_after_each_optimiser_step():
-    model = TinyCopier()
+def test_train_steps_a_schedule_after_each_optimiser_step(device):
+    model = TinyCopier().to(device)
     data = [copy_batch(4, torch.Generator().manual_seed(2))]
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: warmup_cosine(step, 20, 4))
     rates = []
     optimizer.register_step_pre_hook(lambda opt, args, kwargs: rates.append(opt.param_groups[0]["lr"]))
-    train(model, lambda: data, copy_loss, optimizer, steps=20, device="cpu", progress=False, schedule=schedule)
+    train(model, lambda: data, copy_loss, optimizer, steps=20, device=device, progress=False, schedule=schedule)
     assert rates == pytest.approx([0.5 * warmup_cosine(step, 20, 4) for step in range(20)])
     assert rates[:4] == pytest.approx([0.125, 0.25, 0.375, 0.5]) and rates[-1] > 0.05
 
@@ -228,14 +229,14 @@ def test_greedy_decode_stops_at_eos_and_pads_after_it():
     assert weights.shape == (2, 3, 3)
 
 
-def test_greedy_decode_of_a_trained_copier_and_its_arguments():
+def test_greedy_decode_of_a_trained_copier_and_its_arguments(device):
     seed_everything(0)
-    model = TinyCopier()
+    model = TinyCopier().to(device)
     generator = torch.Generator().manual_seed(0)
     data = [copy_batch(64, generator) for _ in range(8)]
     optimizer = torch.optim.Adam(model.parameters(), lr=2e-2)
-    train(model, lambda: iter(data), copy_loss, optimizer, steps=150, device="cpu", progress=False)
-    test = copy_batch(64, torch.Generator().manual_seed(99))
+    train(model, lambda: iter(data), copy_loss, optimizer, steps=150, device=device, progress=False)
+    test = to_device(copy_batch(64, torch.Generator().manual_seed(99)), device)
     tokens, weights = greedy_decode_rnn(model, test["src"], test["src_mask"], bos_id=1, eos_id=2, max_len=6)
     assert tokens.shape[0] == 64 and tokens.shape[1] <= 6 and weights.shape[::2] == (64, 3)
     assert exact_match(tokens[:, :4].tolist(), test["tgt"][:, 1:5].tolist()) > 0.8

@@ -1,0 +1,203 @@
+"""Chapter 8's measurements on a GPU, in one command: what the page cannot measure while it is built on a CPU.
+
+    python -m benchmarks.gpu                     # every step on the best device; records "gpu" in figures.json
+    python -m benchmarks.gpu --out DIR           # also write the record and each step's log into DIR
+    python -m benchmarks.gpu --quick             # a few steps of each, on any device: records nothing
+
+The steps, each a program of the course run in a process of its own with a time limit, so that one that
+fails or runs out of time leaves the others' figures:
+
+- ``tests``: the tests that compute on a device (tests/support/devices.py), on this one;
+- ``train-fp32``, ``train-bf16``, ``train-bf16-compile``: ``make train`` on the dates task with its
+  defaults, in float32, with bfloat16 autocast, and with bfloat16 and ``torch.compile``;
+- ``attention``: ``benchmarks.attention``, the course's attention against the fused kernels by length;
+- ``shakespeare``: the character language model at nanoGPT's shakespeare_char settings (its README reports a
+  validation loss of 1.4697), its training stopped after its time limit less the time to start and evaluate;
+- ``transformer-fp32``, ``transformer-bf16``: ``make bench-transformer`` at the page's GPU sizes;
+- ``generate``, ``pretrained``: ``make bench-generate`` and ``make bench-pretrained`` on this device.
+
+Chapter 8 plots and tabulates the record (``benchmarks/figures.json``, ``gpu``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.figures import ROOT, record
+from tests.support.devices import FILES as DEVICE_TESTS
+
+PYTHON = sys.executable
+TRAINER = [PYTHON, "-m", "attention_course.trainer", "--no-progress"]
+# nanoGPT's config/train_shakespeare_char.py, in the trainer's options: 6 layers of width 384 with 6 heads,
+# windows of 256 characters, batches of 64, dropout 0.2, peak learning rate 1e-3 after 100 warm-up steps,
+# 5,000 steps, the output layer tied to the embedding.
+SHAKESPEARE = [
+    "--task", "chars", "--corpus", "shakespeare", "--layers", "6", "--d-model", "384", "--heads", "6",
+    "--d-ff", "1536", "--dropout", "0.2", "--block-size", "256", "--batch-size", "64", "--lr", "1e-3",
+    "--warmup", "100", "--steps", "5000", "--tie-weights", "--eval-examples", "256", "--log-every", "250",
+    "--checkpoint-every", "5000", "--precision", "bf16", "--compile",
+]  # fmt: skip
+# A few small steps of the same model, in float32 and not compiled (each takes minutes on a CPU).
+QUICK_SHAKESPEARE = [
+    *SHAKESPEARE[: SHAKESPEARE.index("--compile")],
+    *("--steps", "4", "--warmup", "2", "--eval-examples", "8", "--batch-size", "4", "--precision", "fp32"),
+]
+# The page's GPU sizes for benchmarks/transformer.py (chapter 8, LARGE).
+TRANSFORMER = ["--d-model", "256", "--d-ff", "1024", "--batch-size", "512", "--steps", "10", "--rounds", "3"]
+LM_RESERVE = 45  # seconds of a language-model run outside its training steps: start, compiling, evaluation
+
+
+def steps(quick: bool, device: str) -> list[tuple[str, list[str], float]]:
+    """(name, command, time limit in seconds) of each step, in the order they run."""
+    train = ["--steps", "20", "--warmup", "2", "--eval-examples", "40"] if quick else []
+    tests = [PYTHON, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfE", *DEVICE_TESTS]
+    if quick:
+        tests += ["-k", "to_device or best_device or dtype_and_device"]
+    elif _has_xdist():
+        tests += ["-n", "8"]
+    transformer = ["--steps", "2", "--rounds", "1", "--batch-size", "16", "--d-model", "32", "--d-ff", "64"]
+    transformer = transformer if quick else TRANSFORMER
+    attention = ["--lengths", "64", "128", "--repeats", "1", "--heads", "2"] if quick else []
+    return [
+        ("tests", tests, 240),
+        ("train-fp32", [*TRAINER, "--precision", "fp32", *train], 150),
+        ("train-bf16", [*TRAINER, "--precision", "bf16", *train], 150),
+        ("train-bf16-compile", [*TRAINER, "--precision", "bf16", "--compile", *train], 300),
+        ("attention", [PYTHON, "-m", "benchmarks.attention", "--device", device, *attention], 150),
+        ("shakespeare", [*TRAINER, *(QUICK_SHAKESPEARE if quick else SHAKESPEARE)], 240),
+        ("transformer-fp32", [PYTHON, "-m", "benchmarks.transformer", "--device", device, *transformer], 120),
+        (
+            "transformer-bf16",
+            [PYTHON, "-m", "benchmarks.transformer", "--device", device, "--precision", "bf16", *transformer],
+            120,
+        ),  # fmt: skip
+        ("generate", [PYTHON, "-m", "benchmarks.generate", "--device", device, *(["--quick"] if quick else [])], 150),
+        (
+            "pretrained",
+            [
+                PYTHON,
+                "-m",
+                "benchmarks.pretrained",
+                "--device",
+                device,
+                *(["--models", "gpt2", "--tokens", "4", "--rounds", "1"] if quick else []),
+            ],
+            240,
+        ),  # fmt: skip
+    ]
+
+
+def _has_xdist() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("xdist") is not None
+
+
+def last_json(output: str):
+    """The last line of a program's output that is JSON (the programs print their figures last)."""
+    for line in reversed(output.splitlines()):
+        if line.startswith(("{", "[")):
+            return json.loads(line)
+    return None
+
+
+def pytest_summary(output: str) -> dict:
+    """The counts of pytest's summary line (``3 failed, 40 passed in 20.1s``) and the tests that failed."""
+    counts = {}
+    for line in reversed(output.splitlines()):
+        found = re.findall(r"(\d+) (passed|failed|errors?|skipped|deselected)", line)
+        if found and " in " in line:
+            counts = {what.rstrip("s") if what != "passed" else what: int(n) for n, what in found}
+            break
+    failed = [
+        line.split(" ", 1)[1].split(" - ")[0] for line in output.splitlines() if line.startswith(("FAILED ", "ERROR "))
+    ]
+    return {"counts": counts, "failed": failed}
+
+
+def run_step(name: str, command: list[str], limit: float, logs: Path, environment: dict) -> dict:
+    """Run one step; its figures (the JSON it printed last), seconds and exit status, or how it failed."""
+    started = time.perf_counter()
+    shown = " ".join("python" if part == PYTHON else part for part in command)
+    print(f"== {name}: {shown} (limit {limit:.0f} s)", flush=True)
+    try:
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=limit, env=environment)
+        output, status = done.stdout + done.stderr, done.returncode
+    except subprocess.TimeoutExpired as expired:
+        output = expired.stdout or ""
+        output = output.decode(errors="replace") if isinstance(output, bytes) else output
+        status = "timeout"
+    seconds = round(time.perf_counter() - started, 1)
+    (logs / f"{name}.log").write_text(output)
+    step = {"command": shown, "seconds": seconds, "status": status}
+    if name == "tests":
+        step["result"] = pytest_summary(output)
+    else:
+        try:
+            step["result"] = last_json(output)
+        except json.JSONDecodeError:
+            step["result"] = None
+    if status != 0:
+        step["tail"] = output[-2000:]
+    print(f"   {name}: status {status} in {seconds} s", flush=True)
+    return step
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="a few steps of each program; records nothing")
+    parser.add_argument("--out", type=Path, default=None, help="also write the record and the logs here")
+    parser.add_argument("--only", nargs="+", default=None, help="run these steps only (by name)")
+    parser.add_argument("--deadline", type=float, default=None, help="seconds for all the steps together")
+    parser.add_argument("--commit", default=None, help="the commit measured (default: git's, where there is one)")
+    args = parser.parse_args(argv)
+    import torch
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    plan = steps(args.quick, device)
+    unknown = set(args.only or ()) - {name for name, _, _ in plan}
+    if unknown:
+        parser.error(f"no step named {', '.join(sorted(unknown))}; the steps: {', '.join(n for n, _, _ in plan)}")
+    started = time.perf_counter()
+    logs = args.out or Path(tempfile.mkdtemp(prefix="gpu-"))
+    logs.mkdir(parents=True, exist_ok=True)
+    figures = {"device": torch.cuda.get_device_name() if device == "cuda" else "CPU", "torch": torch.__version__}
+    figures["steps"] = {}
+    environment = {**os.environ, "COURSE_TEST_DEVICE": device, "PYTHONUNBUFFERED": "1"}
+    for name, command, limit in plan:
+        if args.only and name not in args.only:
+            continue
+        left = None if args.deadline is None else args.deadline - (time.perf_counter() - started)
+        if left is not None and left < 20:
+            figures["steps"][name] = {"status": "skipped: no time left"}
+            continue
+        if left is not None:
+            limit = min(limit, left)
+        out = Path(tempfile.mkdtemp(prefix=f"{name}-"))
+        if command[:3] == TRAINER[:3]:
+            command = [*command, "--out", str(out)]
+            if name == "shakespeare" and not args.quick:
+                command += ["--time-budget", str(max(30, round(limit - LM_RESERVE)))]
+        figures["steps"][name] = run_step(name, command, limit, logs, environment)
+        (logs / "gpu.json").write_text(json.dumps(figures, indent=1) + "\n")
+    figures["seconds"] = round(time.perf_counter() - started, 1)
+    (logs / "gpu.json").write_text(json.dumps(figures, indent=1) + "\n")
+    if not args.quick:
+        shown = " ".join(["python -m benchmarks.gpu", *(argv if argv is not None else sys.argv[1:])])
+        entry = record("gpu", shown, figures, commit=args.commit)
+        (logs / "record.json").write_text(json.dumps(entry, indent=1) + "\n")
+    failed = [name for name, step in figures["steps"].items() if step.get("status") != 0]
+    print(f"done in {figures['seconds']} s; " + (f"failed: {', '.join(failed)}" if failed else "every step passed"))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
