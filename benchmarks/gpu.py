@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -105,7 +106,10 @@ def last_json(output: str):
     """The last line of a program's output that is JSON (the programs print their figures last)."""
     for line in reversed(output.splitlines()):
         if line.startswith(("{", "[")):
-            return json.loads(line)
+            try:
+                return json.loads(line)
+            except json.JSONDecodeError:  # a warning such as "[W1126 ...]" on the way
+                continue
     return None
 
 
@@ -128,12 +132,16 @@ def run_step(name: str, command: list[str], limit: float, logs: Path, environmen
     started = time.perf_counter()
     shown = " ".join("python" if part == PYTHON else part for part in command)
     print(f"== {name}: {shown} (limit {limit:.0f} s)", flush=True)
+    # A process group of its own: on its time limit the step is ended with every process it started (pytest's
+    # workers, torch.compile's), which would otherwise hold its output open.
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               env=environment, start_new_session=True)  # fmt: skip
     try:
-        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=limit, env=environment)
-        output, status = done.stdout + done.stderr, done.returncode
-    except subprocess.TimeoutExpired as expired:
-        output = expired.stdout or ""
-        output = output.decode(errors="replace") if isinstance(output, bytes) else output
+        output, _ = process.communicate(timeout=limit)
+        status = process.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        output, _ = process.communicate()
         status = "timeout"
     seconds = round(time.perf_counter() - started, 1)
     (logs / f"{name}.log").write_text(output)
@@ -141,10 +149,7 @@ def run_step(name: str, command: list[str], limit: float, logs: Path, environmen
     if name == "tests":
         step["result"] = pytest_summary(output)
     else:
-        try:
-            step["result"] = last_json(output)
-        except json.JSONDecodeError:
-            step["result"] = None
+        step["result"] = last_json(output)
     if status != 0:
         step["tail"] = output[-2000:]
     print(f"   {name}: status {status} in {seconds} s", flush=True)

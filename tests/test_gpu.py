@@ -49,7 +49,7 @@ def test_pytests_summary_is_read_with_the_failed_tests():
         "failed": ["tests/test_x.py::test_a"],
     }
     assert gpu.pytest_summary("12 passed in 3.0s")["counts"] == {"passed": 12}
-    assert gpu.last_json('progress\n{"a": 1}\ndone\n') == {"a": 1} and gpu.last_json("no figures") is None
+    assert gpu.last_json('progress\n{"a": 1}\n[W1126 warning]\n') == {"a": 1} and gpu.last_json("no figures") is None
 
 
 def test_a_quick_run_writes_each_steps_figures_and_records_nothing(tmp_path, monkeypatch):
