@@ -784,7 +784,7 @@ def report(run: Run, progress: Progress, started: float) -> dict:
         "wall_seconds": round(time.perf_counter() - started, 2),
         "parameters": sum(p.numel() for p in raw_model.parameters()),
         "flops_per_token": round(flops_per_token, 1) if flops_per_token else None,
-        "mfu": round(utilisation, 4) if utilisation is not None else None,
+        "mfu": float(f"{utilisation:.3g}") if utilisation is not None else None,  # small models: 0.0001 is not 0
         "peak_tflops": peak / 1e12 if peak is not None else None,
         "peak_source": peak_source,
         "precision": args.precision,

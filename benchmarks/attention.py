@@ -21,6 +21,7 @@ import argparse
 import json
 import statistics
 import time
+import warnings
 
 import torch
 import torch.nn.functional as F
@@ -41,7 +42,8 @@ def attend(implementation: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tenso
     """Causal self-attention of ``q``, ``k``, ``v`` (batch, heads, length, head size) by ``implementation``."""
     if implementation == "course":
         return scaled_dot_product_attention(q, k, v, causal_mask(q.size(-2), device=q.device))[0]
-    with sdpa_kernel(BACKENDS[implementation]):
+    with sdpa_kernel(BACKENDS[implementation]), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # why a back end refuses: the row says "not available"
         return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
 

@@ -267,7 +267,7 @@ def _replicate_families(entry: dict) -> str:
     return _seeds_table(entry, what, columns, rows)
 
 
-def _gpu(entry: dict) -> str:
+def _gpu_measurements(entry: dict) -> str:
     """Chapter 8's measurements on a GPU (benchmarks/gpu.py): the training runs, and which steps ran."""
     figures = entry["figures"]
     rows = []
@@ -280,7 +280,7 @@ def _gpu(entry: dict) -> str:
             quality = f"{final['exact_match']:.1%} exact match"
         else:
             quality = f"{final['val_loss']:.3f} validation loss"
-        mfu = f"{final['mfu']:.1%}" if final.get("mfu") is not None else "unknown"
+        mfu = f"{final['mfu']:.2%}" if final.get("mfu") is not None else "unknown"
         rows.append([name, f"{final['steps']:,}", f"{final['tokens_per_second']:,.0f}", mfu, quality,
                      _minutes(final["wall_seconds"])])  # fmt: skip
     tests = figures["steps"].get("tests", {}).get("result") or {}
@@ -294,7 +294,7 @@ def _gpu(entry: dict) -> str:
 
 
 RENDER: dict[str, Callable[[dict], str]] = {
-    "gpu": _gpu,
+    "gpu": _gpu_measurements,
     "replicate-families": _replicate_families,
     "replicate-tying": _replicate_tying,
     "replicate-bottleneck": _replicate_bottleneck,

@@ -26,6 +26,7 @@ import json
 import os
 import re
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -63,7 +64,7 @@ def steps(quick: bool, device: str) -> list[tuple[str, list[str], float]]:
     if quick:
         tests += ["-k", "to_device or best_device or dtype_and_device"]
     elif _has_xdist():
-        tests += ["-n", "8"]
+        tests += ["-n", "16"]
     transformer = ["--steps", "2", "--rounds", "1", "--batch-size", "16", "--d-model", "32", "--d-ff", "64"]
     transformer = transformer if quick else TRANSFORMER
     attention = ["--lengths", "64", "128", "--repeats", "1", "--heads", "2"] if quick else []
@@ -127,6 +128,13 @@ def pytest_summary(output: str) -> dict:
     return {"counts": counts, "failed": failed}
 
 
+def steady_rate(metrics: Path) -> float | None:
+    """The median tokens per second of the second half of a training run's windows (metrics.jsonl): its speed
+    once compiling and warming up are over, which the run's overall rate includes."""
+    rates = [json.loads(line)["tokens_per_second"] for line in metrics.read_text().splitlines() if line.strip()]
+    return round(statistics.median(rates[len(rates) // 2 :]), 1) if rates else None
+
+
 def run_step(name: str, command: list[str], limit: float, logs: Path, environment: dict) -> dict:
     """Run one step; its figures (the JSON it printed last), seconds and exit status, or how it failed."""
     started = time.perf_counter()
@@ -144,7 +152,8 @@ def run_step(name: str, command: list[str], limit: float, logs: Path, environmen
         output, _ = process.communicate()
         status = "timeout"
     seconds = round(time.perf_counter() - started, 1)
-    (logs / f"{name}.log").write_text(output)
+    with (logs / "steps.log").open("a") as log:  # one file: a GPU machine gives back few
+        log.write(f"== {name}: {shown}\n{output}\n")
     step = {"command": shown, "seconds": seconds, "status": status}
     if name == "tests":
         step["result"] = pytest_summary(output)
@@ -192,6 +201,8 @@ def main(argv: list[str] | None = None) -> int:
             if name == "shakespeare" and not args.quick:
                 command += ["--time-budget", str(max(30, round(limit - LM_RESERVE)))]
         figures["steps"][name] = run_step(name, command, limit, logs, environment)
+        if (out / "metrics.jsonl").is_file() and figures["steps"][name]["result"]:
+            figures["steps"][name]["result"]["steady_tokens_per_second"] = steady_rate(out / "metrics.jsonl")
         (logs / "gpu.json").write_text(json.dumps(figures, indent=1) + "\n")
     figures["seconds"] = round(time.perf_counter() - started, 1)
     (logs / "gpu.json").write_text(json.dumps(figures, indent=1) + "\n")

@@ -165,7 +165,7 @@ def main() -> None:
         summary[name] = {
             "tokens_per_second": round(rate, 1),
             "ratio_to_torch_nn": round(rate / baseline, 3),
-            "mfu": round(utilisation, 4) if utilisation is not None else None,
+            "mfu": float(f"{utilisation:.3g}") if utilisation is not None else None,
         }
     print(
         json.dumps(

@@ -60,7 +60,8 @@ def test_a_quick_run_writes_each_steps_figures_and_records_nothing(tmp_path, mon
     assert status == 0 and not recorded and set(written["steps"]) == {"attention", "generate"}
     rows = written["steps"]["attention"]["result"]["rows"]
     assert {row["implementation"] for row in rows} == set(attention.IMPLEMENTATIONS)
-    assert (tmp_path / "attention.log").read_text().strip().endswith("}")
+    log = (tmp_path / "steps.log").read_text()
+    assert log.startswith("== attention: python -m benchmarks.attention") and "== generate: " in log
     with pytest.raises(SystemExit):
         gpu.main(["--quick", "--only", "nonsense"])
 
@@ -92,5 +93,5 @@ def test_the_record_is_rendered_whatever_steps_finished():
     }
     text = figures.RENDER["gpu"](entry)
     assert "40 passed, 1 failed" in text
-    assert "| train-bf16 | 1,500 | 1,000,000 | 1.0% | 99.0% exact match | 30 s |" in text
+    assert "| train-bf16 | 1,500 | 1,000,000 | 1.00% | 99.0% exact match | 30 s |" in text
     assert "| shakespeare | did not finish |" in text and "| train-fp32 | did not finish |" in text

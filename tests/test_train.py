@@ -132,11 +132,12 @@ def test_the_peak_is_looked_up_by_the_exact_device_name(monkeypatch):
 
 
 def test_a_dates_run_writes_checkpoint_metrics_plot_and_one_json_line(tmp_path):
-    final = run([*TINY, "--steps", "12", "--out", str(tmp_path), "--peak-tflops", "0.5"])
+    # A peak far above the achieved FLOP/s, as for a small model on a large GPU: its MFU is small, not zero.
+    final = run([*TINY, "--steps", "12", "--out", str(tmp_path), "--peak-tflops", "5000"])
     for key in ("task", "device", "exact_match", "val_loss", "tokens_per_second", "wall_seconds"):
         assert key in final, key
     assert final["peak_source"] == "--peak-tflops" and final["flops_per_token"] > 0
-    assert final["mfu"] == pytest.approx(final["tokens_per_second"] * final["flops_per_token"] / 0.5e12, abs=1e-4)
+    assert final["mfu"] == pytest.approx(final["tokens_per_second"] * final["flops_per_token"] / 5e15, rel=1e-2)
     assert final["task"] == "dates" and final["steps"] == 12 and final["tokens_per_second"] > 0
     assert 0.0 <= final["exact_match"] <= 1.0
     lines = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
