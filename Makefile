@@ -24,7 +24,7 @@ BOOK_OUT ?= .
 SITE ?= _build/html
 DEST ?=
 
-.PHONY: help venv lint test-fast sandbox browser book linkcheck check-site student-repo test test-exhaustive exercises check-exercises grade check validate similarity bench-suite bench-book figures bench-grading grading-accuracy train generate bench-transformer bench-generate bench-pretrained clean
+.PHONY: help venv lint test-fast sandbox browser book linkcheck check-site student-repo test test-exhaustive exercises check-exercises grade check validate similarity bench-suite bench-book figures bench-grading grading-accuracy train generate bench-transformer bench-generate bench-pretrained test-device bench-gpu clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -153,6 +153,12 @@ figures: venv  ## write the figures that README.md and the book quote from bench
 
 bench-grading: venv sandbox  ## seconds per notebook, plain nbgrader vs sandboxed grading (N=8; BENCH_ARGS="--help")
 	$(BIN)/python -m benchmarks.grading $(or $(N),8) $(or $(BENCH_ARGS),--jobs 1 2)
+
+test-device: venv  ## the tests that compute on a device, on DEVICE (default cuda; benchmarks/gpu.py's DEVICE_TESTS)
+	COURSE_TEST_DEVICE=$(or $(DEVICE),cuda) $(PYTEST) $(PYTEST_ARGS) $$($(BIN)/python -c 'from benchmarks.gpu import DEVICE_TESTS; print(*DEVICE_TESTS)')
+
+bench-gpu: venv  ## chapter 8's measurements on a GPU (benchmarks.gpu), recorded for the chapter; ARGS="--help"
+	$(BIN)/python -m benchmarks.gpu $(ARGS)
 
 train: venv  ## train the capstone Transformer (dates task, best device); options: ARGS="--help"
 	$(BIN)/python -m attention_course.trainer $(ARGS)

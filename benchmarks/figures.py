@@ -80,15 +80,19 @@ def load() -> dict:
     return json.loads(RECORD.read_text()) if RECORD.is_file() else {}
 
 
-def record(name: str, command: str, figures: dict, *, commit: str | None = None) -> dict:
-    """Keep ``figures`` of the measurement ``name`` with its command and machine, in benchmarks/figures.json."""
+def record(name: str, command: str, figures: dict, *, commit: str | None = None, measured: dict | None = None) -> dict:
+    """Keep ``figures`` of the measurement ``name`` with its command and machine, in benchmarks/figures.json.
+    ``measured`` (``day`` and ``machine``) is for figures measured elsewhere, by a program that recorded its
+    own (benchmarks.gpu, on a GPU machine); by default they are this machine's, today."""
     if name not in RENDER:
         raise ValueError(f"no page shows figures named {name!r}; known: {', '.join(sorted(RENDER))}")
+    today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+    measured = measured or {"day": today, "machine": machine()}
     entry = {
         "command": command,
-        "day": datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
+        "day": measured["day"],
         "commit": commit or _commit(),
-        "machine": machine(),
+        "machine": measured["machine"],
         "figures": figures,
     }
     records = load()
@@ -270,26 +274,37 @@ def _replicate_families(entry: dict) -> str:
 def _gpu_measurements(entry: dict) -> str:
     """Chapter 8's measurements on a GPU (benchmarks/gpu.py): the training runs, and which steps ran."""
     figures = entry["figures"]
-    rows = []
+    rows, earlier = [], set()
     for name in ("train-fp32", "train-bf16", "train-bf16-compile", "shakespeare"):
-        final = figures["steps"].get(name, {}).get("result")
+        step = figures["steps"].get(name, {})
+        final = step.get("result")
         if not final:
-            rows.append([name, "did not finish", "", "", "", ""])
+            rows.append([name, "did not finish", "", "", "", "", ""])
             continue
+        if step.get("commit"):
+            earlier.add(step["commit"])
+            name += f" (at {step['commit']})"
         if "exact_match" in final:
             quality = f"{final['exact_match']:.1%} exact match"
         else:
             quality = f"{final['val_loss']:.3f} validation loss"
-        mfu = f"{final['mfu']:.2%}" if final.get("mfu") is not None else "unknown"
-        rows.append([name, f"{final['steps']:,}", f"{final['tokens_per_second']:,.0f}", mfu, quality,
+        mfu = f"{100 * final['mfu']:.2g}%" if final.get("mfu") is not None else "unknown"
+        steady = f"{final['steady_tokens_per_second']:,.0f}" if "steady_tokens_per_second" in final else ""
+        rows.append([name, f"{final['steps']:,}", f"{final['tokens_per_second']:,.0f}", steady, mfu, quality,
                      _minutes(final["wall_seconds"])])  # fmt: skip
     tests = figures["steps"].get("tests", {}).get("result") or {}
     counts = ", ".join(f"{n} {what}" for what, n in tests.get("counts", {}).items()) or "not run"
     table = "\n".join(f"| {' | '.join(row)} |" for row in rows)
+    header = "| run | steps | tokens/s | steady tokens/s | MFU | result | wall time |\n" + "| --- " * 7 + "|\n"
+    note = (
+        " A run marked with a commit is from an earlier run of the same program, on the same kind of machine, "
+        "which the recorded run did not finish in its time."
+        if earlier
+        else ""
+    )
     return (
         f"On {figures['device']} (PyTorch {figures['torch']}): the tests that compute on a device, {counts}.\n\n"
-        f"| run | steps | tokens/s | MFU | result | wall time |\n| --- | --- | --- | --- | --- | --- |\n{table}\n\n"
-        f"{_measured(entry)}.\n"
+        f"{header}{table}\n\n{_measured(entry)}.{note}\n"
     )
 
 

@@ -3,11 +3,14 @@
     python -m benchmarks.gpu                     # every step on the best device; records "gpu" in figures.json
     python -m benchmarks.gpu --out DIR           # also write the record and each step's log into DIR
     python -m benchmarks.gpu --quick             # a few steps of each, on any device: records nothing
+    python -m benchmarks.gpu --record DIR/record.json --fill-from EARLIER/gpu.json COMMIT
+                                                 # here: keep what a GPU machine recorded, with the steps
+                                                 # that it did not finish taken from an earlier run
 
 The steps, each a program of the course run in a process of its own with a time limit, so that one that
 fails or runs out of time leaves the others' figures:
 
-- ``tests``: the tests that compute on a device (tests/support/devices.py), on this one;
+- ``tests``: the tests that compute on a device (:data:`DEVICE_TESTS`), on this one;
 - ``train-fp32``, ``train-bf16``, ``train-bf16-compile``: ``make train`` on the dates task with its
   defaults, in float32, with bfloat16 autocast, and with bfloat16 and ``torch.compile``;
 - ``attention``: ``benchmarks.attention``, the course's attention against the fused kernels by length;
@@ -34,8 +37,16 @@ import time
 from pathlib import Path
 
 from benchmarks.figures import ROOT, record
-from tests.support.devices import FILES as DEVICE_TESTS
 
+# The test files whose tests compute on the device that $COURSE_TEST_DEVICE names (tests/support/devices.py).
+DEVICE_TESTS = (
+    "tests/test_training.py",
+    "tests/test_train.py",
+    "tests/test_generate.py",
+    "tests/test_pretrained.py",
+    "tests/test_attention_course.py",
+    "tests/test_gpu.py",
+)
 PYTHON = sys.executable
 TRAINER = [PYTHON, "-m", "attention_course.trainer", "--no-progress"]
 # nanoGPT's config/train_shakespeare_char.py, in the trainer's options: 6 layers of width 384 with 6 heads,
@@ -165,6 +176,34 @@ def run_step(name: str, command: list[str], limit: float, logs: Path, environmen
     return step
 
 
+def finished(step: dict | None) -> bool:
+    """Whether a step ran to its end: exit status 0 and, for a training run given a time limit, all its steps."""
+    if not step or step.get("status") != 0 or step.get("result") is None:
+        return False
+    words = step["command"].split()
+    if "--time-budget" in words:
+        planned = int(words[len(words) - 1 - words[::-1].index("--steps") + 1])
+        return step["result"].get("steps") == planned
+    return True
+
+
+def record_measured(path: Path, earlier: Path | None, earlier_commit: str | None, argv: list[str]) -> dict:
+    """Record the entry that a GPU machine wrote (``--out``'s record.json) in benchmarks/figures.json, with
+    each step that it did not finish taken from an earlier run's gpu.json (marked with that run's commit)."""
+    entry = json.loads(path.read_text())
+    figures = entry["figures"]
+    if earlier is not None:
+        before = json.loads(earlier.read_text())
+        if before["device"] != figures["device"]:
+            raise SystemExit(f"{earlier} was measured on {before['device']}, not {figures['device']}")
+        for name, step in before["steps"].items():
+            if not finished(figures["steps"].get(name)) and finished(step):
+                figures["steps"][name] = {**step, "commit": earlier_commit}
+    command = f"{entry['command']}, then python -m benchmarks.gpu {' '.join(argv)}"
+    measured = {"day": entry["day"], "machine": entry["machine"]}
+    return record("gpu", command, figures, commit=entry["commit"], measured=measured)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="a few steps of each program; records nothing")
@@ -172,7 +211,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="+", default=None, help="run these steps only (by name)")
     parser.add_argument("--deadline", type=float, default=None, help="seconds for all the steps together")
     parser.add_argument("--commit", default=None, help="the commit measured (default: git's, where there is one)")
+    parser.add_argument("--record", type=Path, default=None, help="record this record.json of a GPU machine's run")
+    parser.add_argument(
+        "--fill-from",
+        nargs=2,
+        metavar=("GPU_JSON", "COMMIT"),
+        default=None,
+        help="with --record: an earlier run's gpu.json, and its commit, for the steps not finished",
+    )
     args = parser.parse_args(argv)
+    if args.record:
+        earlier, commit = (Path(args.fill_from[0]), args.fill_from[1]) if args.fill_from else (None, None)
+        record_measured(args.record, earlier, commit, argv if argv is not None else sys.argv[1:])
+        return 0
     import torch
 
     device = "cuda" if torch.cuda.is_available() else "cpu"

@@ -52,6 +52,7 @@ def test_pytests_summary_is_read_with_the_failed_tests():
     assert gpu.last_json('progress\n{"a": 1}\n[W1126 warning]\n') == {"a": 1} and gpu.last_json("no figures") is None
 
 
+@pytest.mark.slow  # two benchmarks run end to end
 def test_a_quick_run_writes_each_steps_figures_and_records_nothing(tmp_path, monkeypatch):
     recorded = []
     monkeypatch.setattr(gpu, "record", lambda *args, **kwargs: recorded.append(args))
@@ -82,7 +83,7 @@ def test_the_record_is_rendered_whatever_steps_finished():
                     "result": {
                         "steps": 1500,
                         "tokens_per_second": 1e6,
-                        "mfu": 0.01,
+                        "mfu": 0.000123,
                         "exact_match": 0.99,
                         "wall_seconds": 30.0,
                     },
@@ -93,5 +94,37 @@ def test_the_record_is_rendered_whatever_steps_finished():
     }
     text = figures.RENDER["gpu"](entry)
     assert "40 passed, 1 failed" in text
-    assert "| train-bf16 | 1,500 | 1,000,000 | 1.00% | 99.0% exact match | 30 s |" in text
+    assert "| train-bf16 | 1,500 | 1,000,000 |  | 0.012% | 99.0% exact match | 30 s |" in text
     assert "| shakespeare | did not finish |" in text and "| train-fp32 | did not finish |" in text
+
+
+def test_a_gpu_machines_record_is_kept_with_its_unfinished_steps_from_an_earlier_run(tmp_path, monkeypatch):
+    recorded = []
+    monkeypatch.setattr(gpu, "record", lambda *args, **kwargs: recorded.append((args, kwargs)))
+    lm = "python -m attention_course.trainer --steps 5000 --time-budget 49"
+    now = {
+        "tests": {"command": "pytest", "status": 0, "result": {"counts": {"passed": 3}}},
+        "shakespeare": {"command": lm, "status": 0, "result": {"steps": 2190}},  # stopped by its time limit
+        "generate": {"status": "skipped: no time left"},
+        "attention": {"command": "a", "status": 0, "result": {"rows": []}},
+    }
+    before = {
+        "shakespeare": {"command": lm, "status": 0, "result": {"steps": 5000}},
+        "generate": {"command": "g", "status": 0, "result": {"new_tokens": {}}},
+        "attention": {"command": "a", "status": 0, "result": {"rows": ["earlier"]}},
+        "pretrained": {"command": "p", "status": "timeout", "result": None},
+    }
+    entry = {"command": "python -m benchmarks.gpu", "day": "2026-11-26", "commit": "bbb", "machine": "1 × H200"}
+    (tmp_path / "record.json").write_text(json.dumps({**entry, "figures": {"device": "H200", "steps": now}}))
+    (tmp_path / "gpu.json").write_text(json.dumps({"device": "H200", "steps": before}))
+    assert gpu.main(["--record", str(tmp_path / "record.json"), "--fill-from", str(tmp_path / "gpu.json"), "aaa"]) == 0
+    (name, command, figures), kwargs = recorded[0]
+    assert name == "gpu" and command.startswith("python -m benchmarks.gpu, then python -m benchmarks.gpu --record")
+    assert kwargs == {"commit": "bbb", "measured": {"day": "2026-11-26", "machine": "1 × H200"}}
+    steps = figures["steps"]
+    assert steps["shakespeare"]["result"]["steps"] == 5000 and steps["shakespeare"]["commit"] == "aaa"
+    assert steps["generate"]["commit"] == "aaa" and steps["attention"]["result"]["rows"] == []  # its own, finished
+    assert "commit" not in steps["tests"] and "pretrained" not in steps  # unfinished in both runs
+    (tmp_path / "gpu.json").write_text(json.dumps({"device": "H100", "steps": before}))
+    with pytest.raises(SystemExit, match="measured on H100, not H200"):
+        gpu.main(["--record", str(tmp_path / "record.json"), "--fill-from", str(tmp_path / "gpu.json"), "aaa"])
