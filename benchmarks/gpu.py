@@ -20,6 +20,12 @@ fails or runs out of time leaves the others' figures:
 - ``generate``, ``pretrained``: ``make bench-generate`` and ``make bench-pretrained`` on this device.
 
 Chapter 8 plots and tabulates the record (``benchmarks/figures.json``, ``gpu``).
+
+A GPU machine whose Python lacks the notebook tools (nbformat, nbgrader) cannot build the solution modules
+from the instructor notebooks: write them here first, ``attention_course.solutions.module_source(name)`` into
+``attention_course/solutions/<name>.py`` of the copy that goes there, as the students' repository has them. A
+machine that reaches no network needs the tiny-Shakespeare text in ``$ATTENTION_COURSE_CACHE``
+(``attention_course.corpora``, checked against its SHA-256).
 """
 
 from __future__ import annotations

@@ -33,9 +33,9 @@ def pytest_addoption(parser):
 def device() -> str:
     """The device that tests which compute on one use (tests/support/devices.py): the CPU unless
     ``$COURSE_TEST_DEVICE`` names another."""
-    from tests.support.devices import test_device
+    from tests.support.devices import chosen_device
 
-    return test_device()
+    return chosen_device()
 
 
 @pytest.fixture(scope="session")

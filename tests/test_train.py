@@ -19,7 +19,7 @@ from attention_course.model import DecoderOnly, EncoderDecoder
 from attention_course.solutions.ch04_masking import causal_mask
 from attention_course.tokenization import train_bpe
 from attention_course.trainer import PEAK_BF16_FLOPS, learning_rate, parse_args, peak_flops, training_flops
-from tests.support.devices import test_device
+from tests.support.devices import chosen_device
 
 pytestmark = pytest.mark.slow
 
@@ -48,7 +48,7 @@ TINY = [
 
 def run(args, *, launcher=(sys.executable, "-m")) -> dict:
     """The trainer's final JSON line, run on the tests' device (tests/support/devices.py) unless ``args`` name one."""
-    device = [] if "--device" in args else ["--device", test_device()]
+    device = [] if "--device" in args else ["--device", chosen_device()]
     command = [*launcher, "attention_course.trainer", *args, *device]
     result = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

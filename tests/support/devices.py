@@ -12,7 +12,7 @@ import os
 KNOWN = ("cpu", "cuda", "mps")
 
 
-def test_device() -> str:
+def chosen_device() -> str:
     name = os.environ.get("COURSE_TEST_DEVICE", "cpu")
     if name.split(":")[0] not in KNOWN:
         raise ValueError(f"COURSE_TEST_DEVICE must be one of {', '.join(KNOWN)} (optionally cuda:N), got {name!r}")
