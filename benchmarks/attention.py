@@ -30,6 +30,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from attention_course import best_device
 from attention_course.solutions.ch02_scaled_dot_product import scaled_dot_product_attention
 from attention_course.solutions.ch04_masking import causal_mask
+from attention_course.trainer import synchronize
 
 BACKENDS = {"math": SDPBackend.MATH, "efficient": SDPBackend.EFFICIENT_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}
 IMPLEMENTATIONS = ("course", *BACKENDS)
@@ -47,20 +48,15 @@ def attend(implementation: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tenso
         return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
 
-def _synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def _seconds(step, device: torch.device, repeats: int) -> float:
     """The median wall time of ``step()`` over ``repeats`` runs, after one run that is not timed."""
     step()
     times = []
     for _ in range(repeats):
-        _synchronize(device)
+        synchronize(device)
         start = time.perf_counter()
         step()
-        _synchronize(device)
+        synchronize(device)
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 
@@ -88,23 +84,19 @@ def measure(implementation: str, length: int, dtype: str, device: torch.device, 
             leaf.grad = None
 
     try:
-        row["forward_ms"] = round(1e3 * _seconds(forward, device, repeats), 4)
+        timed = {"forward_ms": round(1e3 * _seconds(forward, device, repeats), 4)}
         if device.type == "cuda":
-            torch.cuda.synchronize(device)
+            synchronize(device)
             torch.cuda.reset_peak_memory_stats(device)
             base = torch.cuda.memory_allocated(device)
             forward_backward()
-            torch.cuda.synchronize(device)
-            row["peak_mib"] = round((torch.cuda.max_memory_allocated(device) - base) / 2**20, 1)
-        row["forward_backward_ms"] = round(1e3 * _seconds(forward_backward, device, repeats), 4)
-    except torch.OutOfMemoryError:
-        row = {**{key: row[key] for key in ("implementation", "length", "dtype")}, "error": "out of memory"}
-    except RuntimeError as error:  # a back end that does not take this dtype, device or head size
-        if "out of memory" in str(error):
-            row = {**{key: row[key] for key in ("implementation", "length", "dtype")}, "error": "out of memory"}
-        else:
-            row = {**{key: row[key] for key in ("implementation", "length", "dtype")}, "error": "not available"}
-    return row
+            synchronize(device)
+            timed["peak_mib"] = round((torch.cuda.max_memory_allocated(device) - base) / 2**20, 1)
+        timed["forward_backward_ms"] = round(1e3 * _seconds(forward_backward, device, repeats), 4)
+    except RuntimeError as error:  # torch.OutOfMemoryError too; or a back end that refuses this dtype or device
+        out_of_memory = isinstance(error, torch.OutOfMemoryError) or "out of memory" in str(error)
+        return {**row, "error": "out of memory" if out_of_memory else "not available"}
+    return {**row, **timed}
 
 
 def run(device: torch.device, lengths, dtypes, implementations, heads: int, head_size: int, repeats: int) -> dict:

@@ -43,6 +43,7 @@ import time
 from pathlib import Path
 
 from benchmarks.figures import ROOT, record
+from benchmarks.replicate import chapter_constant
 
 # The test files whose tests compute on the device that $COURSE_TEST_DEVICE names (tests/support/devices.py).
 DEVICE_TESTS = (
@@ -69,8 +70,6 @@ QUICK_SHAKESPEARE = [
     *SHAKESPEARE[: SHAKESPEARE.index("--compile")],
     *("--steps", "4", "--warmup", "2", "--eval-examples", "8", "--batch-size", "4", "--precision", "fp32"),
 ]
-# The page's GPU sizes for benchmarks/transformer.py (chapter 8, LARGE).
-TRANSFORMER = ["--d-model", "256", "--d-ff", "1024", "--batch-size", "512", "--steps", "10", "--rounds", "3"]
 LM_RESERVE = 45  # seconds of a language-model run outside its training steps: start, compiling, evaluation
 
 
@@ -80,11 +79,14 @@ def steps(quick: bool, device: str) -> list[tuple[str, list[str], float]]:
     tests = [PYTHON, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfE", *DEVICE_TESTS]
     if quick:
         tests += ["-k", "to_device or best_device or dtype_and_device"]
-    elif _has_xdist():
-        tests += ["-n", "16"]
-    transformer = ["--steps", "2", "--rounds", "1", "--batch-size", "16", "--d-model", "32", "--d-ff", "64"]
-    transformer = transformer if quick else TRANSFORMER
+        transformer = ["--steps", "2", "--rounds", "1", "--batch-size", "16", "--d-model", "32", "--d-ff", "64"]
+    else:  # the sizes at which chapter 8 runs benchmarks/transformer.py on a GPU, less its --device
+        large = chapter_constant("ch08_training_fast.md", "LARGE")
+        transformer = large[: large.index("--device")] + large[large.index("--device") + 2 :]
+        tests += ["-n", "16"] if _has_xdist() else []
+    bench_transformer = [PYTHON, "-m", "benchmarks.transformer", "--device", device, *transformer]
     attention = ["--lengths", "64", "128", "--repeats", "1", "--heads", "2"] if quick else []
+    pretrained = ["--models", "gpt2", "--tokens", "4", "--rounds", "1"] if quick else []
     return [
         ("tests", tests, 240),
         ("train-fp32", [*TRAINER, "--precision", "fp32", *train], 150),
@@ -92,25 +94,10 @@ def steps(quick: bool, device: str) -> list[tuple[str, list[str], float]]:
         ("train-bf16-compile", [*TRAINER, "--precision", "bf16", "--compile", *train], 300),
         ("attention", [PYTHON, "-m", "benchmarks.attention", "--device", device, *attention], 150),
         ("shakespeare", [*TRAINER, *(QUICK_SHAKESPEARE if quick else SHAKESPEARE)], 240),
-        ("transformer-fp32", [PYTHON, "-m", "benchmarks.transformer", "--device", device, *transformer], 120),
-        (
-            "transformer-bf16",
-            [PYTHON, "-m", "benchmarks.transformer", "--device", device, "--precision", "bf16", *transformer],
-            120,
-        ),  # fmt: skip
+        ("transformer-fp32", bench_transformer, 120),
+        ("transformer-bf16", [*bench_transformer, "--precision", "bf16"], 120),
         ("generate", [PYTHON, "-m", "benchmarks.generate", "--device", device, *(["--quick"] if quick else [])], 150),
-        (
-            "pretrained",
-            [
-                PYTHON,
-                "-m",
-                "benchmarks.pretrained",
-                "--device",
-                device,
-                *(["--models", "gpt2", "--tokens", "4", "--rounds", "1"] if quick else []),
-            ],
-            240,
-        ),  # fmt: skip
+        ("pretrained", [PYTHON, "-m", "benchmarks.pretrained", "--device", device, *pretrained], 240),
     ]
 
 
@@ -172,10 +159,7 @@ def run_step(name: str, command: list[str], limit: float, logs: Path, environmen
     with (logs / "steps.log").open("a") as log:  # one file: a GPU machine gives back few
         log.write(f"== {name}: {shown}\n{output}\n")
     step = {"command": shown, "seconds": seconds, "status": status}
-    if name == "tests":
-        step["result"] = pytest_summary(output)
-    else:
-        step["result"] = last_json(output)
+    step["result"] = pytest_summary(output) if name == "tests" else last_json(output)
     if status != 0:
         step["tail"] = output[-2000:]
     print(f"   {name}: status {status} in {seconds} s", flush=True)
@@ -188,7 +172,7 @@ def finished(step: dict | None) -> bool:
         return False
     words = step["command"].split()
     if "--time-budget" in words:
-        planned = int(words[len(words) - 1 - words[::-1].index("--steps") + 1])
+        planned = [int(value) for option, value in zip(words, words[1:]) if option == "--steps"][-1]  # the last wins
         return step["result"].get("steps") == planned
     return True
 
