@@ -673,13 +673,15 @@ def check_within_memory(
     try:
         name, got = call.select(call.run(), None)
     except CheckFailed as failure:
-        call.fail(f"with {budget_mb} MiB of memory to spare, {failure.problem}")
+        try:
+            call.fail(f"with {budget_mb} MiB of memory to spare, {failure.problem}")
+        except CheckFailed as beyond:
+            beyond.replay = None  # made again without the budget, the call would only hold the whole matrix
+            raise beyond from None
     finally:
         if scope is not None:
             scope.memory_mb = None
     length = call.input_value(queries[0]).shape[-2]
-    if got.ndim < 2 or got.shape[-2] != length:
-        call.fail(f"{name} has shape {got.shape}: expected one row per query ({length} along dimension -2)")
     picked = np.sort(np.random.default_rng(options.seed).choice(length, size=min(rows, length), replace=False))
     index = torch.from_numpy(picked)
     inputs, keywords = specs.materialize(call.args, call.kwargs, options.seed)
@@ -691,11 +693,20 @@ def check_within_memory(
             keywords[which] = value
         else:
             inputs[which] = value
-    solution = reference.get(item.assignment, item.name)
-    with seeded(options.seed):
-        want = call.as_numpy(call.outputs(solution(*inputs, **keywords))[name], name)
-    call.hint = values_hint
-    compare(call, f"{name} at {len(picked)} queries drawn at random", got[..., picked, :], want, rtol, atol)
+    try:
+        if got.ndim < 2 or got.shape[-2] != length:
+            call.fail(f"{name} has shape {got.shape}: expected one row per query ({length} along dimension -2)")
+        solution = reference.get(item.assignment, item.name)
+        with seeded(options.seed):
+            want = call.as_numpy(call.outputs(solution(*inputs, **keywords))[name], name)
+        call.hint = values_hint
+        compare(call, f"{name} at {len(picked)} queries drawn at random", got[..., picked, :], want, rtol, atol)
+    except CheckFailed as failure:  # diagnosed on the queries compared, not on the whole call made again
+        failure.replay = {
+            "args": [specs.made(v) for v in inputs],
+            "kwargs": {k: specs.made(v) for k, v in keywords.items()},
+        }
+        raise
 
 
 @graded(diagnose=False)

@@ -36,7 +36,9 @@ def graded(diagnose: bool = True):
                     return check(*args, **kwargs)
                 except CheckFailed as failure:
                     known = items.current_record().of(item)
-                    explained = attribution.explained(failure, item, arguments, known, diagnose)
+                    replayed = {**arguments, **(failure.replay or {})}
+                    diagnosed = diagnose and failure.replay is not None
+                    explained = attribution.explained(failure, item, replayed, known, diagnosed)
                     if explained is failure:
                         raise
                     raise explained from None

@@ -23,6 +23,10 @@ class CheckFailed(AssertionError):
 
     def __init__(self, what: str, prop: str, inputs: str, problem: str, hint: str):
         self.what, self.prop, self.inputs, self.problem, self.hint = what, prop, inputs, problem, hint
+        # How a diagnosis replays the failed call: with the check's own arguments ({}), with these
+        # arguments in their place (a check that compares values on a sample of a large call), or not at
+        # all (None: a failure that no mistake in the values explains, such as memory beyond a budget).
+        self.replay: dict | None = {}
         super().__init__(f"{what}: {prop} failed\n  inputs: {inputs}\n  problem: {problem}\n  hint: {hint}")
 
     def with_hint(self, hint: str) -> CheckFailed:

@@ -286,6 +286,15 @@ def literal(value, *, dtype: str | None = None, library: str = "numpy") -> Liter
     return Literal(value, dtype=dtype, library=library)
 
 
+def made(value) -> Literal:
+    """A value already made (a tensor or array) as the spec that makes it again, dtype and library kept."""
+    if isinstance(value, torch.Tensor):
+        return Literal(value.detach().cpu().tolist(), dtype=str(value.dtype).removeprefix("torch."), library="torch")
+    if isinstance(value, np.ndarray):
+        return Literal(value.tolist(), dtype=str(value.dtype), library="numpy")
+    return as_spec(value)
+
+
 def as_spec(value) -> Spec:
     """Plain Python values (numbers, strings, None) become ``Literal(..., library="python")``."""
     if isinstance(value, (Random, RandomInts, RandomMask, PaddedTokens, Literal, Fixture, Group)):

@@ -16,6 +16,8 @@ import re
 import shutil
 import subprocess
 import sys
+import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -208,42 +210,77 @@ def test_logo_is_generated(site):
     assert logo.main(["--check"]) == 0, "run `python -m course_site.logo` and commit book/_static/logo.svg"
 
 
-def test_pages_load_without_console_errors(chromium, site):
+@dataclass
+class Visit:
+    """What the site's tests read of one page, opened once as a reader at a desktop's width opens it."""
+
+    problems: list[str]  # what the console showed: errors, failed requests, requests that leave the site
+    images: list[dict]  # every image: its src, alt text and whether it loaded
+    formulas: tuple[int, int, int] | None  # (formulas, rendered by MathJax, TeX errors); None: no mathematics
+    overflows: dict | None  # a chapter's code blocks and equations that overflow (browser.overflows)
+    outline: dict | None  # a chapter's headings, first admonition, figures drawn and exercise links
+
+
+@pytest.fixture(scope="module")
+def visits(chromium, site) -> dict[str, Visit]:
+    """Every page of the site, opened once in Chromium 1280 pixels wide, by its path in the site."""
     base, chrome = chromium
-    problems = {}
+    chapters = {f"book/{p.stem}.html" for p in (site / "book").glob("ch*.html")}
+    found = {}
     for name in page_names(site):
-        with browser.open_page(chrome, base + name) as (page, visit):
-            if visit.problems:
-                problems[name] = visit.problems
+        has_math = 'class="math' in (site / name).read_text()
+        with browser.open_page(chrome, base + name, width=1280) as (page, visit):
+            formulas = None
+            if has_math or name in chapters:
+                browser.wait_for_mathjax(page)
+            if has_math:
+                formulas = tuple(
+                    page.evaluate("""() => [
+                        document.querySelectorAll('.math').length,
+                        document.querySelectorAll('.math > mjx-container').length,
+                        document.querySelectorAll('mjx-merror').length]""")
+                )
+            images = page.evaluate("""() => Array.from(document.images).map(img => ({
+                src: img.getAttribute('src'), alt: img.alt, loaded: img.complete && img.naturalWidth > 0}))""")
+            outline = chapter_outline(page) if name in chapters else None
+            overflows = browser.overflows(page) if name in chapters else None  # opens hidden blocks: last
+        found[name] = Visit(visit.problems, images, formulas, overflows, outline)
+    return found
+
+
+def chapter_outline(page) -> dict:
+    """What a chapter page shows of its structure: headings, the first admonition's title, the figures
+    its code drew (images that loaded), and the exercise links' targets."""
+    return {
+        "headings": [h.strip().rstrip("#").strip() for h in page.locator("article h1, article h2").all_inner_texts()],
+        "first_admonition": page.locator("article .admonition .admonition-title").first.inner_text().strip(),
+        "figures": page.evaluate("""() => Array.from(document.querySelectorAll('.cell_output img'))
+                                        .filter(img => img.naturalWidth > 0).length"""),
+        "links": page.evaluate("""() => Object.fromEntries(
+            ['exercise-download', 'exercise-colab', 'exercise-github'].map(cls => {
+                const link = document.querySelector('.exercise-links a.' + cls);
+                return [cls, link ? link.getAttribute('href') : null];
+            }))"""),
+    }
+
+
+def test_pages_load_without_console_errors(visits):
+    problems = {name: visit.problems for name, visit in visits.items() if visit.problems}
     assert not problems, "\n".join(f"{name}: {p}" for name, ps in problems.items() for p in ps)
 
 
-def test_mathjax_renders_every_formula(chromium, site):
-    base, chrome = chromium
-    pages_with_math = 0
-    for name in page_names(site):
-        if 'class="math' not in (site / name).read_text():
-            continue
-        pages_with_math += 1
-        with browser.open_page(chrome, base + name) as (page, _):
-            browser.wait_for_mathjax(page)
-            formulas, rendered, errors = page.evaluate("""() => [
-                document.querySelectorAll('.math').length,
-                document.querySelectorAll('.math > mjx-container').length,
-                document.querySelectorAll('mjx-merror').length]""")
+def test_mathjax_renders_every_formula(visits):
+    with_math = {name: visit.formulas for name, visit in visits.items() if visit.formulas is not None}
+    for name, (formulas, rendered, errors) in with_math.items():
         assert formulas > 0 and rendered == formulas, f"{name}: MathJax rendered {rendered} of {formulas} formulas"
         assert errors == 0, f"{name}: {errors} formulas have TeX errors"
-    assert pages_with_math >= len(CHAPTERS), f"only {pages_with_math} pages have mathematics"
+    assert len(with_math) >= len(CHAPTERS), f"only {len(with_math)} pages have mathematics"
 
 
-def test_images_load_and_have_alt_text(chromium, site):
-    base, chrome = chromium
+def test_images_load_and_have_alt_text(visits):
     problems = []
-    for name in page_names(site):
-        with browser.open_page(chrome, base + name) as (page, _):
-            images = page.evaluate("""() => Array.from(document.images).map(img => ({
-                src: img.getAttribute('src'), alt: img.alt, loaded: img.complete && img.naturalWidth > 0}))""")
-        for image in images:
+    for name, visit in visits.items():
+        for image in visit.images:
             if not image["loaded"]:
                 problems.append(f"{name}: image {image['src']} did not load")
             alt = image["alt"].strip()
@@ -252,17 +289,14 @@ def test_images_load_and_have_alt_text(chromium, site):
     assert not problems, "\n".join(problems)
 
 
-def test_no_code_block_or_equation_overflows_a_chapter_page(chromium, site):
+def test_no_code_block_or_equation_overflows_a_chapter_page(visits):
     """At a 1280-pixel-wide window nothing on a chapter page is cut off or pushed past the article:
     a code block wider than its text scrolls inside itself, and every display equation fits."""
-    base, chrome = chromium
     problems, scrolling = [], {}
-    pages = sorted(p.stem for p in (site / "book").glob("ch*.html"))
-    assert set(CHAPTERS) <= set(pages), "a chapter of the table of contents was not built"
-    for chapter in pages:
-        with browser.open_page(chrome, f"{base}book/{chapter}.html", width=1280) as (page, _):
-            browser.wait_for_mathjax(page)
-            found = browser.overflows(page)
+    chapters = {name.removeprefix("book/").removesuffix(".html"): v for name, v in visits.items() if v.overflows}
+    assert set(CHAPTERS) <= set(chapters), "a chapter of the table of contents was not built"
+    for chapter, visit in sorted(chapters.items()):
+        found = visit.overflows
         assert found["code"] > 0, f"{chapter}: no code block measured"
         problems += [f"{chapter}: {problem}" for problem in found["problems"]]
         scrolling[chapter] = f"{len(found['scrolling_code'])} of {found['code']} code blocks scroll"
@@ -325,38 +359,30 @@ def test_code_cell_lines_are_read_without_their_options():
     assert code_cell_lines(text) == [(7, "x = 1"), (12, "y = 2")]
 
 
-def test_every_chapter_has_objectives_figures_takeaways_and_an_exercise(chromium, site):
+def test_every_chapter_has_objectives_figures_takeaways_and_an_exercise(visits):
     assert [c for c in CHAPTERS if c not in WITHOUT_EXERCISE] == EXERCISES, "every other chapter has an exercise"
     assert CHAPTERS[-len(WITHOUT_EXERCISE) :] == WITHOUT_EXERCISE, "the chapters without one come last"
-    base, chrome = chromium
     for chapter in CHAPTERS:
-        with browser.open_page(chrome, f"{base}book/{chapter}.html") as (page, _):
-            headings = page.locator("article h1, article h2").all_inner_texts()
-            first_admonition = page.locator("article .admonition .admonition-title").first.inner_text()
-            figures = page.evaluate("""() => Array.from(document.querySelectorAll('.cell_output img'))
-                                            .filter(img => img.naturalWidth > 0).length""")
-        headings = [h.strip().rstrip("#").strip() for h in headings]
-        assert first_admonition.strip() == "Learning objectives", f"{chapter}: no learning objectives at the top"
+        outline = visits[f"book/{chapter}.html"].outline
+        headings = outline["headings"]
+        assert outline["first_admonition"] == "Learning objectives", f"{chapter}: no learning objectives at the top"
         ending = ["Key takeaways", "Exercise"] if chapter in EXERCISES else ["Key takeaways"]
         assert headings[-len(ending) :] == ending, (
             f"{chapter}: the page must end with {ending}, not {headings[-len(ending) :]}"
         )
         if chapter not in EXERCISES:
             assert "Exercise" not in headings, f"{chapter}: an exercise heading, but no assignment"
-        assert figures >= 1, f"{chapter}: no figure drawn by the chapter's code"
+        assert outline["figures"] >= 1, f"{chapter}: no figure drawn by the chapter's code"
 
 
-def test_exercise_links_point_at_the_repository_notebooks(chromium, site):
-    base, chrome = chromium
+def test_exercise_links_point_at_the_repository_notebooks(chromium, visits):
+    base, _ = chromium
     repo = repository()
     for chapter in EXERCISES:
-        with browser.open_page(chrome, f"{base}book/{chapter}.html") as (page, _):
-            hrefs = {
-                cls: page.locator(f".exercise-links a.{cls}").get_attribute("href")
-                for cls in ("exercise-download", "exercise-colab", "exercise-github")
-            }
-            downloaded = page.request.get(page.url.rsplit("/", 1)[0] + "/" + hrefs["exercise-download"])
-            status, body = downloaded.status, downloaded.body()
+        hrefs = visits[f"book/{chapter}.html"].outline["links"]
+        assert hrefs["exercise-download"], f"{chapter}: no download link"
+        with urllib.request.urlopen(f"{base}book/{hrefs['exercise-download']}") as downloaded:
+            status, body = downloaded.status, downloaded.read()
         notebook = COURSE_ROOT / exercise_path(chapter)
         assert notebook.is_file()
         assert status == 200 and body == notebook.read_bytes(), (

@@ -31,6 +31,7 @@ from autograder import (
     check_raises,
     check_relative_positions,
     check_rows_sum_to_one,
+    check_within_memory,
     diagnosis,
     items,
     literal,
@@ -667,3 +668,37 @@ def test_sets_cross_the_wire_as_sets():
         assert back == value and type(back) is type(value)
     with pytest.raises(WireError, match="hashed"):
         values.decode({"set": [{"list": []}]})
+
+
+def test_a_value_failure_within_memory_is_diagnosed_on_the_queries_compared(monkeypatch):
+    """check_within_memory compares a long call's values at a sample of its queries: a failure there is
+    diagnosed by replaying the call on that sample (the whole call made again for each known mistake would
+    cost minutes), and still names the mistake; a call that fails outright is not diagnosed at all."""
+    monkeypatch.setenv("RELEASED", "ch07_efficient_attention")
+    assignment, name = "ch07_efficient_attention", "online_softmax_attention"
+    unscaled = Mistake(
+        "the scores are not divided by the square root of dk", ("q = q * (1.0 / math.sqrt(q.size(-1)))", "q = q * 1.0")
+    )
+    wrong = reference.variant(assignment, name, unscaled.replacements)
+    lengths = []
+
+    def watched(q, k, v, block_size, mask=None):
+        lengths.append(q.shape[-2])
+        return wrong(q, k, v, block_size, mask)
+
+    item = Item(assignment, name, watched, known=(unscaled,))
+    inputs = [tensor(2, 512, 4), tensor(2, 300, 4), tensor(2, 300, 3), 64]
+    msg = failure(check_within_memory, item, inputs, budget_mb=64, rows=16, seed=1, rtol=1e-4, atol=1e-5)
+    assert unscaled.cause in msg, msg
+    assert lengths[0] == 512 and lengths[1:] == [16], lengths  # the call, then its replay on the 16 queries
+    right = Item(assignment, name, reference.get(assignment, name), known=(unscaled,))
+    check_within_memory(right, inputs, budget_mb=64, rows=16, seed=1, rtol=1e-4, atol=1e-5)
+
+    def failing(q, k, v, block_size, mask=None):
+        lengths.append(q.shape[-2])
+        raise MemoryError("out of memory")
+
+    lengths.clear()
+    msg = failure(check_within_memory, Item(assignment, name, failing, known=(unscaled,)), inputs, budget_mb=64)
+    assert "with 64 MiB of memory to spare" in msg and unscaled.cause not in msg, msg
+    assert lengths == [512], lengths  # never made again

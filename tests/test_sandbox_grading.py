@@ -50,6 +50,7 @@ from autograder.grading.notebook import Report, grade_notebook
 from autograder.nbgrader_plugins import report_path
 from autograder.packages import sandbox_packages
 from autograder.sandbox import values, wire
+from autograder.sandbox.pool import WarmPool
 from autograder.sandbox.process import UIDS, Limits, Sandbox, bwrap_available
 from tests import attacks
 from tests.buggy.ch02_scaled_dot_product import BUGS, TESTS
@@ -292,10 +293,12 @@ def _leftover_processes() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
+def graded(tmp_path_factory, reports):
     """The class of CLASS_SIZE, graded once; with what the zeros and each wrong answer score graded on their
     own (``alone``, two honest notebooks at a time and no attacker beside them, before the class; it took
-    ``alone_seconds``) and the students submitted (``students``, sorted)."""
+    ``alone_seconds``) and the students submitted (``students``, sorted). The notebooks graded alone are the
+    course's own: in workers forked from a warm sandbox (which grade as a sandbox of their own does,
+    tests/test_warm_pool.py), through the test run's store of reports (the catalogue grades some of them)."""
     course = make_course(tmp_path_factory.mktemp("sandboxed"))
     for student, make in NOTEBOOKS.items():
         submit(course, student, A, make())
@@ -312,8 +315,10 @@ def graded(tmp_path_factory):
     # start from, score graded on their own (two honest notebooks at a time, no attacker beside them).
     alone_notebooks = {"zeros": zeros(), **{s: wrong(bug) for s, bug in BUGGY.items()}}
     started = time.monotonic()
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {s: pool.submit(grade_notebook, A, nb, release=TERM) for s, nb in alone_notebooks.items()}
+    with WarmPool(2, release=TERM) as warm, ThreadPoolExecutor(max_workers=2) as threads:
+        futures = {
+            s: threads.submit(reports.grade, A, nb, release=TERM, pool=warm) for s, nb in alone_notebooks.items()
+        }
         alone = {s: future.result().score for s, future in futures.items()}
     alone_seconds = time.monotonic() - started
 
