@@ -3,15 +3,17 @@ one parser of their marked regions (``### BEGIN/END SOLUTION``, ``### BEGIN/END 
 
 The reference modules (:mod:`attention_course.solutions`), grading, feedback, the leak check and the
 export all read notebooks through this module, which is why it sits in the lowest package. Cell
-roles come from nbgrader's own metadata helpers (:mod:`nbgrader.utils`). nbformat and nbgrader are
-imported when first needed: the sandbox's worker imports this module and must start quickly
-(nbformat's schema validation costs seconds to import).
+roles are read from nbgrader's metadata by nbgrader's rules (``grade``, ``solution``, ``locked``; those of
+:mod:`nbgrader.utils`, held equal to them cell by cell by tests/test_notebooks.py) without importing nbgrader,
+whose package costs more than a second to import (its server extensions and gradebook come with it): `make
+validate` and `make check` read roles and need nothing else of it. nbformat is imported when first needed:
+the sandbox's worker imports this module and must start quickly (nbformat's schema validation costs seconds
+to import).
 """
 
 from __future__ import annotations
 
 import ast
-import functools
 from pathlib import Path
 
 from attention_course import syntax
@@ -25,13 +27,6 @@ QUESTION = "question"  # the tag of an understanding question's answer cell
 SOLUTION = ("BEGIN SOLUTION", "END SOLUTION")
 HIDDEN_TESTS = ("BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
 MARKERS = (*SOLUTION, *HIDDEN_TESTS)
-
-
-@functools.cache
-def _nbgrader_utils():
-    from nbgrader import utils
-
-    return utils
 
 
 def nbgrader_meta(cell) -> dict:
@@ -55,9 +50,15 @@ def _readable(cell) -> bool:
     return isinstance(metadata, dict) and isinstance(metadata.get("nbgrader", {}), dict)
 
 
+def _flag(cell, name: str) -> bool:
+    """One of nbgrader's flags of a cell (``grade``, ``solution``, ``locked``), as nbgrader reads it: its value's
+    truth, false where it is missing."""
+    return bool(nbgrader_meta(cell).get(name, False))
+
+
 def is_solution(cell) -> bool:
     """An answer cell: the student writes its code."""
-    return cell.get("cell_type") == "code" and _readable(cell) and bool(_nbgrader_utils().is_solution(cell))
+    return cell.get("cell_type") == "code" and _readable(cell) and _flag(cell, "solution")
 
 
 def is_question(cell) -> bool:
@@ -68,24 +69,18 @@ def is_question(cell) -> bool:
 
 def is_test(cell) -> bool:
     """A test cell: read-only, with points, run by the grader."""
-    utils = _nbgrader_utils()
-    return (
-        cell.get("cell_type") == "code"
-        and _readable(cell)
-        and bool(utils.is_grade(cell))
-        and not utils.is_solution(cell)
-    )
+    return cell.get("cell_type") == "code" and _readable(cell) and _flag(cell, "grade") and not _flag(cell, "solution")
 
 
 def is_setup(cell) -> bool:
-    """A read-only code cell that is neither a solution nor a test (imports, helpers)."""
-    utils = _nbgrader_utils()
+    """A read-only code cell that is neither a solution nor a test (imports, helpers): nbgrader locks a cell that
+    is not a solution if it is a test or says ``locked``."""
     return (
         cell.get("cell_type") == "code"
         and _readable(cell)
-        and bool(utils.is_locked(cell))
-        and not utils.is_solution(cell)
-        and not utils.is_grade(cell)
+        and _flag(cell, "locked")
+        and not _flag(cell, "solution")
+        and not _flag(cell, "grade")
     )
 
 

@@ -89,3 +89,59 @@ def test_a_test_cell_without_its_hidden_tests_shows_one_placeholder_where_the_fi
                 first = next(line for line in shown.split("\n") if placeholder in line)
                 assert first == marker[: len(marker) - len(marker.lstrip())] + placeholder
     assert several, "no test cell with several hidden regions: this test no longer tests that case"
+
+
+def _cells_of_every_kind():
+    """Every cell of the course's exercise and solution notebooks, and cells whose nbgrader metadata a
+    submission could have written: flags of every truth, missing, or not what nbgrader writes."""
+    cells = [
+        cell
+        for folder in ("exercises", "solutions")
+        for path in sorted((notebooks.COURSE_ROOT / folder).glob("*/*.ipynb"))
+        for cell in notebooks.read(path).cells
+    ]
+    values = (True, False, 1, 0, "yes", "", None, [], [0], {})
+    for flag in ("grade", "solution", "locked"):
+        for other in ("grade", "solution", "locked"):
+            for value in values:
+                for kind in ("code", "markdown"):
+                    cell = new_code_cell("x = 1") if kind == "code" else new_markdown_cell("x")
+                    cell.metadata["nbgrader"] = {flag: value, other: not value}
+                    cells.append(cell)
+    cells.append(new_code_cell("x = 1"))  # no nbgrader metadata at all
+    return cells
+
+
+def test_cell_roles_are_read_by_nbgraders_own_rules():
+    """The roles are read without importing nbgrader (make validate and make check start a second sooner), by
+    the rules of nbgrader.utils, cell for cell."""
+    from nbgrader import utils
+
+    def code(cell):
+        return cell.cell_type == "code"
+
+    cells = _cells_of_every_kind()
+    assert len(cells) > 500
+    for cell in cells:
+        said = (notebooks.is_solution(cell), notebooks.is_test(cell), notebooks.is_setup(cell))
+        nbgrader = (
+            code(cell) and bool(utils.is_solution(cell)),
+            code(cell) and bool(utils.is_grade(cell)) and not utils.is_solution(cell),
+            code(cell) and bool(utils.is_locked(cell)) and not utils.is_solution(cell) and not utils.is_grade(cell),
+        )
+        assert said == nbgrader, cell
+
+
+def test_reading_a_notebooks_cells_imports_no_nbgrader():
+    import subprocess
+    import sys
+
+    program = (
+        "import sys\nfrom attention_course import notebooks\n"
+        "path = 'solutions/ch02_scaled_dot_product/ch02_scaled_dot_product.ipynb'\n"
+        "nb = notebooks.read(notebooks.COURSE_ROOT / path)\n"
+        "assert any(map(notebooks.is_test, nb.cells)) and any(map(notebooks.is_setup, nb.cells))\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'nbgrader'))\n"
+    )
+    ran = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
+    assert ran.stdout.strip() == "[]", ran.stdout

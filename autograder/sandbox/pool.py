@@ -108,8 +108,8 @@ class _Server:
 
     def _next(self, deadline: float):
         try:
-            message = self.sandbox._messages.get(timeout=max(0.0, deadline - time.monotonic()))
-        except queue.Empty:
+            message = self.sandbox._receive(deadline)
+        except TimeoutError:
             self.close()
             raise SandboxUnavailable("the warm sandbox did not fork a worker in time") from None
         if message is None or isinstance(message, Exception):
@@ -124,11 +124,10 @@ class _Server:
         deadline = time.monotonic() + timeout
         while pid not in self.exits:
             try:
-                message = self.sandbox._messages.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
+                message = self.sandbox._receive(deadline)
+            except TimeoutError:
                 return None
             if message is None or isinstance(message, Exception):  # the server is gone, and its workers with it
-                self.sandbox._messages.put(message)
                 return self.exits.setdefault(pid, -9)
             if isinstance(message, wire.Exited):
                 self.exits[message.pid] = message.status

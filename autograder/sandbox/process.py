@@ -42,9 +42,10 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import math
 import os
-import queue
 import resource
+import select
 import shutil
 import signal
 import stat
@@ -517,35 +518,40 @@ class Sandbox:
         self._started = time.monotonic()
 
     def _attach(self, process, schema) -> None:
-        """Talk to ``process`` (its standard input, output and error), whose messages are of ``schema``."""
+        """Talk to ``process`` (its standard input, output and error), whose messages are of ``schema``.
+        Requests are written and messages read by the grader's own thread, each by a deadline; only the
+        student's output (standard error) is read by a thread of its own."""
         self.process = process
-        self._schema = schema
-        self._messages: queue.Queue = queue.Queue()
+        self._inbox = wire.Inbox(process.stdout, schema, self.limits.message_kb * 1024)
+        if process.stdin is not None:  # a fork server's requests come on a socket instead
+            os.set_blocking(process.stdin.fileno(), False)
+            self._writes = select.poll()
+            self._writes.register(process.stdin.fileno(), select.POLLOUT)
         self.output = bytearray()
         self.output_dropped = 0
         self.background = 0  # processes the notebook's cells left running
-        threading.Thread(target=self._read_messages, daemon=True).start()
         threading.Thread(target=self._drain_output, daemon=True).start()
 
     # ------------------------------------------------------------------ the channel
 
-    def _read_messages(self) -> None:
+    def _receive(self, deadline: float):
+        """The process's next message by ``deadline`` (a monotonic time): a message, None once its output has
+        ended (or the sandbox is closed), or a :class:`SandboxProtocolError` for what is not a message of its
+        kind; :class:`TimeoutError` if none came in time."""
+        if self._closed:
+            return None
         try:
-            while True:
-                message = wire.receive(self.process.stdout, self._schema, self.limits.message_kb * 1024)
-                self._messages.put(message)
-                if message is None:
-                    return
+            return self._inbox.next(deadline)
+        except TimeoutError:
+            raise
         except wire.MessageError as error:  # a message of the wrong form: named, with what is wrong with it
-            self._messages.put(
-                SandboxProtocolError(
-                    f"the process running your code broke the grading protocol (an unexpected {error.kind!r} "
-                    f"message); {error.detail}"
-                )
+            return SandboxProtocolError(
+                f"the process running your code broke the grading protocol (an unexpected {error.kind!r} "
+                f"message); {error.detail}"
             )
         except Exception as error:  # an oversized message, or one that is not one, ends the conversation
-            self._messages.put(
-                SandboxProtocolError(f"the process running your code sent a malformed message ({type(error).__name__})")
+            return SandboxProtocolError(
+                f"the process running your code sent a malformed message ({type(error).__name__})"
             )
 
     def _drain_output(self) -> None:
@@ -563,8 +569,8 @@ class Sandbox:
 
     def _next(self, deadline: float, what: str, cell: int | None = None) -> wire.FromWorker:
         try:
-            message = self._messages.get(timeout=max(0.0, deadline - time.monotonic()))
-        except queue.Empty:
+            message = self._receive(deadline)
+        except TimeoutError:
             self.close()
             if not self.ready:
                 raise SandboxUnavailable(
@@ -813,28 +819,28 @@ class Sandbox:
 
     def _send(self, message: wire.FromGrader, timeout: float) -> None:
         """Write a request; a process that does not read it within ``timeout`` is killed."""
-        failed = []
-
-        def write():
+        data = memoryview(wire.frame(message))
+        deadline = time.monotonic() + max(0.1, timeout)
+        while data:
             try:
-                wire.send(self.process.stdin, message)
-            except (BrokenPipeError, OSError, ValueError) as error:
-                failed.append(error)
-
-        writer = threading.Thread(target=write, daemon=True)
-        writer.start()
-        writer.join(max(0.1, timeout))
-        if writer.is_alive():
-            self.close()
-            writer.join(5)
-            if not self.ready:
-                raise SandboxUnavailable("the sandbox did not take its first request")
-            raise SandboxTimeout("the process running your code stopped reading its requests")
-        if failed:
-            self.close()
-            if not self.ready:
-                raise SandboxUnavailable(f"the sandbox stopped before it was ready{self._launcher_said()}")
-            raise SandboxDied("the process running your code had already stopped")
+                data = data[os.write(self.process.stdin.fileno(), data) :]
+                continue
+            except BlockingIOError:
+                pass
+            except (OSError, ValueError):  # the process has stopped (a broken pipe), or the sandbox is closed
+                self.close()
+                if not self.ready:
+                    raise SandboxUnavailable(
+                        f"the sandbox stopped before it was ready{self._launcher_said()}"
+                    ) from None
+                raise SandboxDied("the process running your code had already stopped") from None
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.close()
+                if not self.ready:
+                    raise SandboxUnavailable("the sandbox did not take its first request")
+                raise SandboxTimeout("the process running your code stopped reading its requests")
+            self._writes.poll(math.ceil(left * 1000))
 
     # ------------------------------------------------------------------ the end
 

@@ -20,7 +20,11 @@ The worker's side of each exchange is described in :mod:`autograder.sandbox.work
 from __future__ import annotations
 
 import json
+import math
+import os
+import select
 import struct
+import time
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -193,11 +197,16 @@ def kind(message: msgspec.Struct) -> str:
 # ---------------------------------------------------------------------------- the pipe
 
 
-def send(stream, message: msgspec.Struct | dict) -> None:
-    """Write one message. JSON by the standard library: a lone surrogate in a student's text is escaped,
-    and comes back as it was, for :func:`autograder.terminal.clean_text` to replace."""
+def frame(message: msgspec.Struct | dict) -> bytes:
+    """One message as it goes on the pipe. JSON by the standard library: a lone surrogate in a student's text
+    is escaped, and comes back as it was, for :func:`autograder.terminal.clean_text` to replace."""
     payload = json.dumps(msgspec.to_builtins(message)).encode()
-    stream.write(struct.pack(">I", len(payload)) + payload)
+    return struct.pack(">I", len(payload)) + payload
+
+
+def send(stream, message: msgspec.Struct | dict) -> None:
+    """Write one message (:func:`frame`) and flush it."""
+    stream.write(frame(message))
     stream.flush()
 
 
@@ -226,6 +235,11 @@ def receive(stream, schema=None, max_size: int = MAX_MESSAGE):
     payload = _read_exactly(stream, size)
     if payload is None:
         return None
+    return decode(payload, schema)
+
+
+def decode(payload: bytes, schema=None):
+    """A message's payload (after its length) as the message of ``schema`` it is, or as its JSON object."""
     try:
         data = json.loads(payload)
     except (ValueError, RecursionError) as error:
@@ -233,6 +247,75 @@ def receive(stream, schema=None, max_size: int = MAX_MESSAGE):
     if not isinstance(data, dict):
         raise WireError("malformed message")
     return data if schema is None else checked(data, schema)
+
+
+class Inbox:
+    """The messages of a pipe, each read when it is asked for, by a deadline: no thread waits on the pipe, so a
+    reply reaches the grader's thread with no hand-over between threads. The pipe is made non-blocking; only
+    what one message needs is read at a time (a message longer than ``max_size`` is refused from its length).
+    After the end of the pipe or a message that is not one, every later :meth:`next` says the same."""
+
+    CHUNK = 65536
+
+    def __init__(self, stream, schema, max_size: int = MAX_MESSAGE):
+        self._fd = stream.fileno()
+        os.set_blocking(self._fd, False)
+        self._poll = select.poll()
+        self._poll.register(self._fd, select.POLLIN)
+        self._schema, self._max_size = schema, max_size
+        self._buffer = bytearray()
+        self._ended = False
+        self._error: WireError | None = None
+
+    def next(self, deadline: float):
+        """The next message, or None at the end of the pipe; :class:`TimeoutError` if none is whole at
+        ``deadline`` (a :func:`time.monotonic` time; what has come by then is still read); :class:`WireError`
+        or :class:`MessageError` as :func:`receive` raises them."""
+        waited = False
+        while True:
+            if self._error is not None:
+                raise self._error
+            needed = self._needed()
+            if needed == 0:
+                return self._take()
+            if self._ended:
+                return None
+            left = deadline - time.monotonic()
+            if left <= 0 and waited:
+                raise TimeoutError
+            waited = True
+            if not self._poll.poll(max(0, math.ceil(left * 1000))):
+                continue
+            try:
+                chunk = os.read(self._fd, max(self.CHUNK, needed))
+            except BlockingIOError:
+                continue
+            except OSError:
+                chunk = b""
+            if chunk:
+                self._buffer += chunk
+            else:
+                self._ended = True
+
+    def _needed(self) -> int:
+        """How many more bytes the next message needs (0: it is whole)."""
+        if len(self._buffer) < 4:
+            return 4 - len(self._buffer)
+        (size,) = struct.unpack(">I", self._buffer[:4])
+        if size > self._max_size:
+            self._error = WireError(f"message of {size} bytes is larger than the limit of {self._max_size}")
+            raise self._error
+        return max(0, 4 + size - len(self._buffer))
+
+    def _take(self):
+        (size,) = struct.unpack(">I", self._buffer[:4])
+        payload = bytes(self._buffer[4 : 4 + size])
+        del self._buffer[: 4 + size]
+        try:
+            return decode(payload, self._schema)
+        except WireError as error:
+            self._error = error
+            raise
 
 
 def checked(data: dict, schema):

@@ -1,0 +1,141 @@
+"""The grader's end of the channel to a sandbox, read and written by the grader's own thread: wire.Inbox takes
+the worker's messages by a deadline, and Sandbox._send writes a request by one. A worker that sends in pieces,
+sends too much, stops, never says a whole message, or stops reading is each answered as the sandbox's fault,
+in time; nothing here waits past its deadline."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import struct
+import threading
+import time
+
+import pytest
+
+from autograder.sandbox import wire
+from autograder.sandbox.process import Limits, Sandbox, SandboxDied, SandboxTimeout
+
+READY = wire.frame(wire.Ready())
+
+
+@pytest.fixture
+def pipe():
+    """(inbox, the write end's fd) of a pipe; both ends closed after the test."""
+    read, write = os.pipe()
+    reader = os.fdopen(read, "rb", buffering=0)
+    yield wire.Inbox(reader, wire.FromWorkerMessage, max_size=1 << 20), write
+    reader.close()
+    with contextlib.suppress(OSError):
+        os.close(write)
+
+
+def soon(seconds: float = 2.0) -> float:
+    return time.monotonic() + seconds
+
+
+def test_messages_come_whole_however_they_are_cut(pipe):
+    inbox, write = pipe
+    done = wire.frame(wire.CellDone(3, "x" * 200_000))  # larger than the pipe holds at once
+    data = READY + done + READY
+
+    def trickle():
+        for start in range(0, len(data), 7919):
+            os.write(write, data[start : start + 7919])
+
+    writer = threading.Thread(target=trickle)
+    writer.start()
+    assert inbox.next(soon()) == wire.Ready()
+    assert inbox.next(soon()) == wire.CellDone(3, "x" * 200_000)
+    assert inbox.next(soon()) == wire.Ready()
+    writer.join()
+    os.close(write)
+    assert inbox.next(soon()) is None
+    assert inbox.next(soon()) is None  # the end stays the end
+
+
+def test_what_has_come_is_read_even_at_a_deadline_passed(pipe):
+    inbox, write = pipe
+    os.write(write, READY)
+    assert inbox.next(time.monotonic() - 1) == wire.Ready()
+    with pytest.raises(TimeoutError):
+        inbox.next(time.monotonic() - 1)
+
+
+def test_half_a_message_times_out_and_the_rest_is_still_read(pipe):
+    inbox, write = pipe
+    os.write(write, READY[:5])
+    started = time.monotonic()
+    with pytest.raises(TimeoutError):
+        inbox.next(started + 0.2)
+    assert 0.2 <= time.monotonic() - started < 1.0
+    os.write(write, READY[5:])
+    assert inbox.next(soon()) == wire.Ready()
+
+
+def test_a_message_that_never_ends_cannot_hold_the_reader_past_its_deadline(pipe):
+    inbox, write = pipe
+    stop = threading.Event()
+    os.write(write, struct.pack(">I", 1 << 19))
+
+    def drip():
+        while not stop.is_set():
+            os.write(write, b" ")
+            time.sleep(0.001)
+
+    writer = threading.Thread(target=drip)
+    writer.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(TimeoutError):
+            inbox.next(started + 0.3)
+        assert time.monotonic() - started < 1.5
+    finally:
+        stop.set()
+        writer.join()
+
+
+def test_an_oversized_message_is_refused_from_its_length_and_stays_refused(pipe):
+    inbox, write = pipe
+    os.write(write, struct.pack(">I", (1 << 20) + 1) + b"{")
+    for _ in range(2):
+        with pytest.raises(wire.WireError, match="larger than the limit"):
+            inbox.next(soon())
+
+
+@pytest.mark.parametrize(
+    "payload,error",
+    [(b"not json", "not JSON"), (b"[1, 2]", "malformed"), (b'{"event": "ready", "extra": 1}', "ready")],
+)
+def test_what_is_not_a_message_of_its_kind_is_refused(pipe, payload, error):
+    inbox, write = pipe
+    os.write(write, struct.pack(">I", len(payload)) + payload + READY)
+    with pytest.raises(wire.WireError) as raised:
+        inbox.next(soon())
+    assert error in str(raised.value) or getattr(raised.value, "kind", "") == error
+    with pytest.raises(wire.WireError):  # the conversation is over: the next message is not read
+        inbox.next(soon())
+
+
+# A worker that says it is ready and then never reads a request, or stops at once.
+DEAF = f"import os, sys, time\nos.write(1, {READY!r})\n"
+
+
+@pytest.mark.parametrize(
+    "then,error,said",
+    [
+        ("time.sleep(60)", SandboxTimeout, "stopped reading its requests"),
+        ("sys.exit(0)", SandboxDied, "had already stopped"),
+    ],
+)
+def test_a_worker_that_does_not_take_a_request_is_stopped_in_time(tmp_path, then, error, said):
+    (tmp_path / "deaf.py").write_text(DEAF + then + "\n")
+    with Sandbox(Limits(), "none", tmp_path, program="deaf") as sandbox:
+        sandbox._wait_ready()
+        if then.startswith("sys.exit"):
+            sandbox.process.wait(timeout=10)
+        started = time.monotonic()
+        with pytest.raises(error, match=said):
+            sandbox.call("f", ["x" * 1_000_000], {}, timeout=0.5)  # more than a pipe holds
+        assert time.monotonic() - started < 5
+        assert not sandbox.alive
