@@ -3,8 +3,10 @@ unreleased solution, and that what its README tells students to run works there.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.metadata
+import io
 import os
 import shutil
 import subprocess
@@ -155,15 +157,27 @@ def _verdicts(output: str) -> list[str]:
     return [line for line in output.splitlines()[1:] if line.strip()]
 
 
+def _instructors(module: str, path: Path, monkeypatch) -> tuple[int, str]:
+    """The exit status and output of the instructor's ``python -m <module> <path>`` under STUDENT_TERM: its
+    ``main``, run in this process (the same code, without importing torch and the grader again)."""
+    for name, value in course.environment(STUDENT_TERM).items():
+        monkeypatch.setenv(name, value)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        status = importlib.import_module(module).main([str(path)])
+    return status, out.getvalue()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("assignment", sorted(STUDENT_TERM.released))
-def test_the_students_repository_checks_a_notebook_as_the_instructors_checkout_does(student_repo, assignment):
+def test_the_students_repository_checks_a_notebook_as_the_instructors_checkout_does(
+    student_repo, assignment, monkeypatch
+):
     """In the students' repository, with its own venv, `make validate` and `make check` on a right, a blank
     and a wrong notebook of each released chapter give what the instructor's checkout gives (validate:
     the same visible tests' verdicts and messages; check: the hidden tests' verdicts, messages and score,
     the instructor's in the sandbox)."""
     paths = _student_notebooks(assignment, student_repo / "work")
-    instructor_env = {**os.environ, **course.environment(STUDENT_TERM)}
     for kind, path in paths.items():
         rel = path.relative_to(student_repo)
         for target, module in (("validate", "autograder.cli.validate"), ("check", "autograder.cli.check")):
@@ -173,21 +187,19 @@ def test_the_students_repository_checks_a_notebook_as_the_instructors_checkout_d
                 text=True,
                 env=_student_env(),
             )
-            ours = subprocess.run(
-                [sys.executable, "-m", module, str(path)], capture_output=True, text=True, env=instructor_env
-            )
-            said = f"{kind} {target}:\n{student.stdout[-3000:]}{student.stderr[-3000:]}\n--- instructor:\n{ours.stdout}"
+            status, ours = _instructors(module, path, monkeypatch)
+            said = f"{kind} {target}:\n{student.stdout[-3000:]}{student.stderr[-3000:]}\n--- instructor:\n{ours}"
             assert "Traceback" not in student.stdout + student.stderr, said
-            assert _verdicts(student.stdout) == _verdicts(ours.stdout), said
+            assert _verdicts(student.stdout) == _verdicts(ours), said
             if target == "validate":
                 assert student.returncode == (0 if kind == "right" else 2), said
             else:  # make check succeeds whatever the score
-                assert student.returncode == 0 and ours.returncode == (0 if kind == "right" else 1), said
+                assert student.returncode == 0 and status == (0 if kind == "right" else 1), said
                 assert ("Verdict: full marks" in student.stdout) == (kind == "right"), said
 
 
 @pytest.mark.slow
-def test_an_unreleased_chapter_gets_the_same_visible_verdicts_and_no_hidden_tests(student_repo):
+def test_an_unreleased_chapter_gets_the_same_visible_verdicts_and_no_hidden_tests(student_repo, monkeypatch):
     """ch03 is not released: the students' repository has no reference of it. A notebook whose split_heads and
     merge_heads are plain reshapes, with a right MultiHeadAttention: validate says the same as in the
     instructor's checkout (the hint says that the helpers ran and must pass first, never a cause the
@@ -207,13 +219,8 @@ def test_an_unreleased_chapter_gets_the_same_visible_verdicts_and_no_hidden_test
         text=True,
         env=_student_env(),
     )
-    ours = subprocess.run(
-        [sys.executable, "-m", "autograder.cli.validate", str(path)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **course.environment(STUDENT_TERM)},
-    )
-    assert _verdicts(student.stdout) == _verdicts(ours.stdout), student.stdout + "\n---\n" + ours.stdout
+    _, ours = _instructors("autograder.cli.validate", path, monkeypatch)
+    assert _verdicts(student.stdout) == _verdicts(ours), student.stdout + "\n---\n" + ours
     assert "FAIL  test_mha_matches_torch" in student.stdout, student.stdout
     assert "ran here with your own split_heads, merge_heads" in student.stdout
     checked = subprocess.run(
