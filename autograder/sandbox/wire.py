@@ -222,6 +222,14 @@ def _read_exactly(stream, size: int) -> bytes | None:
     return bytes(data)
 
 
+def _size(header, max_size: int) -> int:
+    """The length a message's 4-byte header declares; :class:`WireError` if it is longer than ``max_size``."""
+    (size,) = struct.unpack(">I", header)
+    if size > max_size:
+        raise WireError(f"message of {size} bytes is larger than the limit of {max_size}")
+    return size
+
+
 def receive(stream, schema=None, max_size: int = MAX_MESSAGE):
     """The next message, checked against ``schema`` (a message type or a union of them), or None at the
     end of the stream; without ``schema``, the JSON object as it came. A message longer than ``max_size``
@@ -229,10 +237,7 @@ def receive(stream, schema=None, max_size: int = MAX_MESSAGE):
     header = _read_exactly(stream, 4)
     if header is None:
         return None
-    (size,) = struct.unpack(">I", header)
-    if size > max_size:
-        raise WireError(f"message of {size} bytes is larger than the limit of {max_size}")
-    payload = _read_exactly(stream, size)
+    payload = _read_exactly(stream, _size(header, max_size))
     if payload is None:
         return None
     return decode(payload, schema)
@@ -301,14 +306,15 @@ class Inbox:
         """How many more bytes the next message needs (0: it is whole)."""
         if len(self._buffer) < 4:
             return 4 - len(self._buffer)
-        (size,) = struct.unpack(">I", self._buffer[:4])
-        if size > self._max_size:
-            self._error = WireError(f"message of {size} bytes is larger than the limit of {self._max_size}")
-            raise self._error
+        try:
+            size = _size(self._buffer[:4], self._max_size)
+        except WireError as error:
+            self._error = error
+            raise
         return max(0, 4 + size - len(self._buffer))
 
     def _take(self):
-        (size,) = struct.unpack(">I", self._buffer[:4])
+        size = _size(self._buffer[:4], self._max_size)
         payload = bytes(self._buffer[4 : 4 + size])
         del self._buffer[: 4 + size]
         try:
