@@ -480,6 +480,8 @@ class Secrets:
         self._regions: list[tuple[Region, str]] = []
         self._shared: set[int] = set()
         self._coded_by_source: dict[str, list[str]] = {}
+        self._without: dict[str, Secrets | None] = {}  # source -> what the other sources leave secret
+        self.line_words: list[frozenset[str]] = []  # the words of each of :attr:`lines` (a prefilter)
         found = _solution_notebooks(root)
         if not found:
             return
@@ -516,6 +518,8 @@ class Secrets:
                         self._sole_lines.setdefault(holders[0], []).append(Secret(text, rel, cell, kind))
                     continue
                 self.lines.append(Secret(text, rel, cell, kind))
+
+        self.line_words = [_inner_words(secret.text) for secret in self.lines]
 
         # Solution code.
         regions = [r for r in solution_regions(root) if not self.release.is_released(r.assignment)]
@@ -556,12 +560,19 @@ class Secrets:
         """What is secret for a file identical to the public source ``source``: what the *other* public
         sources leave secret (a docstring that quotes an answer is found in the file that quotes it). None
         where that is what every file is checked against (``source`` alone shows nothing secret)."""
+        if source not in self._without:
+            self._without[source] = self._made_without(source)
+        return self._without[source]
+
+    def _made_without(self, source: str) -> Secrets | None:
         lines, shingles = self._sole_lines.get(source, []), self._sole_shingles.get(source, set())
         if not lines and not shingles:
             return None
         other = object.__new__(Secrets)
         other.__dict__.update(self.__dict__)
+        other._without = {}
         other.lines = self.lines + lines
+        other.line_words = self.line_words + [_inner_words(secret.text) for secret in lines]
         others_coded = [form for rel, forms in self._coded_by_source.items() if rel != source for form in forms]
         other._fingerprint(self._shared - shingles, others_coded)
         return other
@@ -744,6 +755,7 @@ def _quotes_checked(source: str) -> bool:
     )
 
 
+@functools.lru_cache(maxsize=128)  # check() meets the same modules in every folder it checks
 def _prose_of_python(text: str) -> str:
     """The comments and string literals (docstrings included) of Python source, a line each; the whole
     text where it does not tokenize."""
@@ -804,7 +816,6 @@ def check(
     report.secrets, report.notebooks = len(found.lines), len({s.notebook for s in found.lines})
     report.regions = len(found.fingerprints)
     report.unchecked = sorted({f"{r.assignment}/{r.item}" for r in found.unchecked})
-    line_words = [_inner_words(secret.text) for secret in found.lines]
     exempt_files, exempt_pages = _marker_documents(root)
     known = _KnownFiles(root, found.public_digests)
 
@@ -882,10 +893,7 @@ def check(
             )
 
         hits: dict[tuple[str, str, str], list[Secret]] = {}
-        words_of_lines = line_words
-        if secrets_here is not found:
-            words_of_lines = [_inner_words(secret.text) for secret in secrets_here.lines]
-        for secret, inner in zip(secrets_here.lines, words_of_lines):
+        for secret, inner in zip(secrets_here.lines, secrets_here.line_words):
             if not inner <= words:
                 continue  # a word of the line is missing: the line is not there
             if any(secret.text in view for view in views):
