@@ -22,9 +22,10 @@ on the arguments the student's code passed.
   the item's own mistake, as it should be.
 
 What the grader computes for a stand-in is bounded by what the reference item itself asks of its
-helpers on the same inputs (:meth:`Scope.limits`): every argument of a stand-in's call (an int, or
-a tensor's size, largest dimension and number of dimensions) may be at most a few times what the
-reference passed for that argument, so nothing is computed on sizes the student chose; a call
+helpers on the same inputs (:meth:`Scope.limits`): every argument of a stand-in's call (anything that
+can stand for an integer, a NumPy int or the values of an integer tensor as well as an int; a tensor's
+size, largest dimension and number of dimensions; in lists, tuples, sets and dicts) may be at most a few
+times what the reference passed for that argument, so nothing is computed on sizes the student chose; a call
 past that, or of a name the item does not use, raises an error in the student's code that says so.
 The stand-ins of an item answer only while that item's checks run (:func:`grading`); which helpers
 they replace, and so whose fault a failure is, :mod:`autograder.attribution` decides.
@@ -87,16 +88,21 @@ class Size:
 
 
 def size_of(value, depth: int = 0) -> Size:
-    """The :class:`Size` of a value: ints, tensors and arrays, and lists, tuples and dicts of them."""
-    if depth > values.MAX_DEPTH or isinstance(value, bool):
+    """The :class:`Size` of a value: whatever can stand for an integer (Python's and NumPy's ints, and the
+    values of integer tensors and arrays, a 0-d one included: torch takes each as a size), the shapes of
+    tensors and arrays, and lists, tuples, sets and dicts of them."""
+    if depth > values.MAX_DEPTH or isinstance(value, (bool, np.bool_)):
         return Size()
-    if isinstance(value, int):
-        return Size(value=abs(value))
+    if isinstance(value, (int, np.integer)):
+        return Size(value=abs(int(value)))
     if isinstance(value, (torch.Tensor, np.ndarray)):
         shape = tuple(value.shape)
-        return Size(elements=math.prod(shape), dimension=max(shape, default=0), dims=len(shape))
+        size = Size(elements=math.prod(shape), dimension=max(shape, default=0), dims=len(shape))
+        return Size(_largest_integer(value), *size.astuple()[1:])
     if isinstance(value, dict):
         value = list(value.values())
+    if isinstance(value, (set, frozenset)):
+        value = list(value)
     if isinstance(value, (list, tuple)):
         parts = [size_of(part, depth + 1) for part in value]
         return Size(
@@ -106,6 +112,17 @@ def size_of(value, depth: int = 0) -> Size:
             dims=max((p.dims for p in parts), default=0),
         )
     return Size()
+
+
+def _largest_integer(array) -> int:
+    """The largest magnitude among the values of an integer tensor or array (0 for any other dtype, or no value)."""
+    if isinstance(array, torch.Tensor):
+        if array.dtype == torch.bool or array.is_floating_point() or array.is_complex() or array.is_meta:
+            return 0
+        array = array.detach().cpu().numpy()
+    if not np.issubdtype(array.dtype, np.integer) or array.size == 0:
+        return 0
+    return max(abs(int(array.max())), abs(int(array.min())))
 
 
 def _parameters(signature: inspect.Signature, args, kwargs) -> inspect.BoundArguments:

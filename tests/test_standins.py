@@ -4,6 +4,7 @@ tests/test_grading.py."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -12,7 +13,7 @@ from autograder.grading.source import Source
 from autograder.sandbox import values, wire
 from autograder.standins import Scope, Size, size_of
 
-CH03, CH06 = "ch03_multi_head", "ch06_transformer"
+CH03, CH04, CH06 = "ch03_multi_head", "ch04_masking", "ch06_transformer"
 
 
 def decoded(answer: dict, key: str = "value"):
@@ -47,6 +48,35 @@ def test_sizes_of_ints_tensors_and_containers():
     assert size_of(torch.zeros(2, 5, 16)).within(limit) is None
     assert "has elements: 40000" in size_of(torch.zeros(1, 2500, 16)).within(limit)
     assert "has dimensions: 6" in size_of(torch.zeros(1, 1, 1, 1, 1, 1)).within(limit)
+
+
+def test_whatever_can_stand_for_an_integer_is_measured():
+    # torch takes a NumPy int and a 0-d (or one-element) integer tensor as a size, as it takes an int
+    assert size_of(np.int64(30000)) == size_of(np.uint16(30000)) == Size(value=30000)
+    assert size_of(torch.tensor(30000)) == Size(value=30000, elements=1)
+    assert size_of(np.array(-30000)) == Size(value=30000, elements=1)
+    assert size_of(torch.tensor([3, -40000, 7])) == Size(value=40000, elements=3, dimension=3, dims=1)
+    assert size_of({30000, 2}) == size_of(frozenset({30000})) == Size(value=30000)
+    assert size_of({"n": [(np.int32(9),)]}) == Size(value=9)
+    # values that are not integers are not sizes: only their shapes count
+    assert size_of(torch.full((2,), 1e9)) == Size(elements=2, dimension=2, dims=1)
+    assert size_of(torch.ones(3, dtype=torch.bool)) == size_of(np.ones(3, dtype=bool)) == Size(0, 3, 3, 1)
+    assert size_of(np.bool_(True)) == Size() and size_of(torch.empty(0, dtype=torch.long)) == Size(dims=1)
+
+
+@pytest.mark.parametrize(
+    "size",
+    [np.int64(30000), torch.tensor(30000), np.array(30000), torch.tensor([30000])],
+    ids=["numpy int", "0-d tensor", "0-d array", "one-element tensor"],
+)
+def test_a_size_the_student_chose_is_refused_in_any_integer_type(size):
+    scope = Scope(CH04, ("causal_mask",))
+    scope.run_reference = lambda helpers: helpers["causal_mask"](6)
+    scope.inputs_size = lambda: size_of([torch.zeros(2, 6, 8)])
+    answer = scope.answer(callback("call", "causal_mask", 6))
+    assert answer["ok"], answer
+    answer = scope.answer(callback("call", "causal_mask", size))
+    assert not answer["ok"] and "size is 30000, more than the 40 allowed" in answer["error"], answer
 
 
 def test_a_function_stand_in_answers_with_the_reference_value():
