@@ -33,6 +33,7 @@ _HOMES = {  # name -> the module that defines it; imported on first use, so that
             "check_output_shapes",
             "check_raises",
             "check_relative_positions",
+            "check_returns_number",
             "check_rows_sum_to_one",
             "check_within_memory",
         ),

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import builtins
 import importlib
+import numbers
 
 import numpy as np
 import torch
@@ -618,6 +619,32 @@ class _Attention(torch.nn.Module):
                     f"{'are' if name != 'output' else 'is'} {found}; expected a float tensor {tuple(shape)}"
                 )
         return got["output"].to(x.dtype), (keys.to(x.dtype), values.to(x.dtype))
+
+
+NUMBERS = {"int": "an int", "float": "a float"}  # the kinds of number a contract names as a return type
+
+
+@graded()
+@takes_options()
+def check_returns_number(
+    item: Item,
+    args,
+    kwargs=None,
+    *,
+    options: CallOptions,
+    kind: str,
+    hint: str = "return the kind of number that the contract names",
+):
+    """The item returns one number of the ``kind`` its contract names: ``"int"``, an integer (Python's or
+    NumPy's; not a bool, not a float that happens to be whole, not a tensor), or ``"float"``, a real number
+    (an int is one as well). The message names the type returned, never the value."""
+    if kind not in NUMBERS:
+        raise ValueError(f"kind must be one of {sorted(NUMBERS)}, got {kind!r}")
+    call = options.call(item, f"the result is {NUMBERS[kind]}", args, kwargs, hint)
+    got = call.run()
+    wanted = numbers.Integral if kind == "int" else numbers.Real
+    if isinstance(got, (bool, np.bool_)) or not isinstance(got, wanted):
+        call.fail(f"it returned a {type(got).__name__}, not {NUMBERS[kind]}")
 
 
 @graded()

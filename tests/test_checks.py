@@ -30,6 +30,7 @@ from autograder import (
     check_output_shapes,
     check_raises,
     check_relative_positions,
+    check_returns_number,
     check_rows_sum_to_one,
     check_within_memory,
     diagnosis,
@@ -204,6 +205,37 @@ def test_dtype_follows_input():
         check_dtype_follows_input, sdpa_item(lambda q, k, v: tuple(t.float() for t in good_attention(q, k, v))), f64
     )
     assert "has dtype torch.float32; the inputs have dtype torch.float64" in msg
+
+
+def test_returns_number_takes_the_kinds_a_contract_names_and_names_the_type_returned():
+    def count(n, per=4):
+        return n * per
+
+    sizes = {"n": 1000, "per": 4}
+    counter = Item("ch08_training_fast", "flops_per_token", count)
+    check_returns_number(counter, [], sizes, kind="int")
+    check_returns_number(
+        Item("ch08_training_fast", "flops_per_token", lambda n, per: np.int64(n * per)), [], sizes, kind="int"
+    )
+    check_returns_number(counter, [], sizes, kind="float")  # an int is a real number too
+    check_returns_number(Item("ch08_training_fast", "mfu", lambda n, per: n / per), [], sizes, kind="float")
+    for wrong, returned in [
+        (lambda n, per: n * per / 1, "float"),  # right value, wrong type
+        (lambda n, per: float(n * per), "float"),
+        (lambda n, per: np.float64(n * per), "float64"),
+        (lambda n, per: torch.tensor(n * per), "Tensor"),
+        (lambda n, per: True, "bool"),
+    ]:
+        msg = failure(check_returns_number, Item("ch08_training_fast", "flops_per_token", wrong), [], sizes, kind="int")
+        assert_well_formed(msg, "flops_per_token", "the result is an int", "")
+        assert f"it returned a {returned}, not an int" in msg
+        assert "4000" not in msg  # the type returned, never the value
+    msg = failure(
+        check_returns_number, Item("ch08_training_fast", "mfu", lambda n, per: "0.25"), [], sizes, kind="float"
+    )
+    assert "it returned a str, not a float" in msg
+    with pytest.raises(ValueError, match="kind must be one of"):
+        check_returns_number(counter, [], sizes, kind="integer")
 
 
 def test_raises():

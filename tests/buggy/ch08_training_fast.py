@@ -65,6 +65,17 @@ BUGS = [
         (PASSES, "passes = 3"),
         name="flops_ignores_training",
     ),
+    bug(
+        "flops_per_token",
+        "gets the forward count as a third of the training count, with /: the right number as a float",
+        "returns an int",
+        (
+            "    passes = 3 if training else 1  # the backward pass costs twice the forward\n"
+            "    flops = passes * (weights + attention)\n",
+            "    flops = 3 * (weights + attention)\n    if not training:\n        flops = flops / 3\n",
+        ),
+        name="flops_forward_divided",
+    ),
     # ------------------------------------------------------------------ mfu
     bug(
         "mfu",
@@ -130,6 +141,16 @@ BUGS = [
         "a valueerror whose message names precision",
         ("    if precision not in sizes:\n", "    if False:\n"),
         name="memory_no_precision_check",
+    ),
+    bug(
+        "training_memory_bytes",
+        "reads each precision's bytes as its bits / 8: the right number of bytes as a float",
+        "returns an int",
+        (
+            '{"fp32": (4, 4, 4), "bf16": (2, 2, 2), "mixed": (4, 4, 4)}',
+            '{"fp32": (32 / 8,) * 3, "bf16": (16 / 8,) * 3, "mixed": (32 / 8,) * 3}',
+        ),
+        name="memory_bits_over_eight",
     ),
     # ------------------------------------------------------------------ min_loss_scale
     bug(

@@ -47,9 +47,9 @@ def flops_per_token(n_params_non_embedding, n_layers, d_model, context_len, trai
         """
 def flops_per_token(n_params_non_embedding, n_layers, d_model, context_len, training=True):
     forward = 2.0 * n_params_non_embedding + 4.0 * n_layers * d_model * context_len
-    return forward * (1 + 2 * training)  # bool as 0/1: the backward pass costs two forwards
+    return int(forward * (1 + 2 * training))  # bool as 0/1: the backward pass costs two forwards
 """,
-        "float arithmetic (exact below 2**53), the training flag used as 0 or 1",
+        "float arithmetic (exact below 2**53), the training flag used as 0 or 1, the count returned as an int",
     ),
     # ------------------------------------------------------------------ mfu
     Answer(
