@@ -360,6 +360,13 @@ BUGS = [
         cause="not to the smallest",
         code=saturated(("scores.max(axis=-1, keepdims=True)", "scores.min(axis=-1, keepdims=True)")),
     ),
+    Bug(
+        "saturated_finite_factor",
+        "saturated_attention",
+        why="Part 2 on queries scaled by a million, taken for the limit: right unless two scores nearly tie",
+        cause="a large but finite factor is not the limit",
+        code=saturated(("output = weights @ V", "output = attention_numpy(1e6 * Q, K, V)[0]")),
+    ),
     # ------------------------------------------------------------------ effect_on_attention
     Bug(
         "effect_key_shift_changes",
