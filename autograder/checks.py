@@ -288,10 +288,11 @@ def check_equals(
     hint: str = "work the example by hand and compare each step",
 ):
     """One returned value equals ``expected`` (plain nested lists), e.g. a published worked example.
+    A failure is headed "a known answer", which a hidden input is as well as the worked example.
 
     A class item is built with ``init`` and keeps its own weights and buffers.
     """
-    call = options.call(item, "the worked example", args, kwargs, hint)
+    call = options.call(item, "a known answer", args, kwargs, hint)
     name, got = call.select(call.run(), output)
     want = np.asarray(expected)
     want = want if want.dtype == bool else want.astype(np.float64)

@@ -152,7 +152,7 @@ def test_equals_does_not_print_the_expected_values():
     msg = failure(
         check_equals, softmax_item(lambda x, axis=-1: np.exp(x) / 3), [literal([1.0, 2.0, 3.0])], expected=expected
     )
-    assert_well_formed(msg, "softmax", "the worked example", "(3,)")
+    assert_well_formed(msg, "softmax", "a known answer", "(3,)")
     for value in expected:
         assert f"{value:.3f}"[:5] not in msg
 
