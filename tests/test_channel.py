@@ -139,3 +139,40 @@ def test_a_worker_that_does_not_take_a_request_is_stopped_in_time(tmp_path, then
             sandbox.call("f", ["x" * 1_000_000], {}, timeout=0.5)  # more than a pipe holds
         assert time.monotonic() - started < 5
         assert not sandbox.alive
+
+
+# A worker that answers its first request with stand-in calls sent all at once, queued before the grader has
+# answered any, then reads whatever the grader sends.
+HASTY = """import os, sys, time
+os.write(1, {ready!r})
+os.read(0, 1 << 16)
+os.write(1, {calls!r})
+while os.read(0, 1 << 16):
+    pass
+"""
+
+
+def test_stand_in_calls_queued_ahead_are_not_answered_past_the_calls_deadline(tmp_path):
+    call = wire.StandInCall("call", "causal_mask", {"list": [{"int": "6"}]}, {"dict": {}})
+    queued = 100
+    script = HASTY.format(ready=READY, calls=wire.frame(wire.Callback(1, call)) * queued)
+    worker = tmp_path / "autograder" / "sandbox"  # in the worker's place, so that its messages are read as a worker's
+    worker.mkdir(parents=True)
+    for folder in (tmp_path / "autograder", worker):
+        (folder / "__init__.py").write_text("")
+    (worker / "worker.py").write_text(script)
+    answered = []
+
+    def slow_answer(callback: dict) -> dict:  # each stand-in call costs the grader a twentieth of a second
+        answered.append(callback)
+        time.sleep(0.05)
+        return {"ok": True, "value": None}
+
+    with Sandbox(Limits(), "none", tmp_path) as sandbox:
+        sandbox._wait_ready()
+        started = time.monotonic()
+        with pytest.raises(SandboxTimeout, match="did not finish within its time limit"):
+            sandbox.call("f", [], {}, timeout=0.5, callbacks=slow_answer)
+        assert time.monotonic() - started < 1.5
+        assert 5 <= len(answered) <= 15, len(answered)  # not all 100: 5 s of the grader's work
+        assert not sandbox.alive

@@ -792,6 +792,9 @@ class Sandbox:
             answered += 1
             if answered > MAX_CALLBACKS:
                 raise self._protocol_error(f"more than {MAX_CALLBACKS} calls of the grader's stand-ins in one call")
+            if time.monotonic() > deadline:  # calls queued ahead arrive at once: none is answered past the deadline
+                self.close()
+                raise SandboxTimeout(f"{what} did not finish within its time limit")
             if callbacks is None:
                 answer = {"ok": False, "error_type": "RuntimeError", "error": "no stand-ins are in use now"}
             else:
