@@ -235,9 +235,14 @@ class HideHiddenTests(NbGraderPreprocessor):
 # nbconvert's template loads MathJax 2 from a CDN, between these two comments; a feedback page opened
 # offline (or where that CDN is blocked) shows raw $...$ then.
 _CDN_MATHJAX = re.compile(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->", re.DOTALL)
+# A feedback page shows the student's own mathematics, so the TeX that makes HTML is left out: MathJax's html
+# extension (\href, a link to any URL, javascript: included; \style, \class and \cssId, CSS of the student's
+# choosing) is never loaded for its macros, and \require, which would load it (or any extension), is removed.
+# Those macros stay undefined and show as written, in red.
 _MATHJAX_CONFIG = (
     "<script>window.MathJax = {tex: {inlineMath: [['$', '$'], ['\\\\(', '\\\\)']], "
-    "displayMath: [['$$', '$$'], ['\\\\[', '\\\\]']], processEscapes: true}, "
+    "displayMath: [['$$', '$$'], ['\\\\[', '\\\\]']], processEscapes: true, "
+    "packages: {'[-]': ['require']}, autoload: {html: []}}, "
     "svg: {fontCache: 'global'}, options: {enableMenu: false}};</script>"
 )
 

@@ -204,11 +204,10 @@ def test_a_feedback_page_carries_the_courses_mathjax_in_place_of_the_cdn(tmp_pat
     assert inline_mathjax(page, tmp_path / "absent.js") == page
 
 
-@pytest.mark.slow
-@pytest.mark.browser
-def test_a_feedback_page_renders_its_mathematics_offline(tmp_path):
-    """A feedback page, as nbgrader's template and the course's exporter write it, opened in Chromium with no
-    network: every formula is typeset by the inlined MathJax, without an error."""
+def _feedback_page_in_chromium(tmp_path, markdown: str, inspect: str):
+    """A feedback page of one markdown cell, as nbgrader's template and the course's exporter write it, opened in
+    Chromium with no network once MathJax has typeset it: what the script ``inspect`` returns, and the page's
+    errors."""
     import nbgrader.converters.generate_feedback as nbgrader_feedback
     from playwright.sync_api import sync_playwright
 
@@ -222,9 +221,8 @@ def test_a_feedback_page_renders_its_mathematics_offline(tmp_path):
         extra_template_basedirs=[str(formgrader / "templates")],
         extra_template_paths=[str(formgrader / "static" / "node_modules" / "bootstrap" / "dist" / "css")],
     )
-    nb = new_notebook(cells=[new_markdown_cell("Scores $q \\cdot k / \\sqrt{d_k}$, weights $$\\sum_j w_j = 1$$")])
     info = {"notebook": "ch02", "score": 0, "max_score": 1, "late_penalty": 0}
-    html, _ = exporter.from_notebook_node(nb, {"nbgrader": info})
+    html, _ = exporter.from_notebook_node(new_notebook(cells=[new_markdown_cell(markdown)]), {"nbgrader": info})
     assert "cdnjs" not in html
     path = tmp_path / "feedback.html"
     path.write_text(html)
@@ -237,10 +235,47 @@ def test_a_feedback_page_renders_its_mathematics_offline(tmp_path):
         page.goto(path.as_uri())
         page.wait_for_function("window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=30_000)
         page.evaluate("MathJax.startup.promise")
-        typeset = page.evaluate("document.querySelectorAll('mjx-container').length")
-        text = page.evaluate("document.body.innerText")
+        found = page.evaluate(inspect)
         browser.close()
+    return found, errors
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_a_feedback_page_renders_its_mathematics_offline(tmp_path):
+    """Every formula is typeset by the inlined MathJax, without an error, with no network."""
+    (typeset, text), errors = _feedback_page_in_chromium(
+        tmp_path,
+        "Scores $q \\cdot k / \\sqrt{d_k}$, weights $$\\sum_j w_j = 1$$",
+        "[document.querySelectorAll('mjx-container').length, document.body.innerText]",
+    )
     assert typeset == 2 and "$" not in text and errors == [], (typeset, errors)
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_a_students_tex_makes_no_link_and_no_style_on_a_feedback_page(tmp_path):
+    """The TeX that makes HTML (MathJax's html extension: \\href, \\style, \\class, \\cssId, and \\require, which
+    loads any extension) is not there for a student's cell: no javascript: link, no element laid over the page,
+    nothing fetched; the macros show as written, and the rest of the formula is typeset."""
+    markdown = (
+        "$\\href{javascript:window.owned=1}{\\text{your grade}}$ "
+        "$\\style{position:fixed;top:0;left:0;width:100vw;height:100vh;z-index:9}{\\text{over}}$ "
+        "$\\class{modal}{x} + \\cssId{header}{y}$ $\\require{html}\\href{javascript:alert(1)}{z}$ "
+        "$q \\cdot k$"
+    )
+    inspect = """[
+        document.querySelectorAll('mjx-container').length,
+        [...document.querySelectorAll('mjx-container *')].filter(e => e.localName === 'a'
+            || [...e.attributes].some(a => a.localName === 'href' && !a.value.startsWith('#'))).length,
+        [...document.querySelectorAll('mjx-container *')].filter(e => getComputedStyle(e).position === 'fixed').length,
+        document.querySelectorAll('mjx-container .modal, mjx-container #header').length,
+        document.querySelectorAll('mjx-container [data-mml-node="mtext"][fill="red"]').length,
+    ]"""
+    (typeset, links, fixed, classed, undefined), errors = _feedback_page_in_chromium(tmp_path, markdown, inspect)
+    assert typeset == 5 and (links, fixed, classed) == (0, 0, 0), (typeset, links, fixed, classed)
+    assert errors == [], errors
+    assert undefined == 6, undefined  # \\href, \\style, \\class, \\cssId, \\require, \\href, shown as written in red
 
 
 # ----------------------------------------------------------------------------- cell roles

@@ -227,6 +227,25 @@ BUGS = [
         (ROTATE_K, "k = llama_rotary(split_heads(self.W_k(x), self.num_kv_heads), positions, self.base)"),
         name="rotary_rotate_half_layout",
     ),
+    rotary(
+        "the key/value heads tiled with Tensor.repeat: query head h reads key/value head h % num_kv_heads",
+        "repeated in place",
+        ("repeat_kv(k, n_rep)", "k.repeat(1, n_rep, 1, 1)"),
+        ("repeat_kv(v, n_rep)", "v.repeat(1, n_rep, 1, 1)"),
+        name="rotary_heads_tiled",
+    ),
+    rotary(
+        "the cache keeps the keys unrotated, and the whole cache is rotated by 0, 1, ... at every step",
+        "the cache holds the keys unrotated",
+        (ROTATE_K, SPLIT_K),
+        (
+            "        n_rep = self.num_heads // self.num_kv_heads\n",
+            "        n_rep = self.num_heads // self.num_kv_heads\n"
+            "        rotated = apply_rotary(k, torch.arange(k.size(2), device=x.device), self.base)\n",
+        ),
+        ("scores = q @ repeat_kv(k, n_rep)", "scores = q @ repeat_kv(rotated, n_rep)"),
+        name="rotary_cache_unrotated",
+    ),
     # ------------------------------------------------------------------ sliding_window_mask
     window(
         "i - window <= j <= i: window + 1 positions",
