@@ -874,6 +874,13 @@ BUGS += [
         cause="stops after max_len steps",
         code=variant("decoded_positions", (STEPS, "steps = max(eos_steps)")),
     ),
+    Bug(
+        "positions_without_bos",
+        "decoded_positions",
+        why="counts the tokens generated before each step, bos_id left out: 0 + 1 + ... + (steps - 1)",
+        cause="bos_id is one of the positions decoded",
+        code=variant("decoded_positions", ("total = steps * (steps + 1) // 2", "total = sum(range(steps))")),
+    ),
     # ------------------------------------------------------------------ normalised_output
     Bug(
         "normalised_pre_norm",

@@ -174,6 +174,23 @@ BUGS = [
         (SMALLEST, "smallest = 2.0**-10"),
         name="scale_epsilon",
     ),
+    bug(
+        "min_loss_scale",
+        "2 to the ceiling of log2(smallest / gradient): below 1 for a gradient that needs no scaling",
+        "never a fraction",
+        (
+            "    scale = 1.0\n    while gradient * scale < smallest:\n        scale *= 2\n",
+            "    exponent = math.ceil(math.log2(smallest / gradient))\n    scale = 2.0**exponent\n",
+        ),
+        name="scale_not_floored_at_one",
+    ),
+    bug(
+        "min_loss_scale",
+        "doubles while the product is at most the smallest number: one doubling too many at equality",
+        "at least, not more than",
+        ("while gradient * scale < smallest:", "while not gradient * scale > smallest:"),
+        name="scale_strict_at_least",
+    ),
     # ------------------------------------------------------------------ attention_share
     bug(
         "attention_share",
