@@ -97,13 +97,10 @@ def size_of(value, depth: int = 0) -> Size:
         return Size(value=abs(int(value)))
     if isinstance(value, (torch.Tensor, np.ndarray)):
         shape = tuple(value.shape)
-        size = Size(elements=math.prod(shape), dimension=max(shape, default=0), dims=len(shape))
-        return Size(_largest_integer(value), *size.astuple()[1:])
+        return Size(_largest_integer(value), math.prod(shape), max(shape, default=0), len(shape))
     if isinstance(value, dict):
         value = list(value.values())
-    if isinstance(value, (set, frozenset)):
-        value = list(value)
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (list, tuple, set, frozenset)):
         parts = [size_of(part, depth + 1) for part in value]
         return Size(
             value=max((p.value for p in parts), default=0),

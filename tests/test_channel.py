@@ -143,7 +143,7 @@ def test_a_worker_that_does_not_take_a_request_is_stopped_in_time(tmp_path, then
 
 # A worker that answers its first request with stand-in calls sent all at once, queued before the grader has
 # answered any, then reads whatever the grader sends.
-HASTY = """import os, sys, time
+HASTY = """import os
 os.write(1, {ready!r})
 os.read(0, 1 << 16)
 os.write(1, {calls!r})
