@@ -685,9 +685,11 @@ def check_within_memory(
     hint: str = "hold only what the method needs at once, never the whole matrix of scores",
     values_hint: str = "a long input must give the same values as a short one: every block of keys counts",
 ):
-    """The item computes its result within ``budget_mb`` MiB of memory beyond what its process holds
-    when the call starts, and the result is right: its rows for ``rows`` queries drawn at random
-    equal the reference's, computed on those queries alone (a failure there gets ``values_hint``).
+    """The item computes its result within ``budget_mb`` MiB of memory beyond what its sandbox holds
+    when the call starts (and beyond what it held before the student's code ran, of which the notebook
+    may keep :data:`~autograder.sandbox.process.NOTEBOOK_MB`), and the result is right: its rows for
+    ``rows`` queries drawn at random equal the reference's, computed on those queries alone (a failure
+    there gets ``values_hint``).
 
     The budget is enforced on every process of the sandbox, from outside (the student's code cannot
     lift it); beside the student's own code, in a notebook, it cannot be, and only the values are

@@ -234,7 +234,9 @@ class Scope:
                 raise Refused(f"{name}: its arguments could not be read")
             if kind == "call" and not is_module(helper):
                 arguments = self._checked(name, kind, _signature(helper), args, kwargs)
-                return {"ok": True, "value": values.encode(_run(lambda: helper(*arguments.args, **arguments.kwargs)))}
+                with global_rng.private():
+                    value = _run(lambda: helper(*arguments.args, **arguments.kwargs))
+                return {"ok": True, "value": values.encode(value)}
             if kind == "construct" and is_module(helper):
                 return self._construct(name, helper, args, kwargs, _rng_state(callback.get("rng")))
             if kind == "forward" and is_module(helper):
@@ -256,9 +258,9 @@ class Scope:
     def _built_module(self, name: str, helper, args, kwargs, rng: torch.Tensor | None):
         """The reference module built with these (checked) arguments, and the generator state after."""
         arguments = self._checked(name, "construct", _signature(helper, "__init__"), args, kwargs)
-        with global_rng.forked(state=rng):
+        with global_rng.private(rng) as generator:
             module = _run(lambda: helper(*arguments.args, **arguments.kwargs))
-            return module, global_rng.state()
+        return module, generator.get_state()
 
     def _construct(self, name: str, helper, args, kwargs, rng: torch.Tensor) -> dict:
         module, after = self._built_module(name, helper, args, kwargs, rng)
@@ -303,11 +305,9 @@ class Scope:
         module.train(bool(callback.get("training")))
         arguments = self._checked(name, "forward", _signature(helper, "forward"), args, kwargs)
         rng = _rng_state(callback.get("rng"))
-        with global_rng.forked(state=rng):
-            with torch.no_grad():
-                value = _run(lambda: module(*arguments.args, **arguments.kwargs))
-            after = global_rng.state()
-        return {"ok": True, "value": values.encode(value), "rng": values.encode(after)}
+        with global_rng.private(rng) as generator, torch.no_grad():
+            value = _run(lambda: module(*arguments.args, **arguments.kwargs))
+        return {"ok": True, "value": values.encode(value), "rng": values.encode(generator.get_state())}
 
 
 class _ReferenceRaised(Exception):
@@ -329,7 +329,7 @@ def _rng_state(encoded) -> torch.Tensor:
         state = values.decode(encoded)
     except Exception:
         raise Refused("the random generator's state could not be read") from None
-    expected = global_rng.state()
+    expected = torch.Generator().get_state()
     if not isinstance(state, torch.Tensor) or state.dtype != expected.dtype or state.shape != expected.shape:
         raise Refused("the random generator's state could not be read")
     return state

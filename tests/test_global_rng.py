@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 import autograder
 
@@ -103,3 +104,45 @@ def test_without_the_lock_two_threads_hang():
     assert not _churn("direct", seconds=4, timeout=20), (
         "torch.get_rng_state no longer hangs beside global_rng.state here: the lock may no longer be needed"
     )
+
+
+# torch's random operations, each as a function that draws.
+DRAWS = {
+    "randn": lambda: torch.randn(4),
+    "rand_like": lambda: torch.rand_like(torch.ones(4)),
+    "randint": lambda: torch.randint(0, 10, (5,)),
+    "randperm": lambda: torch.randperm(7),
+    "multinomial": lambda: torch.multinomial(torch.ones(5), 3),
+    "normal_": lambda: torch.empty(4).normal_(),
+    "uniform_ (nn.Linear's initialisation)": lambda: torch.nn.Linear(3, 2).weight.detach(),
+    "dropout": lambda: torch.nn.functional.dropout(torch.ones(8), 0.5),
+    "alpha_dropout": lambda: torch.nn.functional.alpha_dropout(torch.ones(8), 0.5, True),
+    "rrelu": lambda: torch.nn.functional.rrelu(torch.ones(8), training=True),
+    "poisson": lambda: torch.poisson(torch.ones(4)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DRAWS))
+def test_a_private_generator_draws_what_the_global_one_would_and_leaves_it_alone(name):
+    from autograder import global_rng
+
+    start = torch.Generator().manual_seed(1).get_state()
+    with global_rng.forked(state=start):
+        want, after = DRAWS[name](), global_rng.state()
+    with global_rng.forked(seed=99):
+        untouched = global_rng.state()
+        with global_rng.private(start) as generator:
+            got = DRAWS[name]()
+        assert torch.equal(global_rng.state(), untouched)
+    assert torch.equal(got, want) and torch.equal(generator.get_state(), after)
+
+
+def test_an_operation_that_can_only_draw_from_the_global_generator_is_refused():
+    from autograder import global_rng
+
+    library = torch.library.Library("issue37", "DEF")  # noqa: F841 (the operation lives as long as it does)
+    library.define("draw(Tensor x) -> Tensor", tags=(torch.Tag.nondeterministic_seeded,))
+    library.impl("draw", lambda x: x + 1, "CPU")
+    with global_rng.private():
+        with pytest.raises(RuntimeError, match="global random generator"):
+            torch.ops.issue37.draw(torch.ones(2))

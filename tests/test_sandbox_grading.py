@@ -994,6 +994,56 @@ def test_a_memory_budget_counts_what_the_call_holds_not_what_the_allocator_kept(
         assert isinstance(reply, wire.Raised) and reply.error_type == "MemoryError", reply
 
 
+BALLAST = """
+import torch
+
+ballast = None
+
+def hold(megabytes):
+    global ballast
+    ballast = torch.ones(megabytes * 2**18)
+
+def whole(length):
+    global ballast
+    kept, ballast = ballast.numel() // 2**18, None  # the ballast freed for the call...
+    scores = torch.ones(length, length)  # ...which holds 512 MiB at once
+    total = float(scores.sum())
+    del scores
+    hold(kept)  # and held again after it
+    return total
+"""
+
+
+@pytest.mark.skipif(not bwrap_available(), reason="bubblewrap is not installed")
+@pytest.mark.parametrize("measured_by", ["cgroup", "address space"])
+def test_memory_held_before_a_call_and_freed_in_it_does_not_count_for_the_call(measured_by, monkeypatch):
+    """Issue 37: a call with a budget of 128 MiB that frees 768 MiB the notebook held (a "ballast"), holds
+    512 MiB and takes the ballast back used to pass: its growth over what the sandbox held when it started was
+    nothing. The budget now counts from what the sandbox held before any of the student's code ran, of which
+    the notebook may keep NOTEBOOK_MB; by the cgroup's peak or, where there is none, by each process's address
+    space (which a grader sets where it runs the sandbox as its own uid: here, with no bubblewrap). Blockwise
+    work passes beside a notebook that keeps 64 MiB; measured by the cgroup, not beside one that keeps 768
+    (its message says why)."""
+    if measured_by == "address space":
+        monkeypatch.setattr("autograder.sandbox.process._Cgroups.memory_peak", lambda self: None)
+    isolation = "bwrap" if measured_by == "cgroup" else "none"
+    with Sandbox(LIMITS, isolation, sandbox_packages(TERM)) as sandbox:
+        assert sandbox.run_cells([BLOCKWISE, BALLAST]) == [None, None]
+        for megabytes, passes in ((64, True), (768, False)):
+            assert not isinstance(sandbox.call("hold", [values.encode(megabytes)], {}), wire.Raised)
+            reply = sandbox.call("blockwise", [values.encode(64)], {}, memory_mb=128)
+            if passes or measured_by == "cgroup":  # an address space may reuse what the heap kept: no new space
+                assert isinstance(reply, wire.Raised) is not passes, (megabytes, reply)
+        reply = sandbox.call("whole", [values.encode(2**13 + 2**12)], {}, memory_mb=128)
+        assert isinstance(reply, wire.Raised), reply
+        if measured_by == "cgroup":  # the grader's verdict, after the call
+            assert reply.error_type == "MemoryError", reply
+            assert "it kept 7" in reply.error and "del the large objects it keeps" in reply.error, reply.error
+        else:  # the allocation itself fails, in the student's code
+            assert "can't allocate memory" in reply.error and reply.raised_in == "whole", reply
+        assert not sandbox.unbounded
+
+
 @pytest.mark.skipif(not bwrap_available(), reason="bubblewrap is not installed")
 def test_an_unprivileged_grader_gives_the_student_no_way_to_host_root():
     """Hole 1, as a normal user: `python -m autograder.cli.check` run by nobody grades the escape probe; every

@@ -197,3 +197,104 @@ def test_the_check_being_run_is_the_current_scope():
     with standins.grading(CH03, ("split_heads",)) as scope:
         assert standins.current() is scope and scope.uses == ("split_heads",)
     assert standins.current() is None
+
+
+# Every module the course's items use, built and run in train mode (dropout drawing where it has any).
+MODULE_STAND_INS = {
+    ("ch01_bahdanau", "AdditiveAttention"): (
+        (6, 5, 8),
+        (torch.randn(2, 6), torch.randn(2, 7, 5), torch.randn(2, 7, 3)),
+    ),
+    (CH06, "FeedForward"): ((16, 32, 0.3), (torch.randn(2, 6, 16),)),
+    (CH06, "MultiHeadAttention"): ((16, 4), (torch.randn(2, 6, 16),) * 3),
+    (CH06, "PositionalEncoding"): ((16, 64, 0.3), (torch.randn(2, 6, 16),)),
+    (CH06, "EncoderLayer"): ((16, 4, 32, 0.3), (torch.randn(2, 6, 16),)),
+    (CH06, "DecoderLayer"): ((16, 4, 32, 0.3, True), (torch.randn(2, 6, 16), torch.randn(2, 5, 16))),
+}
+
+
+def module_scope(assignment: str, name: str, inputs) -> Scope:
+    scope = Scope(assignment, (name,))
+    scope.inputs_size = lambda: size_of([16, 64, *inputs])
+    return scope
+
+
+def built_and_run(scope: Scope, name: str, init: tuple, inputs: tuple, start: torch.Tensor):
+    """What the stand-in answers for building ``name(*init)`` and running it on ``inputs`` in train mode, with
+    the sandbox's generator in state ``start``: (parameters, output, the generator's state after each)."""
+    built = scope.answer({**callback("construct", name, *init), "rng": values.encode(start)})
+    state = decoded(built, "state")
+    ran = scope.answer(
+        {
+            **callback("forward", name, *inputs),
+            "init": built["init"],
+            "state": values.encode(state),
+            "training": True,
+            "rng": built["rng"],
+        }
+    )
+    return state, decoded(built, "rng"), decoded(ran), decoded(ran, "rng")
+
+
+@pytest.mark.parametrize("assignment,name", sorted(MODULE_STAND_INS))
+def test_a_module_stand_in_draws_what_the_global_generator_would_and_leaves_it_alone(assignment, name):
+    """Issue 37: a module stand-in draws from a generator of its own (global_rng.private), set to the sandbox's
+    state: its parameters, dropout masks and the state it sends back are those the reference makes drawing from
+    the global generator in that state, bit for bit; and the grader's global generator is neither used nor
+    moved."""
+    init, inputs = MODULE_STAND_INS[assignment, name]
+    start = torch.Generator().manual_seed(7).get_state()
+    torch.manual_seed(11)
+    untouched = torch.get_rng_state()
+    state, after_init, output, after_forward = built_and_run(
+        module_scope(assignment, name, inputs), name, init, inputs, start
+    )
+    assert torch.equal(torch.get_rng_state(), untouched)
+
+    torch.set_rng_state(start)
+    module = reference.get(assignment, name)(*init)
+    assert torch.equal(after_init, torch.get_rng_state())
+    assert all(torch.equal(state[key], value) for key, value in module.state_dict().items())
+    module.train()
+    with torch.no_grad():
+        expected = module(*inputs)
+    expected = expected[0] if isinstance(expected, tuple) else expected
+    output = output[0] if isinstance(output, tuple) else output
+    assert torch.equal(output, expected)
+    assert torch.equal(after_forward, torch.get_rng_state())
+    if name in ("FeedForward", "EncoderLayer"):  # dropout drew: the state moved on
+        assert not torch.equal(after_forward, after_init)
+
+
+def test_a_stand_ins_call_waits_for_no_lock_that_another_grading_holds():
+    """Issue 37: a stand-in's call (built and run with dropout) answers while another thread holds the global
+    generator's lock, as a slow reference run for another student's check does; before, it waited for that
+    lock, and a student whose stand-in calls ran slowly held it against every grading beside theirs."""
+    import threading
+
+    from autograder import global_rng
+
+    init, inputs = MODULE_STAND_INS[CH06, "EncoderLayer"]
+    held, release, answered = threading.Event(), threading.Event(), []
+
+    def other_grading():
+        with global_rng.LOCK:
+            held.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=other_grading)
+    holder.start()
+    try:
+        assert held.wait(10)
+        start = torch.Generator().manual_seed(3).get_state()
+        caller = threading.Thread(
+            target=lambda: answered.append(
+                built_and_run(module_scope(CH06, "EncoderLayer", inputs), "EncoderLayer", init, inputs, start)
+            )
+        )
+        caller.start()
+        caller.join(10)
+        assert answered, "the stand-in's call waited for the lock another grading held"
+    finally:
+        release.set()
+        holder.join()

@@ -172,9 +172,6 @@ class ForkedSandbox(Sandbox):
         self._on_close = on_close
         self._attach(process, wire.FromWorkerMessage)
 
-    def _processes(self) -> list[int]:
-        return [self.process.pid, *super()._processes()]
-
     def _release(self) -> None:
         on_close, self._on_close = self._on_close, None
         if on_close is not None:

@@ -70,6 +70,9 @@ PACKAGES_MOUNT = "/opt/course-packages"  # where the students' packages are, ins
 WORKER = "autograder.sandbox.worker"  # the sandbox's program (a module), unless a fork server is asked for
 UIDS = range(61000, 62000)  # host uids for sandboxes when the grader runs as root
 MAX_CALLBACKS = 512  # calls of the grader's stand-ins during one call of the student's code
+# What the notebook's own objects may hold (beyond what the sandbox held before any of the student's code ran)
+# and still leave a call with a memory budget all of it: memory held before the call counts past this.
+NOTEBOOK_MB = 128
 THP = "/sys/kernel/mm/transparent_hugepage"  # bound read-only: whether and how large huge pages come
 
 
@@ -386,33 +389,40 @@ class _Cgroups:
         self.procs.append(str(path / "cgroup.procs"))
         self.capped += applied
 
+    def memory_now(self) -> int | None:
+        """The bytes the sandbox holds now (its processes and in-memory files together); None where this
+        grader has no memory cgroup."""
+        for path in self.paths:
+            for name in ("memory.usage_in_bytes", "memory.current"):  # v1, v2
+                with contextlib.suppress(OSError, ValueError):
+                    return int((path / name).read_text())
+        return None
+
     def memory_peak(self) -> Callable[[], int] | None:
         """Start measuring the sandbox's peak memory (its processes and in-memory files together): a
-        function that gives the most it has held since, beyond what it held now, in bytes; None where
-        this grader has no memory cgroup whose peak it may reset."""
+        function that gives the most it has held at once since, in bytes; None where this grader has no
+        memory cgroup whose peak it may reset."""
         memory = next((path for path in self.paths if (path / "memory.usage_in_bytes").is_file()), None)
-        if memory is not None:  # v1: max_usage_in_bytes, reset by writing 0
+        if memory is not None:  # v1: max_usage_in_bytes, reset (to the usage now) by writing 0
             try:
-                start = int((memory / "memory.usage_in_bytes").read_text())
                 (memory / "memory.max_usage_in_bytes").write_text("0")
-            except (OSError, ValueError):
+            except OSError:
                 return None
-            return lambda: int((memory / "memory.max_usage_in_bytes").read_text()) - start
+            return lambda: int((memory / "memory.max_usage_in_bytes").read_text())
         memory = next((path for path in self.paths if (path / "memory.peak").is_file()), None)
         if memory is None:
             return None
         try:  # v2: memory.peak, whose reset (Linux 6.12 and later) holds for the file it was written to
-            start = int((memory / "memory.current").read_text())
             peak = open(memory / "memory.peak", "r+")  # noqa: SIM115 (read after the call, then closed)
             peak.write("reset\n")
             peak.flush()
-        except (OSError, ValueError):
+        except OSError:
             return None
 
         def read() -> int:
             with peak:
                 peak.seek(0)
-                return int(peak.read()) - start
+                return int(peak.read())
 
         return read
 
@@ -513,6 +523,9 @@ class Sandbox:
         self.ready = False
         self.stand_ins: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # (functions, modules) in place
         self.unbounded = False  # a call's memory budget could not be enforced (see call)
+        # Before any of the student's code ran: (bytes the sandbox held, or None without a memory cgroup;
+        # the largest address space of one of its processes). Memory budgets are counted from there (see call).
+        self.baseline: tuple[int | None, int] | None = None
         self.warm = False  # the worker has loaded torch's meta-device kernels (see warm_up)
         self.startup_seconds = 0.0  # from the start of its process until the worker was ready
         self._started = time.monotonic()
@@ -618,6 +631,17 @@ class Sandbox:
         self.ready = True
         self.startup_seconds = time.monotonic() - self._started
 
+    def _note_baseline(self) -> None:
+        """Once the worker is ready, before the first request that runs the student's code: what the sandbox
+        holds (:attr:`baseline`)."""
+        self._wait_ready()
+        if self.baseline is None:
+            spaces = []
+            for pid in self._processes():
+                with contextlib.suppress(OSError, ValueError):
+                    spaces.append(_address_space(pid))
+            self.baseline = (self._cgroups.memory_now(), max(spaces, default=0))
+
     def run_cells(self, cells: list[str | None], labels: list[str] | None = None) -> list[str | None]:
         """Run the notebook's cells in order; return each cell's error (or None).
 
@@ -626,8 +650,8 @@ class Sandbox:
         ``cells``) if a cell hangs past ``cell_timeout``, kills the process or breaks the
         protocol, and :class:`SandboxUnavailable` if the sandbox cannot start.
         """
+        self._note_baseline()
         self._send(wire.RunCells(cells), self.limits.startup_timeout)
-        self._wait_ready()
         errors: list[str | None] = [None] * len(cells)
         current, deadline, expected = None, time.monotonic() + self.limits.cell_timeout, 0
         while True:
@@ -664,10 +688,14 @@ class Sandbox:
 
         The reply is described in :mod:`autograder.sandbox.worker`; it is checked here. The stand-ins'
         calls that come while the grader waits for it go to ``callbacks`` (a callback message in, the
-        answer out, as plain data); without ``callbacks`` they are refused. With ``memory_mb``, the call
-        may add at most that many MiB to what the sandbox holds when it starts: measured by the sandbox's
-        memory cgroup (a call past it gets a MemoryError reply), or else enforced on the address space of
-        the sandbox's processes (:meth:`_address_space_budget`).
+        answer out, as plain data); without ``callbacks`` they are refused.
+
+        With ``memory_mb``, the call may hold at most that many MiB more than the sandbox held when the call
+        started, and the sandbox at most that many beyond what it held before any of the student's code ran
+        and :data:`NOTEBOOK_MB` for the notebook's objects: an absolute allowance, so that memory the student's
+        code held before the call and frees during it does not count in its favour. That is measured by the
+        sandbox's memory cgroup (a call past it gets a MemoryError reply), or else enforced on the address
+        space of each of the sandbox's processes (:meth:`_address_space_budget`).
         """
         name, handle = (target, None) if isinstance(target, str) else (None, int(target))
         seed = None if seed is None else int(seed)
@@ -676,18 +704,28 @@ class Sandbox:
             return wire.Call(seq, list(args), dict(kwargs), name=name, handle=handle, attr=attr, seed=seed)
 
         what = f"a call of {label or target}"
+        self._note_baseline()
         if memory_mb is None:
             return self._request(request, timeout, what, len(args), set(kwargs), callbacks)
-        peak = self._cgroups.memory_peak()
-        if peak is not None:
+        budget = memory_mb * 2**20
+        start, peak = self._cgroups.memory_now(), self._cgroups.memory_peak()
+        held = self.baseline[0]
+        if peak is not None and start is not None and held is not None:
             reply = self._request(request, timeout, what, len(args), set(kwargs), callbacks)
-            used = peak()
-            if used > memory_mb * 2**20:
+            base = min(start, held + NOTEBOOK_MB * 2**20)
+            used = peak() - base
+            if used > budget:
+                held_before = (
+                    "its sandbox held when it started"
+                    if base == start
+                    else f"your notebook may keep before it ({NOTEBOOK_MB} MiB beyond the sandbox's start; it "
+                    f"kept {(start - held) / 2**20:,.0f} MiB: del the large objects it keeps)"
+                )
                 return wire.Raised(
                     reply.seq,
                     "MemoryError",
-                    f"the call held up to {used / 2**20:,.0f} MiB at once beyond what its sandbox held when "
-                    f"it started; at most {memory_mb:,} MiB may be added",
+                    f"the call held up to {used / 2**20:,.0f} MiB at once beyond what {held_before}; at most "
+                    f"{memory_mb:,} MiB may be added",
                 )
             return reply
         with self._address_space_budget(memory_mb):
@@ -696,15 +734,17 @@ class Sandbox:
     @contextlib.contextmanager
     def _address_space_budget(self, megabytes: int):
         """Where no memory cgroup measures the call: while the block runs, each process of the sandbox may
-        grow its address space by at most ``megabytes`` MiB (RLIMIT_AS, set from outside, on processes the
-        sandbox's code cannot exempt: its children inherit it); afterwards the sandbox's own limit holds
-        again. That takes the sandbox's uid (an unprivileged grader's own) or CAP_SYS_RESOURCE; a grader
-        with neither cannot bound the call, and says so (:attr:`unbounded`)."""
+        grow its address space by at most ``megabytes`` MiB, and to at most that many beyond the largest a
+        process held before any of the student's code ran and :data:`NOTEBOOK_MB` (RLIMIT_AS, set from
+        outside, on processes the sandbox's code cannot exempt: its children inherit it); afterwards the
+        sandbox's own limit holds again. That takes the sandbox's uid (an unprivileged grader's own) or
+        CAP_SYS_RESOURCE; a grader with neither cannot bound the call, and says so (:attr:`unbounded`)."""
         launch = self.limits.memory_mb * 2**20
+        ceiling = self.baseline[1] + (NOTEBOOK_MB + megabytes) * 2**20
         bounded = False
         for pid in self._processes():
             with contextlib.suppress(OSError, ValueError):
-                soft = min(launch, _address_space(pid) + megabytes * 2**20)
+                soft = min(launch, ceiling, _address_space(pid) + megabytes * 2**20)
                 resource.prlimit(pid, resource.RLIMIT_AS, (soft, launch))
                 bounded = True
         self.unbounded = self.unbounded or not bounded
@@ -716,8 +756,9 @@ class Sandbox:
                     resource.prlimit(pid, resource.RLIMIT_AS, (launch, launch))
 
     def _processes(self) -> list[int]:
-        """The sandbox's processes: the descendants of the one the grader started."""
-        return descendants(self.process.pid)
+        """The sandbox's processes: the one the grader started (the worker itself, without bubblewrap) and
+        its descendants."""
+        return [self.process.pid, *descendants(self.process.pid)]
 
     def getattr(
         self,
