@@ -24,7 +24,7 @@ BOOK_OUT ?= .
 SITE ?= _build/html
 DEST ?=
 
-.PHONY: help venv lint test-fast sandbox browser book linkcheck check-site student-repo test test-exhaustive exercises check-exercises grade check validate similarity bench-suite bench-book figures bench-grading grading-accuracy train generate bench-transformer bench-generate bench-pretrained test-device bench-gpu clean
+.PHONY: help venv lint test-fast sandbox browser book linkcheck check-site student-repo test test-exhaustive exercises check-exercises grade check validate similarity bench-suite bench-book figures bench-grading bench-attacks grading-accuracy train generate bench-transformer bench-generate bench-pretrained test-device bench-gpu clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -143,6 +143,9 @@ similarity: venv  ## report near-identical submissions of ASSIGNMENT, and copies
 
 grading-accuracy: venv sandbox  ## correct answers at full marks, wrong ones caught in their item, per assignment
 	$(BIN)/python -m tests.grading_accuracy $(ARGS)
+
+bench-attacks: venv sandbox $(MATHJAX)  ## a class of chapters 2-7 with an attacker each, graded by make grade's command: verdicts, grader's peak memory vs an honest class; ARGS="--help"
+	$(BIN)/python -m tests.attacked_class $(ARGS)
 
 bench-suite: venv  ## time make test and make test-fast in a fresh clone of HEAD, as CI runs them; record the figures
 	$(BIN)/python -m benchmarks.suite $(ARGS)

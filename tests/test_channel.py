@@ -6,6 +6,7 @@ in time; nothing here waits past its deadline."""
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import struct
 import threading
@@ -175,4 +176,33 @@ def test_stand_in_calls_queued_ahead_are_not_answered_past_the_calls_deadline(tm
             sandbox.call("f", [], {}, timeout=0.5, callbacks=slow_answer)
         assert time.monotonic() - started < 1.5
         assert 5 <= len(answered) <= 15, len(answered)  # not all 100: 5 s of the grader's work
+        assert not sandbox.alive
+
+
+def test_a_stand_in_call_that_costs_the_grader_long_is_cut_off_at_the_calls_deadline(tmp_path):
+    """Issue 37: the deadline holds while the grader computes a stand-in's answer, not only while it waits for
+    the worker: one call whose answer would take the grader 5 s ends the call at its 0.5 s deadline."""
+    call = wire.StandInCall("call", "causal_mask", {"list": [{"int": "6"}]}, {"dict": {}})
+    script = HASTY.format(ready=READY, calls=wire.frame(wire.Callback(1, call)))
+    worker = tmp_path / "autograder" / "sandbox"
+    worker.mkdir(parents=True)
+    for folder in (tmp_path / "autograder", worker):
+        (folder / "__init__.py").write_text("")
+    (worker / "worker.py").write_text(script)
+    marker = contextvars.ContextVar("marker", default="unset")
+    seen = []
+
+    def slow_answer(callback: dict) -> dict:
+        seen.append(marker.get())  # the calling check's context, in the thread that computes the answer
+        time.sleep(5)
+        return {"ok": True, "value": None}
+
+    marker.set("the check's")
+    with Sandbox(Limits(), "none", tmp_path) as sandbox:
+        sandbox._wait_ready()
+        started = time.monotonic()
+        with pytest.raises(SandboxTimeout, match="did not finish within its time limit"):
+            sandbox.call("f", [], {}, timeout=0.5, callbacks=slow_answer)
+        assert time.monotonic() - started < 1.5
+        assert seen == ["the check's"]
         assert not sandbox.alive

@@ -40,6 +40,7 @@ for your own notebooks.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import errno
 import fcntl
 import math
@@ -839,9 +840,34 @@ class Sandbox:
             if callbacks is None:
                 answer = {"ok": False, "error_type": "RuntimeError", "error": "no stand-ins are in use now"}
             else:
-                answer = callbacks(msgspec.structs.asdict(reply.callback))
+                answer = self._answered(callbacks, msgspec.structs.asdict(reply.callback), deadline, what)
             left = max(0.1, deadline - time.monotonic())
             self._send(wire.CallbackResult(self._sequence, **answer), left)
+
+    def _answered(self, callbacks: Callable[[dict], dict], callback: dict, deadline: float, what: str) -> dict:
+        """``callbacks(callback)``, computed by the grader in a thread of its own and waited for until
+        ``deadline``: the call's deadline holds while the grader computes, too. Past it, the sandbox is
+        closed and the call timed out; the answer, left to finish, is bounded in size by the stand-ins
+        (:mod:`autograder.standins`) and sent nowhere."""
+        outcome: list = []
+        context = contextvars.copy_context()  # the check's stand-ins (standins.current) in the thread as well
+
+        def answer() -> None:
+            try:
+                outcome.append((True, context.run(callbacks, callback)))
+            except BaseException as exc:  # the grader's own failure: raised in the grader's thread
+                outcome.append((False, exc))
+
+        thread = threading.Thread(target=answer, name="stand-in answer", daemon=True)
+        thread.start()
+        thread.join(max(0.0, deadline - time.monotonic()))
+        if not outcome:
+            self.close()
+            raise SandboxTimeout(f"{what} did not finish within its time limit")
+        ok, value = outcome[0]
+        if not ok:
+            raise value
+        return value
 
     def _checked_reply(self, reply: wire.Reply, nargs: int, kwargs: set) -> wire.Reply:
         """The reply, if it answers this request as a reply of the worker does (its form is checked as it
