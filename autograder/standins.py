@@ -89,15 +89,21 @@ class Size:
 
 def size_of(value, depth: int = 0) -> Size:
     """The :class:`Size` of a value: whatever can stand for an integer (Python's and NumPy's ints, and the
-    values of integer tensors and arrays, a 0-d one included: torch takes each as a size), the shapes of
-    tensors and arrays, and lists, tuples, sets and dicts of them."""
+    values of integer tensors and arrays, a 0-d one included: torch takes each as a size), and a real number
+    or 0-d tensor of one (``torch.arange`` takes each as a length), the shapes of tensors and arrays, and
+    lists, tuples, sets and dicts of them."""
     if depth > values.MAX_DEPTH or isinstance(value, (bool, np.bool_)):
         return Size()
     if isinstance(value, (int, np.integer)):
         return Size(value=abs(int(value)))
+    if isinstance(value, (float, np.floating)):  # torch.arange takes one as its length
+        return Size(value=_magnitude(float(value)))
     if isinstance(value, (torch.Tensor, np.ndarray)):
         shape = tuple(value.shape)
-        return Size(_largest_integer(value), math.prod(shape), max(shape, default=0), len(shape))
+        largest = _largest_integer(value)
+        if isinstance(value, torch.Tensor) and not shape and value.dtype != torch.bool and not value.is_meta:
+            largest = max(largest, _magnitude(float(value.real if value.is_complex() else value)))
+        return Size(largest, math.prod(shape), max(shape, default=0), len(shape))
     if isinstance(value, dict):
         value = list(value.values())
     if isinstance(value, (list, tuple, set, frozenset)):
@@ -109,6 +115,11 @@ def size_of(value, depth: int = 0) -> Size:
             dims=max((p.dims for p in parts), default=0),
         )
     return Size()
+
+
+def _magnitude(number: float) -> int:
+    """How large a real number is as a length (0 for one that is not finite: no length takes it)."""
+    return math.ceil(abs(number)) if math.isfinite(number) else 0
 
 
 def _largest_integer(array) -> int:

@@ -43,7 +43,8 @@ def test_sizes_of_ints_tensors_and_containers():
     assert size_of(7) == Size(value=7)
     assert size_of(torch.zeros(2, 3, 4)) == Size(elements=24, dimension=4, dims=3)
     assert size_of([torch.zeros(2, 3), (torch.zeros(5), 9)]) == Size(value=9, elements=11, dimension=5, dims=2)
-    assert size_of(True) == Size() and size_of(0.5) == Size() and size_of("x") == Size()
+    assert size_of(True) == Size() and size_of("x") == Size() and size_of(float("inf")) == Size()
+    assert size_of(0.5) == Size(value=1) and size_of(-7.2) == Size(value=8)
     limit = Size(value=4, elements=160, dimension=16, dims=3)
     assert size_of(torch.zeros(2, 5, 16)).within(limit) is None
     assert "has elements: 40000" in size_of(torch.zeros(1, 2500, 16)).within(limit)
@@ -58,7 +59,8 @@ def test_whatever_can_stand_for_an_integer_is_measured():
     assert size_of(torch.tensor([3, -40000, 7])) == Size(value=40000, elements=3, dimension=3, dims=1)
     assert size_of({30000, 2}) == size_of(frozenset({30000})) == Size(value=30000)
     assert size_of({"n": [(np.int32(9),)]}) == Size(value=9)
-    # values that are not integers are not sizes: only their shapes count
+    # a real number, or a 0-d tensor of one, is a length to torch.arange; other real values count by their shapes
+    assert size_of(np.float64(1e7)) == Size(value=10**7) and size_of(torch.tensor(1e7)) == Size(value=10**7, elements=1)
     assert size_of(torch.full((2,), 1e9)) == Size(elements=2, dimension=2, dims=1)
     assert size_of(torch.ones(3, dtype=torch.bool)) == size_of(np.ones(3, dtype=bool)) == Size(0, 3, 3, 1)
     assert size_of(np.bool_(True)) == Size() and size_of(torch.empty(0, dtype=torch.long)) == Size(dims=1)
@@ -77,6 +79,20 @@ def test_a_size_the_student_chose_is_refused_in_any_integer_type(size):
     assert answer["ok"], answer
     answer = scope.answer(callback("call", "causal_mask", size))
     assert not answer["ok"] and "size is 30000, more than the 40 allowed" in answer["error"], answer
+
+
+@pytest.mark.parametrize(
+    "length", [1e7, np.float64(1e7), torch.tensor(1e7)], ids=["float", "numpy float", "0-d tensor"]
+)
+def test_a_length_the_student_chose_as_a_real_number_is_refused(length):
+    """Issue 37: torch.arange takes a float (or a 0-d float tensor) as its length, so the reference positional
+    encoding built ten million positions (700 MB) in the grader before it failed on a float size."""
+    scope = Scope("ch05_positional_encoding", ("sinusoidal_positional_encoding",))
+    scope.run_reference = lambda helpers: helpers["sinusoidal_positional_encoding"](6, 8)
+    scope.inputs_size = lambda: size_of([torch.zeros(2, 6, 8)])
+    assert scope.answer(callback("call", "sinusoidal_positional_encoding", 6, 8))["ok"]
+    answer = scope.answer(callback("call", "sinusoidal_positional_encoding", length, 8))
+    assert not answer["ok"] and "max_len is 10000000, more than the 40 allowed" in answer["error"], answer
 
 
 def test_a_function_stand_in_answers_with_the_reference_value():
