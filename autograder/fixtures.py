@@ -22,14 +22,20 @@ class ScriptedTranslator(torch.nn.Module):
     of a batch end at different steps; fed more tokens, it goes on with words. Without a
     look-ahead ``tgt_mask`` (True on and below the diagonal, broadcastable to (B, H, T, T)) it
     predicts other words, as a trained model would that sees the future.
+
+    With ``margin``, another word comes a close second at every position: its logit is ``margin`` below the
+    most likely token's (a near tie, which only the argmax always resolves; else every other token is 8 below).
     """
 
-    def __init__(self, vocab_size: int = 16, bos_id: int = 1, eos_id: int = 2):
+    def __init__(self, vocab_size: int = 16, bos_id: int = 1, eos_id: int = 2, margin: float | None = None):
         super().__init__()
         if vocab_size < 5:
             raise ValueError(f"vocab_size must be at least 5, got {vocab_size}")
-        self.vocab_size, self.bos_id, self.eos_id = vocab_size, bos_id, eos_id
-        self.__wire_fixture__ = ("ScriptedTranslator", (vocab_size, bos_id, eos_id))
+        if margin is not None and not 0 < margin < 8:
+            raise ValueError(f"margin must be between 0 and 8, got {margin}")
+        self.vocab_size, self.bos_id, self.eos_id, self.margin = vocab_size, bos_id, eos_id, margin
+        arguments = (vocab_size, bos_id, eos_id) if margin is None else (vocab_size, bos_id, eos_id, margin)
+        self.__wire_fixture__ = ("ScriptedTranslator", arguments)
 
     def encode(self, src, src_mask=None):
         return src.float()[..., None]  # (B, S, 1): the "memory" is the source itself
@@ -45,6 +51,9 @@ class ScriptedTranslator(torch.nn.Module):
         # model would), so a decoder must fill finished sequences with eos itself.
         next_token = torch.where(step == length, torch.full_like(word, self.eos_id), word)
         logits = torch.full((*tgt_in.shape, self.vocab_size), -4.0, device=tgt_in.device)
+        if self.margin is not None:  # the next word in turn, a close second
+            second = 3 + (next_token - 3 + 1) % words
+            logits.scatter_(-1, second[..., None], 4.0 - self.margin)
         logits.scatter_(-1, next_token[..., None], 4.0)
         return logits
 

@@ -592,6 +592,20 @@ BUGS = [
         code=variant("greedy_decode", ("return ys[:, 1:]", "return ys")),
     ),
     Bug(
+        "greedy_samples",
+        "greedy_decode",
+        why="draws each next token from the softmax instead of taking the argmax",
+        cause="the next token is drawn from the softmax (sampling)",
+        code=variant(
+            "greedy_decode",
+            (
+                "next_token = logits[:, -1].argmax(dim=-1).masked_fill(finished, eos_id)",
+                "probs = torch.softmax(logits[:, -1], dim=-1)\n"
+                "        next_token = torch.multinomial(probs, num_samples=1).squeeze(-1).masked_fill(finished, eos_id)",
+            ),
+        ),
+    ),
+    Bug(
         "greedy_first_position",
         "greedy_decode",
         why="argmax at position 0 instead of the last",
