@@ -52,21 +52,9 @@ def _serving():
     return frame.f_locals
 """
 
-QUEUED_CALLBACKS = (
-    WORKER
-    + '''
-class MultiHeadAttention(nn.Module):
-    """Queues 400 calls of the grader's split_heads at once, ahead of any answer, then returns zeros."""
-
-    def __init__(self, d_model, num_heads, bias=True):
-        super().__init__()
-        self.num_heads = num_heads
-        self.W_q = nn.Linear(d_model, d_model, bias=bias)
-        self.W_k = nn.Linear(d_model, d_model, bias=bias)
-        self.W_v = nn.Linear(d_model, d_model, bias=bias)
-        self.W_o = nn.Linear(d_model, d_model, bias=bias)
-
+QUEUED_FORWARD = """
     def forward(self, query, key, value, mask=None):
+        # Queues 400 calls of the grader's split_heads at once, ahead of any answer, then returns zeros.
         from autograder.sandbox import values, wire
 
         serving = _serving()
@@ -77,8 +65,14 @@ class MultiHeadAttention(nn.Module):
             wire.send(serving["replies"], wire.Callback(serving["grader"].serving, asked))
         batch, length, _ = query.shape
         return torch.zeros_like(query), torch.zeros(batch, self.num_heads, length, key.size(1))
-'''
-)
+"""
+
+
+def queued_callbacks() -> str:
+    """The reference MultiHeadAttention with QUEUED_FORWARD for its forward."""
+    reference = solution_bodies("ch03_multi_head")["MultiHeadAttention"]
+    return WORKER + reference[: reference.index("    def forward(")] + QUEUED_FORWARD.lstrip("\n")
+
 
 NUMPY_SIZE = '''
 def decoder_self_attention_mask(tgt, pad_id):
@@ -152,7 +146,7 @@ class Attack:
 
 ATTACKS = [
     Attack("ch02_scaled_dot_product", "a javascript: link in the student's TeX", None, None),
-    Attack("ch03_multi_head", "400 stand-in calls queued at once", "MultiHeadAttention", QUEUED_CALLBACKS),
+    Attack("ch03_multi_head", "400 stand-in calls queued at once", "MultiHeadAttention", queued_callbacks()),
     Attack("ch04_masking", "a size as a NumPy int", "decoder_self_attention_mask", NUMPY_SIZE),
     Attack("ch05_positional_encoding", "a size as a 0-d tensor", "PositionalEncoding", ZERO_D_SIZE),
     Attack("ch06_transformer", "a size as a one-element tensor", "greedy_decode", ONE_ELEMENT_SIZE),

@@ -153,15 +153,31 @@ while os.read(0, 1 << 16):
 """
 
 
-def test_stand_in_calls_queued_ahead_are_not_answered_past_the_calls_deadline(tmp_path):
+def hasty_worker(folder, queued: int) -> None:
+    """A HASTY worker in ``folder``, in the worker's place (so that its messages are read as a worker's), that
+    queues ``queued`` stand-in calls."""
     call = wire.StandInCall("call", "causal_mask", {"list": [{"int": "6"}]}, {"dict": {}})
-    queued = 100
-    script = HASTY.format(ready=READY, calls=wire.frame(wire.Callback(1, call)) * queued)
-    worker = tmp_path / "autograder" / "sandbox"  # in the worker's place, so that its messages are read as a worker's
+    worker = folder / "autograder" / "sandbox"
     worker.mkdir(parents=True)
-    for folder in (tmp_path / "autograder", worker):
-        (folder / "__init__.py").write_text("")
-    (worker / "worker.py").write_text(script)
+    for package in (folder / "autograder", worker):
+        (package / "__init__.py").write_text("")
+    (worker / "worker.py").write_text(HASTY.format(ready=READY, calls=wire.frame(wire.Callback(1, call)) * queued))
+
+
+def cut_off_at_the_deadline(folder, answer) -> None:
+    """A call of the hasty worker in ``folder``, its stand-in calls answered by ``answer``, times out at its
+    0.5 s deadline (in less than 1.5 s), and its sandbox is closed."""
+    with Sandbox(Limits(), "none", folder) as sandbox:
+        sandbox._wait_ready()
+        started = time.monotonic()
+        with pytest.raises(SandboxTimeout, match="did not finish within its time limit"):
+            sandbox.call("f", [], {}, timeout=0.5, callbacks=answer)
+        assert time.monotonic() - started < 1.5
+        assert not sandbox.alive
+
+
+def test_stand_in_calls_queued_ahead_are_not_answered_past_the_calls_deadline(tmp_path):
+    hasty_worker(tmp_path, 100)
     answered = []
 
     def slow_answer(callback: dict) -> dict:  # each stand-in call costs the grader a twentieth of a second
@@ -169,26 +185,14 @@ def test_stand_in_calls_queued_ahead_are_not_answered_past_the_calls_deadline(tm
         time.sleep(0.05)
         return {"ok": True, "value": None}
 
-    with Sandbox(Limits(), "none", tmp_path) as sandbox:
-        sandbox._wait_ready()
-        started = time.monotonic()
-        with pytest.raises(SandboxTimeout, match="did not finish within its time limit"):
-            sandbox.call("f", [], {}, timeout=0.5, callbacks=slow_answer)
-        assert time.monotonic() - started < 1.5
-        assert 5 <= len(answered) <= 15, len(answered)  # not all 100: 5 s of the grader's work
-        assert not sandbox.alive
+    cut_off_at_the_deadline(tmp_path, slow_answer)
+    assert 5 <= len(answered) <= 15, len(answered)  # not all 100: 5 s of the grader's work
 
 
 def test_a_stand_in_call_that_costs_the_grader_long_is_cut_off_at_the_calls_deadline(tmp_path):
     """Issue 37: the deadline holds while the grader computes a stand-in's answer, not only while it waits for
     the worker: one call whose answer would take the grader 5 s ends the call at its 0.5 s deadline."""
-    call = wire.StandInCall("call", "causal_mask", {"list": [{"int": "6"}]}, {"dict": {}})
-    script = HASTY.format(ready=READY, calls=wire.frame(wire.Callback(1, call)))
-    worker = tmp_path / "autograder" / "sandbox"
-    worker.mkdir(parents=True)
-    for folder in (tmp_path / "autograder", worker):
-        (folder / "__init__.py").write_text("")
-    (worker / "worker.py").write_text(script)
+    hasty_worker(tmp_path, 1)
     marker = contextvars.ContextVar("marker", default="unset")
     seen = []
 
@@ -198,11 +202,5 @@ def test_a_stand_in_call_that_costs_the_grader_long_is_cut_off_at_the_calls_dead
         return {"ok": True, "value": None}
 
     marker.set("the check's")
-    with Sandbox(Limits(), "none", tmp_path) as sandbox:
-        sandbox._wait_ready()
-        started = time.monotonic()
-        with pytest.raises(SandboxTimeout, match="did not finish within its time limit"):
-            sandbox.call("f", [], {}, timeout=0.5, callbacks=slow_answer)
-        assert time.monotonic() - started < 1.5
-        assert seen == ["the check's"]
-        assert not sandbox.alive
+    cut_off_at_the_deadline(tmp_path, slow_answer)
+    assert seen == ["the check's"]
