@@ -60,23 +60,28 @@ class Refused(Exception):
 
 @dataclass(frozen=True)
 class Size:
-    """How large an argument is: its largest int, number of elements, largest dimension, dimensions."""
+    """How large an argument is: its largest int, number of elements, largest dimension, dimensions, and its
+    largest real number that is not an int (rounded up)."""
 
     value: int = 0
     elements: int = 0
     dimension: int = 0
     dims: int = 0
+    real: int = 0
 
     def __or__(self, other: Size) -> Size:
         return Size(*(max(a, b) for a, b in zip(self.astuple(), other.astuple())))
 
-    def astuple(self) -> tuple[int, int, int, int]:
-        return (self.value, self.elements, self.dimension, self.dims)
+    def astuple(self) -> tuple[int, int, int, int, int]:
+        return (self.value, self.elements, self.dimension, self.dims, self.real)
 
     def within(self, limit: Size) -> str | None:
-        """None, or what of this argument goes past ``limit`` (stretched by FACTOR and SLACK)."""
+        """None, or what of this argument goes past ``limit`` (stretched by FACTOR and SLACK). A real number
+        counts as a length (``torch.arange`` takes one) unless the reference passes real numbers only there:
+        such a parameter (a rotary base, a dropout probability) is no length, and any number may go there."""
+        lengths = not (limit.real and not limit.value)
         checks = (
-            ("is", self.value, limit.value * FACTOR + SLACK),
+            ("is", max(self.value, self.real) if lengths else 0, limit.value * FACTOR + SLACK),
             ("has elements:", self.elements, limit.elements * FACTOR + SLACK * SLACK),
             ("has a dimension of", self.dimension, limit.dimension * FACTOR + SLACK),
             ("has dimensions:", self.dims, limit.dims + 2),
@@ -97,13 +102,13 @@ def size_of(value, depth: int = 0) -> Size:
     if isinstance(value, (int, np.integer)):
         return Size(value=abs(int(value)))
     if isinstance(value, (float, np.floating)):  # torch.arange takes one as its length
-        return Size(value=_magnitude(float(value)))
+        return Size(real=_magnitude(float(value)))
     if isinstance(value, (torch.Tensor, np.ndarray)):
         shape = tuple(value.shape)
-        largest = _largest_integer(value)
-        if isinstance(value, torch.Tensor) and not shape and value.dtype != torch.bool and not value.is_meta:
-            largest = max(largest, _magnitude(float(value.real if value.is_complex() else value)))
-        return Size(largest, math.prod(shape), max(shape, default=0), len(shape))
+        real = 0
+        if isinstance(value, torch.Tensor) and not shape and (value.is_floating_point() or value.is_complex()):
+            real = 0 if value.is_meta else _magnitude(float(value.real if value.is_complex() else value))
+        return Size(_largest_integer(value), math.prod(shape), max(shape, default=0), len(shape), real)
     if isinstance(value, dict):
         value = list(value.values())
     if isinstance(value, (list, tuple, set, frozenset)):
@@ -113,6 +118,7 @@ def size_of(value, depth: int = 0) -> Size:
             elements=sum(p.elements for p in parts),
             dimension=max((p.dimension for p in parts), default=0),
             dims=max((p.dims for p in parts), default=0),
+            real=max((p.real for p in parts), default=0),
         )
     return Size()
 

@@ -44,7 +44,7 @@ def test_sizes_of_ints_tensors_and_containers():
     assert size_of(torch.zeros(2, 3, 4)) == Size(elements=24, dimension=4, dims=3)
     assert size_of([torch.zeros(2, 3), (torch.zeros(5), 9)]) == Size(value=9, elements=11, dimension=5, dims=2)
     assert size_of(True) == Size() and size_of("x") == Size() and size_of(float("inf")) == Size()
-    assert size_of(0.5) == Size(value=1) and size_of(-7.2) == Size(value=8)
+    assert size_of(0.5) == Size(real=1) and size_of(-7.2) == Size(real=8)
     limit = Size(value=4, elements=160, dimension=16, dims=3)
     assert size_of(torch.zeros(2, 5, 16)).within(limit) is None
     assert "has elements: 40000" in size_of(torch.zeros(1, 2500, 16)).within(limit)
@@ -60,7 +60,9 @@ def test_whatever_can_stand_for_an_integer_is_measured():
     assert size_of({30000, 2}) == size_of(frozenset({30000})) == Size(value=30000)
     assert size_of({"n": [(np.int32(9),)]}) == Size(value=9)
     # a real number, or a 0-d tensor of one, is a length to torch.arange; other real values count by their shapes
-    assert size_of(np.float64(1e7)) == Size(value=10**7) and size_of(torch.tensor(1e7)) == Size(value=10**7, elements=1)
+    assert size_of(np.float64(1e7)) == Size(real=10**7) and size_of(torch.tensor(1e7)) == Size(real=10**7, elements=1)
+    assert "is 10000000, more than the 40 allowed" in size_of(1e7).within(Size(value=6))  # a length, as an int
+    assert size_of(1e7).within(Size(real=100)) is None  # where the reference passes real numbers only: no length
     assert size_of(torch.full((2,), 1e9)) == Size(elements=2, dimension=2, dims=1)
     assert size_of(torch.ones(3, dtype=torch.bool)) == size_of(np.ones(3, dtype=bool)) == Size(0, 3, 3, 1)
     assert size_of(np.bool_(True)) == Size() and size_of(torch.empty(0, dtype=torch.long)) == Size(dims=1)
