@@ -24,7 +24,7 @@ BOOK_OUT ?= .
 SITE ?= _build/html
 DEST ?=
 
-.PHONY: help venv lint test-fast sandbox browser book linkcheck check-site student-repo test test-exhaustive exercises check-exercises grade check validate similarity bench-suite bench-book figures bench-grading bench-attacks grading-accuracy train generate bench-transformer bench-generate bench-pretrained test-device bench-gpu clean
+.PHONY: help venv lock lint test-fast sandbox browser book linkcheck check-site student-repo test test-exhaustive exercises check-exercises grade check validate similarity bench-suite bench-book figures bench-grading bench-attacks grading-accuracy train generate bench-transformer bench-generate bench-pretrained test-device bench-gpu clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -38,12 +38,30 @@ venv: $(VENV)/.installed $(VENV)/.bytecode  ## create or update .venv from requi
 # Makefile's PYTHONPYCACHEPREFIX: the grading sandbox and plain nbgrader see no prefix, and without that
 # bytecode every sandbox compiled torch, NumPy and IPython again as it started (seconds each).
 FIND_LINKS = $${UV_FIND_LINKS:-$${PIP_FIND_LINKS:-$$($(BIN)/python -m pip config get global.find-links 2>/dev/null)}}
-$(VENV)/.installed: requirements.txt pyproject.toml
+# constraints.txt (`make lock`) pins every package that requirements.txt's pins pull in, so that each venv holds
+# the versions that were tested.
+$(VENV)/.installed: requirements.txt constraints.txt pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	env -u PYTHONPYCACHEPREFIX $(BIN)/python -m pip install --quiet --disable-pip-version-check "$$(grep -E '^uv==' requirements.txt)"
 	env -u PYTHONPYCACHEPREFIX UV_FIND_LINKS="$(FIND_LINKS)" $(BIN)/uv pip install --quiet --python $(BIN)/python \
-	  --compile-bytecode -r requirements.txt
+	  --compile-bytecode -r requirements.txt -c constraints.txt
 	@touch $@
+
+# Resolved afresh in a venv of its own from requirements.txt alone: the newest versions its pins allow, then
+# recorded. torch's local label (+cpu) is dropped: the same pin takes the CUDA build elsewhere, whose own
+# dependencies (nvidia-*, triton) torch pins exactly.
+LOCK_VENV := _build/lock-venv
+LOCK_BIN := $(abspath $(LOCK_VENV))/bin
+lock:  ## pin every dependency, transitive ones too, into constraints.txt (needs the package index)
+	rm -rf $(LOCK_VENV) && $(PYTHON) -m venv $(LOCK_VENV)
+	env -u PYTHONPYCACHEPREFIX $(LOCK_BIN)/python -m pip install --quiet --disable-pip-version-check "$$(grep -E '^uv==' requirements.txt)"
+	env -u PYTHONPYCACHEPREFIX UV_FIND_LINKS="$${UV_FIND_LINKS:-$${PIP_FIND_LINKS:-$$($(LOCK_BIN)/python -m pip config get global.find-links 2>/dev/null)}}" \
+	  $(LOCK_BIN)/uv pip install --quiet --python $(LOCK_BIN)/python -r requirements.txt
+	{ echo "# Every package that requirements.txt's pins install, at the version tested. Written by \`make lock\`;"; \
+	  echo "# make venv and the students' repository install with it (-c constraints.txt)."; \
+	  $(LOCK_BIN)/uv pip freeze --python $(LOCK_BIN)/python --exclude-editable | sed -E 's/\+[A-Za-z0-9.]+$$//'; \
+	} > constraints.txt
+	rm -rf $(LOCK_VENV)
 
 # The same bytecode for a venv that an earlier Makefile installed under the prefix (a no-op otherwise).
 $(VENV)/.bytecode: $(VENV)/.installed

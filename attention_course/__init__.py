@@ -21,6 +21,7 @@ _HOMES = {  # name -> the module that defines it
     "to_torch_multihead": "attention_course.interop",
     "attention_score_bytes": "attention_course.memory",
     "format_bytes": "attention_course.memory",
+    "AttentionMaps": "attention_course.plotting",
     "plot_attention": "attention_course.plotting",
     "show_figure": "attention_course.plotting",
     "FOUR_WORDS": "attention_course.toy",

@@ -81,3 +81,78 @@ def show_figure(fig, name: str, alt: str, caption: str) -> None:
     plt.close(fig)
     alt = " ".join(alt.split())  # an option of a directive is one line
     display(Markdown(f"```{{glue:figure}} {name}\n:alt: {alt}\n:name: {name}\n\n{caption}\n```"))
+
+
+class AttentionMaps:
+    """Attention weights of several heads (and layers), one at a time, in an interactive map of a book page:
+    a menu chooses the map, the tokens label the axes, and hovering a cell gives its query, key and weight.
+
+    ``maps`` is ``{name: 2-D weights}`` ("layer 1, head 2": one row per query, one column per key), in the
+    menu's order; ``queries`` and ``keys`` label the rows and columns of every map. ``name`` makes the
+    page's element id. Shown in a page that Jupyter Book executes, the map is drawn by plotly.js, which the
+    course's site serves itself (``course_site.sphinx_ext``): it needs no network.
+    """
+
+    def __init__(self, maps: dict, *, queries: Sequence[str], keys: Sequence[str], name: str, title: str = ""):
+        if not maps:
+            raise ValueError("maps is empty: give at least one {name: weights}")
+        self.maps = {label: _as_matrix(weights) for label, weights in maps.items()}
+        for label, matrix in self.maps.items():
+            if matrix.shape != (len(queries), len(keys)):
+                raise ValueError(
+                    f"maps[{label!r}] has shape {matrix.shape}, but there are {len(queries)} queries and "
+                    f"{len(keys)} keys"
+                )
+        self.queries, self.keys, self.name, self.title = list(queries), list(keys), name, title
+
+    def figure(self):
+        """The plotly figure: one heatmap per map, the first shown, and the menu that shows another."""
+        import plotly.graph_objects as go
+
+        rows, columns = len(self.queries), len(self.keys)
+        # The axes are positions, labelled with the tokens: a repeated token keeps a row and column of its own.
+        labels = np.array([[(q, k) for k in self.keys] for q in self.queries], dtype=object)
+        top = max(float(m.max()) for m in self.maps.values())
+        traces = [
+            go.Heatmap(
+                z=matrix,
+                customdata=labels,
+                colorscale="Viridis",
+                zmin=0.0,
+                zmax=max(top, 1e-12),
+                visible=i == 0,
+                name=label,
+                hovertemplate="query %{customdata[0]}<br>key %{customdata[1]}<br>weight %{z:.3f}<extra></extra>",
+            )
+            for i, (label, matrix) in enumerate(self.maps.items())
+        ]
+        menu = [
+            {
+                "label": label,
+                "method": "update",
+                "args": [{"visible": [j == i for j in range(len(traces))]}, {"title.text": self._title(label)}],
+            }
+            for i, label in enumerate(self.maps)
+        ]
+        figure = go.Figure(traces)
+        figure.update_layout(
+            title={"text": self._title(next(iter(self.maps))), "x": 0.0, "xanchor": "left", "font": {"size": 14}},
+            updatemenus=[{"buttons": menu, "x": 1.0, "xanchor": "right", "y": 1.12, "yanchor": "bottom"}],
+            xaxis={"tickvals": list(range(columns)), "ticktext": self.keys, "title": "key", "tickangle": 0},
+            yaxis={"tickvals": list(range(rows)), "ticktext": self.queries, "title": "query", "autorange": "reversed"},
+            height=180 + 22 * rows,
+            margin={"l": 60, "r": 20, "t": 80, "b": 50},
+        )
+        return figure
+
+    def _title(self, label: str) -> str:
+        return f"{self.title}: {label}" if self.title else label
+
+    def _repr_html_(self) -> str:
+        html = self.figure().to_html(
+            full_html=False,
+            include_plotlyjs=False,
+            div_id=f"attention-maps-{self.name}",
+            config={"responsive": True, "displaylogo": False},
+        )
+        return f'<div class="attention-maps">{html}</div>'

@@ -60,6 +60,7 @@ from myst_nb.core.read import create_nb_reader
 from myst_parser.config.main import MdParserConfig
 from nbformat import NotebookNode
 from sphinx_external_toc.parsing import parse_toc_yaml
+from traitlets.config import Config
 
 DEFAULT_JOBS = 2
 # The files Sphinx reads a page from, in its order of preference; myst-nb reads the last two and
@@ -188,14 +189,29 @@ def excluded(page: Page) -> bool:
     return any(posix_path.match(pattern) for pattern in page.config.execution_excludepatterns)
 
 
+def local_kernel(sockets: str) -> Config:
+    """The kernel's channels as Unix sockets in the folder ``sockets``, not TCP ports: a kernel on TCP warns
+    once per page that its traffic is unencrypted (ipykernel 7), which the build log has no use for, and
+    sockets in a folder of the build's own are reachable by no other user."""
+    config = Config()
+    config.KernelManager.transport = "ipc"
+    config.KernelManager.ip = os.path.join(sockets, "kernel")
+    return config
+
+
 def execute_notebook(notebook: NotebookNode, cwd: str | None, timeout: int | None, allow_errors: bool) -> Outcome:
     """Run in a worker: execute ``notebook`` as myst-nb's ``NotebookClientCache`` does (in ``cwd``, or in a
     temporary folder where ``cwd`` is None)."""
     started = time.perf_counter()
-    with nullcontext(cwd) if cwd is not None else TemporaryDirectory() as folder:
+    with nullcontext(cwd) if cwd is not None else TemporaryDirectory() as folder, TemporaryDirectory() as sockets:
         try:
             result = single_nb_execution(
-                notebook, cwd=os.path.abspath(folder), timeout=timeout, allow_errors=allow_errors, meta_override=True
+                notebook,
+                cwd=os.path.abspath(folder),
+                timeout=timeout,
+                allow_errors=allow_errors,
+                meta_override=True,
+                config=local_kernel(sockets),
             )
         except Exception as error:  # the kernel died or did not start; myst-nb does not catch these either
             summary = f"{type(error).__name__}: {error}".splitlines()[0]

@@ -607,14 +607,14 @@ class Secrets:
         return hits
 
 
-_ASSET_DISTRIBUTIONS_RE = re.compile(r"sphinx|myst|jupyter.book|pydata", re.I)
+_ASSET_DISTRIBUTIONS_RE = re.compile(r"sphinx|myst|jupyter.book|pydata|plotly", re.I)
 
 
 @functools.lru_cache(maxsize=1)
 def _shipped_digests() -> frozenset[str]:
     """The sha256 digests (hex) of the files that the installed Sphinx, MyST and Jupyter Book
-    distributions and their themes and extensions ship, from their RECORDs: the site's
-    third-party static files are byte-for-byte copies of them."""
+    distributions and their themes and extensions ship (and plotly, whose plotly.js the maps draw with),
+    from their RECORDs: the site's third-party static files are byte-for-byte copies of them."""
     digests = set()
     for distribution in importlib.metadata.distributions():
         if not _ASSET_DISTRIBUTIONS_RE.search(distribution.metadata["Name"] or ""):

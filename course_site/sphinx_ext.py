@@ -36,6 +36,11 @@ The extension also writes the site's root ``index.html``, which only redirects t
 as a complete page (title, favicon, a link for readers whose browser does not follow the
 redirect), and removes script tags that an extension of Jupyter Book adds twice to every
 page (a duplicated ``const`` declaration is a JavaScript error in the reader's console).
+
+A page whose executed code shows interactive maps (``attention_course.plotting.AttentionMaps``) loads
+plotly.js, copied from the pinned plotly package into the site's ``_static`` (no CDN: the site works
+offline); no other page loads it. ``course.js`` hands a click on the sidebar buttons a reader sees to the
+ones the themes bind (``book/_static/course.js`` says why).
 """
 
 from __future__ import annotations
@@ -43,8 +48,10 @@ from __future__ import annotations
 import ast
 import html
 import re
+import shutil
 from pathlib import Path
 
+import plotly
 from docutils import nodes
 from sphinx import addnodes
 from sphinx.util.docutils import SphinxDirective
@@ -241,6 +248,23 @@ def drop_duplicate_scripts(app, pagename, templatename, context, doctree):
     scripts[:] = unique  # in place: the builder and other handlers hold this list
 
 
+PLOTLY_JS = "plotly.min.js"
+
+
+def load_plotly_where_needed(app, pagename, templatename, context, doctree):
+    """plotly.js on the pages that draw with it (a map's element carries plotly's class), in the head: the
+    map's own script, in the body, calls it as the page is read."""
+    if "plotly-graph-div" in context.get("body", ""):
+        app.add_js_file(PLOTLY_JS, priority=200)
+
+
+def copy_plotly(app, exception):
+    """The pinned plotly package's plotly.js, into the site (only what the maps need of the package)."""
+    if exception is not None or app.builder.format != "html":
+        return
+    shutil.copyfile(Path(plotly.__file__).parent / "package_data" / PLOTLY_JS, Path(app.outdir) / "_static" / PLOTLY_JS)
+
+
 REDIRECT = re.compile(r'^\s*<meta http-equiv="Refresh" content="0; url=([^"]+)" />\s*$')
 
 
@@ -269,7 +293,10 @@ def setup(app):
     app.add_directive("exercise-links", ExerciseLinks)
     app.add_directive("solution-code", SolutionCode)
     app.add_directive("package-code", PackageCode)
+    app.connect("html-page-context", load_plotly_where_needed)
     app.connect("html-page-context", drop_duplicate_scripts, priority=900)
+    app.connect("build-finished", copy_plotly)
     app.connect("build-finished", complete_root_redirect, priority=900)  # after sphinx-external-toc
     app.add_css_file("course.css")
+    app.add_js_file("course.js")
     return {"parallel_read_safe": True, "parallel_write_safe": True}

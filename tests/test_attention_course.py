@@ -9,6 +9,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from attention_course import (  # noqa: E402
+    AttentionMaps,
     attention_score_bytes,
     best_device,
     format_bytes,
@@ -80,6 +81,26 @@ def test_plot_attention_labels_and_checks_shapes():
         plot_attention(np.zeros((2, 2, 2)))
     with pytest.raises(ValueError, match="keys has 3 labels but weights has 2 columns"):
         plot_attention(np.zeros((2, 2)), keys=["a", "b", "c"])
+
+
+def test_attention_maps_show_one_map_at_a_time_with_the_tokens_on_the_axes():
+    first, second = torch.tensor([[1.0, 0.0], [0.5, 0.5], [0.2, 0.8]]), torch.full((3, 2), 0.5)
+    maps = AttentionMaps({"head 0": first, "head 1": second}, queries=["a", "b", "a"], keys=["x", "y"], name="t")
+    figure = maps.figure()
+    assert [trace.visible for trace in figure.data] == [True, False]
+    np.testing.assert_array_equal(figure.data[0].z, first.numpy())
+    (menu,) = figure.layout.updatemenus
+    assert [button.label for button in menu.buttons] == ["head 0", "head 1"]
+    assert menu.buttons[1].args[0] == {"visible": [False, True]}
+    # a repeated token keeps its own row: the axes are positions, labelled
+    assert list(figure.layout.yaxis.ticktext) == ["a", "b", "a"] and list(figure.layout.yaxis.tickvals) == [0, 1, 2]
+    assert list(figure.layout.xaxis.ticktext) == ["x", "y"]
+    html = maps._repr_html_()
+    assert 'id="attention-maps-t"' in html and "<script" in html and "cdn.plot.ly" not in html
+    with pytest.raises(ValueError, match=r"maps\['head 0'\] has shape \(3, 2\), but there are 2 queries and 2 keys"):
+        AttentionMaps({"head 0": first}, queries=["a", "b"], keys=["x", "y"], name="t")
+    with pytest.raises(ValueError, match="maps is empty"):
+        AttentionMaps({}, queries=[], keys=[], name="t")
 
 
 def test_the_training_program_does_not_shadow_the_train_function():

@@ -303,8 +303,140 @@ def test_no_code_block_or_equation_overflows_a_chapter_page(visits):
     assert not problems, "\n".join(problems) + "\n(" + "; ".join(f"{c}: {n}" for c, n in scrolling.items()) + ")"
 
 
-def code_cell_lines(text: str) -> list[tuple[int, str]]:
-    """(line number, line) of the code of every code cell of a MyST notebook, without cell options."""
+# A phone's window (a 6.1-inch phone in portrait, CSS pixels) and a desktop's.
+PHONE, DESKTOP = 390, 1440
+# On a phone a figure is drawn at least this wide (36rem; or its own width, if less), scrolling in its own box
+# where that is wider than the window: shrunk to the window, a figure's labels were too small to read.
+READABLE_FIGURE = 576
+
+
+@pytest.fixture(scope="module")
+def widths(chromium, site) -> dict[tuple[str, int], dict]:
+    """Every page of the site opened at a phone's width and at a desktop's, its mathematics typeset: the page's
+    width against the window's (browser.page_overflow) and its figures as drawn (browser.figures)."""
+    base, chrome = chromium
+    found = {}
+    for name in page_names(site):
+        has_math = 'class="math' in (site / name).read_text()
+        for width in (PHONE, DESKTOP):
+            with browser.open_page(chrome, base + name, width=width) as (page, _):
+                if has_math:
+                    browser.wait_for_mathjax(page)
+                found[name, width] = {**browser.page_overflow(page), "figures": browser.figures(page)}
+    return found
+
+
+@pytest.mark.parametrize("width", [PHONE, DESKTOP])
+def test_no_page_is_wider_than_the_window(widths, width):
+    """No page scrolls sideways as a whole: what is wider than the window (a code block, an equation, a
+    figure, a table) scrolls inside its own box."""
+    wide = {name: found for (name, w), found in widths.items() if w == width and found["width"] > found["view"]}
+    assert not wide, "\n".join(
+        f"{name}: {found['width']} px wide in a {found['view']} px window, because of {found['culprits']}"
+        for name, found in wide.items()
+    )
+
+
+def test_figures_keep_a_readable_size_on_a_phone(widths):
+    small, unscrolled, seen = [], [], 0
+    for (name, width), found in widths.items():
+        if width != PHONE:
+            continue
+        for figure in found["figures"]:
+            seen += 1
+            if figure["shown"] < min(figure["natural"], READABLE_FIGURE) - 1:
+                small.append(f"{name}: {figure['src']} drawn {figure['shown']:.0f} px wide of {figure['natural']}")
+            if figure["shown"] > found["view"] and not figure["scrolls"]:
+                unscrolled.append(f"{name}: {figure['src']}")
+    assert seen >= len(CHAPTERS), f"only {seen} figures measured"
+    assert not small, "figures shrunk below a readable width on a phone:\n" + "\n".join(small)
+    assert not unscrolled, "figures wider than a phone whose box does not scroll:\n" + "\n".join(unscrolled)
+
+
+def dialog_open(page, selector: str) -> bool:
+    return page.evaluate("selector => Boolean(document.querySelector(selector)?.open)", selector)
+
+
+def test_the_menu_buttons_open_the_chapters_and_the_contents_on_a_phone(chromium):
+    """At a phone's width the sidebars are hidden; the header's two buttons open each as a dialog (the list of
+    chapters, the headings of the page), and Escape closes it."""
+    base, chrome = chromium
+    with browser.open_page(chrome, base + "book/ch02_scaled_dot_product.html", width=PHONE) as (page, visit):
+        for button, dialog, link in (
+            (".primary-toggle", "#pst-primary-sidebar-modal", "Multi-head attention"),
+            (".secondary-toggle", "#pst-secondary-sidebar-modal", "Key takeaways"),
+        ):
+            assert not dialog_open(page, dialog), f"{dialog} is open before {button} is pressed"
+            browser.visible(page, button).click()
+            page.wait_for_function("selector => document.querySelector(selector)?.open", arg=dialog, timeout=5_000)
+            target = page.locator(dialog).get_by_role("link", name=link, exact=False).first
+            assert target.is_visible(), f"{dialog} opened by {button} does not show the link {link!r}"
+            page.keyboard.press("Escape")
+            page.wait_for_function("selector => !document.querySelector(selector)?.open", arg=dialog, timeout=5_000)
+    assert not visit.problems, visit.problems
+
+
+def test_the_menu_button_hides_and_shows_the_chapters_on_a_desktop(chromium):
+    """At a desktop's width the list of chapters is shown beside the page; the header's button hides it (the
+    article takes the room) and shows it again."""
+    base, chrome = chromium
+    with browser.open_page(chrome, base + "book/ch02_scaled_dot_product.html", width=DESKTOP) as (page, visit):
+        sidebar, article = page.locator("#pst-primary-sidebar"), page.locator("article.bd-article")
+
+        def beside() -> bool:  # the sidebar is in the window, left of the article
+            box = sidebar.bounding_box()
+            return box["x"] >= 0 and box["x"] + box["width"] <= article.bounding_box()["x"] + 1
+
+        assert sidebar.is_visible() and beside(), "the list of chapters is not shown beside the page on a desktop"
+        width = article.bounding_box()["width"]
+        browser.visible(page, ".primary-toggle").click()
+        page.wait_for_function("() => document.querySelector('article.bd-article').getBoundingClientRect().x < 100")
+        assert sidebar.bounding_box()["x"] < 0, "the list of chapters is still in the window"
+        assert article.bounding_box()["width"] > width + 200, "the article did not take the sidebar's room"
+        assert not dialog_open(page, "#pst-primary-sidebar-modal"), "the button opened a dialog on a desktop"
+        browser.visible(page, ".primary-toggle").click()
+        page.wait_for_function("() => document.querySelector('article.bd-article').getBoundingClientRect().x > 200")
+        assert beside() and article.bounding_box()["width"] == width, "the list of chapters did not come back"
+    assert not visit.problems, visit.problems
+
+
+# The interactive maps of trained models' attention: page, element id, the maps in its menu, a token on its axes.
+ATTENTION_MAPS = [
+    ("book/ch06_transformer.html", "attention-maps-ch06-cross-attention", 8, "<bos>"),
+    ("book/ch09_real_models.html", "attention-maps-ch09-bpe-model", 8, "The"),
+]
+
+
+@pytest.mark.parametrize("page_name, element, count, token", ATTENTION_MAPS)
+def test_an_attention_map_draws_offline_and_its_menu_chooses_the_head(chromium, page_name, element, count, token):
+    """The map is drawn by the site's own plotly.js (a request that leaves the site is a problem of the visit),
+    the tokens label its axes, and choosing another entry of its menu shows that head's weights instead."""
+    base, chrome = chromium
+    shown = f"() => document.getElementById('{element}').data.map(trace => trace.visible === true)"
+    with browser.open_page(chrome, base + page_name, width=DESKTOP) as (page, visit):
+        maps = page.locator(f"#{element}")
+        maps.locator("svg.main-svg").first.wait_for(timeout=10_000)
+        ticks = maps.locator(".ytick text").evaluate_all("texts => texts.map(text => text.textContent)")
+        assert token in ticks, f"{element}: {token!r} is not on its axis ({ticks})"
+        assert page.evaluate(shown) == [True] + [False] * (count - 1)
+        maps.locator(".updatemenu-header-group").click()
+        entries = maps.locator(".updatemenu-dropdown-button")
+        assert entries.count() == count, f"{element}: {entries.count()} entries in the menu, not {count}"
+        entries.nth(count - 1).click()
+        page.wait_for_function(f"() => ({shown})().indexOf(true) === {count - 1}", timeout=5_000)
+    assert not visit.problems, visit.problems
+
+
+@dataclass
+class CodeCell:
+    """A code cell of a MyST notebook: the line of its opening fence, its options' text and its code's lines."""
+
+    line: int
+    options: str
+    code: list[tuple[int, str]]  # (line number, line)
+
+
+def code_cells(text: str) -> list[CodeCell]:
     lines, found = text.splitlines(), []
     i = 0
     while i < len(lines):
@@ -312,15 +444,45 @@ def code_cell_lines(text: str) -> list[tuple[int, str]]:
         i += 1
         if not opening:
             continue
+        start, options, code = i, [], []
         if i < len(lines) and lines[i].strip() == "---":  # options as a YAML block
-            i = lines.index("---", i + 1) + 1
+            end = lines.index("---", i + 1)
+            options, i = lines[i + 1 : end], end + 1
         while i < len(lines) and lines[i].startswith(":") and re.match(r"^:[\w-]+:", lines[i]):  # :tags: [...]
+            options.append(lines[i])
             i += 1
         while i < len(lines) and lines[i].rstrip() != opening.group(1):
-            found.append((i + 1, lines[i]))
+            code.append((i + 1, lines[i]))
             i += 1
+        found.append(CodeCell(start, "\n".join(options), code))
         i += 1
     return found
+
+
+def code_cell_lines(text: str) -> list[tuple[int, str]]:
+    """(line number, line) of the code of every code cell of a MyST notebook, without cell options."""
+    return [line for cell in code_cells(text) for line in cell.code]
+
+
+# A cell whose code draws a figure; the reader sees the figure, and opens its code if they want it.
+DRAWS = re.compile(r"\b(show_figure|plt\.subplots|plt\.figure)\(")
+
+
+def test_cells_that_draw_a_figure_fold_their_code():
+    """Plotting code is folded (tag hide-input: a "Show code" toggle above the figure); the computation a
+    figure shows stays in a cell of its own, visible. Cells not executed (Colab's) are shown whole."""
+    unfolded, folded = [], 0
+    for chapter in CHAPTERS:
+        for cell in code_cells((COURSE_ROOT / "book" / f"{chapter}.md").read_text()):
+            if not any(DRAWS.search(line) for _, line in cell.code) or "skip-execution" in cell.options:
+                continue
+            tags = re.search(r"tags: \[(.*?)\]", cell.options)
+            if tags and "hide-input" in tags.group(1).replace(" ", "").split(","):
+                folded += 1
+            else:
+                unfolded.append(f"book/{chapter}.md:{cell.line}")
+    assert not unfolded, "cells that draw a figure and show their code (tag them hide-input):\n" + "\n".join(unfolded)
+    assert folded >= 40, f"only {folded} figure cells found"
 
 
 def test_code_cells_keep_to_the_line_length():

@@ -113,6 +113,14 @@ def test_the_executed_pages_are_where_myst_nb_looks_for_them(executed):
     assert set(bench_book.executed_chapters(run.stdout)) == {"first", "second"}  # what make bench-book reads
 
 
+def test_the_kernels_say_nothing_in_the_build_log(executed):
+    """The pages' kernels talk over sockets of the build's own: no kernel warns of unencrypted TCP (once per
+    page, nine lines in a build of the book's)."""
+    _, run = executed
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "WARNING" not in run.stdout + run.stderr, run.stderr
+
+
 def test_the_two_pages_ran_at_the_same_time(executed):
     book, run = executed
     assert run.returncode == 0, run.stdout + run.stderr

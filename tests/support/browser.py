@@ -178,3 +178,51 @@ def overflows(page) -> dict:
     of each code block that scrolls inside its own box (allowed).
     """
     return page.evaluate(_OVERFLOWS)
+
+
+# What makes a page wider than the window (it then scrolls sideways as a whole): the document's width against
+# the window's, and the outermost elements that reach past the window's right edge while no box around them
+# scrolls or clips them (at most five named, by tag, class and first words).
+_PAGE_OVERFLOW = r"""() => {
+  const view = document.documentElement.clientWidth;
+  const held = e => {
+    for (let a = e.parentElement; a && a !== document.body; a = a.parentElement) {
+      if (getComputedStyle(a).overflowX !== 'visible') return true;
+    }
+    return false;
+  };
+  const culprits = [];
+  for (const e of document.querySelectorAll('body *')) {
+    if (culprits.length >= 5 || !e.getClientRects().length) continue;
+    if (e.getBoundingClientRect().right <= view + 1 || held(e)) continue;
+    if (culprits.some(c => c.element.contains(e))) continue;
+    culprits.push({element: e, text: `<${e.tagName.toLowerCase()} class="${e.className}"> `
+                   + (e.textContent || e.getAttribute('src') || '').trim().slice(0, 50)});
+  }
+  return {width: document.documentElement.scrollWidth, view, culprits: culprits.map(c => c.text)};
+}"""
+
+
+def page_overflow(page) -> dict:
+    """``{"width": document width, "view": window width, "culprits": [...]}`` for an opened page."""
+    return page.evaluate(_PAGE_OVERFLOW)
+
+
+# The figures a chapter's code drew, as a reader sees them: the width drawn against the image's own, and
+# whether the box around the figure scrolls (a figure wider than the window is read by scrolling inside it).
+_FIGURES = r"""() => Array.from(document.querySelectorAll('article div.cell_output img'))
+  .filter(img => img.getClientRects().length && img.naturalWidth > 0)
+  .map(img => ({src: img.getAttribute('src'), shown: img.getBoundingClientRect().width,
+                natural: img.naturalWidth,
+                scrolls: ['auto', 'scroll'].includes(getComputedStyle(img.closest('div.cell_output')).overflowX)}))"""
+
+
+def figures(page) -> list[dict]:
+    return page.evaluate(_FIGURES)
+
+
+def visible(page, selector: str):
+    """The one element matching ``selector`` that a reader can see (the themes render some buttons twice)."""
+    found = [e for e in page.locator(selector).all() if e.is_visible()]
+    assert len(found) == 1, f"{len(found)} visible elements match {selector}"
+    return found[0]
