@@ -114,8 +114,8 @@ check-site: venv  ## fail if the built site (SITE) has a broken link, a hidden t
 	$(BIN)/python -m course_site.links $(SITE)
 	$(BIN)/python -m course_site.leaks $(SITE)
 
-student-repo: venv  ## write the students' repository (exercises, packages, released solutions only) into DEST
-	@test -n "$(DEST)" || { echo "usage: make student-repo DEST=../attention-course-student [RELEASED=\"ch01_bahdanau ...\"]   (an empty or new folder, outside this repository)"; exit 2; }
+student-repo: venv  ## write the students' repository (exercises, packages, released solutions only) into DEST, for term.yml's students_repository
+	@test -n "$(DEST)" || { echo "usage: make student-repo DEST=../attention-course-student [RELEASED=\"ch01_bahdanau ...\"] [STUDENTS_RELEASE=week-2]   (a new or empty folder outside this repository, or the checkout of an earlier export)"; exit 2; }
 	$(BIN)/python -m course_site.export $(DEST)
 
 lint: venv  ## ruff (code and notebooks: lint and format) and import-linter (the packages import one way)

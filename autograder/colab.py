@@ -2,10 +2,18 @@
 
 The cell is part of the instructor notebook in ``solutions/`` (a read-only nbgrader cell, so
 grading takes it from there) and is written by ``make exercises`` from ``_config.yml``'s
-``repository:``; ``make check-exercises`` fails when it is out of date.
+``repository:`` (the open edition's); ``make check-exercises`` fails when it is out of date. A
+term's export rewrites it in the notebooks students get (:func:`retarget`) to install the students'
+repository at the term's release; grading puts the instructor's cell back quietly
+(:func:`repository_of` tells a set-up cell of any repository from a changed one).
+
+Where pip fails on Colab (no network, a release that is not there), the cell says so in one sentence,
+naming what it tried to install, and stops, without pip's ``CalledProcessError`` traceback.
 """
 
 from __future__ import annotations
+
+import re
 
 import nbformat
 
@@ -16,6 +24,7 @@ GRADE_ID = notebooks.COLAB_CELL
 
 
 def cell_source(repo: Repository) -> str:
+    """The set-up cell's code, installing the packages from ``repo`` at its ref."""
     return (
         "# Run this cell first. On Google Colab it installs the course's packages (attention_course,\n"
         "# and autograder for the visible tests) from the course repository. Anywhere else it does\n"
@@ -26,8 +35,30 @@ def cell_source(repo: Repository) -> str:
         f'PACKAGES = "{repo.pip_spec()}"\n'
         "\n"
         'if "google.colab" in sys.modules:\n'
-        '    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", PACKAGES], check=True)'
+        '    pip = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", PACKAGES], '
+        "capture_output=True, text=True)\n"
+        "    if pip.returncode != 0:\n"
+        "        print(pip.stderr, file=sys.stderr)\n"
+        "        raise SystemExit(\n"
+        '            f"Could not install {PACKAGES} (pip\'s message is above): check that this runtime is online, "\n'
+        '            "then run this cell again; if it fails again, tell your instructor."\n'
+        "        )"
     )
+
+
+PACKAGES_LINE = re.compile(
+    r'^PACKAGES = "attention-course @ git\+(https://github\.com/[^/"@]+/[^/"@]+)@([^"]+)"$',
+    re.M,
+)
+
+
+def repository_of(source: str) -> Repository | None:
+    """The repository whose set-up cell ``source`` is, exactly as :func:`cell_source` writes it, or None."""
+    match = PACKAGES_LINE.search(source)
+    if match is None:
+        return None
+    repo = Repository(match.group(1), match.group(2))
+    return repo if cell_source(repo) == source else None
 
 
 def make_cell(repo: Repository):
@@ -60,4 +91,21 @@ def put_first(nb, repo: Repository) -> bool:
     if is_current(nb, repo):
         return False
     nb.cells = [make_cell(repo)] + [cell for cell in nb.cells if not is_colab_cell(cell)]
+    return True
+
+
+def retarget(nb, repo: Repository) -> bool:
+    """Make the notebook's set-up cell install from ``repo``, in place (its id and nbgrader metadata kept,
+    and the checksum that nbgrader's released cells carry recomputed, as ``nbgrader validate`` compares
+    it); return whether ``nb`` changed. The notebook must start with a set-up cell."""
+    from nbgrader.utils import compute_checksum
+
+    if not nb.cells or not is_colab_cell(nb.cells[0]):
+        raise ValueError(f"the notebook must start with the Colab set-up cell ({GRADE_ID})")
+    cell = nb.cells[0]
+    if cell.source == cell_source(repo):
+        return False
+    cell.source = cell_source(repo)
+    if "checksum" in cell.metadata.get("nbgrader", {}):
+        cell.metadata["nbgrader"]["checksum"] = compute_checksum(cell)
     return True

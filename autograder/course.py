@@ -5,7 +5,10 @@ Every assignment is a folder ``solutions/<name>/`` holding the instructor notebo
 ``<name>.ipynb`` (nbgrader's source) and ``exercises/<name>/<name>.ipynb`` (its release).
 
 The public repository that students open exercises from (Colab links, ``pip install`` on Colab)
-is set in one place, ``repository:`` in ``_config.yml``; :func:`repository` reads it.
+is the open edition's, ``repository:`` in ``_config.yml`` (:func:`repository`), which the committed
+notebooks name; a term names its students' repository and the release they install in ``term.yml``
+(:func:`students_repository`), and the term's book and export name that one instead
+(:func:`exercise_repository`).
 
 Which reference solutions students may see is one setting, :class:`Release`: the committed
 defaults in ``term.yml``, overridden by the environment variables ``EDITION`` and ``RELEASED``
@@ -52,10 +55,11 @@ def notebook_path(assignment: str, folder: str = "solutions", root: Path | None 
 
 @dataclass(frozen=True)
 class Repository:
-    """The course's public GitHub repository, as ``_config.yml`` names it."""
+    """A public GitHub repository that students open exercises from, at one git ref: ``_config.yml``'s
+    (the open edition's, at its branch) or a term's students' repository (at a pinned release)."""
 
     url: str  # https://github.com/<owner>/<name>
-    branch: str
+    ref: str  # a branch, or, for a term, the release's tag or commit
 
     @property
     def slug(self) -> str:
@@ -64,41 +68,29 @@ class Repository:
 
     def colab_url(self, path: str) -> str:
         """The address that opens ``path`` (a notebook in the repository) in Google Colab."""
-        return f"https://colab.research.google.com/github/{self.slug}/blob/{self.branch}/{path}"
+        return f"https://colab.research.google.com/github/{self.slug}/blob/{self.ref}/{path}"
 
     def blob_url(self, path: str) -> str:
         """The address of ``path`` on GitHub."""
-        return f"{self.url}/blob/{self.branch}/{path}"
+        return f"{self.url}/blob/{self.ref}/{path}"
 
     def pip_spec(self) -> str:
-        """What ``pip install`` takes to install the course's packages from the repository."""
-        return f"attention-course @ git+{self.url}@{self.branch}"
+        """What ``pip install`` takes to install the course's packages from the repository at its ref."""
+        return f"attention-course @ git+{self.url}@{self.ref}"
 
 
-# The repository that _config.yml names as this course comes: a term's instructor replaces it by the
-# students' repository, or every exercise's Colab cell installs the packages from this one.
-UPSTREAM_REPOSITORY = "https://github.com/attention-course/attention-course"
-
-
-def repository_note(settings: Release, root: Path | None = None) -> str | None:
-    """A warning for a term while ``_config.yml`` still names the course's upstream repository, or None
-    (the open edition is the course's own, published from there)."""
-    if settings.edition != "term" or repository(root).url != UPSTREAM_REPOSITORY:
-        return None
-    return (
-        f"_config.yml's repository.url is still {UPSTREAM_REPOSITORY}, the course's own: the book's Colab "
-        "links and every exercise's first cell install from there, not from your students' repository. "
-        "For a term, set it to the repository that `make student-repo` writes, then `make exercises` and commit."
-    )
+def _github_url(url, where: str) -> str:
+    """``url`` without a trailing slash, if it is ``https://github.com/<owner>/<name>``."""
+    if not isinstance(url, str) or not url.startswith("https://github.com/") or url.rstrip("/").count("/") != 4:
+        raise ValueError(f"{where} must be https://github.com/<owner>/<name>, got {url!r}")
+    return url.rstrip("/")
 
 
 def repository(root: Path | None = None) -> Repository:
+    """``_config.yml``'s ``repository:``: the open edition's repository and branch."""
     config = yaml.safe_load((Path(root or COURSE_ROOT) / "_config.yml").read_text())
     repo = config.get("repository") or {}
-    url, branch = repo.get("url"), repo.get("branch", "main")
-    if not isinstance(url, str) or not url.startswith("https://github.com/") or url.rstrip("/").count("/") != 4:
-        raise ValueError(f"_config.yml: repository.url must be https://github.com/<owner>/<name>, got {url!r}")
-    return Repository(url.rstrip("/"), str(branch))
+    return Repository(_github_url(repo.get("url"), "_config.yml: repository.url"), str(repo.get("branch", "main")))
 
 
 class SettingsError(ValueError):
@@ -159,6 +151,20 @@ def _split(value) -> list[str]:
     raise SettingsError(f"released must be a list of assignment names, got {value!r}")
 
 
+def _settings(root: Path) -> dict:
+    """``term.yml`` under ``root`` as a mapping (empty where there is none)."""
+    path = root / SETTINGS_FILE
+    if not path.is_file():
+        return {}
+    try:
+        settings = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as error:
+        raise SettingsError(f"{path} is not valid YAML: {error}") from None
+    if not isinstance(settings, dict):
+        raise SettingsError(f"{path} must hold `edition:` and `released:`, got {type(settings).__name__}")
+    return settings
+
+
 def release(root: Path | None = None, environ=None) -> Release:
     """The release settings: ``term.yml`` under ``root``, then ``EDITION``/``RELEASED`` from ``environ``.
 
@@ -168,15 +174,7 @@ def release(root: Path | None = None, environ=None) -> Release:
     """
     root = Path(root or COURSE_ROOT)
     environ = os.environ if environ is None else environ
-    settings = {}
-    path = root / SETTINGS_FILE
-    if path.is_file():
-        try:
-            settings = yaml.safe_load(path.read_text()) or {}
-        except yaml.YAMLError as error:
-            raise SettingsError(f"{path} is not valid YAML: {error}") from None
-        if not isinstance(settings, dict):
-            raise SettingsError(f"{path} must hold `edition:` and `released:`, got {type(settings).__name__}")
+    settings = _settings(root)
     edition = str(settings.get("edition", "open"))
     names = _split(settings.get("released"))
     source = f"{SETTINGS_FILE} released"
@@ -199,6 +197,75 @@ def release(root: Path | None = None, environ=None) -> Release:
             f"choose from: {', '.join(known)}"
         )
     return Release(edition, frozenset(names))
+
+
+STUDENTS_REPOSITORY = "students_repository"  # term.yml's key: the term's students' repository
+# Names that are branches (they move on every push), never a release.
+BRANCH_NAMES = frozenset({"main", "master", "trunk", "develop", "HEAD"})
+GIT_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]*")
+
+
+def pinned_release(ref, branch: str = "main") -> str:
+    """``ref`` if it names a release that never moves, a git tag or commit; ``branch`` is ``_config.yml``'s."""
+    where = f"{SETTINGS_FILE}: {STUDENTS_REPOSITORY}.release (or STUDENTS_RELEASE)"
+    if not isinstance(ref, str) or not ref.strip():
+        raise SettingsError(
+            f"{where} must name, in quotes, the git tag (or commit) of the students' repository that the "
+            f"exercises install, such as 'week-3'; got {ref!r}"
+        )
+    ref = ref.strip()
+    if not GIT_REF.fullmatch(ref) or ".." in ref or "//" in ref or ref.endswith((".", "/", ".lock")):
+        raise SettingsError(f"{where} must be a git tag name or a commit, got {ref!r}")
+    if ref in BRANCH_NAMES or ref == branch:
+        raise SettingsError(
+            f"{where} is {ref!r}, a branch, which changes with every push: name a tag (such as 'week-3') or a commit"
+        )
+    return ref
+
+
+def students_repository(root: Path | None = None, environ=None) -> Repository | None:
+    """A term's students' repository at the release they install: ``students_repository:`` in ``term.yml``
+    (``url`` and ``release``), each overridden by ``STUDENTS_REPOSITORY`` and ``STUDENTS_RELEASE`` from
+    ``environ``; None where no URL is set."""
+    root = Path(root or COURSE_ROOT)
+    environ = os.environ if environ is None else environ
+    entry = _settings(root).get(STUDENTS_REPOSITORY) or {}
+    if not isinstance(entry, dict):
+        raise SettingsError(f"{SETTINGS_FILE}: {STUDENTS_REPOSITORY} must hold `url:` and `release:`, got {entry!r}")
+    url = environ.get("STUDENTS_REPOSITORY") or entry.get("url")
+    ref = environ.get("STUDENTS_RELEASE") or entry.get("release")
+    if not url:
+        if ref:
+            raise SettingsError(
+                f"{SETTINGS_FILE}: {STUDENTS_REPOSITORY} has a release but no url: set the url of your "
+                "students' repository (or STUDENTS_REPOSITORY)"
+            )
+        return None
+    try:
+        url = _github_url(url, f"{SETTINGS_FILE}: {STUDENTS_REPOSITORY}.url (or STUDENTS_REPOSITORY)")
+    except ValueError as error:
+        raise SettingsError(str(error)) from None
+    return Repository(url, pinned_release(ref, repository(root).ref))
+
+
+def exercise_repository(settings: Release, root: Path | None = None, environ=None) -> Repository:
+    """The repository that the exercises' links and Colab cells name under ``settings``: in a term, its
+    students' repository at its release, where one is set; otherwise ``_config.yml``'s."""
+    students = students_repository(root, environ) if settings.edition == "term" else None
+    return students or repository(root)
+
+
+def repository_note(settings: Release, root: Path | None = None, environ=None) -> str | None:
+    """A warning for a term that names no students' repository, or None (the open edition is the course's
+    own, published from ``_config.yml``'s repository)."""
+    if settings.edition != "term" or students_repository(root, environ) is not None:
+        return None
+    return (
+        f"{SETTINGS_FILE} names no {STUDENTS_REPOSITORY}: the term's book links the exercises in "
+        f"_config.yml's repository ({repository(root).url}), your own, and `make student-repo` refuses to "
+        f"export; set {STUDENTS_REPOSITORY}'s url and release in {SETTINGS_FILE} (instructor guide, "
+        "'Making the student repository')."
+    )
 
 
 class ReleasedRefusal(SettingsError):

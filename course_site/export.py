@@ -4,40 +4,51 @@
 
 The course lives in two repositories. The instructor's, private, holds everything: ``solutions/``
 (reference solutions and hidden tests), the book's sources, the tests. The students', public, is
-the one that ``_config.yml``'s ``repository:`` names: the book's "Open in Colab" links open its
-exercises, and the first cell of every exercise ``pip install``\\ s its packages. This module
-writes that repository for the term's release (:func:`autograder.course.release`):
+the one that a term names in ``term.yml`` (``students_repository:``, its ``url`` and the ``release``
+that students install: a git tag or commit; :func:`autograder.course.students_repository`), or, in
+the open edition, ``_config.yml``'s ``repository:``. The export refuses to name the instructor's own
+repository (``_config.yml``'s in a term, and the checkout's git remote ``origin``). This module writes
+that repository for the term's release (:func:`autograder.course.release`):
 
-- ``exercises/``, as git tracks it;
+- ``exercises/``, as git tracks it, the first cell of each notebook (the Colab set-up cell) made to
+  install the students' repository at the pinned release (:func:`autograder.colab.retarget`);
 - the packages as students get them (:func:`autograder.packages.write`): the solution module of
   each released chapter and of no other, and no module that builds on an unreleased one;
 - the instructor notebook of each released chapter (``solutions/<a>/<a>.ipynb``: its reference
-  solution is released, and its hidden tests let ``make check`` give the instructor's verdicts),
-  and ``term.yml`` saying which chapters those are;
+  solution is released, and its hidden tests let ``make check`` give the instructor's verdicts; its
+  first cell made the students' too), and ``term.yml`` saying which chapters those are;
 - a README, a Makefile (``venv``, ``lab``, ``validate``, ``check``), ``requirements.txt``,
   ``pyproject.toml`` and ``.gitignore`` written for students, from ``course_site/templates/student/``;
-  the pins in ``requirements.txt`` are the instructor's own (one list of versions).
+  the pins in ``requirements.txt`` are the instructor's own (one list of versions);
+- ``.student-repo`` (:data:`MARKER`), the students' repository and release it was written for.
 
 No instructor tool is in it (:data:`autograder.packages.INSTRUCTOR_ONLY`).
 
+``DEST`` is a new or empty folder, or the git checkout of an earlier export (its ``.git`` and
+:data:`MARKER`, for the same students' repository): the next release updates it in place. Everything
+in it but ``.git`` is removed and written again, so that a file the new release no longer has (a
+file deleted from the course, anything added there by hand, a virtual environment) is gone, and
+``git add -A`` commits exactly what the leak check passed.
+
 The book is not part of it: the instructor publishes the built site (``make book``, which follows
 the same release). The export is then checked by the leak check of :mod:`course_site.leaks`; an
-export that fails it is removed again.
+export that fails it is removed again (all but ``.git``).
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import nbformat
 import yaml
 
 from attention_course.notebooks import COURSE_ROOT
-from autograder import course, packages
-from autograder.course import repository
+from autograder import colab, course, packages
 
 TEMPLATES = Path(__file__).resolve().parent / "templates" / "student"
 GENERATED = {
@@ -65,6 +76,10 @@ STUDENT_REQUIREMENTS = (
     "tokenizers",
     "transformers",
 )
+
+
+MARKER = ".student-repo"  # written into every export: an update in place recognises its DEST by it
+KEPT = ".git"  # what an update in place keeps of DEST: the history; everything else is written again
 
 
 class ExportError(Exception):
@@ -136,14 +151,13 @@ def _fill(template: str, values: dict[str, str]) -> str:
     return template
 
 
-def _values(root: Path, release: course.Release) -> dict[str, str]:
+def _values(root: Path, release: course.Release, repo: course.Repository) -> dict[str, str]:
     config = yaml.safe_load((root / "_config.yml").read_text())
     project = (root / "pyproject.toml").read_text()
     version = next(
         (line.split("=", 1)[1].strip().strip('"') for line in project.splitlines() if line.startswith("version")),
         "0.1.0",
     )
-    repo = repository(root)
     released = release.of(course.assignments(root))
     return {
         "title": str(config.get("title", "the course")),
@@ -155,49 +169,164 @@ def _values(root: Path, release: course.Release) -> dict[str, str]:
     }
 
 
-def _check_dest(dest: Path, root: Path) -> None:
+def _normalised(url: str) -> str:
+    """A repository's address as ``host/owner/name`` in lower case, however git writes it (https or ssh,
+    with or without ``.git`` or a user name): two addresses of one repository compare equal."""
+    address = re.sub(r"^[a-z][a-z0-9+.-]*://", "", url.strip().rstrip("/").removesuffix(".git").lower())
+    address = re.sub(r"^[^@/]+@", "", address)
+    return re.sub(r"^([^/:]+):(\d+/)?", r"\1/", address)
+
+
+def _git(*args: str) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(["git", *args], capture_output=True, text=True)
+    except FileNotFoundError:
+        raise ExportError("git is not installed: the export takes the files that git tracks") from None
+
+
+def _origin(root: Path) -> str | None:
+    """The address of the checkout's git remote ``origin``, or None where it has none."""
+    result = _git("-C", str(root), "remote", "get-url", "origin")
+    return result.stdout.strip() or None if result.returncode == 0 else None
+
+
+def students_target(release: course.Release, root: Path = COURSE_ROOT, environ=None) -> course.Repository:
+    """The students' repository that the export names, at its release: in a term, ``term.yml``'s
+    ``students_repository`` (or ``STUDENTS_REPOSITORY`` and ``STUDENTS_RELEASE``), which must be set;
+    in the open edition, ``_config.yml``'s repository, as the committed notebooks name it."""
+    if release.edition == "term" and course.students_repository(root, environ) is None:
+        raise ExportError(
+            f"student-repo: {course.SETTINGS_FILE} names no {course.STUDENTS_REPOSITORY}; set its url (your "
+            "students' public repository) and release (the git tag you will give this export, such as "
+            "'week-1'), or give STUDENTS_REPOSITORY=... STUDENTS_RELEASE=..."
+        )
+    return course.exercise_repository(release, root, environ)
+
+
+def refuse_instructors_own(repo: course.Repository, release: course.Release, root: Path = COURSE_ROOT) -> None:
+    """Raise :class:`ExportError` where ``repo`` is the instructor's own repository: ``_config.yml``'s in a
+    term (the open edition publishes from it), or this checkout's git remote ``origin``."""
+    own = {"_config.yml's repository.url": course.repository(root).url} if release.edition == "term" else {}
+    origin = _origin(root)
+    if origin:
+        own["the git remote origin of this checkout"] = origin
+    setting = (
+        f"{course.STUDENTS_REPOSITORY}.url in {course.SETTINGS_FILE} (or STUDENTS_REPOSITORY)"
+        if release.edition == "term"
+        else "_config.yml's repository.url"
+    )
+    for what, url in own.items():
+        if _normalised(url) == _normalised(repo.url):
+            raise ExportError(
+                f"student-repo: {repo.url} is {what}, the instructor's repository, not the students'; "
+                f"set {setting} to the public repository your students clone"
+            )
+
+
+def _earlier_export(dest: Path) -> dict | None:
+    """What the marker of the earlier export that ``dest`` is a git checkout of says, or None."""
+    if not (dest / KEPT).exists() or not (dest / MARKER).is_file():
+        return None
+    try:
+        said = yaml.safe_load((dest / MARKER).read_text())
+    except yaml.YAMLError:
+        return None
+    return said if isinstance(said, dict) else None
+
+
+def _check_dest(dest: Path, root: Path, repo: course.Repository) -> bool:
+    """Refuse a ``dest`` that the export must not write; return whether it is an earlier export to update."""
     if dest.exists() and not dest.is_dir():
         raise ExportError(f"student-repo: DEST {dest} is a file; expected an empty folder or a new path")
-    if dest.is_dir():
-        entries = sorted(p.name for p in dest.iterdir())
-        if entries:
-            shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
-            raise ExportError(
-                f"student-repo: DEST {dest} is not empty ({len(entries)} entries: {shown}); "
-                "expected an empty folder or a new path, so that nothing else is published"
-            )
     resolved = dest.resolve()
     if resolved == root or root in resolved.parents:
         raise ExportError(
             f"student-repo: DEST {dest} is inside the course repository {root}; expected a folder "
             "outside it (the student repository is a git repository of its own)"
         )
+    entries = sorted(p.name for p in dest.iterdir()) if dest.is_dir() else []
+    if not entries:
+        return False
+    earlier = _earlier_export(dest)
+    if earlier is None:
+        shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
+        raise ExportError(
+            f"student-repo: DEST {dest} is not empty ({len(entries)} entries: {shown}); expected an empty "
+            f"folder, a new path, or the git checkout of an earlier export (with {KEPT} and {MARKER}), so that "
+            "nothing else is published"
+        )
+    if _normalised(str(earlier.get("repository", ""))) != _normalised(repo.url):
+        raise ExportError(
+            f"student-repo: DEST {dest} is the export for {earlier.get('repository')!r}, not for {repo.url}; "
+            "expected a checkout of the students' repository that the settings name"
+        )
+    if _git("-C", str(dest), "rev-parse", "--quiet", "--verify", f"refs/tags/{repo.ref}").returncode == 0:
+        raise ExportError(
+            f"student-repo: DEST {dest} already has a tag {repo.ref}, an earlier release that students install; "
+            f"name this release's new tag in {course.STUDENTS_REPOSITORY}.release (or STUDENTS_RELEASE)"
+        )
+    return True
 
 
-def write(dest: Path, release: course.Release, root: Path = COURSE_ROOT) -> list[str]:
-    """Write the student repository into ``dest`` (which must be empty or absent); return its files."""
+def _clear(dest: Path) -> None:
+    """Remove everything in ``dest`` but its git folder."""
+    for child in dest.iterdir():
+        if child.name == KEPT:
+            continue
+        shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+
+
+def marker(repo: course.Repository) -> str:
+    """The export's :data:`MARKER`: the students' repository and the release it was written for."""
+    return (
+        "# Written by the course's `make student-repo`: the students' repository and the release of this\n"
+        "# export. The next `make student-repo DEST=<this checkout>` replaces every file here but .git.\n"
+        + yaml.safe_dump({"repository": repo.url, "release": repo.ref})
+    )
+
+
+def _copy_notebook(root: Path, rel: str, dest: Path, repo: course.Repository) -> None:
+    """Copy the notebook ``rel``, its Colab set-up cell made to install ``repo``."""
+    (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+    nb = nbformat.read(str(root / rel), as_version=4)
+    if colab.retarget(nb, repo):
+        nbformat.write(nb, str(dest / rel))
+    else:
+        shutil.copy2(root / rel, dest / rel)
+
+
+def write(
+    dest: Path, release: course.Release, root: Path = COURSE_ROOT, repo: course.Repository | None = None
+) -> list[str]:
+    """Write the student repository for ``repo`` (default: :func:`students_target`) into ``dest``: empty,
+    absent, or an earlier export's checkout, whose files but ``.git`` are replaced; return its files."""
     dest, root = Path(dest), Path(root).resolve()
-    _check_dest(dest, root)
+    repo = repo or students_target(release, root)
+    update = _check_dest(dest, root, repo)
     exercises = _git_files(root, "exercises")
     if not exercises:
         raise ExportError(f"student-repo: git tracks no exercises/ in {root}; run `make exercises` and commit")
+    if update:
+        _clear(dest)
     dest.mkdir(parents=True, exist_ok=True)
     written = []
     for rel in exercises + [
         name for name in _git_files(root, ".") if name.upper().startswith(("LICENSE", "COPYING")) and "/" not in name
     ]:
-        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(root / rel, dest / rel)
+        if rel.endswith(".ipynb"):
+            _copy_notebook(root, rel, dest, repo)
+        else:
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / rel, dest / rel)
         written.append(rel)
     written += packages.write(dest, release, root, files=_git_files(root, *packages.PACKAGES))
-    for assignment in release.of(course.assignments(root)):  # make check: the released chapters' tests
-        rel = f"solutions/{assignment}/{assignment}.ipynb"
-        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(root / rel, dest / rel)
+    for rel in sorted(published_tests(release, root)):  # make check: the released chapters' tests
+        _copy_notebook(root, rel, dest, repo)
         written.append(rel)
     (dest / course.SETTINGS_FILE).write_text(release_settings(release))
-    written.append(course.SETTINGS_FILE)
-    values = _values(root, release)
+    (dest / MARKER).write_text(marker(repo))
+    written += [course.SETTINGS_FILE, MARKER]
+    values = _values(root, release, repo)
     for template, name in GENERATED.items():
         (dest / name).write_text(_fill((TEMPLATES / template).read_text(), values))
         written.append(name)
@@ -206,26 +335,30 @@ def write(dest: Path, release: course.Release, root: Path = COURSE_ROOT) -> list
     return sorted(written)
 
 
-def student_repo(dest: Path, release: course.Release | None = None, root: Path = COURSE_ROOT):
-    """Write the student repository and run the leak check on it; returns (files, report).
+def student_repo(
+    dest: Path,
+    release: course.Release | None = None,
+    root: Path = COURSE_ROOT,
+    repo: course.Repository | None = None,
+):
+    """Write the student repository for ``repo`` (default: :func:`students_target`) and run the leak check
+    on it; returns (files, report).
 
-    Raises :class:`ExportError` for a bad ``dest`` and when the check fails (the export is then
-    removed again).
+    Raises :class:`ExportError` for the instructor's own repository, a bad ``dest`` and when the check
+    fails (the export is then removed again, all but an earlier export's ``.git``).
     """
     from course_site import leaks
 
     root = Path(root).resolve()
     release = release or course.release(root)
+    repo = repo or students_target(release, root)
+    refuse_instructors_own(repo, release, root)
     dest = Path(dest)
     created = not dest.exists()
-    files = write(dest, release, root)
+    files = write(dest, release, root, repo)
     report = leaks.check(dest, root, release, published=published_tests(release, root))
     if not report.ok:
-        if created:
-            shutil.rmtree(dest)
-        else:
-            for child in dest.iterdir():
-                shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+        shutil.rmtree(dest) if created else _clear(dest)
         raise LeakFound(
             "student-repo: the export failed the leak check and was removed; fix the sources:\n"
             + "\n".join(f"  {problem}" for problem in report.problems)
@@ -233,14 +366,31 @@ def student_repo(dest: Path, release: course.Release | None = None, root: Path =
     return files, report
 
 
+def next_steps(dest: Path, repo: course.Repository, release: course.Release, update: bool) -> str:
+    """The commands that publish the export: commit it, tag it with the release that its cells install
+    (a term's), and push both."""
+    tag = f" && git tag {repo.ref}" if release.edition == "term" else ""
+    pushed = f"main {repo.ref}" if tag else "main"
+    if update:
+        return f"cd {dest} && git add -A && git commit -m 'Release {repo.ref}'{tag} && git push origin {pushed}"
+    return (
+        f"cd {dest} && git init -b main && git add -A && git commit -m 'Release {repo.ref}'{tag} "
+        f"&& git remote add origin {repo.url}.git && git push -u origin {pushed}"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m course_site.export", description=__doc__.split("\n\n")[0])
-    parser.add_argument("dest", type=Path, metavar="DEST", help="an empty folder, or one that does not exist")
+    parser.add_argument(
+        "dest", type=Path, metavar="DEST", help="a new or empty folder, or an earlier export's checkout"
+    )
     parser.add_argument("--root", type=Path, default=COURSE_ROOT, help="the course repository (default: %(default)s)")
     args = parser.parse_args(argv)
     try:
         release = course.release(args.root)
-        files, report = student_repo(args.dest, release, args.root)
+        repo = students_target(release, args.root)
+        update = args.dest.is_dir() and _earlier_export(args.dest) is not None
+        files, report = student_repo(args.dest, release, args.root, repo)
     except course.SettingsError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -250,15 +400,10 @@ def main(argv: list[str] | None = None) -> int:
     except ExportError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    note = course.repository_note(release, args.root)
-    if note:
-        print(f"note: {note}", file=sys.stderr)
-    print(f"wrote {len(files)} files into {args.dest} for {release.describe()}")
+    done = "updated the earlier export in" if update else "wrote"
+    print(f"{done} {args.dest}: {len(files)} files for {release.describe()}, installing {repo.pip_spec()}")
     print("the leak check found nothing to withhold in it")
-    print(
-        f"Next: cd {args.dest} && git init -b main && git add -A && git commit -m 'Course release' "
-        "&& git remote add origin <student repository URL> && git push"
-    )
+    print(f"Next: {next_steps(args.dest, repo, release, update)}")
     return 0
 
 

@@ -70,7 +70,7 @@ import numpy as np
 
 from attention_course import notebooks, solutions
 from attention_course.notebooks import COURSE_ROOT
-from autograder import clones, course, packages
+from autograder import clones, colab, course, packages
 
 # The folders of the repository whose files students get (public_sources): the exercises, and the
 # packages as autograder.packages gives them for the release. Not the book's sources (the term
@@ -213,6 +213,20 @@ def _is_binary(data: bytes) -> bool:
 
 def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def _shipped_digest(data: bytes) -> str:
+    """The digest of an instructor notebook that an export ships, but for its Colab set-up cell, which the
+    export writes for the students' repository (:func:`autograder.colab.retarget`): a set-up cell of any
+    repository, exactly as the course writes one, digests alike; anything else in it counts."""
+    try:
+        nb = nbformat.reads(data.decode("utf-8"), as_version=4)
+    except Exception:  # not a notebook that nbformat reads: compared as bytes
+        return _digest(data)
+    if nb.cells and colab.is_colab_cell(nb.cells[0]) and colab.repository_of(nb.cells[0].source) is not None:
+        nb.cells[0].source = ""
+        nb.cells[0].metadata.get("nbgrader", {}).pop("checksum", None)
+    return _digest(nbformat.writes(nb).encode())
 
 
 def _read_text(path: Path) -> str | None:
@@ -786,8 +800,9 @@ def check(
     of ``root``) does not release.
 
     ``published``: files of ``solutions/`` that the folder ships by design, each at its own path and
-    identical to the course's (the student export's instructor notebooks of released chapters, for
-    ``make check``); a released assignment's only. Anything else of ``solutions/`` is a problem."""
+    identical to the course's but for the Colab set-up cell (the student export's instructor notebooks of
+    released chapters, for ``make check``); a released assignment's only. Anything else of ``solutions/``
+    is a problem."""
     started = time.perf_counter()
     directory, root = Path(directory), Path(root)
     if not directory.exists():
@@ -824,10 +839,15 @@ def check(
         parts = PurePosixPath(rel).parts
         if len(parts) != 3 or parts[0] != "solutions" or not release.is_released(parts[1]):
             raise PublishError(f"check: {rel} is not the instructor notebook of a released assignment")
-        shipped[rel] = _digest((root / rel).read_bytes())
+        shipped[rel] = _shipped_digest((root / rel).read_bytes())
     for path, rel in _walk(directory):
         problems = report.problems
-        if rel in shipped and path.is_file() and not path.is_symlink() and _digest(path.read_bytes()) == shipped[rel]:
+        if (
+            rel in shipped
+            and path.is_file()
+            and not path.is_symlink()
+            and _shipped_digest(path.read_bytes()) == shipped[rel]
+        ):
             report.known += 1  # a released chapter's notebook, shipped by design
             continue
         if _in_solutions_folder(rel):

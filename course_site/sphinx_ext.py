@@ -7,7 +7,10 @@
 
 gives a download of ``exercises/ch02_scaled_dot_product/ch02_scaled_dot_product.ipynb`` (copied
 into the site), an "Open in Colab" link and a link to the file on GitHub, both in the repository
-that ``_config.yml`` names. A notebook that does not exist fails the build.
+that the exercises name (:func:`autograder.course.exercise_repository`): ``_config.yml``'s in the open
+edition; in a term, the students' repository at its release (``students_repository:`` in
+``term.yml``), which also names the site's repository button and is installed by the downloaded
+notebook's Colab cell. A notebook that does not exist fails the build.
 
 ``solution-code`` shows the reference solution of a graded item, from its solution notebook (the
 one source; :func:`autograder.reference.item_source`), inside a ``solution`` block of
@@ -51,14 +54,45 @@ import re
 import shutil
 from pathlib import Path
 
+import nbformat
 import plotly
 from docutils import nodes
 from sphinx import addnodes
 from sphinx.util.docutils import SphinxDirective
 
 from attention_course import syntax
-from autograder import course, packages, reference
-from autograder.course import exercise_path, repository
+from autograder import colab, course, packages, reference
+from autograder.course import exercise_path
+
+
+def links_repository(config) -> course.Repository:
+    """The repository that the exercise links name, as :func:`set_release` put it in the configuration."""
+    url, ref = config.course_exercise_repository.split()
+    return course.Repository(url, ref)
+
+
+def exercise_links(assignment: str, repo: course.Repository, docname: str) -> nodes.Node:
+    """The links of an exercise notebook: its download (copied into the site), Colab and GitHub in ``repo``."""
+    path = exercise_path(assignment)
+    download = addnodes.download_reference(
+        "",
+        "",
+        refdoc=docname,
+        reftarget="/" + path,
+        refexplicit=True,
+        refdomain="",
+        reftype="download",
+        classes=["exercise-download"],
+    )
+    download += nodes.inline("", f"Download {assignment}.ipynb")
+    colab_link = nodes.reference(
+        "", "", nodes.inline("", "Open in Colab"), refuri=repo.colab_url(path), classes=["exercise-colab"]
+    )
+    github = nodes.reference(
+        "", "", nodes.inline("", "View on GitHub"), refuri=repo.blob_url(path), classes=["exercise-github"]
+    )
+    links = nodes.paragraph("", "", download, nodes.Text(" "), colab_link, nodes.Text(" "), github)
+    return nodes.container("", links, classes=["exercise-links"])
 
 
 class ExerciseLinks(SphinxDirective):
@@ -68,33 +102,9 @@ class ExerciseLinks(SphinxDirective):
     def run(self):
         assignment = self.arguments[0]
         path = exercise_path(assignment)
-        root = Path(self.env.srcdir)
-        if not (root / path).is_file():
+        if not (Path(self.env.srcdir) / path).is_file():
             raise self.error(f"exercise-links: there is no notebook {path} (run `make exercises`?)")
-        try:
-            repo = repository(root)
-        except ValueError as error:
-            raise self.error(f"exercise-links: {error}") from None
-
-        download = addnodes.download_reference(
-            "",
-            "",
-            refdoc=self.env.docname,
-            reftarget="/" + path,
-            refexplicit=True,
-            refdomain="",
-            reftype="download",
-            classes=["exercise-download"],
-        )
-        download += nodes.inline("", f"Download {assignment}.ipynb")
-        colab = nodes.reference(
-            "", "", nodes.inline("", "Open in Colab"), refuri=repo.colab_url(path), classes=["exercise-colab"]
-        )
-        github = nodes.reference(
-            "", "", nodes.inline("", "View on GitHub"), refuri=repo.blob_url(path), classes=["exercise-github"]
-        )
-        links = nodes.paragraph("", "", download, nodes.Text(" "), colab, nodes.Text(" "), github)
-        return [nodes.container("", links, classes=["exercise-links"])]
+        return [exercise_links(assignment, links_repository(self.env.config), self.env.docname)]
 
 
 def _release(env) -> course.Release:
@@ -214,24 +224,49 @@ def withhold_tagged_cells(app, doctree) -> None:
 
 
 def set_release(app, config) -> None:
-    """Read the release settings (``term.yml``, ``EDITION``, ``RELEASED``) into the configuration.
+    """Read the release settings (``term.yml``, ``EDITION``, ``RELEASED``) and the repository that the
+    exercises name (a term's students' repository: ``STUDENTS_REPOSITORY``, ``STUDENTS_RELEASE``) into
+    the configuration.
 
-    The term edition publishes no page sources: a page's Markdown holds the code of its cells.
+    The term edition publishes no page sources (a page's Markdown holds the code of its cells), and its
+    repository button opens the students' repository.
     """
+    from sphinx.errors import ConfigError
+
     try:
         release = course.release(Path(app.srcdir))
-    except course.SettingsError as error:
-        from sphinx.errors import ConfigError
-
+        repo = course.exercise_repository(release, Path(app.srcdir))
+    except ValueError as error:  # SettingsError, or _config.yml's repository
         raise ConfigError(str(error)) from None
     config.course_release = release.key
+    config.course_exercise_repository = f"{repo.url} {repo.ref}"
     if not config.nb_execution_cache_path:
         # One cache of executed notebooks for every output folder (`jupyter-book build --path-output`):
         # another edition of the same chapters re-renders them without executing them again.
         config.nb_execution_cache_path = str(Path(app.srcdir) / "_build" / ".jupyter_cache")
     if release.edition == "term":
         config.html_copy_source = False
-        config.html_theme_options = {**(config.html_theme_options or {}), "use_download_button": False}
+        config.html_theme_options = {
+            **(config.html_theme_options or {}),
+            "use_download_button": False,
+            "repository_url": repo.url,
+            "repository_branch": repo.ref,
+        }
+
+
+def retarget_downloads(app, exception) -> None:
+    """Give the site's copies of the exercise notebooks the Colab cell of the repository that the links
+    name (a term's students' repository), as the students' repository's own notebooks have it."""
+    if exception is not None or app.builder.format != "html":
+        return
+    repo = links_repository(app.config)
+    for source, (_, folder) in app.env.dlfiles.items():
+        if not re.fullmatch(r"exercises/(\w+)/\1\.ipynb", Path(source).as_posix()):
+            continue
+        copy = Path(app.outdir) / "_downloads" / folder
+        nb = nbformat.read(str(copy), as_version=4)
+        if colab.retarget(nb, repo):
+            nbformat.write(nb, str(copy))
 
 
 def drop_duplicate_scripts(app, pagename, templatename, context, doctree):
@@ -288,6 +323,7 @@ def complete_root_redirect(app, exception):
 
 def setup(app):
     app.add_config_value("course_release", "open", "env", types=[str])
+    app.add_config_value("course_exercise_repository", "", "env", types=[str])
     app.connect("config-inited", set_release)
     app.connect("doctree-read", withhold_tagged_cells)
     app.add_directive("exercise-links", ExerciseLinks)
@@ -297,6 +333,7 @@ def setup(app):
     app.connect("html-page-context", drop_duplicate_scripts, priority=900)
     app.connect("build-finished", copy_plotly)
     app.connect("build-finished", complete_root_redirect, priority=900)  # after sphinx-external-toc
+    app.connect("build-finished", retarget_downloads)
     app.add_css_file("course.css")
     app.add_js_file("course.js")
     return {"parallel_read_safe": True, "parallel_write_safe": True}

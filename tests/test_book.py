@@ -555,7 +555,7 @@ def test_exercise_links_point_at_the_repository_notebooks(chromium, visits):
             ("exercise-github", repo.blob_url(exercise_path(chapter))),
         ):
             assert hrefs[cls] == expected, f"{chapter}: {cls} link is {hrefs[cls]}, expected {expected}"
-            path = urlsplit(hrefs[cls]).path.split(f"/blob/{repo.branch}/", 1)[1]
+            path = urlsplit(hrefs[cls]).path.split(f"/blob/{repo.ref}/", 1)[1]
             assert (COURSE_ROOT / path).is_file(), f"{chapter}: {cls} link names {path}, not in the repository"
 
 

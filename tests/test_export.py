@@ -4,6 +4,7 @@ unreleased solution, and that what its README tells students to run works there.
 from __future__ import annotations
 
 import contextlib
+import copy
 import importlib
 import importlib.metadata
 import io
@@ -19,19 +20,21 @@ import pytest
 
 from attention_course import solutions
 from attention_course.notebooks import COURSE_ROOT
-from autograder import course, packages, reference
+from autograder import colab, course, packages, reference
 from autograder.classroom import fill
 from course_site import export, leaks
 
 ROOT = COURSE_ROOT
 TERM = course.Release("term", {"ch01_bahdanau"})
-STUDENT_FILES = {"README.md", "Makefile", "requirements.txt", "pyproject.toml", ".gitignore"}
+# The term's students' repository at its first release (term.yml's students_repository, as a test sets it).
+STUDENTS = course.Repository("https://github.com/a-university/attention-2026", "week-1")
+STUDENT_FILES = {"README.md", "Makefile", "requirements.txt", "pyproject.toml", ".gitignore", export.MARKER}
 
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory) -> Path:
     dest = tmp_path_factory.mktemp("export") / "student"
-    files, report = export.student_repo(dest, TERM, ROOT)
+    files, report = export.student_repo(dest, TERM, ROOT, STUDENTS)
     assert report.ok and files
     return dest
 
@@ -51,9 +54,10 @@ def test_the_export_holds_exercises_packages_and_files_for_students(exported):
         "autograder/checks.py",
         "autograder/cli/validate.py",
     } <= names
-    for path in sorted(ROOT.glob("exercises/*/*.ipynb")):
+    for path in sorted(ROOT.glob("exercises/*/*.ipynb")):  # the instructor's but for the first cell's repository
         rel = path.relative_to(ROOT).as_posix()
-        assert (exported / rel).read_bytes() == path.read_bytes(), rel
+        theirs, ours = nbformat.read(str(exported / rel), as_version=4), nbformat.read(str(path), as_version=4)
+        assert theirs.cells[1:] == ours.cells[1:] and theirs.metadata == ours.metadata, rel
     for private in ("tests", "book", "course_site", "_config.yml", "submitted", "grades"):
         assert not (exported / private).exists(), private
     assert not names & packages.INSTRUCTOR_ONLY, names & packages.INSTRUCTOR_ONLY
@@ -79,7 +83,10 @@ def test_every_edition_exports_what_it_releases(tmp_path):
     everything = export.write(tmp_path / "open", course.Release("open"), ROOT)
     assert {f"attention_course/solutions/{a}.py" for a in course.assignments()} <= set(everything)
     assert "attention_course/model.py" in everything and "attention_course/trainer.py" in everything
-    none = export.write(tmp_path / "none", course.Release("term"), ROOT)
+    # the open edition's notebooks are the committed ones, naming _config.yml's repository
+    for rel in (course.exercise_path("ch01_bahdanau"), "solutions/ch01_bahdanau/ch01_bahdanau.ipynb"):
+        assert (tmp_path / "open" / rel).read_bytes() == (ROOT / rel).read_bytes(), rel
+    none = export.write(tmp_path / "none", course.Release("term"), ROOT, STUDENTS)
     assert not [f for f in none if f.startswith("attention_course/solutions/ch")]
 
 
@@ -91,9 +98,10 @@ def test_the_readme_is_written_for_students(exported):
         "make validate NOTEBOOK=",
         "Open in Colab",
         "`ch01_bahdanau`",
-        course_site_repository_url(),
+        f"git clone {STUDENTS.url}.git",
     ):
         assert phrase in readme, phrase
+    assert course.repository(ROOT).url not in readme
     for instructor_only in (
         "make grade",
         "make student-repo",
@@ -103,12 +111,6 @@ def test_the_readme_is_written_for_students(exported):
     ):
         assert instructor_only not in readme, instructor_only
     assert "{{" not in readme and "{{" not in (exported / "Makefile").read_text()
-
-
-def course_site_repository_url() -> str:
-    from autograder.course import repository
-
-    return repository(ROOT).url
 
 
 # The term of the students' repository tests: two chapters released, the third not yet.
@@ -130,7 +132,7 @@ def student_repo(tmp_path_factory) -> Path:
     """The students' repository of STUDENT_TERM, with its own .venv made by its own `make venv` from its own
     requirements.txt (as a student's clone would be: nothing of the instructor's environment)."""
     dest = tmp_path_factory.mktemp("students") / "repo"
-    export.student_repo(dest, STUDENT_TERM, ROOT)
+    export.student_repo(dest, STUDENT_TERM, ROOT, STUDENTS)
     made = subprocess.run(["make", "-C", str(dest), "venv"], capture_output=True, text=True, env=_student_env())
     assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
     return dest
@@ -307,15 +309,20 @@ def test_the_export_refuses_a_busy_dest_a_file_or_a_dest_inside_the_repository(t
     dest.mkdir()
     (dest / "notes.txt").write_text("keep me")
     with pytest.raises(export.ExportError, match=r"DEST .*busy is not empty .*notes\.txt.*empty folder"):
-        export.student_repo(dest, TERM, ROOT)
+        export.student_repo(dest, TERM, ROOT, STUDENTS)
     assert export.main([str(dest)]) == 2
     assert "is not empty" in capsys.readouterr().err
     assert [p.name for p in dest.iterdir()] == ["notes.txt"]
     (tmp_path / "file").write_text("")
     with pytest.raises(export.ExportError, match="is a file"):
-        export.student_repo(tmp_path / "file", TERM, ROOT)
+        export.student_repo(tmp_path / "file", TERM, ROOT, STUDENTS)
     with pytest.raises(export.ExportError, match="inside the course repository"):
-        export.student_repo(ROOT / "_build" / "student", TERM, ROOT)
+        export.student_repo(ROOT / "_build" / "student", TERM, ROOT, STUDENTS)
+    # an earlier export's files without its git checkout is not one to update
+    (tmp_path / "copy").mkdir()
+    (tmp_path / "copy" / export.MARKER).write_text(export.marker(STUDENTS))
+    with pytest.raises(export.ExportError, match=r"is not empty .*the git checkout of an earlier export"):
+        export.student_repo(tmp_path / "copy", TERM, ROOT, STUDENTS)
 
 
 def test_an_export_that_leaks_is_removed(tmp_path, monkeypatch):
@@ -332,19 +339,129 @@ def test_an_export_that_leaks_is_removed(tmp_path, monkeypatch):
     monkeypatch.setattr(packages, "write", write_and_plant)
     dest = tmp_path / "student"
     with pytest.raises(export.LeakFound, match="attention_course/helpers.py"):
-        export.student_repo(dest, TERM, ROOT)
+        export.student_repo(dest, TERM, ROOT, STUDENTS)
     assert not dest.exists()
 
 
-def test_a_term_export_warns_while_the_config_names_the_courses_own_repository(tmp_path, capsys, monkeypatch):
-    """Every Colab cell installs from _config.yml's repository: a term whose config still names the course's
-    upstream is told so; one that names its students' repository is not."""
-    assert course.repository(ROOT).url == course.UPSTREAM_REPOSITORY
+def test_a_terms_export_names_only_the_students_repository_at_its_release(exported):
+    """No file of the export names the instructor's repository, or installs or links a branch: every
+    exercise's first cell and the released chapter's instructor notebook install the students' repository at
+    the term's release, and the marker says which."""
+    instructors = course.repository(ROOT)
+    for path in sorted(p for p in exported.rglob("*") if p.is_file()):
+        text = path.read_bytes().decode("utf-8", errors="replace")
+        rel = path.relative_to(exported).as_posix()
+        assert instructors.slug not in text, f"{rel} names the instructor's repository {instructors.url}"
+        assert f"@{instructors.ref}" not in text and f"/blob/{instructors.ref}/" not in text, rel
+    first_cells = [
+        nbformat.read(str(path), as_version=4).cells[0].source
+        for path in sorted(exported.glob("*/*/*.ipynb"))  # exercises/ and the released solutions/
+    ]
+    assert len(first_cells) == len(course.assignments(ROOT)) + len(TERM.released)
+    assert set(first_cells) == {colab.cell_source(STUDENTS)}
+    assert f'PACKAGES = "attention-course @ git+{STUDENTS.url}@week-1"' in first_cells[0]
+    assert (exported / export.MARKER).read_text().endswith(f"release: week-1\nrepository: {STUDENTS.url}\n")
+
+
+def test_the_export_refuses_the_instructors_own_repository(tmp_path, capsys, monkeypatch):
+    """A term's export needs its students' repository, which is never _config.yml's nor this checkout's
+    origin, at a release that is not a branch; each refusal says what to set, and writes nothing."""
+    dest = tmp_path / "student"
     monkeypatch.setenv("RELEASED", "ch01_bahdanau")
-    assert export.main([str(tmp_path / "one")]) == 0
-    assert "repository.url is still https://github.com/attention-course/attention-course" in capsys.readouterr().err
-    config = tmp_path / "_config.yml"
-    config.write_text("repository:\n  url: https://github.com/a-university/attention-2026\n")
-    assert course.repository_note(TERM, tmp_path) is None
-    assert "still" in course.repository_note(TERM, ROOT)
-    assert course.repository_note(course.Release("open"), ROOT) is None
+    for name in ("EDITION", "STUDENTS_REPOSITORY", "STUDENTS_RELEASE"):
+        monkeypatch.delenv(name, raising=False)
+    assert export.main([str(dest)]) == 2
+    assert "term.yml names no students_repository; set its url" in capsys.readouterr().err
+
+    instructors = course.repository(ROOT).url
+    monkeypatch.setenv("STUDENTS_REPOSITORY", instructors.replace("attention-course/", "Attention-Course/") + ".git")
+    monkeypatch.setenv("STUDENTS_RELEASE", "week-1")
+    assert export.main([str(dest)]) == 2
+    said = capsys.readouterr().err
+    assert "is _config.yml's repository.url, the instructor's repository" in said, said
+    assert "set students_repository.url in term.yml (or STUDENTS_REPOSITORY)" in said, said
+
+    monkeypatch.setattr(export, "_origin", lambda root: "git@github.com:A-University/attention-2026.git")
+    with pytest.raises(export.ExportError, match="is the git remote origin of this checkout"):
+        export.student_repo(dest, TERM, ROOT, STUDENTS)
+    monkeypatch.setenv("STUDENTS_REPOSITORY", STUDENTS.url)
+    monkeypatch.setenv("STUDENTS_RELEASE", "main")
+    assert export.main([str(dest)]) == 2
+    assert "'main', a branch, which changes with every push" in capsys.readouterr().err
+    assert not dest.exists()
+
+
+def _git(dest: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(dest), "-c", "user.name=Instructor", "-c", "user.email=i@example.org", *args],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_a_second_release_updates_the_students_checkout_in_place(exported, tmp_path):
+    """Release 2 (chapter 2 added, tag week-2) into the checkout of release 1 (committed and tagged week-1):
+    its history stays, the new chapter's files are there, a file that release 1 had and the course no longer
+    has is gone, and the cells pin week-2. The tag of an earlier release and another course's export are
+    refused."""
+    dest = tmp_path / "students"
+    shutil.copytree(exported, dest)
+    _git(dest, "init", "-q", "-b", "main")
+    retired = dest / "exercises" / "ch00_retired" / "ch00_retired.ipynb"  # a chapter since deleted from the course
+    retired.parent.mkdir()
+    retired.write_text("{}")
+    _git(dest, "add", "-A")
+    _git(dest, "commit", "-q", "-m", "Release week-1")
+    _git(dest, "tag", "week-1")
+    (dest / "notes.txt").write_text("not the course's")
+
+    with pytest.raises(export.ExportError, match="already has a tag week-1"):
+        export.student_repo(dest, STUDENT_TERM, ROOT, STUDENTS)
+    elsewhere = course.Repository("https://github.com/another/course", "week-2")
+    with pytest.raises(export.ExportError, match="is the export for 'https://github.com/a-university/attention-2026'"):
+        export.student_repo(dest, STUDENT_TERM, ROOT, elsewhere)
+
+    second = course.Repository(STUDENTS.url, "week-2")
+    files, report = export.student_repo(dest, STUDENT_TERM, ROOT, second)
+    assert report.ok
+    assert _names(dest) - {n for n in _names(dest) if n.startswith(".git/")} == set(files)
+    assert not retired.exists() and not (dest / "notes.txt").exists()
+    assert (dest / "attention_course/solutions/ch02_scaled_dot_product.py").is_file()
+    assert (dest / "solutions/ch02_scaled_dot_product/ch02_scaled_dot_product.ipynb").is_file()
+    first = nbformat.read(str(dest / course.exercise_path("ch03_multi_head")), as_version=4).cells[0]
+    assert first.source == colab.cell_source(second)
+    assert _git(dest, "log", "--format=%s") == "Release week-1\n"
+    changed = _git(dest, "status", "--porcelain", "--untracked-files=all").splitlines()
+    assert " D exercises/ch00_retired/ch00_retired.ipynb" in changed
+    assert "?? attention_course/solutions/ch02_scaled_dot_product.py" in changed
+    assert course.release(dest, environ={}) == STUDENT_TERM
+
+
+def test_grading_takes_the_instructors_colab_cell_for_the_students(exported, tmp_path):
+    """nbgrader puts the instructor's read-only cells back before grading: a submission made from the
+    students' repository (its first cell the term's) gets the instructor's cell quietly, with no changed-cell
+    warning; and nbgrader's validate finds no changed cell in the students' notebook."""
+    import logging
+
+    from nbgrader.validator import Validator
+
+    from autograder.cli.exercises import generate
+    from autograder.nbgrader_plugins import RestoreTestCells
+
+    assignment = "ch01_bahdanau"
+    db_url = f"sqlite:///{tmp_path}/gradebook.db"
+    generate([assignment], into=tmp_path / "release", db_url=db_url, quiet=True)
+    submission = nbformat.read(str(exported / course.exercise_path(assignment)), as_version=4)
+    assert submission.cells[0].source == colab.cell_source(STUDENTS)
+    assert Validator()._get_changed_cells(copy.deepcopy(submission)) == []
+
+    records = []
+    log = logging.getLogger("test-restore")
+    log.addHandler(type("Keep", (logging.Handler,), {"emit": lambda self, record: records.append(record)})())
+    resources = {"nbgrader": {"notebook": assignment, "assignment": assignment, "db_url": db_url}}
+    restored, _ = RestoreTestCells(log=log).preprocess(submission, resources)
+    instructors = nbformat.read(str(ROOT / "solutions" / assignment / f"{assignment}.ipynb"), as_version=4)
+    assert restored.cells[0].source == instructors.cells[0].source
+    assert not [r.getMessage() for r in records if "colab_setup" in r.getMessage()]

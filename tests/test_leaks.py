@@ -30,6 +30,7 @@ ASSIGNMENTS = course.assignments(ROOT)
 
 # ch03 and ch04 not released: their reference solutions are secrets.
 TERM = Release("term", {"ch01_bahdanau"})
+STUDENTS = course.Repository("https://github.com/a-university/attention-2026", "week-1")  # the term's students'
 PUBLISHED = export.published_tests(TERM, COURSE_ROOT)  # what the export of TERM ships of solutions/
 # The same chapters released, in the term edition and in the open one.
 RELEASED = [
@@ -458,7 +459,7 @@ def test_the_line_prefilter_never_hides_a_line(hidden_line):
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory) -> Path:
     dest = tmp_path_factory.mktemp("leaks") / "student"
-    files, report = export.student_repo(dest, TERM, ROOT)
+    files, report = export.student_repo(dest, TERM, ROOT, STUDENTS)
     assert report.ok and files
     return dest
 
@@ -582,7 +583,7 @@ def test_the_instructor_guide_page_may_show_the_markers_and_no_other_page(tmp_pa
 def test_check_in_a_repository_without_solutions_still_finds_markers(tmp_path):
     # A student repository before any release (no solutions/) checks a folder of its own: markers only.
     bare = tmp_path / "bare"
-    export.write(bare, Release("term"), ROOT)
+    export.write(bare, Release("term"), ROOT, STUDENTS)
     assert not (bare / "solutions").exists()
     folder = tmp_path / "folder"
     folder.mkdir()
@@ -648,11 +649,17 @@ def test_a_site_of_a_hundred_pages_of_public_code_is_clean(tmp_path):
 
 
 def test_the_export_ships_a_released_chapters_notebook_as_it_is_and_nothing_else_of_solutions(copy):
-    """The instructor notebook of a released chapter is shipped for make check; changed, or an unreleased one,
-    it is a problem like any other file of solutions/."""
+    """The instructor notebook of a released chapter is shipped for make check, its Colab cell the students';
+    changed elsewhere (its Colab cell too), or an unreleased one, it is a problem like any other file of
+    solutions/."""
     assert _problems(copy, TERM) == []
     shipped = copy / "solutions" / "ch01_bahdanau" / "ch01_bahdanau.ipynb"
-    shipped.write_text(shipped.read_text().replace("BEGIN HIDDEN TESTS", "BEGIN HIDDEN TESTS ", 1))
+    as_exported = shipped.read_text()
+    nb = nbformat.reads(as_exported, as_version=4)  # its Colab cell is the students' repository's ...
+    nb.cells[0].source += "\n# a line that no set-up cell holds"  # ... and nothing else may differ there
+    nbformat.write(nb, str(shipped))
+    assert any(p.startswith("solutions/ch01_bahdanau/ch01_bahdanau.ipynb: ") for p in _problems(copy, TERM))
+    shipped.write_text(as_exported.replace("BEGIN HIDDEN TESTS", "BEGIN HIDDEN TESTS ", 1))
     assert any(p.startswith("solutions/ch01_bahdanau/ch01_bahdanau.ipynb: ") for p in _problems(copy, TERM))
     with pytest.raises(leaks.PublishError, match="not the instructor notebook of a released assignment"):
         leaks.check(copy, ROOT, TERM, published=export.published_tests(Release("term", {"ch02_scaled_dot_product"})))
