@@ -19,7 +19,9 @@ that repository for the term's release (:func:`autograder.course.release`):
   first cell made the students' too), and ``term.yml`` saying which chapters those are;
 - a README, a Makefile (``venv``, ``lab``, ``validate``, ``check``), ``requirements.txt``,
   ``pyproject.toml`` and ``.gitignore`` written for students, from ``course_site/templates/student/``;
-  the pins in ``requirements.txt`` are the instructor's own (one list of versions);
+  the pins in ``requirements.txt`` are the instructor's own (one list of versions). Its ``venv`` turns
+  nbgrader's instructor tools (Create Assignment, the formgrader, the course list) off in the venv's
+  own Jupyter configuration; its ``lab`` passes ``--allow-root`` where it runs as root;
 - ``.student-repo`` (:data:`MARKER`), the students' repository and release it was written for.
 
 No instructor tool is in it (:data:`autograder.packages.INSTRUCTOR_ONLY`).

@@ -9,9 +9,11 @@ import importlib
 import importlib.metadata
 import io
 import os
+import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -193,10 +195,12 @@ def test_the_students_repository_checks_a_notebook_as_the_instructors_checkout_d
             said = f"{kind} {target}:\n{student.stdout[-3000:]}{student.stderr[-3000:]}\n--- instructor:\n{ours}"
             assert "Traceback" not in student.stdout + student.stderr, said
             assert _verdicts(student.stdout) == _verdicts(ours), said
-            if target == "validate":
-                assert student.returncode == (0 if kind == "right" else 2), said
-            else:  # make check succeeds whatever the score
-                assert student.returncode == 0 and status == (0 if kind == "right" else 1), said
+            # make fails (its own status, 2) unless every test passed; the command's status is in its message
+            assert student.returncode == (0 if kind == "right" else 2), said
+            assert status == (0 if kind == "right" else 1), said
+            if kind != "right":
+                assert f"{target}] Error 1" in student.stderr, said
+            if target == "check":
                 assert ("Verdict: full marks" in student.stdout) == (kind == "right"), said
 
 
@@ -241,12 +245,100 @@ def test_the_students_make_targets_say_how_to_use_them(exported):
     assert all(f"make {t}" in listed.stdout for t in ("venv", "lab", "validate", "check")), listed.stdout
     for target in ("validate", "check"):
         usage = subprocess.run(
-            ["make", "-C", str(exported), "-o", ".venv/.installed", target],
+            ["make", "-C", str(exported), "-o", ".venv/.installed", "-o", ".venv/.jupyter-config", target],
             capture_output=True,
             text=True,
             env=_student_env(),
         )
         assert usage.returncode == 2 and f"usage: make {target} NOTEBOOK=" in usage.stdout, usage.stdout
+
+
+def _lab_command(exported: Path, uid: int, tmp_path: Path) -> str:
+    """The command that the students' `make lab` runs for a user of ``uid`` (``id -u`` answers it)."""
+    fake = tmp_path / f"uid{uid}"
+    fake.mkdir()
+    (fake / "id").write_text(f"#!/bin/sh\necho {uid}\n")
+    (fake / "id").chmod(0o755)
+    env = {**_student_env(), "PATH": f"{fake}{os.pathsep}{_student_env()['PATH']}"}
+    made = subprocess.run(
+        ["make", "-n", "-C", str(exported), "-o", ".venv/.installed", "-o", ".venv/.jupyter-config", "lab"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert made.returncode == 0, made.stderr
+    return next(line for line in made.stdout.splitlines() if "jupyter lab" in line)
+
+
+def test_the_students_make_lab_allows_root_only_to_root(exported, tmp_path):
+    """JupyterLab refuses to start as root without --allow-root: make passes it where the user is root only."""
+    assert _lab_command(exported, 0, tmp_path).split()[1:] == ["lab", "--allow-root", "exercises"]
+    assert _lab_command(exported, 1000, tmp_path).split()[1:] == ["lab", "exercises"]
+
+
+def _listed(command: list[str], env: dict) -> str:
+    """What a `jupyter ... list` command prints (both streams), its colours taken out."""
+    listed = subprocess.run(command, capture_output=True, text=True, env=env)
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    return re.sub(r"\x1b\[[0-9;]*m", "", listed.stdout + listed.stderr)
+
+
+# nbgrader's lab plugins that only instructors use.
+INSTRUCTOR_PLUGINS = [
+    "@jupyter/nbgrader:create-assignment",
+    "@jupyter/nbgrader:formgrader",
+    "@jupyter/nbgrader:course-list",
+]
+# The students' server extensions of nbgrader's: off for the instructor's tools, on for theirs.
+SERVER_EXTENSIONS = {
+    "formgrader": "disabled",
+    "course_list": "disabled",
+    "assignment_list": "enabled",
+    "validate_assignment": "enabled",
+}
+
+
+@pytest.mark.slow
+def test_the_students_venv_turns_off_nbgraders_instructor_tools(exported, tmp_path):
+    """The students' Makefile's venv step, run on a venv as installing the pins leaves it (this one's Python
+    packages, through a .pth, and nbgrader's data and configuration, copied): `jupyter labextension list`
+    shows the Create Assignment, formgrader and course list plugins disabled, and `jupyter server extension
+    list` the formgrader's and course list's server extensions; the assignment list and Validate stay. Only
+    the throwaway venv's configuration is written."""
+    shared = Path(sys.prefix)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = subprocess.run(
+        [venv / "bin" / "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    Path(site, "shared.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    shutil.copytree(shared / "etc" / "jupyter", venv / "etc" / "jupyter")
+    (venv / "share").mkdir()
+    (venv / "share" / "jupyter").symlink_to(shared / "share" / "jupyter")
+    before = sorted((p, p.stat().st_mtime_ns) for p in (shared / "etc" / "jupyter").rglob("*"))
+    env = {k: v for k, v in _student_env().items() if k not in ("JUPYTER_PATH", "JUPYTER_CONFIG_PATH")}
+    env.update(JUPYTER_CONFIG_DIR=str(tmp_path / "user-config"), JUPYTER_DATA_DIR=str(tmp_path / "user-data"))
+    config = f"{venv}/.jupyter-config"
+    made = subprocess.run(
+        ["make", "-C", str(exported), f"VENV={venv}", "-o", f"{venv}/.installed", config],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert made.returncode == 0, made.stdout + made.stderr
+    assert "Turning off nbgrader's instructor tools" in made.stdout and not made.stderr, made.stdout + made.stderr
+    python = str(venv / "bin" / "python")
+    lab = _listed([python, "-m", "jupyterlab.labextensions", "list"], env)
+    disabled = lab.split("Disabled extensions:")[1].split()
+    assert sorted(disabled) == sorted(INSTRUCTOR_PLUGINS), lab
+    assert "@jupyter/nbgrader v0.9.6 enabled OK" in lab and "locked" in lab, lab
+    server = _listed([python, "-m", "jupyter_server.extension.serverextension", "list"], env)
+    for extension, state in SERVER_EXTENSIONS.items():
+        assert f"nbgrader.server_extensions.{extension} {state}" in server, server
+    assert sorted((p, p.stat().st_mtime_ns) for p in (shared / "etc" / "jupyter").rglob("*")) == before
 
 
 def test_the_students_requirements_are_the_courses_pins(exported):

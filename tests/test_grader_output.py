@@ -2,8 +2,9 @@
 
 Unit tests of the one filter (``clean_text``), of the relay of nbgrader's output
 (:mod:`autograder.cli.run_nbgrader`), of the cell roles given back before nbgrader checks a notebook,
-of the markdown cut for the feedback and of the linear ``strip_files_prefix``; then two classes
-graded end to end by `make grade` (``python -m autograder.cli.grade``, its terminal output captured):
+of the markdown cut for the feedback, of the linear ``strip_files_prefix``, of a notebook that answers
+nothing and of a submission without the notebook's name; then three classes graded end to end by
+`make grade` (``python -m autograder.cli.grade``, its terminal output captured):
 
 * with the course's configuration: a student whose answer cell is an nbgrader "task" full of
   terminal escapes and forged lines, and one whose answer cell claims a schema version nbgrader
@@ -13,7 +14,10 @@ graded end to end by `make grade` (``python -m autograder.cli.grade``, its termi
 * with nbgrader's own behaviour put back (no cell roles given back, nbconvert's quadratic filter, no
   markdown cut): the attacks are real there, nbgrader refuses the "task" notebook and quotes the
   cell in its log, and the grader still shows none of it unfiltered, reports the refusal with its
-  reason, and stops the slow feedback at its time limit while the class goes on.
+  reason, and stops the slow feedback at its time limit while the class goes on;
+* with the course's configuration again: a notebook as released is "nothing answered" in the CSV and
+  the summary, and a notebook under another name (one, or several) is refused in one line that says
+  what to rename it, with a feedback page that says the same and no traceback of nbgrader's.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -42,8 +47,8 @@ from attention_course.notebooks import COURSE_ROOT
 from autograder import course
 from autograder.classroom import fill, make_course, submit
 from autograder.cli import run_nbgrader
-from autograder.cli.grade import _releasable, feedback_page, nbgrader_errors, write_feedback_page
-from autograder.grading.source import Source, student_program
+from autograder.cli.grade import _releasable, feedback_page, misnamed, nbgrader_errors, write_feedback_page
+from autograder.grading.source import Source, student_program, unanswered
 from autograder.nbgrader_plugins import (
     CUT_NOTE,
     FEEDBACK_PROGRESS,
@@ -628,3 +633,105 @@ def test_feedback_that_takes_too_long_is_stopped_and_the_class_goes_on(unprotect
     for student in ("alice", "zed"):
         assert "test_sdpa_values" in feedback(folder, student) and "stopped" not in feedback(folder, student)
     assert float(csv_rows(folder)["zed"]["score"]) < FULL
+
+
+# ----------------------------------------------------------------------------- nothing answered, or misnamed
+
+WARNING_FREE_SOFTMAX = """
+def softmax(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+"""
+
+
+def test_a_notebook_answers_nothing_while_its_code_is_as_released():
+    """Blank lines, an emptied answer cell or a deleted one answer nothing; one answer cell written in, or a
+    cell of the student's own with code, does."""
+    source, released = Source.load(A), notebooks.read(COURSE_ROOT / course.exercise_path(A))
+    assert unanswered(source, fill(A, blank=True), released)
+    assert not unanswered(source, fill(A), released)
+    answer = fill(A, blank=True)
+    cells = [cell for cell in answer.cells if notebooks.is_solution(cell)]
+    cells[0].source, cells[1].source = "\n" + cells[0].source + "\n\n", ""
+    answer.cells.remove(cells[2])
+    assert unanswered(source, answer, released)
+    assert not unanswered(source, fill(A, {"softmax": WARNING_FREE_SOFTMAX}, blank=True), released)
+    own = fill(A, blank=True)
+    own.cells.append(new_code_cell(WARNING_FREE_SOFTMAX))
+    assert not unanswered(source, own, released)
+
+
+def test_a_submission_without_the_notebooks_name_is_refused_with_what_to_rename():
+    """What was found and what it must be named, the names cleaned and at most three of them; a notebook of
+    the right name beside others is graded."""
+    assert misnamed([A], [f"{A}.ipynb", "Untitled.ipynb"]) is None
+    found = f"missing {A}.ipynb, the only name grading reads; the submission holds my_ch02.ipynb instead"
+    assert misnamed([A], ["my_ch02.ipynb"]) == f"{found}: rename it {A}.ipynb"
+    several = misnamed([A], ["a.ipynb", "b\x1b]0;owned\x07.ipynb", "c.ipynb", "d.ipynb"])
+    assert "holds 4 other notebooks instead (a.ipynb, b.ipynb, c.ipynb and 1 more)" in several
+    assert several.endswith(f"rename it {A}.ipynb") and not TERMINAL_CONTROL.search(several)
+    assert misnamed([A], []) == f"missing {A}.ipynb: the submission holds no notebook; submit {A}.ipynb"
+
+
+ESCAPED_NAME = "Copy \x1b]0;owned\x07of ch02.ipynb"
+
+
+@pytest.fixture(scope="module")
+def misfiled(tmp_path_factory):
+    """A class graded with the course's configuration: a notebook as released, one renamed, two copies under
+    other names (one of them named with a terminal escape), and a right one beside a copy."""
+    folder = make_course(tmp_path_factory.mktemp("misfiled"))
+    submit(folder, "blank", A, fill(A, blank=True))
+    renamed = submit(folder, "renamed", A, fill(A))
+    renamed.rename(renamed.with_name("my_ch02.ipynb"))
+    copied = submit(folder, "copies", A, fill(A))
+    shutil.copy(copied, copied.with_name(ESCAPED_NAME))
+    copied.rename(copied.with_name(f"{A} (1).ipynb"))
+    beside = submit(folder, "beside", A, fill(A))
+    shutil.copy(beside, beside.with_name("Untitled.ipynb"))
+    return folder, make_grade(folder)
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_a_notebook_that_answers_nothing_says_so_in_the_csv_and_the_summary(misfiled):
+    """Its row keeps every test's column (each 0) and says why in the note; its summary line says "nothing
+    answered" instead of listing every test."""
+    folder, run = misfiled
+    assert run.returncode == 0, run.stderr[-3000:]
+    rows = csv_rows(folder)
+    tests = [gid for gid, _, _ in Source.load(A).tests]
+    assert list(rows["blank"]) == ["student", "score", "max_score", *tests, "note"]
+    assert rows["blank"]["score"] == "0.0" and all(rows["blank"][gid] == "0.0" for gid in tests)
+    assert rows["blank"]["note"].startswith(f"nothing answered: {A}.ipynb is as released"), rows["blank"]
+    line = summary_line(run, "blank")
+    assert "nothing answered" in line and "test_softmax_values" not in line, line
+    assert "nothing answered" not in rows["beside"]["note"]
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_a_misnamed_notebook_is_refused_in_one_line_with_a_page_that_says_what_to_rename(misfiled):
+    """No nbgrader traceback (it told the instructor to run generate_assignment); the summary says what was
+    found and what it must be named, and so does the student's feedback page; the file names are cleaned."""
+    folder, run = misfiled
+    assert "Traceback" not in run.output and "generate_assignment" not in run.output, run.stderr[-3000:]
+    assert_nothing_reaches_the_terminal_unfiltered(run)
+    rows = csv_rows(folder)
+    one = f"refused: missing {A}.ipynb, the only name grading reads; the submission holds my_ch02.ipynb instead"
+    assert one in summary_line(run, "renamed") and f"rename it {A}.ipynb" in summary_line(run, "renamed")
+    assert rows["renamed"]["score"] == "0.0" and rows["renamed"]["note"].startswith(one)
+    copies = summary_line(run, "copies")
+    assert f"holds 2 other notebooks instead (Copy of ch02.ipynb, {A} (1).ipynb)" in copies, copies
+    for student in ("renamed", "copies"):
+        page = feedback(folder, student)
+        assert "Your submission was refused: missing" in page and f"rename it {A}.ipynb" in page, page
+        assert "Submit again" in page and "\x1b" not in page
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_a_notebook_beside_the_right_one_is_named_and_the_right_one_graded(misfiled):
+    folder, run = misfiled
+    row = csv_rows(folder)["beside"]
+    assert row["score"] == str(FULL) and f"ignored Untitled.ipynb: grading reads {A}.ipynb only" in row["note"]

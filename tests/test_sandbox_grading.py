@@ -352,8 +352,13 @@ def test_faults_are_graded_safely(graded, student):
 def test_broken_notebooks_score_zero_with_a_clear_note(graded):
     _, results, _ = graded
     assert "could not read the notebook" in results["broken_malformed"].note
-    assert "missing ch02_scaled_dot_product.ipynb (found: Untitled.ipynb" in results["broken_renamed"].note
-    assert "missing ch02_scaled_dot_product.ipynb" in results["broken_missing"].note
+    renamed = "refused: missing ch02_scaled_dot_product.ipynb, the only name grading reads; the submission holds"
+    assert (
+        f"{renamed} Untitled.ipynb instead: rename it ch02_scaled_dot_product.ipynb" in results["broken_renamed"].note
+    )
+    assert "refused: missing ch02_scaled_dot_product.ipynb: the submission holds no notebook" in (
+        results["broken_missing"].note
+    )
     for student in BROKEN:
         assert not results[student].score
 

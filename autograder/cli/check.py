@@ -5,9 +5,9 @@
 Runs the notebook in the same sandbox, with the same tests and limits, as
 ``make grade``, and prints each test's verdict and message and the score.
 Needs the course's ``solutions/`` folder (a full clone of the repository).
-Ends with a one-line verdict. Exit status, for scripts: 0 full marks, 1 some tests failed,
-2 the notebook could not be checked (a usage error, or the grader could not run it).
-``make check`` prints the same and succeeds in both of the first two cases.
+Ends with a one-line verdict. Exit status: 0 full marks, 1 some tests failed, 2 the notebook
+could not be checked (a usage error, a file that is not a readable notebook, or the grader could
+not run it). ``make check`` prints the same and fails unless the status is 0.
 """
 
 from __future__ import annotations
@@ -80,9 +80,19 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(format_report(report, args.notebook))
     print(verdict(report))
-    if report.not_graded or not report.tests:
+    if report.not_graded or not report.tests or not_run(report):
         return 2
     return 0 if report.score == report.max_score else 1
+
+
+def not_run(report) -> str | None:
+    """Why the notebook was not run at all (it could not be read, or the grader refuses to run it: every test
+    failed before it ran, :func:`autograder.grading.notebook._refused`), or None."""
+    if report.tests and all(
+        not test.passed and test.message.startswith("no test ran: ") for test in report.tests.values()
+    ):
+        return next(iter(report.tests.values())).message.removeprefix("no test ran: ")
+    return None
 
 
 def verdict(report) -> str:
@@ -90,6 +100,8 @@ def verdict(report) -> str:
         return f"Verdict: not checked. The grader could not run the notebook: {report.not_graded}"
     if not report.tests:
         return "Verdict: not checked. No test of the assignment ran; is this the right notebook?"
+    if not_run(report):
+        return f"Verdict: not checked. The notebook was not run: {not_run(report)}"
     failed = sum(not test.passed for test in report.tests.values())
     if not failed:
         return f"Verdict: full marks ({report.score:g} / {report.max_score:g}). Ready to submit."

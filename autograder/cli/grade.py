@@ -11,8 +11,11 @@
    A submission is refused (it scores nothing, and nbgrader is not given it) when the course's
    collect refused it, or when it holds anything but plain folders and files (a symbolic or hard
    link, a named pipe, ...) in ``submitted/`` or, where the exchange is found, in any of the
-   student's submissions there (see :func:`refusals`); one that the grader could not grade (its
-   own failure) is marked "not graded", never scored;
+   student's submissions there, or when it holds no notebook of the assignment's name (a renamed
+   one is never graded in its place: the summary says what was found and what it must be named; see
+   :func:`refusals`); one that the grader could not grade (its own failure) is marked "not graded",
+   never scored. A notebook that answers nothing (its code as released) is noted "nothing
+   answered" (:func:`nothing_answered`);
 4. ``nbgrader autograde``, which takes the scores from those reports (one process
    writes the gradebook, so it stays consistent). A notebook that nbgrader refuses all the
    same (one it cannot read, say) is reported as refused, with nbgrader's reason, and scores 0;
@@ -24,8 +27,9 @@
    the class (each its own students; they only read the gradebook);
 6. writes ``grades/<assignment>.csv`` (one row per student, one column per test
    cell, in the notebook's order) and prints a summary table with each student's
-   failed tests and notes. A refused notebook gets a feedback page of the course's that says
-   why.
+   failed tests and notes (for a notebook that answers nothing, "nothing answered" in place of
+   every test). A refused notebook gets a feedback page of the course's that says why (for a
+   misnamed one, what to rename it).
 
 Every phase says what it is doing. No text from a submission reaches the terminal without
 going through :func:`autograder.terminal.clean_text` (no escape sequence, no control
@@ -53,11 +57,12 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from attention_course import notebooks
 from attention_course.notebooks import COURSE_ROOT
 from autograder import course, exchange
 from autograder.cli import exercises, run_nbgrader
 from autograder.grading.report import Report
-from autograder.grading.source import Source, unreleased_prerequisites_note
+from autograder.grading.source import MAX_NOTEBOOK_BYTES, Source, unanswered, unreleased_prerequisites_note
 from autograder.nbgrader_plugins import FEEDBACK_PROGRESS, NotGraded, report_path
 from autograder.terminal import clean_text
 
@@ -81,6 +86,7 @@ class Result:
     max_score: float = 0.0
     tests: dict[str, tuple[float, float]] = field(default_factory=dict)  # grade_id -> (score, max)
     note: str = ""
+    unanswered: bool = False  # every notebook as released (:func:`nothing_answered`): the note says so
 
     @property
     def failed(self) -> list[str]:
@@ -117,39 +123,87 @@ def refusals(assignment: str, students: list[str], root: Path) -> dict[str, str]
 
     A submission is refused when the course's collect (:class:`autograder.exchange.SafeCollect`)
     refused it; when ``submitted/<student>/<assignment>/`` holds anything but plain folders and files
-    (nbgrader would read what a link points at, or wait on a named pipe); or when the exchange, as
+    (nbgrader would read what a link points at, or wait on a named pipe); when the exchange, as
     ``nbgrader collect`` finds it from ``root``, holds such a thing in any of the student's
     submissions of the assignment, whatever collected them (a collect that follows links may already
-    have copied a link's target).
+    have copied a link's target); or when it holds none of the assignment's notebooks by name
+    (:func:`misnamed`: nbgrader would stop on it with a traceback, and a notebook of another name is
+    never graded in its place).
     """
     inbound = exchange.exchange_settings(root).inbound
+    names = notebook_names(assignment, root)
     refused = {}
     for student in students:
-        reason = exchange.refusal_reason(Path(root) / "submitted" / student / assignment)
+        reason = (
+            exchange.refusal_reason(Path(root) / "submitted" / student / assignment)
+            or _unsafe_reason(root, student, assignment)
+            or _unsafe_in_exchange_reason(inbound, student, assignment)
+            or misnamed(names, submitted_notebooks(root, student, assignment))
+        )
         if reason:
             refused[student] = f"refused: {reason}"
-            continue
-        found = unsafe_in_submission(root, student, assignment)
-        if found:
-            refused[student] = (
-                f"refused: the submission holds {exchange.describe(found)}; a submission must be plain files "
-                "and folders (nbgrader would read what a link points at, or wait on a pipe): submit the notebook "
-                "file itself"
-            )
-            continue
-        if inbound is None:
-            continue
-        found = [
-            entry
-            for folder in exchange.submissions_in_exchange(inbound, student, assignment)
-            for entry in exchange.unsafe_entries(folder, inbound)
-        ]
-        if found:
-            refused[student] = (
-                f"refused: the submission in the exchange ({inbound}) holds {exchange.describe(found)}; a collect "
-                "that reads through it copies what a link points at, so what was collected is not graded"
-            )
     return refused
+
+
+def _unsafe_reason(root: Path, student: str, assignment: str) -> str | None:
+    """Why the submission in ``submitted/`` is refused for holding something but plain files and folders, or None."""
+    found = unsafe_in_submission(root, student, assignment)
+    if not found:
+        return None
+    return (
+        f"the submission holds {exchange.describe(found)}; a submission must be plain files and folders (nbgrader "
+        "would read what a link points at, or wait on a pipe): submit the notebook file itself"
+    )
+
+
+def _unsafe_in_exchange_reason(inbound: Path | None, student: str, assignment: str) -> str | None:
+    """Why the student's submissions in the exchange (``inbound``, None where it is not found) refuse the
+    collected one, or None."""
+    if inbound is None:
+        return None
+    found = [
+        entry
+        for folder in exchange.submissions_in_exchange(inbound, student, assignment)
+        for entry in exchange.unsafe_entries(folder, inbound)
+    ]
+    if not found:
+        return None
+    return (
+        f"the submission in the exchange ({inbound}) holds {exchange.describe(found)}; a collect that reads "
+        "through it copies what a link points at, so what was collected is not graded"
+    )
+
+
+def submitted_notebooks(root: Path, student: str, assignment: str) -> list[str]:
+    """The file names of the notebooks in ``submitted/<student>/<assignment>/`` (those nbgrader reads), sorted."""
+    folder = Path(root) / "submitted" / student / assignment
+    return sorted(path.name for path in folder.glob("*.ipynb"))
+
+
+def _names_list(names: list[str], most: int = 3) -> str:
+    """File names of a submission as text for the summary and a feedback page: cleaned, cut, at most ``most``."""
+    shown = ", ".join(clean_text(name, 80) for name in names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+def misnamed(names: list[str], present: list[str]) -> str | None:
+    """Why a submission holding the notebooks ``present`` (file names) is refused when it holds none of the
+    assignment's notebooks ``names`` (their names without .ipynb), or None: what was found, and what it
+    must be named. Grading reads each notebook by its name only and never guesses which file is meant."""
+    wanted = [f"{name}.ipynb" for name in names]
+    if set(wanted) & set(present):
+        return None
+    expected = " and ".join(wanted)
+    if not present:
+        return f"missing {expected}: the submission holds no notebook; submit {expected}"
+    if len(present) == 1:
+        found = f"the submission holds {_names_list(present)} instead: rename it {expected}"
+    else:
+        found = (
+            f"the submission holds {len(present)} other notebooks instead ({_names_list(present)}): "
+            f"keep the one with the work and rename it {expected}"
+        )
+    return f"missing {expected}, the only name grading reads; {found}"
 
 
 @dataclass
@@ -159,6 +213,7 @@ class Precomputed:
     notes: dict[str, list[str]]
     refused: dict[str, str] = field(default_factory=dict)  # student -> why (scored 0)
     not_graded: dict[str, str] = field(default_factory=dict)  # student -> why (the grader's failure)
+    unanswered: dict[str, list[str]] = field(default_factory=dict)  # student -> notebooks with nothing answered
 
 
 def precompute(
@@ -183,23 +238,28 @@ def precompute(
         if student in found.refused:
             continue
         folder = Path(root) / "submitted" / student / assignment
-        present = sorted(p.name for p in folder.glob("*.ipynb"))
+        present = submitted_notebooks(root, student, assignment)
         for name in names:
             path = folder / f"{name}.ipynb"
             if path.is_file():
                 work.append((student, name, path))
-            else:
-                others = f" (found: {', '.join(present)}; rename it and grade again)" if present else ""
+            else:  # another of the assignment's notebooks is there (none at all is refused: misnamed)
+                others = f" (found: {_names_list(present)}; rename it and grade again)" if present else ""
                 found.notes[student].append(f"missing {name}.ipynb{others}")
+        others = [name for name in present if name.removesuffix(".ipynb") not in names]
+        if others and student in {job[0] for job in work}:
+            found.notes[student].append(
+                f"ignored {_names_list(others)}: grading reads {' and '.join(f'{n}.ipynb' for n in names)} only"
+            )
 
-    def run(student: str, name: str, path: Path) -> tuple[str, Report]:
+    def run(student: str, name: str, path: Path) -> tuple[str, str, Report]:
         report = grade_notebook(
             assignment, path, notebook=name, isolation=isolation, release=settings or course.release(root)
         )
         target = report_path(root, assignment, student, name)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(report.to_json())
-        return student, report
+        return student, name, report
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = [pool.submit(run, *job) for job in work]
@@ -212,10 +272,12 @@ def precompute(
             file=sys.stderr,
         )
         for future in bar:
-            student, report = future.result()
+            student, name, report = future.result()
             if report.not_graded:
                 found.not_graded[student] = report.not_graded
                 continue
+            if report.tests and report.score == 0 and nothing_answered(assignment, name, student, root):
+                found.unanswered.setdefault(student, []).append(name)
             found.notes[student] += report.notes
             found.notes[student] += [
                 f"{report.cell_name(i)}: {report.cell_errors[i].splitlines()[0][:160]}"
@@ -223,6 +285,20 @@ def precompute(
                 if i in report.skipped or report.cell_errors[i].startswith(("MemoryError", "BlockingIOError"))
             ]
     return found
+
+
+def nothing_answered(assignment: str, name: str, student: str, root: Path) -> bool:
+    """Whether the student's notebook ``name`` answers nothing: its code is the released notebook's
+    (``exercises/``), as :func:`autograder.grading.source.unanswered` compares them. False where either
+    cannot be read (the grader's report says why), or the submission is larger than the grader reads."""
+    submitted = Path(root) / "submitted" / student / assignment / f"{name}.ipynb"
+    released = Path(root) / "exercises" / assignment / f"{name}.ipynb"
+    try:
+        if submitted.is_symlink() or submitted.stat().st_size > MAX_NOTEBOOK_BYTES:
+            return False
+        return unanswered(Source.load(assignment, name, root), notebooks.read(submitted), notebooks.read(released))
+    except Exception:  # an unreadable notebook, or no released one: the report says what was graded
+        return False
 
 
 def collect(assignment: str, students: list[str], root: Path = COURSE_ROOT) -> list[Result]:
@@ -487,7 +563,8 @@ def summary(assignment: str, results: list[Result]) -> str:
     ]
     for r in results:
         score = "not graded" if r.score is None else f"{r.score:g} / {r.max_score:g}"
-        notes = ", ".join(filter(None, [", ".join(r.failed), r.note])) or "all passed"
+        failed = "" if r.unanswered else ", ".join(r.failed)  # every test: the note says nothing was answered
+        notes = ", ".join(filter(None, [failed, r.note])) or "all passed"
         notes = clean_text(notes, 1000).replace("\n", " ")
         lines.append(f"{clean_text(r.student, 80):<{width}}  {score:>11}  {notes}")
     graded = [r for r in results if r.score is not None]
@@ -721,13 +798,29 @@ def grade(
             )
         if refusal:
             result.score, result.tests = 0.0, {}
+        blank = [] if refusal else found.unanswered.get(student, [])
+        result.unanswered = bool(blank) and set(blank) >= set(notebook_names(assignment, root))
         unreleased = _write_feedback_pages(
             root, assignment, result, found.refused, refused_by_nbgrader, stopped, feedback_seconds
         )
-        extra = [refusal, *found.notes.get(student, []), *feedback_notes.get(student, []), unreleased]
+        extra = [
+            refusal,
+            *(_unanswered_note(name) for name in blank),
+            *found.notes.get(student, []),
+            *feedback_notes.get(student, []),
+            unreleased,
+        ]
         result.note = clean_text("; ".join(filter(None, [result.note, *extra])), 4000)
     write_csv(root / "grades" / f"{assignment}.csv", results, test_order(assignment, root))
     return results
+
+
+def _unanswered_note(notebook: str) -> str:
+    """The note on a notebook that answers nothing (:func:`nothing_answered`), for the CSV and the summary."""
+    return (
+        f"nothing answered: {notebook}.ipynb is as released (no answer cell written in, no code added), "
+        "so every test failed; was the right file submitted?"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

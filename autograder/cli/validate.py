@@ -6,7 +6,11 @@ This is what a student runs before submitting, on any machine: it needs no ``sol
 sandbox. It executes every cell in a fresh kernel (cells tagged ``ungraded``, the optional
 training, are left out unless ``--all``), carries on past errors, and prints, for each test cell,
 whether its visible tests passed, with the failing check's message. Hidden tests run only when the
-work is graded. Exits with 0 when every visible test passed, 1 otherwise, 2 for a bad argument.
+work is graded.
+
+Exit status (``make validate`` fails unless it is 0): 0 every visible test passed; 1 a visible test
+failed or a cell raised an error; 2 the notebook could not be validated (no such file, a file that is
+not a notebook, a notebook without test cells) or a bad argument.
 """
 
 from __future__ import annotations
@@ -34,11 +38,35 @@ def _error(cell) -> str | None:
     return None
 
 
+class NotValidated(Exception):
+    """The notebook cannot be validated: it cannot be read as a notebook, or it has no test cell. The
+    message says why and what to pass instead."""
+
+
+def read_exercise(path: Path):
+    """The notebook at ``path``, which must be readable as one and hold a test cell (:class:`NotValidated`)."""
+    try:
+        nb = nbformat.read(str(path), as_version=4)
+    except Exception as exc:  # not JSON, not a notebook's JSON, not UTF-8, unreadable
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        raise NotValidated(
+            f"{path} could not be read as a notebook ({type(exc).__name__}: {first}); pass the .ipynb file "
+            "itself, as Jupyter saved it"
+        ) from None
+    if not any(notebooks.is_test(cell) for cell in nb.cells):
+        raise NotValidated(
+            f"{path.name} has no test cells: is it an exercise? Pass "
+            "NOTEBOOK=exercises/<assignment>/<assignment>.ipynb, or your copy of one"
+        )
+    return nb
+
+
 def validate(path: Path, *, run_all: bool = False, timeout: int = 600) -> tuple[list[str], bool]:
-    """Execute the notebook at ``path``; return the report's lines and whether every visible test passed."""
+    """Execute the notebook at ``path``; return the report's lines and whether every visible test passed.
+    Raises :class:`NotValidated` for a file that is not a notebook or a notebook without test cells."""
     from nbclient import NotebookClient
 
-    nb = nbformat.read(str(path), as_version=4)
+    nb = read_exercise(path)
     if not run_all:
         nb.cells = [c for c in nb.cells if UNGRADED not in notebooks.tags(c)]
     client = NotebookClient(
@@ -70,8 +98,8 @@ def validate(path: Path, *, run_all: bool = False, timeout: int = 600) -> tuple[
         elif error:
             passed = False
             lines.append(f"  error in {notebooks.cell_label(nb, index)}: {error.splitlines()[0][:200]}")
-    if tests == 0:
-        lines.append("  this notebook has no test cells")
+    if tests == 0:  # the ungraded cells held them all (--all runs those)
+        lines.append("  no test cell ran: every one is tagged ungraded")
     lines.append(
         "All visible tests passed. Hidden tests run when your work is graded."
         if passed and tests
@@ -88,7 +116,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.notebook.is_file():
         parser.error(f"no notebook at {args.notebook}; pass NOTEBOOK=exercises/<assignment>/<assignment>.ipynb")
-    lines, passed = validate(args.notebook, run_all=args.all, timeout=args.timeout)
+    try:
+        lines, passed = validate(args.notebook, run_all=args.all, timeout=args.timeout)
+    except NotValidated as error:
+        print(f"Not validated: {error}")
+        return 2
     print("\n".join(lines))
     return 0 if passed else 1
 

@@ -172,6 +172,15 @@ def student_program(source: Source, nb) -> tuple[list[str], list[int]]:
     return [source.setup[g] for g in missing] + program, [-1] * len(missing) + where
 
 
+def unanswered(source: Source, nb, released) -> bool:
+    """Whether the submission ``nb`` answers nothing: every piece of code it runs (:func:`student_program`:
+    no test cell, no ``ungraded`` one) is, but for blank lines around it, a cell of the ``released``
+    notebook, so that no answer cell was written in and no cell of the student's own holds code (a cell
+    emptied or deleted answers nothing either)."""
+    released_code = {piece.strip() for piece in student_program(source, released)[0]}
+    return all(piece.strip() in released_code for piece in student_program(source, nb)[0] if piece.strip())
+
+
 def unreleased_prerequisites_note(assignment: str, settings: course.Release) -> str | None:
     """For the instructor: the earlier chapters that ``assignment`` builds on and ``settings`` does not
     release. Its notebook asks students to paste their own code of them; the graded items are graded with
