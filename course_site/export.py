@@ -17,7 +17,8 @@ that repository for the term's release (:func:`autograder.course.release`):
 - the instructor notebook of each released chapter (``solutions/<a>/<a>.ipynb``: its reference
   solution is released, and its hidden tests let ``make check`` give the instructor's verdicts; its
   first cell made the students' too), and ``term.yml`` saying which chapters those are;
-- a README, a Makefile (``venv``, ``lab``, ``validate``, ``check``), ``requirements.txt``,
+- a README, a Makefile (``venv``, ``lab``, ``validate``, ``check``), ``requirements.txt`` (and the
+  instructor's ``constraints.txt``, which its ``venv`` installs with),
   ``pyproject.toml`` and ``.gitignore`` written for students, from ``course_site/templates/student/``;
   the pins in ``requirements.txt`` are the instructor's own (one list of versions). Its ``venv`` turns
   nbgrader's instructor tools (Create Assignment, the formgrader, the course list) off in the venv's
@@ -333,7 +334,8 @@ def write(
         (dest / name).write_text(_fill((TEMPLATES / template).read_text(), values))
         written.append(name)
     (dest / "requirements.txt").write_text(student_requirements(root))
-    written.append("requirements.txt")
+    shutil.copy2(root / "constraints.txt", dest / "constraints.txt")  # the packages those pins pull in, pinned
+    written += ["requirements.txt", "constraints.txt"]
     return sorted(written)
 
 

@@ -8,6 +8,7 @@ import copy
 import importlib
 import importlib.metadata
 import io
+import json
 import os
 import re
 import shutil
@@ -25,12 +26,21 @@ from attention_course.notebooks import COURSE_ROOT
 from autograder import colab, course, packages, reference
 from autograder.classroom import fill
 from course_site import export, leaks
+from tests.support.pins import canonical, outside, pins
 
 ROOT = COURSE_ROOT
 TERM = course.Release("term", {"ch01_bahdanau"})
 # The term's students' repository at its first release (term.yml's students_repository, as a test sets it).
 STUDENTS = course.Repository("https://github.com/a-university/attention-2026", "week-1")
-STUDENT_FILES = {"README.md", "Makefile", "requirements.txt", "pyproject.toml", ".gitignore", export.MARKER}
+STUDENT_FILES = {
+    "README.md",
+    "Makefile",
+    "requirements.txt",
+    "constraints.txt",
+    "pyproject.toml",
+    ".gitignore",
+    export.MARKER,
+}
 
 
 @pytest.fixture(scope="module")
@@ -352,6 +362,26 @@ def test_the_students_requirements_are_the_courses_pins(exported):
     for pin in pins:
         name, version = pin.split("==")
         assert pin in course_pins and importlib.metadata.version(name).split("+")[0] == version, pin
+    assert (exported / "constraints.txt").read_bytes() == (ROOT / "constraints.txt").read_bytes()
+
+
+@pytest.mark.slow
+def test_the_students_venv_holds_the_courses_locked_versions(student_repo):
+    """The students' `make venv` installs with the course's constraints.txt: every package at the version that
+    the course's own venv was tested with, not the newest that the students' pins allow on the day."""
+    listing = (
+        "import importlib.metadata as m, json; "
+        "print(json.dumps({d.metadata['Name']: d.version for d in m.distributions()}))"
+    )
+    found = subprocess.run(
+        [str(student_repo / ".venv" / "bin" / "python"), "-c", listing], capture_output=True, text=True
+    )
+    assert found.returncode == 0, found.stderr
+    installed = {canonical(name): version for name, version in json.loads(found.stdout).items()}
+    installed.pop("attention-course")
+    assert len(installed) > 50, sorted(installed)
+    differing = outside(pins(ROOT / "constraints.txt"), installed)
+    assert not differing, f"the students' venv holds versions outside the lock: {differing}"
 
 
 def test_the_colab_package_holds_only_released_solutions(exported, tmp_path):
