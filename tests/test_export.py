@@ -370,8 +370,9 @@ def test_the_students_venv_holds_the_courses_locked_versions(student_repo):
     """The students' `make venv` installs with the course's constraints.txt: every package at the version that
     the course's own venv was tested with, not the newest that the students' pins allow on the day."""
     listing = (
-        "import importlib.metadata as m, json; "
-        "print(json.dumps({d.metadata['Name']: d.version for d in m.distributions()}))"
+        "import importlib.metadata as m, json, sysconfig; "
+        "folders = [sysconfig.get_paths()['purelib'], sysconfig.get_paths()['platlib']]; "
+        "print(json.dumps({d.metadata['Name']: d.version for d in m.distributions(path=folders)}))"
     )
     found = subprocess.run(
         [str(student_repo / ".venv" / "bin" / "python"), "-c", listing], capture_output=True, text=True

@@ -4,6 +4,7 @@ every package they install, and the venv that runs these tests holds exactly tho
 from __future__ import annotations
 
 import importlib.metadata
+import sysconfig
 
 from attention_course.notebooks import COURSE_ROOT
 from tests.support.pins import canonical, outside, pins
@@ -18,7 +19,9 @@ def test_every_direct_pin_is_the_locked_version():
 def test_the_venv_holds_the_locked_versions_of_every_package():
     """`make venv` installs with constraints.txt: each installed distribution (but the course's own, editable)
     at its locked version."""
-    installed = {canonical(d.metadata["Name"]): d.version for d in importlib.metadata.distributions()}
+    # site-packages only: setuptools, once imported, puts the distributions it vendors on sys.path
+    folders = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+    installed = {canonical(d.metadata["Name"]): d.version for d in importlib.metadata.distributions(path=folders)}
     installed.pop("attention-course")
     differing = outside(pins(COURSE_ROOT / "constraints.txt"), installed)
     assert not differing, f"installed outside the lock (run `make venv`, or `make lock` to update it): {differing}"
