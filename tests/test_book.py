@@ -71,6 +71,8 @@ def build(book: Path, *variables: str) -> None:
     command = ["make", "--no-print-directory", f"VENV={venv}", "-o", f"{venv}/.installed", "-o", f"{venv}/.bytecode"]
     result = subprocess.run([*command, "book", *variables], cwd=book, capture_output=True, text=True, env=env)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
+    out = dict(variable.split("=", 1) for variable in variables).get("BOOK_OUT", ".")
+    (book / out / "_build" / "make-book.log").write_text(result.stdout + result.stderr)  # beside the site
 
 
 @pytest.fixture(scope="module")
@@ -184,6 +186,15 @@ def test_book_builds_strictly(site):
     real = (site / "book" / "ch09_real_models.html").read_text()
     assert "as transformers': True" in real and "c_attn.weight" in real and "q_proj.weight" in real
     assert "bits a byte" in real and "rotate half: " in real
+
+
+def test_the_build_log_is_quiet(site):
+    """`make book` says what it does (a line per chapter) and what is wrong: no kernel's warning about its
+    transport, no dump of MyST's configuration."""
+    log = (site.parent / "make-book.log").read_text()
+    assert "[book] executed" in log and "build succeeded" in log
+    noise = [line[:150] for line in log.splitlines() if "WARNING" in line or "ParserConfig(" in line]
+    assert not noise, "\n".join(noise)
 
 
 def test_every_page_of_the_table_of_contents_is_built(site):
