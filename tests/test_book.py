@@ -576,13 +576,26 @@ def test_exercise_page_links_every_exercise(site):
         assert repository().colab_url(exercise_path(chapter)) in page, chapter
 
 
-def test_search_finds_softmax(chromium):
+def test_search_finds_softmax_and_quotes_formulas_as_text(chromium):
+    """The search finds the chapter; the quote under each result gives a formula as plain text, never as its TeX
+    source (the quotes are read from the pages' HTML, where MathJax has not typeset it)."""
     base, chrome = chromium
     with browser.open_page(chrome, base + "search.html?q=softmax") as (page, visit):
         page.wait_for_selector("ul.search li a", timeout=20_000)
+        page.wait_for_function(  # every result listed, and each with the quote that its page's text gives
+            """() => document.querySelector('p.search-summary')?.textContent.includes('Search finished')
+                && document.querySelectorAll('ul.search li p.context').length
+                   === document.querySelectorAll('ul.search li').length""",
+            timeout=30_000,
+        )
         results = page.locator("ul.search li a").evaluate_all("links => links.map(a => a.getAttribute('href'))")
+        quotes = page.locator("ul.search li p.context").all_inner_texts()
     assert not visit.problems, visit.problems
     assert any("ch02_scaled_dot_product" in href for href in results), results
+    assert len(quotes) >= 10, quotes
+    tex = [quote for quote in quotes if "\\" in quote]
+    assert not tex, "search results quote TeX:\n" + "\n".join(tex)
+    assert any("√d_k" in quote for quote in quotes), "no formula quoted as text (√d_k)"
 
 
 def test_landing_page_glossary_and_bibliography(chromium, site):

@@ -19,3 +19,39 @@ document.addEventListener("DOMContentLoaded", () => {
     }
   }
 });
+
+/* Search results quote the text of a page around the words found, read from the page's HTML, where a formula
+ * is still its TeX source ("\(\operatorname{softmax}(QK^\top / \sqrt{d_k})\)"). The quotes give each formula
+ * as plain text instead ("softmax(QKᵀ / √d_k)"): commands that name a symbol become it, those that only
+ * style or space their argument keep the argument, the rest and the braces go. */
+const TEX_SYMBOLS = {
+  alpha: "α", beta: "β", gamma: "γ", delta: "δ", epsilon: "ε", varepsilon: "ε", theta: "θ", lambda: "λ",
+  mu: "μ", pi: "π", rho: "ρ", sigma: "σ", tau: "τ", phi: "φ", omega: "ω", Delta: "Δ", Sigma: "Σ",
+  top: "ᵀ", cdot: "·", cdots: "⋯", ldots: "…", dots: "…", times: "×", in: "∈", le: "≤", leq: "≤", ge: "≥",
+  geq: "≥", ne: "≠", neq: "≠", approx: "≈", sim: "~", to: "→", rightarrow: "→", infty: "∞", sum: "Σ",
+  prod: "Π", sqrt: "√", partial: "∂", nabla: "∇", odot: "⊙", otimes: "⊗", log: "log", exp: "exp", max: "max",
+  min: "min",
+};
+function texAsText(tex) {
+  return tex
+    .trim()
+    .replace(/^\\[([]|\\[)\]]$/g, "")
+    .replace(/\\mathbb\{R\}/g, "ℝ")
+    .replace(/\\frac\{([^{}]*)\}\{([^{}]*)\}/g, "($1)/($2)")
+    .replace(/\\[a-zA-Z]+/g, (command) => TEX_SYMBOLS[command.slice(1)] ?? "")
+    .replace(/\\./g, " ")
+    .replace(/[{}]/g, "")
+    .replace(/\s+/g, " ")
+    .trim();
+}
+document.addEventListener("DOMContentLoaded", () => {
+  if (typeof Search === "undefined") return; // only the search page loads Sphinx's search
+  const pageText = Search.htmlToText;
+  Search.htmlToText = (htmlString, anchor) => {
+    const page = new DOMParser().parseFromString(htmlString, "text/html");
+    page.querySelectorAll(".math").forEach((formula) => {
+      formula.textContent = texAsText(formula.textContent);
+    });
+    return pageText(page.documentElement.outerHTML, anchor);
+  };
+});
