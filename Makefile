@@ -52,15 +52,17 @@ $(VENV)/.installed: requirements.txt constraints.txt pyproject.toml
 # dependencies (nvidia-*, triton) torch pins exactly.
 LOCK_VENV := _build/lock-venv
 LOCK_BIN := $(abspath $(LOCK_VENV))/bin
-lock:  ## pin every dependency, transitive ones too, into constraints.txt (needs the package index)
+lock:  ## pin every dependency, transitive ones too, into constraints.txt and constraints-colab.txt (needs the package index)
 	rm -rf $(LOCK_VENV) && $(PYTHON) -m venv $(LOCK_VENV)
 	env -u PYTHONPYCACHEPREFIX $(LOCK_BIN)/python -m pip install --quiet --disable-pip-version-check "$$(grep -E '^uv==' requirements.txt)"
 	env -u PYTHONPYCACHEPREFIX UV_FIND_LINKS="$${UV_FIND_LINKS:-$${PIP_FIND_LINKS:-$$($(LOCK_BIN)/python -m pip config get global.find-links 2>/dev/null)}}" \
 	  $(LOCK_BIN)/uv pip install --quiet --python $(LOCK_BIN)/python -r requirements.txt
 	{ echo "# Every package that requirements.txt's pins install, at the version tested. Written by \`make lock\`;"; \
-	  echo "# make venv and the students' repository install with it (-c constraints.txt)."; \
+	  echo "# make venv and the students' repository install with it (-c constraints.txt), Colab with"; \
+	  echo "# constraints-colab.txt (the same without Colab's own runtime: autograder.colab_pins)."; \
 	  $(LOCK_BIN)/uv pip freeze --python $(LOCK_BIN)/python --exclude-editable | sed -E 's/\+[A-Za-z0-9.]+$$//'; \
 	} > constraints.txt
+	$(LOCK_BIN)/python -m autograder.colab_pins
 	rm -rf $(LOCK_VENV)
 
 # The same bytecode for a venv that an earlier Makefile installed under the prefix (a no-op otherwise).

@@ -7,8 +7,10 @@ term's export rewrites it in the notebooks students get (:func:`retarget`) to in
 repository at the term's release; grading puts the instructor's cell back quietly
 (:func:`repository_of` tells a set-up cell of any repository from a changed one).
 
-Where pip fails on Colab (no network, a release that is not there), the cell says so in one sentence,
-naming what it tried to install, and stops, without pip's ``CalledProcessError`` traceback.
+The cell installs with the repository's ``constraints-colab.txt`` at the same ref
+(:mod:`autograder.colab_pins`): every package at the version the course was tested with, but those of Colab's
+own runtime. Where pip fails on Colab (no network, a release that is not there), the cell says so in one
+sentence, naming what it tried to install, and stops, without pip's ``CalledProcessError`` traceback.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from attention_course import notebooks
 from autograder.course import Repository
 
 GRADE_ID = notebooks.COLAB_CELL
+PINS_FILE = "constraints-colab.txt"  # in the repository, beside constraints.txt (autograder.colab_pins)
 
 
 def cell_source(repo: Repository) -> str:
@@ -33,10 +36,12 @@ def cell_source(repo: Repository) -> str:
         "import sys\n"
         "\n"
         f'PACKAGES = "{repo.pip_spec()}"\n'
+        "# The versions the course was tested with (all but Colab's own torch, NumPy and Jupyter).\n"
+        f'PINS = "{repo.raw_url(PINS_FILE)}"\n'
         "\n"
         'if "google.colab" in sys.modules:\n'
-        '    pip = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", PACKAGES], '
-        "capture_output=True, text=True)\n"
+        '    install = [sys.executable, "-m", "pip", "install", "--quiet", "-c", PINS, PACKAGES]\n'
+        "    pip = subprocess.run(install, capture_output=True, text=True)\n"
         "    if pip.returncode != 0:\n"
         "        print(pip.stderr, file=sys.stderr)\n"
         "        raise SystemExit(\n"

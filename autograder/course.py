@@ -74,6 +74,10 @@ class Repository:
         """The address of ``path`` on GitHub."""
         return f"{self.url}/blob/{self.ref}/{path}"
 
+    def raw_url(self, path: str) -> str:
+        """The address of ``path``'s content at the ref (what pip reads a constraints file from)."""
+        return f"https://raw.githubusercontent.com/{self.slug}/{self.ref}/{path}"
+
     def pip_spec(self) -> str:
         """What ``pip install`` takes to install the course's packages from the repository at its ref."""
         return f"attention-course @ git+{self.url}@{self.ref}"

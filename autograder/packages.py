@@ -43,6 +43,7 @@ INSTRUCTOR_ONLY = frozenset(
         "autograder/cli/exercises.py",
         "autograder/cli/run_nbgrader.py",
         "autograder/cli/similarity.py",
+        "autograder/colab_pins.py",
         "autograder/exchange.py",
         "autograder/nbgrader_plugins.py",
     }

@@ -334,8 +334,9 @@ def write(
         (dest / name).write_text(_fill((TEMPLATES / template).read_text(), values))
         written.append(name)
     (dest / "requirements.txt").write_text(student_requirements(root))
-    shutil.copy2(root / "constraints.txt", dest / "constraints.txt")  # the packages those pins pull in, pinned
-    written += ["requirements.txt", "constraints.txt"]
+    for pins in ("constraints.txt", colab.PINS_FILE):  # what those pins pull in, pinned (on Colab: what the cell reads)
+        shutil.copy2(root / pins, dest / pins)
+    written += ["requirements.txt", "constraints.txt", colab.PINS_FILE]
     return sorted(written)
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from attention_course import notebooks
 from attention_course.notebooks import COURSE_ROOT
-from autograder import colab, course
+from autograder import colab, colab_pins, course
 from autograder.course import Repository, exercise_path, repository
 from course_site import sphinx_ext
 
@@ -58,9 +58,20 @@ def run_cell(monkeypatch, on_colab: bool):
 
 def test_on_colab_the_cell_pip_installs_the_course_from_the_repository(monkeypatch):
     calls = run_cell(monkeypatch, on_colab=True)
-    expected = [sys.executable, "-m", "pip", "install", "--quiet", repository().pip_spec()]
+    pins = repository().raw_url(colab.PINS_FILE)
+    expected = [sys.executable, "-m", "pip", "install", "--quiet", "-c", pins, repository().pip_spec()]
     assert calls == [(expected, {"capture_output": True, "text": True})]
     assert repository().pip_spec() == f"attention-course @ git+{repository().url}@{repository().ref}"
+
+
+def test_the_colab_pins_are_the_lock_without_colabs_own_runtime():
+    """constraints-colab.txt, which the cell installs with, is what `make lock` writes from constraints.txt: every
+    locked package but Colab's torch, NumPy, matplotlib and Jupyter kernel and what they need."""
+    written = colab_pins.colab_constraints((COURSE_ROOT / "constraints.txt").read_text(), colab_pins.runtime_closure())
+    assert (COURSE_ROOT / colab.PINS_FILE).read_text() == written, "run `make lock`"
+    pinned = {colab_pins.canonical(line.split("==")[0]) for line in written.splitlines() if "==" in line}
+    assert not pinned & {"torch", "numpy", "matplotlib", "ipykernel", "jupyter-client", "tornado", "pyzmq"}
+    assert {"transformers", "tokenizers", "safetensors", "nbformat", "msgspec", "plotly"} <= pinned
 
 
 def test_on_colab_a_failed_install_says_in_one_sentence_what_to_do(monkeypatch, tmp_path, capsys):

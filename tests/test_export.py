@@ -37,6 +37,7 @@ STUDENT_FILES = {
     "Makefile",
     "requirements.txt",
     "constraints.txt",
+    "constraints-colab.txt",
     "pyproject.toml",
     ".gitignore",
     export.MARKER,
