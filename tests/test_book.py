@@ -230,11 +230,13 @@ class Visit:
     formulas: tuple[int, int, int] | None  # (formulas, rendered by MathJax, TeX errors); None: no mathematics
     overflows: dict | None  # a chapter's code blocks and equations that overflow (browser.overflows)
     outline: dict | None  # a chapter's headings, first admonition, figures drawn and exercise links
+    widths: dict[int, dict]  # the page in a phone's window and a desktop's: its width and figures (resize_to)
 
 
 @pytest.fixture(scope="module")
 def visits(chromium, site) -> dict[str, Visit]:
-    """Every page of the site, opened once in Chromium 1280 pixels wide, by its path in the site."""
+    """Every page of the site, opened once in Chromium 1280 pixels wide (and laid out again in a phone's window and
+    a desktop's), by its path in the site."""
     base, chrome = chromium
     chapters = {f"book/{p.stem}.html" for p in (site / "book").glob("ch*.html")}
     found = {}
@@ -254,9 +256,26 @@ def visits(chromium, site) -> dict[str, Visit]:
             images = page.evaluate("""() => Array.from(document.images).map(img => ({
                 src: img.getAttribute('src'), alt: img.alt, loaded: img.complete && img.naturalWidth > 0}))""")
             outline = chapter_outline(page) if name in chapters else None
+            widths = {width: resize_to(page, width) for width in (PHONE, DESKTOP)}
+            page.set_viewport_size({"width": 1280, "height": 900})
             overflows = browser.overflows(page) if name in chapters else None  # opens hidden blocks: last
-        found[name] = Visit(visit.problems, images, formulas, overflows, outline)
+        found[name] = Visit(visit.problems, images, formulas, overflows, outline, widths)
     return found
+
+
+# A phone's window (a 6.1-inch phone in portrait, CSS pixels) and a desktop's.
+PHONE, DESKTOP = 390, 1440
+# On a phone a figure is drawn at least this wide (36rem; or its own width, if less), scrolling in its own box
+# where that is wider than the window: shrunk to the window, a figure's labels were too small to read.
+READABLE_FIGURE = 576
+
+
+def resize_to(page, width: int) -> dict:
+    """The page (loaded, its mathematics typeset) in a window ``width`` pixels wide: its width against the
+    window's (browser.page_overflow) and its figures as drawn (browser.figures). The page is laid out again,
+    not loaded again: what decides its width is the style sheets' rules for that width."""
+    page.set_viewport_size({"width": width, "height": 900})
+    return {**browser.page_overflow(page), "figures": browser.figures(page)}
 
 
 def chapter_outline(page) -> dict:
@@ -314,45 +333,21 @@ def test_no_code_block_or_equation_overflows_a_chapter_page(visits):
     assert not problems, "\n".join(problems) + "\n(" + "; ".join(f"{c}: {n}" for c, n in scrolling.items()) + ")"
 
 
-# A phone's window (a 6.1-inch phone in portrait, CSS pixels) and a desktop's.
-PHONE, DESKTOP = 390, 1440
-# On a phone a figure is drawn at least this wide (36rem; or its own width, if less), scrolling in its own box
-# where that is wider than the window: shrunk to the window, a figure's labels were too small to read.
-READABLE_FIGURE = 576
-
-
-@pytest.fixture(scope="module")
-def widths(chromium, site) -> dict[tuple[str, int], dict]:
-    """Every page of the site opened at a phone's width and at a desktop's, its mathematics typeset: the page's
-    width against the window's (browser.page_overflow) and its figures as drawn (browser.figures)."""
-    base, chrome = chromium
-    found = {}
-    for name in page_names(site):
-        has_math = 'class="math' in (site / name).read_text()
-        for width in (PHONE, DESKTOP):
-            with browser.open_page(chrome, base + name, width=width) as (page, _):
-                if has_math:
-                    browser.wait_for_mathjax(page)
-                found[name, width] = {**browser.page_overflow(page), "figures": browser.figures(page)}
-    return found
-
-
 @pytest.mark.parametrize("width", [PHONE, DESKTOP])
-def test_no_page_is_wider_than_the_window(widths, width):
+def test_no_page_is_wider_than_the_window(visits, width):
     """No page scrolls sideways as a whole: what is wider than the window (a code block, an equation, a
     figure, a table) scrolls inside its own box."""
-    wide = {name: found for (name, w), found in widths.items() if w == width and found["width"] > found["view"]}
+    wide = {name: v.widths[width] for name, v in visits.items() if v.widths[width]["width"] > v.widths[width]["view"]}
     assert not wide, "\n".join(
         f"{name}: {found['width']} px wide in a {found['view']} px window, because of {found['culprits']}"
         for name, found in wide.items()
     )
 
 
-def test_figures_keep_a_readable_size_on_a_phone(widths):
+def test_figures_keep_a_readable_size_on_a_phone(visits):
     small, unscrolled, seen = [], [], 0
-    for (name, width), found in widths.items():
-        if width != PHONE:
-            continue
+    for name, visit in visits.items():
+        found = visit.widths[PHONE]
         for figure in found["figures"]:
             seen += 1
             if figure["shown"] < min(figure["natural"], READABLE_FIGURE) - 1:
