@@ -11,11 +11,11 @@ nbformat, plotly, ...) is pinned at the version the course was tested with.
 from __future__ import annotations
 
 import importlib.metadata
-import re
 import sys
 from pathlib import Path
 
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name as canonical
 
 from attention_course.notebooks import COURSE_ROOT
 from autograder.colab import PINS_FILE
@@ -27,10 +27,6 @@ HEADER = (
     "# kernel, and what they need). Written by `make lock` (python -m autograder.colab_pins); the exercises'\n"
     "# Colab cell installs with it.\n"
 )
-
-
-def canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def runtime_closure(roots=COLAB_RUNTIME) -> set[str]:

@@ -94,12 +94,7 @@ class LeakFound(ExportError):
 
 
 def _git_files(root: Path, *paths: str) -> list[str]:
-    try:
-        result = subprocess.run(
-            ["git", "-C", str(root), "ls-files", "-z", "--", *paths], capture_output=True, text=True
-        )
-    except FileNotFoundError:
-        raise ExportError("git is not installed: the export takes the files that git tracks") from None
+    result = _git("-C", str(root), "ls-files", "-z", "--", *paths)
     if result.returncode != 0:
         raise ExportError(
             f"{root} is not a git repository that git can read (the export takes the files that "
