@@ -18,6 +18,7 @@ _HOMES = {  # name -> the module that defines it; imported on first use, so that
         (
             "check_buffer",
             "check_causal",
+            "check_choices",
             "check_dtype_follows_input",
             "check_equals",
             "check_finite",
@@ -39,7 +40,7 @@ _HOMES = {  # name -> the module that defines it; imported on first use, so that
         ),
         "autograder.checks",
     ),
-    **dict.fromkeys(("CheckFailed", "Item", "Mistake", "mistakes"), "autograder.items"),
+    **dict.fromkeys(("CheckFailed", "Item", "Mistake", "PartlyRight", "mistakes"), "autograder.items"),
     **dict.fromkeys(
         ("array", "fixture", "group", "literal", "mask", "padded_tokens", "tensor", "tokens"), "autograder.specs"
     ),

@@ -25,6 +25,8 @@ mistakes where one explains it (:mod:`autograder.diagnosis`).
 from __future__ import annotations
 
 import builtins
+import dataclasses
+import functools
 import importlib
 import numbers
 
@@ -35,7 +37,7 @@ from autograder import reference, specs, standins, torch_builtins
 from autograder.calls import Call, CallOptions, parameter_names, seeded, takes_options
 from autograder.compare import compare
 from autograder.graded import graded
-from autograder.items import CheckFailed, Item
+from autograder.items import CheckFailed, Item, PartlyRight
 
 
 @graded()
@@ -297,6 +299,48 @@ def check_equals(
     want = np.asarray(expected)
     want = want if want.dtype == bool else want.astype(np.float64)
     compare(call, name, got, want, rtol, atol, against="the known answer")
+
+
+def check_choices(
+    item: Item,
+    argument: str,
+    values,
+    options,
+    answers: dict | None = None,
+    *,
+    hint: str,
+    form_hint: str,
+):
+    """A multiple-choice question, asked for each of ``values`` of ``argument``: each answer is one of
+    ``options`` (``item`` gives it as a one-hot vector over them) and, given ``answers`` (each value's right
+    option: the hidden tests'), the right one. Each part is checked on its own; where some are wrong,
+    :class:`~autograder.items.PartlyRight` names every wrong one, and graded, the cell earns a share of its
+    points per right part."""
+    values, options = list(values), list(options)
+    if answers is not None and (set(answers) != set(values) or not set(answers.values()) <= set(options)):
+        raise ValueError("answers must give one of the options for each of the values, and nothing else")
+    chosen = dataclasses.replace(item, obj=_chose_an_option(item.obj), known=())
+    failures = []
+    for value in values:
+        try:
+            part = "one of the options"
+            check_equals(chosen, [], True, {argument: value}, hint=form_hint)
+            if answers is not None:
+                part = "the right option"
+                check_equals(item, [], [answers[value] == o for o in options], {argument: value}, hint=hint)
+        except CheckFailed as failure:  # said as a choice, not as the one-hot vectors that were compared
+            problem = "another option" if part == "the right option" else "none of the options, as written there"
+            failures.append(CheckFailed(failure.what, part, failure.inputs, f"the answer is {problem}", failure.hint))
+    if failures:
+        raise PartlyRight(item.name, f"{argument}s", len(values) - len(failures), len(values), failures)
+
+
+def _chose_an_option(one_hot):
+    @functools.wraps(one_hot)
+    def chose(*args, **kwargs):
+        return torch.as_tensor(one_hot(*args, **kwargs)).any()
+
+    return chose
 
 
 @graded()

@@ -51,6 +51,11 @@ def cell_source(repo: Repository) -> str:
     )
 
 
+def install_line(repo: Repository) -> str:
+    """The line a Colab notebook of a reader's own runs to install the packages as the set-up cell does."""
+    return f'!pip install --quiet -c {repo.raw_url(PINS_FILE)} "{repo.pip_spec()}"'
+
+
 PACKAGES_LINE = re.compile(
     r'^PACKAGES = "attention-course @ git\+(https://github\.com/[^/"@]+/[^/"@]+)@([^"]+)"$',
     re.M,

@@ -1,6 +1,6 @@
 """What a test cell names: the graded item (:class:`Item`), its known mistakes (:class:`Mistake`, declared
 with :func:`mistakes` into the notebook's record of them, :class:`KnownMistakes`), and the failure a check
-reports (:class:`CheckFailed`)."""
+reports (:class:`CheckFailed`, or :class:`PartlyRight` for a question whose parts earn a share of its points each)."""
 
 from __future__ import annotations
 
@@ -37,6 +37,32 @@ class CheckFailed(AssertionError):
         the checks, its lines wrapped at :data:`SHOWN_WIDTH` so that a hub's Validate button
         (``nbgrader validate``, which cuts lines at 87 characters) shows every word of it."""
         return shown_lines(f"{type(self).__name__}: {self}")
+
+
+class PartlyRight(AssertionError):
+    """Some parts of a question are wrong (``failures``, one per wrong part) and ``right`` of its ``total``
+    parts are right: graded, the test cell earns that share of its points (:func:`share`)."""
+
+    def __init__(self, what: str, noun: str, right: int, total: int, failures: list[CheckFailed]):
+        if not failures or right + len(failures) != total:
+            raise ValueError(f"{right} right and {len(failures)} wrong parts are not {total} parts")
+        self.what, self.right, self.total, self.failures = what, right, total, list(failures)
+        wrong = len(failures)
+        head = f"{what}: {wrong} of {total} {noun} wrong, {right} right"
+        super().__init__("\n".join([head, *(f"{_indented(f)}" for f in failures)]))
+
+    def _render_traceback_(self) -> list[str]:
+        """What Jupyter shows: the message alone, wrapped as :class:`CheckFailed`'s."""
+        return shown_lines(f"{type(self).__name__}: {self}")
+
+
+def share(points: float, right: int, total: int) -> float:
+    """The points that ``right`` of ``total`` parts earn, to the hundredth (what nbgrader's gradebook records)."""
+    return round(points * right / total, 2)
+
+
+def _indented(failure: CheckFailed) -> str:
+    return textwrap.indent(str(failure), "  ").replace("  ", "- ", 1)
 
 
 SHOWN_WIDTH = 80

@@ -94,6 +94,12 @@ def apply_report(nb, report: Report) -> None:
             result = report.tests.get(gid)
             if result is None:
                 cell.outputs = [error_output("GradingError", f"{gid} is not a test of this assignment")]
+            elif result.partial:  # nbgrader reads a share of the points from the cell's result (determine_grade)
+                head = f"PartlyRight: {result.partial:g} of {result.points:g} points\n"
+                cell.outputs = [
+                    new_output("stream", name="stdout", text=head + result.message),
+                    new_output("execute_result", data={"text/plain": f"{result.partial:g}"}, execution_count=count),
+                ]
             elif not result.passed:
                 cell.outputs = [error_output("CheckFailed", result.message)]
         elif index in report.cell_errors:
@@ -232,6 +238,8 @@ class HideHiddenTests(NbGraderPreprocessor):
                 if output.output_type == "error":  # wrapped as Jupyter shows it: a page never scrolls sideways
                     shown = shown_lines(clean_text(f"{output.ename}: {output.evalue}", 4000), FEEDBACK_WIDTH)
                     output.traceback = ["\n".join(shown)]
+                elif output.output_type == "stream":  # a question's parts (apply_report), wrapped the same way
+                    output.text = "\n".join(shown_lines(clean_text(output.text, 4000), FEEDBACK_WIDTH))
         return cell, resources
 
 
@@ -257,7 +265,26 @@ class FeedbackHTMLExporter(HTMLExporter):
 
     def from_notebook_node(self, nb, resources=None, **kw):
         output, resources = super().from_notebook_node(nb, resources, **kw)
-        return inline_mathjax(output), resources
+        return inline_mathjax(named_index(output)), resources
+
+
+# nbgrader's feedback template lists every test cell as "Test cell" and every comment as "Comment"; the
+# course's grade ids (the instructor's: InstructorCellRoles) name them. Tables of the course's markdown get
+# room between their columns (the template's Bootstrap 3 gives them none).
+_INDEX_TEST = re.compile(r'<li><a href="#([A-Za-z0-9_-]+)">Test cell</a>')
+_INDEX_COMMENT = re.compile(r'<li><a href="#comment-([A-Za-z0-9_-]+)">Comment</a>')
+_FEEDBACK_CSS = (
+    "<style>.rendered_html table { border-collapse: collapse; margin: 0.5em 0; }\n"
+    ".rendered_html th, .rendered_html td { padding: 0.3em 0.8em; border: 1px solid #ddd; text-align: left; }\n"
+    "</style>\n</head>"
+)
+
+
+def named_index(page: str) -> str:
+    """``page`` with each test and comment of its index named by its cell's grade id, and its tables spaced."""
+    page = _INDEX_TEST.sub(r'<li><a href="#\1"><code>\1</code></a>', page)
+    page = _INDEX_COMMENT.sub(r'<li><a href="#comment-\1">Comment on <code>\1</code></a>', page)
+    return page.replace("</head>", _FEEDBACK_CSS, 1)
 
 
 def inline_mathjax(page: str, script: Path = course.FEEDBACK_MATHJAX) -> str:

@@ -107,6 +107,19 @@ class ExerciseLinks(SphinxDirective):
         return [exercise_links(assignment, links_repository(self.env.config), self.env.docname)]
 
 
+class ColabInstall(SphinxDirective):
+    """The line that installs the course's packages on Colab, from the repository the exercises name (in a
+    term, the students' repository at its release): ``{colab-install}``."""
+
+    has_content = False
+
+    def run(self):
+        code = colab.install_line(links_repository(self.env.config))
+        block = nodes.literal_block(code, code, language="ipython3", classes=["colab-install"])
+        block["highlight_args"] = {}
+        return [block]
+
+
 def _release(env) -> course.Release:
     return course.Release.from_key(env.config.course_release)
 
@@ -327,6 +340,7 @@ def setup(app):
     app.connect("config-inited", set_release)
     app.connect("doctree-read", withhold_tagged_cells)
     app.add_directive("exercise-links", ExerciseLinks)
+    app.add_directive("colab-install", ColabInstall)
     app.add_directive("solution-code", SolutionCode)
     app.add_directive("package-code", PackageCode)
     app.connect("html-page-context", load_plotly_where_needed)

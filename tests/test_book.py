@@ -26,7 +26,7 @@ import yaml
 
 from attention_course import notebooks
 from attention_course.notebooks import COURSE_ROOT
-from autograder import course, reference
+from autograder import colab, course, reference
 from autograder.classroom import fill
 from autograder.course import exercise_path, repository
 from autograder.grading.notebook import grade_notebook
@@ -563,6 +563,11 @@ def test_exercise_links_point_at_the_repository_notebooks(chromium, visits):
             assert hrefs[cls] == expected, f"{chapter}: {cls} link is {hrefs[cls]}, expected {expected}"
             path = urlsplit(hrefs[cls]).path.split(f"/blob/{repo.ref}/", 1)[1]
             assert (COURSE_ROOT / path).is_file(), f"{chapter}: {cls} link names {path}, not in the repository"
+
+
+def test_chapter_9_installs_from_the_exercises_repository_with_the_pins(site):
+    page = html.unescape(re.sub(r"<[^>]+>", "", (site / "book" / "ch09_real_models.html").read_text()))
+    assert colab.install_line(repository()) in page
 
 
 def test_exercise_page_links_every_exercise(site):

@@ -69,6 +69,8 @@ def test_each_buggy_submission_loses_points_in_its_item_and_no_other(assignment,
         f"{bug.name} ({bug.why}), a mistake in {bug.item}, "
         f"also lost points in {sorted(set(failed(report)) - item_tests)}"
     )
+    if bug.only:  # a mistake of one property costs points in that property's test cell alone
+        assert set(failed(report)) == {bug.only}, f"{bug.name} ({bug.why}) lost points in {sorted(failed(report))}"
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,7 @@ import pytest
 from attention_course import notebooks
 from autograder import course
 from autograder.classroom import fill, solution_bodies
+from autograder.items import CheckFailed
 from tests.test_catalogue import ASSIGNMENTS, BUG_MODULES, CORRECT
 
 DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
@@ -195,3 +196,38 @@ def test_each_items_test_cells_are_those_the_catalogue_names(assignment):
     assert set(table) == set(source.items), sorted(set(table) ^ set(source.items))
     for item, tests in table.items():
         assert [gid for gid, _, _ in source.tests_of({item})] == tests, item
+
+
+def visible_failure(assignment: str, item: str, code: str, gid: str) -> CheckFailed | None:
+    """The failure that the visible checks of test cell ``gid`` raise for ``code`` as ``item``, run here as in
+    the student's notebook (the setup, the answers, the reference's but ``item``'s, the test cell as released),
+    or None."""
+    nb = fill(assignment, {item: code})
+    namespace = {"__name__": "__main__"}
+    for cell in nb.cells:
+        if notebooks.is_setup(cell) or notebooks.is_solution(cell):
+            exec(_code(cell.source), namespace)
+    test = next(cell for cell in nb.cells if notebooks.cell_id(cell) == gid)
+    try:
+        exec(_code(test.source), namespace)
+    except CheckFailed as failure:
+        return failure
+    return None
+
+
+SEEN_FIRST = [(a, b) for a in ASSIGNMENTS for b in BUG_MODULES[a].BUGS if b.visible]
+
+
+@pytest.mark.parametrize("assignment,bug", SEEN_FIRST, ids=lambda v: getattr(v, "name", v))
+def test_a_mask_bug_fails_the_visible_checks_before_it_is_submitted(assignment, bug):
+    gid = bug.visible
+    assert gid in BUG_MODULES[assignment].TESTS[bug.item], f"{gid} is not a test cell of {bug.item}"
+    assert visible_failure(assignment, bug.item, bug.code, gid) is not None, (
+        f"{bug.name} ({bug.why}) passes the visible checks of {gid}: the student finds it only in the grade"
+    )
+
+
+@pytest.mark.parametrize("assignment,gid", sorted({(a, b.visible) for a, b in SEEN_FIRST}))
+def test_the_reference_passes_those_visible_checks(assignment, gid):
+    item = next(i for i, tests in BUG_MODULES[assignment].TESTS.items() if gid in tests)
+    assert visible_failure(assignment, item, solution_bodies(assignment)[item], gid) is None

@@ -203,6 +203,10 @@ def test_the_term_sites_exercise_links_name_the_students_repository(monkeypatch,
     assert nbformat.read(str(copy), as_version=4).cells[0].source == colab.cell_source(STUDENTS)
     assert repository().slug not in copy.read_text()
 
+    line = colab.install_line(STUDENTS)  # chapter 9's install line on the term site (the colab-install directive)
+    assert STUDENTS.pip_spec() in line and f"-c {STUDENTS.raw_url(colab.PINS_FILE)}" in line
+    assert repository().slug not in line
+
     assert sphinx_ext.links_repository(_sphinx_settings(monkeypatch, EDITION="open")) == repository()
     # a term that names no students' repository keeps _config.yml's (make book prints a note)
     assert sphinx_ext.links_repository(_sphinx_settings(monkeypatch, RELEASED="none")) == repository()

@@ -11,7 +11,9 @@ tests/test_catalogue.py, through the function that this pipeline runs for each n
 from __future__ import annotations
 
 import csv
+import html
 import json
+import re
 
 import pytest
 
@@ -19,6 +21,8 @@ from attention_course import notebooks
 from autograder import course
 from autograder.classroom import fill, make_course, submit
 from autograder.cli import grade
+from autograder.nbgrader_plugins import FEEDBACK_WIDTH
+from tests.buggy import variant
 from tests.test_catalogue import ASSIGNMENTS, BUG_MODULES, CORRECT, hidden_test_lines
 
 pytestmark = pytest.mark.slow
@@ -37,6 +41,19 @@ def softmax(x, axis=-1):
     exps = np.exp(shifted)
     return exps / np.sum(exps, axis=axis, keepdims=True)
 """
+
+
+# Question 4 of ch04 with four of its six methods right: one answered with another option, one with a string
+# that is none of them.
+PARTLY_RIGHT_ROWS = variant(
+    "ch04_masking",
+    "fully_masked_row",
+    (
+        '"masked_fill(~mask, -1e9), then torch.softmax": "equal weights"',
+        '"masked_fill(~mask, -1e9), then torch.softmax": "zeros"',
+    ),
+    ('"torch.softmax, then multiplied by the mask": "zeros"', '"torch.softmax, then multiplied by the mask": "zero"'),
+)
 
 
 def _without_tests(nb):
@@ -68,6 +85,8 @@ def graded(tmp_path_factory):
         submit(folder, "correct_0", assignment, fill(assignment, {item: a.code for item, a in answers.items()}))
         if assignment == "ch02_scaled_dot_product":
             submit(folder, "warns", assignment, fill(assignment, {"softmax": WARNING_SOFTMAX}))
+        if assignment == "ch04_masking":
+            submit(folder, "partly_right", assignment, fill(assignment, {"fully_masked_row": PARTLY_RIGHT_ROWS}))
         # As in a term: the chapters before this one are released, this one is not.
         term = course.Release("term", set(ASSIGNMENTS[: ASSIGNMENTS.index(assignment)]))
         results[assignment] = {
@@ -179,3 +198,36 @@ def test_feedback_names_item_property_shapes_and_hint(graded):
     assert "scaled_dot_product_attention: masked keys get zero weight failed" in html
     assert "q=torch float32 (2, 5, 8)" in html
     assert "hint: keys where the mask is False must get exactly zero weight" in html
+
+
+def test_a_multiple_choice_question_earns_a_share_per_right_part_and_names_each_wrong_one(graded):
+    folder, results = graded
+    result = results["ch04_masking"]["partly_right"]
+    assert result.failed == ["test_fully_masked_row"], result.failed
+    assert result.tests["test_fully_masked_row"] == (1.33, 2.0)
+    assert result.score == pytest.approx(result.max_score - 2 + 1.33)
+    with (folder / "grades" / "ch04_masking.csv").open() as f:
+        row = next(row for row in csv.DictReader(f) if row["student"] == "partly_right")
+    assert float(row["test_fully_masked_row"]) == 1.33
+    message = _messages(folder, "ch04_masking", "partly_right")["test_fully_masked_row"]
+    assert "2 of 6 methods wrong, 4 right" in message
+    assert "method='masked_fill(~mask, -1e9), then torch.softmax'" in message
+    assert "problem: the answer is another option" in message
+    assert "hint: a large finite fill hides masked keys only behind visible ones" in message
+    assert "method='torch.softmax, then multiplied by the mask'" in message
+    assert "problem: the answer is none of the options" in message
+    assert "hint: answer with one of the strings of ROW_OPTIONS" in message
+    page = _feedback(folder, "partly_right", "ch04_masking")
+    assert "Score: 1.33 / 2.0" in page
+    output = re.search(r"<pre>PartlyRight: 1.33 of 2 points.*?</pre>", page, re.S)[0]
+    shown = html.unescape(re.sub(r"<[^>]+>", "", output))
+    assert "methods wrong" in shown and max(map(len, shown.splitlines())) <= FEEDBACK_WIDTH  # never scrolls sideways
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_the_feedback_index_names_each_test(graded, assignment):
+    folder, results = graded
+    page = _feedback(folder, "blank", assignment)
+    assert ">Test cell<" not in page and ">Comment<" not in page
+    for gid in results[assignment]["reference"].tests:
+        assert f'<a href="#{gid}"><code>{gid}</code></a>' in page

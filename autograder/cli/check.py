@@ -32,8 +32,8 @@ def format_report(report, path: Path) -> str:
         lines.append(f"  {report.cell_name(index)} raised {error.splitlines()[0][:200]}")
     width = max(len(gid) for gid in report.tests) if report.tests else 0
     for gid, test in report.tests.items():
-        verdict = "PASS" if test.passed else "FAIL"
-        lines.append(f"  {verdict}  {gid:<{width}}  {test.points if test.passed else 0:g} / {test.points:g}")
+        verdict = "PASS" if test.passed else "PART" if test.partial else "FAIL"
+        lines.append(f"  {verdict}  {gid:<{width}}  {test.score:g} / {test.points:g}")
         if not test.passed:
             lines += [f"        {line}" for line in test.message.splitlines()]
     lines.append(f"Score: {report.score:g} / {report.max_score:g}")
@@ -108,7 +108,7 @@ def verdict(report) -> str:
     tests = "test fails" if failed == 1 else "tests fail"
     return (
         f"Verdict: {report.score:g} / {report.max_score:g}; {failed} {tests}. "
-        "Read each FAIL's message above, fix that item, and check again."
+        "Read each FAIL's (or PART's) message above, fix that item, and check again."
     )
 
 

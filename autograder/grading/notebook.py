@@ -36,7 +36,7 @@ from autograder.grading import timings
 from autograder.grading.report import Report, TestResult
 from autograder.grading.session import MAX_MESSAGE_CHARS, Remote, Session
 from autograder.grading.source import MAX_NOTEBOOK_BYTES, Source, program_key, student_program, tampered_tests
-from autograder.items import CheckFailed
+from autograder.items import CheckFailed, PartlyRight, share
 from autograder.packages import sandbox_packages
 from autograder.sandbox import values, wire
 from autograder.sandbox.pool import WarmPool
@@ -226,6 +226,9 @@ def _run_tests(source: Source, tests: list, session: Session, report: Report) ->
             session.start()
             exec(compile(code, f"<test {gid}>", "exec"), namespace)
             report.tests[gid] = TestResult(gid, points, True)
+        except PartlyRight as exc:
+            partial = share(points, exc.right, exc.total)
+            report.tests[gid] = TestResult(gid, points, False, clean_text(exc, MAX_MESSAGE_CHARS), partial=partial)
         except CheckFailed as exc:
             report.tests[gid] = TestResult(gid, points, False, clean_text(exc, MAX_MESSAGE_CHARS))
         except SandboxError as exc:

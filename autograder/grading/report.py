@@ -13,6 +13,11 @@ class TestResult:
     passed: bool
     message: str = ""
     seconds: float = 0.0  # the test cell's own time, its diagnosis included
+    partial: float = 0.0  # a failed question's points for the parts it got right (autograder.items.share)
+
+    @property
+    def score(self) -> float:
+        return self.points if self.passed else self.partial
 
 
 @dataclass
@@ -37,7 +42,7 @@ class Report:
 
     @property
     def score(self) -> float:
-        return sum(t.points for t in self.tests.values() if t.passed)
+        return sum(t.score for t in self.tests.values())
 
     @property
     def max_score(self) -> float:

@@ -29,6 +29,10 @@ class Bug:
     code: str
     why: str
     cause: str = ""  # words that the hint of a failing test of the item must hold (its diagnosis)
+    # A mistake of one property (a mask bug) costs points in that property's test cell alone (``only``), or is
+    # seen first in the visible checks of its test cell (``visible``), before the student submits.
+    only: str = ""
+    visible: str = ""
 
 
 def variant(assignment: str, item: str, *replacements: tuple[str, str]) -> str:

@@ -195,6 +195,8 @@ BUGS = [
         why="uses nn.MultiheadAttention's True = ignore",
         cause="the mask is read the wrong way round",
         code=mha(("~mask", "mask")),
+        only="test_mha_mask",
+        visible="test_mha_mask",
     ),
     Bug(
         "mha_weights_averaged",
@@ -216,6 +218,8 @@ BUGS = [
         why="a query with no visible key gets NaN",
         cause="a query with no visible key gets NaN",
         code=mha(("weights = weights.masked_fill(~mask, 0.0)", "weights = weights")),
+        only="test_mha_mask",
+        visible="test_mha_mask",
     ),
     Bug(
         "mha_large_negative_no_zeroing",
@@ -223,6 +227,7 @@ BUGS = [
         why="-1e9 alone: a fully masked query gets even weights",
         cause="a large negative fill alone spreads its weight",
         code=mha(('float("-inf")', "-1e9"), ("weights = weights.masked_fill(~mask, 0.0)", "weights = weights")),
+        only="test_mha_mask",
     ),
     Bug(
         "mha_mask_with_zero",
@@ -230,6 +235,8 @@ BUGS = [
         why="a masked score of 0 still gets weight",
         cause="a masked score set to zero still gets a share",
         code=mha(('float("-inf")', "0.0")),
+        only="test_mha_mask",
+        visible="test_mha_mask",
     ),
     Bug(
         "mha_mask_after_softmax",
@@ -237,6 +244,8 @@ BUGS = [
         why="zeroes weights without renormalising",
         cause="mask the scores before the softmax",
         code=mha(('scores = scores.masked_fill(~mask, float("-inf"))', "scores = scores")),
+        only="test_mha_mask",
+        visible="test_mha_mask",
     ),
     Bug(
         "mha_always_bias",
