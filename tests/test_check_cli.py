@@ -135,3 +135,15 @@ def test_make_check_and_validate_fail_unless_every_test_passed(makefile, target,
             assert f"[{target}] Error {status}" in made.stderr or f"{target}] Error {status}" in made.stderr, (
                 made.stderr
             )
+
+
+def test_a_partly_right_question_is_marked_part_with_its_share(tmp_path, monkeypatch, capsys):
+    report = _report(True, False, message="mask_for: 1 of 3 situations wrong, 2 right")
+    report.tests["test_1"].partial = 0.67
+    path = tmp_path / f"{A}.ipynb"
+    shutil.copy(course.notebook_path(A, "exercises"), path)
+    monkeypatch.setattr(check, "grade_notebook", lambda *args, **kwargs: report)
+    assert check.main([str(path)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert "  PART  test_1  0.67 / 1" in lines and "        mask_for: 1 of 3 situations wrong, 2 right" in lines
+    assert lines[-1].startswith("Verdict: 1.67 / 2; 1 test fails.")

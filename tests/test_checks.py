@@ -15,8 +15,10 @@ from autograder import (
     CheckFailed,
     Item,
     Mistake,
+    PartlyRight,
     array,
     check_causal,
+    check_choices,
     check_dtype_follows_input,
     check_equals,
     check_finite,
@@ -155,6 +157,34 @@ def test_equals_does_not_print_the_expected_values():
     assert_well_formed(msg, "softmax", "a known answer", "(3,)")
     for value in expected:
         assert f"{value:.3f}"[:5] not in msg
+
+
+OPTIONS = ("no mask", "causal", "padding of the keys")
+ANSWERS = {"encoder": "padding of the keys", "decoder": "causal", "cross": "padding of the keys"}
+
+
+def choice_item(answers: dict):
+    """A multiple-choice answer as the question's test cell gives it: a one-hot vector over OPTIONS."""
+    return Item(A, "mask_for", lambda situation: torch.tensor([answers[situation] == o for o in OPTIONS]))
+
+
+def test_choices_earn_a_share_per_right_part_and_name_each_wrong_one():
+    check_choices(choice_item(ANSWERS), "situation", ANSWERS, OPTIONS, ANSWERS, hint="h", form_hint="f")
+    wrong = {**ANSWERS, "decoder": "no mask", "cross": "Padding of the keys"}
+    with pytest.raises(PartlyRight) as raised:  # the visible tests (no answers): the form alone
+        check_choices(choice_item(wrong), "situation", ANSWERS, OPTIONS, hint="h", form_hint="f")
+    assert (raised.value.right, raised.value.total) == (2, 3) and "hint: f" in str(raised.value)
+    with pytest.raises(PartlyRight) as raised:
+        check_choices(choice_item(wrong), "situation", ANSWERS, OPTIONS, ANSWERS, hint="h", form_hint="f")
+    assert (raised.value.right, raised.value.total) == (1, 3)
+    message = str(raised.value)
+    assert message.startswith("mask_for: 2 of 3 situations wrong, 1 right")
+    assert "inputs: situation='decoder'\n    problem: the answer is another option\n    hint: h" in message
+    assert "inputs: situation='cross'\n    problem: the answer is none of the options, as written there" in message
+    assert "encoder" not in message and "causal" not in message  # neither the right parts nor an answer
+    assert items.share(2.0, 1, 3) == 0.67 and items.share(2.0, 4, 6) == 1.33
+    with pytest.raises(ValueError, match="answers must give one of the options"):
+        check_choices(choice_item(ANSWERS), "situation", ["encoder"], OPTIONS, ANSWERS, hint="h", form_hint="f")
 
 
 def test_rows_sum_to_one():
