@@ -135,8 +135,10 @@ _TRANSPOSED = Convert("transposed (GPT-2's Conv1D computes x @ W)", lambda t: t.
 
 
 def interleave_rotary_rows(weight: torch.Tensor, heads: int) -> torch.Tensor:
-    """The rows (or entries, for a bias) of a query or key projection in the "rotate half" layout, reordered
-    within each head for interleaved rotary pairs: new row 2i is old row i, new row 2i+1 is old row i + dh/2."""
+    """The rows (or entries, for a bias) of a query or key projection in Hugging Face's "rotate half" layout,
+    reordered within each head for interleaved rotary pairs: new row 2i is old row i, new row 2i+1 is old row
+    i + dh/2. This undoes the permutation by which Hugging Face's conversion of Meta's Llama weights made them
+    rotate-half; weights in Meta's own layout are interleaved already and are not to be permuted."""
     d_head = weight.size(0) // heads
     order = torch.arange(d_head).view(2, d_head // 2).t().reshape(-1)  # 0, dh/2, 1, dh/2 + 1, ...
     return weight.reshape(heads, d_head, *weight.shape[1:])[:, order].reshape(weight.shape)

@@ -48,8 +48,8 @@ def toc_chapters() -> list[str]:
 
 
 CHAPTERS = toc_chapters()
-# The chapters that end with an exercise: those with an assignment (solutions/<chapter>/). Chapter 8,
-# on training fast, and chapter 9, on real models, have none.
+# The chapters that end with an exercise: those with an assignment (solutions/<chapter>/). Chapter 9, on
+# real models, has none.
 EXERCISES = [chapter for chapter in CHAPTERS if chapter in course.assignments()]
 WITHOUT_EXERCISE = ["ch09_real_models"]
 # The code cells of the chapters keep to this many characters a line, so that they read without
