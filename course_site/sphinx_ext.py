@@ -115,9 +115,7 @@ class ColabInstall(SphinxDirective):
 
     def run(self):
         code = colab.install_line(links_repository(self.env.config))
-        block = nodes.literal_block(code, code, language="ipython3", classes=["colab-install"])
-        block["highlight_args"] = {}
-        return [block]
+        return [_code_block(code, "ipython3", ("colab-install",))]
 
 
 def _release(env) -> course.Release:
@@ -143,8 +141,8 @@ def _withheld(what: str, name: str, assignments: list[str]) -> nodes.Node:
     return nodes.container("", paragraph, classes=["solution-withheld"])
 
 
-def _code_block(code: str) -> nodes.Node:
-    block = nodes.literal_block(code, code, language="python", classes=["solution-code"])
+def _code_block(code: str, language: str = "python", classes: tuple[str, ...] = ("solution-code",)) -> nodes.Node:
+    block = nodes.literal_block(code, code, language=language, classes=list(classes))
     block["highlight_args"] = {}
     return block
 
