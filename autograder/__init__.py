@@ -42,7 +42,19 @@ _HOMES = {  # name -> the module that defines it; imported on first use, so that
     ),
     **dict.fromkeys(("CheckFailed", "Item", "Mistake", "PartlyRight", "mistakes"), "autograder.items"),
     **dict.fromkeys(
-        ("array", "fixture", "group", "literal", "mask", "padded_tokens", "tensor", "tokens"), "autograder.specs"
+        (
+            "array",
+            "fixture",
+            "group",
+            "literal",
+            "mask",
+            "padded_tokens",
+            "pattern",
+            "repeated_tokens",
+            "tensor",
+            "tokens",
+        ),
+        "autograder.specs",
     ),
 }
 

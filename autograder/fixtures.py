@@ -69,7 +69,31 @@ class ScriptedTranslator(torch.nn.Module):
         return bool((tgt_mask == lower).all())
 
 
-FIXTURES = {"ScriptedTranslator": ScriptedTranslator}
+def attention_only(vocab_size: int, max_len: int, d_model: int, num_heads: int, num_layers: int, seed: int):
+    """Chapter 10's attention-only model (:class:`attention_course.circuits.AttentionOnly`) with random weights
+    drawn from ``seed``, in eval mode."""
+    from attention_course import circuits
+
+    config = circuits.AttentionOnlyConfig(vocab_size, max_len, d_model, num_heads, num_layers)
+    model = circuits.AttentionOnly(config, seed=seed).eval()
+    model.__wire_fixture__ = ("AttentionOnly", (vocab_size, max_len, d_model, num_heads, num_layers, seed))
+    return model
+
+
+def induction_by_hand(vocab_size: int, max_len: int, num_heads: int, seed: int):
+    """Chapter 10's two-layer model whose weights do induction (:func:`attention_course.circuits.induction_by_hand`)."""
+    from attention_course import circuits
+
+    model = circuits.induction_by_hand(vocab_size, max_len, num_heads, seed=seed).eval()
+    model.__wire_fixture__ = ("InductionByHand", (vocab_size, max_len, num_heads, seed))
+    return model
+
+
+FIXTURES = {
+    "ScriptedTranslator": ScriptedTranslator,
+    "AttentionOnly": attention_only,
+    "InductionByHand": induction_by_hand,
+}
 
 
 def build(name: str, args):

@@ -222,7 +222,59 @@ class Group:
         return "(" + ", ".join(part.describe() for part in self.parts) + ")"
 
 
-Spec = Random | RandomInts | RandomMask | PaddedTokens | Literal | Fixture | Group
+@dataclass(frozen=True)
+class AttentionPattern:
+    """Causal attention weights (..., T, T): the softmax of random scores (standard normal times ``scale``) over
+    the keys at and before each query; each row sums to 1 and is 0 above the diagonal."""
+
+    shape: tuple[int, ...]
+    scale: float = 2.0
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", _check_shape(self.shape))
+        if len(self.shape) < 2 or self.shape[-1] != self.shape[-2] or self.shape[-1] < 1:
+            raise ValueError(f"a pattern is (..., T, T) with T >= 1, got shape {self.shape}")
+
+    @property
+    def library(self) -> str:
+        return "torch"
+
+    def make(self, rng: np.random.Generator):
+        scores = torch.from_numpy(rng.standard_normal(self.shape) * self.scale).float()
+        future = torch.ones(self.shape[-2:], dtype=torch.bool).triu(1)
+        return scores.masked_fill(future, float("-inf")).softmax(dim=-1)
+
+    def describe(self) -> str:
+        return f"torch float32 {self.shape} attention pattern (causal, rows sum to 1)"
+
+
+@dataclass(frozen=True)
+class RepeatedTokens:
+    """A (batch, length) torch batch of random token ids in ``[0, high)`` that repeat with ``period``: token i
+    equals token i - period from position ``period`` on."""
+
+    shape: tuple[int, int]
+    period: int
+    high: int
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", _check_shape(self.shape))
+        if len(self.shape) != 2 or not 1 <= self.period < self.shape[1]:
+            raise ValueError(f"repeated tokens are (B, L) with 1 <= period < L, got {self.shape}, period {self.period}")
+
+    @property
+    def library(self) -> str:
+        return "torch"
+
+    def make(self, rng: np.random.Generator):
+        first = rng.integers(0, self.high, size=(self.shape[0], self.period))
+        return torch.from_numpy(first[:, np.arange(self.shape[1]) % self.period].astype(np.int64))
+
+    def describe(self) -> str:
+        return f"torch int64 {self.shape} repeating with period {self.period}"
+
+
+Spec = Random | RandomInts | RandomMask | PaddedTokens | Literal | Fixture | Group | AttentionPattern | RepeatedTokens
 
 
 def _freeze(value):
@@ -266,6 +318,16 @@ def padded_tokens(batch: int, length: int, *, high: int, pad_id: int = 0, low: i
     return PaddedTokens((batch, length), high=high, pad_id=pad_id, low=low)
 
 
+def pattern(*shape: int, scale: float = 2.0) -> AttentionPattern:
+    """Causal attention weights (..., T, T) as a torch tensor: each row sums to 1, nothing above the diagonal."""
+    return AttentionPattern(shape, scale=scale)
+
+
+def repeated_tokens(batch: int, length: int, *, period: int, high: int) -> RepeatedTokens:
+    """A (batch, length) torch batch of random token ids that repeat with ``period``."""
+    return RepeatedTokens((batch, length), period=period, high=high)
+
+
 def fixture(name: str, *args) -> Fixture:
     """An object from :mod:`autograder.fixtures`, such as ``fixture("ScriptedTranslator", 16, 1, 2)``."""
     return Fixture(name, tuple(args))
@@ -297,12 +359,15 @@ def made(value) -> Literal:
 
 def as_spec(value) -> Spec:
     """Plain Python values (numbers, strings, None) become ``Literal(..., library="python")``."""
-    if isinstance(value, (Random, RandomInts, RandomMask, PaddedTokens, Literal, Fixture, Group)):
+    if isinstance(
+        value, (Random, RandomInts, RandomMask, PaddedTokens, Literal, Fixture, Group, AttentionPattern, RepeatedTokens)
+    ):
         return value
     if value is None or isinstance(value, (bool, int, float, str)):
         return Literal(value, library="python")
     raise TypeError(
         f"a check's inputs must be specs (tensor(...), array(...), tokens(...), padded_tokens(...), mask(...), "
+        f"pattern(...), repeated_tokens(...), "
         f"literal(...), group(...)) "
         f"or plain numbers and strings, got {type(value).__name__}"
     )

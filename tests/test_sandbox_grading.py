@@ -1,6 +1,6 @@
 """Attacks and faults planted in real submissions of ch02, graded through `make grade`'s pipeline.
 
-One class of 80 students is graded once (sandboxed, two at a time, under a term release in which
+One class of 66 students is graded once (sandboxed, two at a time, under a term release in which
 ch02 is not released), and every test of a graded class reads it: honest students; dishonest ones
 (every attack class the grader defends against that a ch02 notebook can carry, with the holes a
 security review of the grader found, run as root as in CI: an escape to host root, forged messages,
@@ -8,9 +8,10 @@ CPU starvation, uncapped in-memory file systems, a patched worker, and hand-edit
 and a markdown cell nbconvert is slow on); faulty ones (every fault it must survive: loops, crashes,
 memory hogs, fork bombs, huge replies, oversized grading files, live markup, terminal escapes, lone
 surrogates, a flooded pipe); broken ones (malformed, renamed and missing notebooks, symbolic links to
-solutions/); blank ones; wrong answers of tests/buggy/ch02_scaled_dot_product.py, spread over every
-item; and correct ones. Every honest score must be exactly right (a correct notebook full marks, a
-wrong one what it scores graded on its own, before the class), no attack may raise a score, every
+solutions/); blank ones; five wrong answers of tests/buggy/ch02_scaled_dot_product.py, spread over the
+list (tests/test_catalogue.py grades every one of them); and correct ones. Every honest score must be
+exactly right (a correct notebook full marks, a wrong one what it scores graded on its own, before the
+class), no attack may raise a score, every
 fault costs only its own answers, the class is graded to the end in bounded time, and it is watched
 (tests/support/host.py): nothing of a sandbox may be left running or behind.
 
@@ -72,7 +73,7 @@ LIMITS = Limits()
 TERM = course_settings.Release("term", {"ch01_bahdanau"})  # graded before chapter 2's solutions are released
 MAX_FILE_BYTES = 5_000_000  # no grading file (report, autograded notebook, feedback, CSV) is larger
 AS_ROOT = os.geteuid() == 0
-CLASS_SIZE = 80
+CLASS_SIZE = 66  # 5 wrong answers (each graded alone by the catalogue too), 8 right ones, attacks and faults
 MIN_CORRECT = 8
 CLASS_SECONDS = 1800  # the whole class, two at a time
 
@@ -126,7 +127,7 @@ def wrong(bug):
     return fill(A, {bug.item: bug.code})
 
 
-# ----------------------------------------------------------------------------- the class: 80 students
+# ----------------------------------------------------------------------------- the class: 66 students
 
 ATTACKS = {  # student -> notebook; each must score no more than the honest "zeros" baseline
     "attack_patch_comparisons": lambda: with_cell(zeros(), attacks.PATCH_COMPARISONS, after_setup=True),
