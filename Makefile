@@ -24,7 +24,7 @@ BOOK_OUT ?= .
 SITE ?= _build/html
 DEST ?=
 
-.PHONY: help venv lock lint test-fast sandbox browser book linkcheck check-site student-repo test test-exhaustive exercises check-exercises grade check validate similarity bench-suite bench-book figures bench-grading bench-attacks grading-accuracy train generate bench-transformer bench-generate bench-pretrained test-device bench-gpu clean
+.PHONY: help venv lock lint test-fast sandbox browser book linkcheck check-site student-repo test test-exhaustive exercises check-exercises grade grades check validate similarity bench-suite bench-book figures bench-grading bench-attacks grading-accuracy train generate bench-transformer bench-generate bench-pretrained test-device bench-gpu clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -153,6 +153,9 @@ grade: venv sandbox $(MATHJAX)  ## autograde (sandboxed, JOBS at a time) submitt
 
 # check and validate fail unless every test passed: make's "Error 1" is a failed test, "Error 2" a notebook
 # that could not be checked (the commands' own exit status: autograder/cli/check.py, validate.py).
+grades: venv  ## write grades/$(ASSIGNMENT).csv again from the gradebook, with the written answers' scores given in formgrader
+	$(BIN)/python -m autograder.cli.grade $(ASSIGNMENT) --csv-only
+
 check: venv sandbox  ## check NOTEBOOK=path against the hidden tests, as grading would; fails unless all pass
 	@test -n "$(NOTEBOOK)" || { echo "usage: make check NOTEBOOK=exercises/ch02_scaled_dot_product/ch02_scaled_dot_product.ipynb"; exit 2; }
 	@$(BIN)/python -m autograder.cli.check $(NOTEBOOK)

@@ -67,6 +67,13 @@ def is_question(cell) -> bool:
     return is_solution(cell) and QUESTION in tags(cell)
 
 
+def is_written(cell) -> bool:
+    """A written answer: a text cell the student writes in, with points that the instructor gives by hand
+    (nbgrader's manually graded answer). The instructor notebook holds its rubric; students get
+    nbgrader's "YOUR ANSWER HERE" in its place."""
+    return cell.get("cell_type") == "markdown" and _readable(cell) and _flag(cell, "solution") and _flag(cell, "grade")
+
+
 def is_test(cell) -> bool:
     """A test cell: read-only, with points, run by the grader."""
     return cell.get("cell_type") == "code" and _readable(cell) and _flag(cell, "grade") and not _flag(cell, "solution")

@@ -67,11 +67,14 @@ def released(assignment: str):
     return notebooks.read(course.notebook_path(assignment, "exercises"))
 
 
-def fill(assignment: str, answers: dict[str, str] | None = None, *, blank: bool = False):
-    """The released notebook with every solution cell answered.
+WRITTEN_ANSWER = "My explanation, in a few sentences of my own."  # a written answer, which awaits the instructor
 
-    Cells are answered with the reference code unless ``answers`` gives other code for their grade_id;
-    ``blank=True`` leaves the unanswered cells as released.
+
+def fill(assignment: str, answers: dict[str, str] | None = None, *, blank: bool = False):
+    """The released notebook with every solution cell answered, and every written answer written in.
+
+    Cells are answered with the reference code (a written answer with ``WRITTEN_ANSWER``) unless ``answers``
+    gives other code or text for their grade_id; ``blank=True`` leaves the unanswered cells as released.
     """
     nb = copy.deepcopy(released(assignment))
     reference = {} if blank else solution_bodies(assignment)
@@ -80,6 +83,8 @@ def fill(assignment: str, answers: dict[str, str] | None = None, *, blank: bool 
             code = (answers or {}).get(notebooks.cell_id(cell), reference.get(notebooks.cell_id(cell)))
             if code is not None:
                 cell.source = code
+        elif notebooks.is_written(cell) and not blank:  # graded by hand: any answer awaits the instructor
+            cell.source = (answers or {}).get(notebooks.cell_id(cell), WRITTEN_ANSWER)
     return nb
 
 

@@ -147,3 +147,21 @@ def test_a_partly_right_question_is_marked_part_with_its_share(tmp_path, monkeyp
     lines = capsys.readouterr().out.splitlines()
     assert "  PART  test_1  0.67 / 1" in lines and "        mask_for: 1 of 3 situations wrong, 2 right" in lines
     assert lines[-1].startswith("Verdict: 1.67 / 2; 1 test fails.")
+
+
+def test_a_written_answer_is_left_to_the_instructor_and_its_rubric_shown(tmp_path, monkeypatch, capsys):
+    """make check does not grade a written answer: it says so and prints its points and rubric from the
+    instructor notebook (which a students' copy holds once the chapter is released), and the verdict and exit
+    status are those of the tests."""
+    a = "ch10_what_heads_learn"
+    report = graded.Report(a, a)
+    report.tests["test_0"] = graded.TestResult("test_0", 2.0, True, "")
+    path = tmp_path / f"{a}.ipynb"
+    shutil.copy(course.notebook_path(a, "exercises"), path)
+    monkeypatch.setattr(check, "grade_notebook", lambda *args, **kwargs: report)
+    assert check.main([str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "Written answers: graded by your instructor, not here." in out
+    assert "  explain_split_prefix_score (2 points)" in out and "        **Rubric (2 points).**" in out
+    assert out.splitlines()[-1] == "Verdict: full marks (2 / 2). Ready to submit."
+    assert "  explain_saturated_attention (2 points)" in check.written_rubrics(A)

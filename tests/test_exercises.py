@@ -81,8 +81,39 @@ def _questions_in_the_guide() -> dict[str, set[str]]:
     for line in (course.COURSE_ROOT / "book" / "instructor_guide.md").read_text().splitlines():
         cells = [c.strip() for c in line.split("|")]
         if len(cells) > 3 and cells[2].strip("`") in ASSIGNMENTS and "questions " in cells[3]:
-            found[cells[2].strip("`")] = set(re.findall(r"`(\w+)`", cells[3].split("questions ", 1)[1]))
+            questions = cells[3].split("questions ", 1)[1].split("; written answer", 1)[0]
+            found[cells[2].strip("`")] = set(re.findall(r"`(\w+)`", questions))
     return found
+
+
+def _written_in_the_guide() -> dict[str, set[str]]:
+    """assignment -> the written answers the instructor guide's table lists."""
+    found = {}
+    for line in (course.COURSE_ROOT / "book" / "instructor_guide.md").read_text().splitlines():
+        cells = [c.strip() for c in line.split("|")]
+        if len(cells) > 3 and cells[2].strip("`") in ASSIGNMENTS and "; written answer" in cells[3]:
+            found[cells[2].strip("`")] = set(re.findall(r"`(\w+)`", cells[3].split("; written answer", 1)[1]))
+    return found
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_every_exercise_has_a_written_answer_after_a_predict_then_check_question(assignment):
+    """A text cell graded by hand, with points and a rubric in the instructor notebook, right after the test cell
+    of a question that asks to predict, then check; students get nbgrader's stub in its place."""
+    nb = notebooks.read(course.notebook_path(assignment, "solutions"))
+    written = [i for i, c in enumerate(nb.cells) if notebooks.is_written(c)]
+    assert written, f"{assignment}: no written answer"
+    assert {notebooks.cell_id(nb.cells[i]) for i in written} == _written_in_the_guide().get(assignment), assignment
+    released = {notebooks.cell_id(c): c for c in notebooks.read(course.notebook_path(assignment, "exercises")).cells}
+    for i in written:
+        cell, gid = nb.cells[i], notebooks.cell_id(nb.cells[i])
+        question = gid.removeprefix("explain_")
+        assert notebooks.cell_id(nb.cells[i - 2]) == f"test_{question}", f"{gid} does not follow test_{question}"
+        at = next(k for k, c in enumerate(nb.cells) if notebooks.cell_id(c) == question)
+        asked = next(c.source for c in reversed(nb.cells[:at]) if c.cell_type == "markdown")  # its prompt
+        assert "(predict, then check)" in asked, f"{gid}: its question does not ask to predict, then check"
+        assert notebooks.nbgrader_meta(cell)["points"] > 0 and "Rubric" in cell.source, gid
+        assert released[gid].source == "YOUR ANSWER HERE", gid
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)

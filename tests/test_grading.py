@@ -56,6 +56,11 @@ PARTLY_RIGHT_ROWS = variant(
 )
 
 
+def graded_max(result) -> float:
+    """The points a submission can have before the instructor grades its written answers by hand."""
+    return result.max_score - result.awaiting_points
+
+
 def _without_tests(nb):
     nb.cells = [c for c in nb.cells if not notebooks.is_test(c)]
     return nb
@@ -99,7 +104,7 @@ def graded(tmp_path_factory):
 def test_reference_solution_gets_full_marks(graded, assignment):
     result = graded[1][assignment]["reference"]
     assert result.max_score > 0
-    assert result.score == result.max_score, f"failed: {result.failed}"
+    assert result.score == graded_max(result), f"failed: {result.failed}"
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
@@ -127,7 +132,7 @@ def test_a_buggy_submission_loses_points_in_its_item_and_no_other_in_the_gradebo
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_correct_answers_in_other_idioms_keep_full_marks_in_the_gradebook(graded, assignment):
     result = graded[1][assignment]["correct_0"]
-    assert result.score == result.max_score, (result.failed, _messages(graded[0], assignment, "correct_0"))
+    assert result.score == graded_max(result), (result.failed, _messages(graded[0], assignment, "correct_0"))
 
 
 def _messages(course, assignment: str, student: str) -> dict[str, str]:
@@ -139,7 +144,7 @@ def _messages(course, assignment: str, student: str) -> dict[str, str]:
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_deleted_test_cells_are_restored_and_graded(graded, assignment):
     results = graded[1][assignment]
-    assert results["deleted_tests"].score == results["reference"].max_score
+    assert results["deleted_tests"].score == graded_max(results["reference"])
     assert set(results["deleted_tests"].tests) == set(results["reference"].tests)
 
 
@@ -162,7 +167,7 @@ def test_deleted_and_changed_test_cells_are_named_in_the_summary(graded, assignm
 
 def test_a_warning_on_stderr_does_not_cost_points(graded):
     result = graded[1]["ch02_scaled_dot_product"]["warns"]
-    assert result.score == result.max_score, result.failed
+    assert result.score == graded_max(result), result.failed
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
@@ -171,7 +176,7 @@ def test_grades_csv_has_a_row_per_student(graded, assignment):
     with (course / "grades" / f"{assignment}.csv").open() as f:
         rows = {row["student"]: row for row in csv.DictReader(f)}
     assert set(rows) == set(results[assignment])
-    assert float(rows["reference"]["score"]) == results[assignment]["reference"].max_score
+    assert float(rows["reference"]["score"]) == graded_max(results[assignment]["reference"])
     assert float(rows["blank"]["score"]) == 0
 
 
@@ -231,3 +236,56 @@ def test_the_feedback_index_names_each_test(graded, assignment):
     assert ">Test cell<" not in page and ">Comment<" not in page
     for gid in results[assignment]["reference"].tests:
         assert f'<a href="#{gid}"><code>{gid}</code></a>' in page
+
+
+def _rows(folder, assignment: str) -> dict[str, dict]:
+    with (folder / "grades" / f"{assignment}.csv").open() as f:
+        return {row["student"]: row for row in csv.DictReader(f)}
+
+
+def test_a_written_answer_awaits_the_instructor_and_the_score_given_reaches_the_csv(graded, tmp_path):
+    """Chapter 10's written answer is graded by hand: make grade leaves its column empty and says that it awaits
+    manual grading (an answer left as released scores 0 at once); a score entered as formgrader enters it,
+    through nbgrader's gradebook, reaches the CSV with `make grades`, and the grading's notes stay. On a copy
+    of the graded class, so that the other tests read the class as graded."""
+    import shutil
+    import subprocess
+    import sys
+
+    from nbgrader.api import Gradebook
+
+    a, written = "ch10_what_heads_learn", "explain_split_prefix_score"
+    folder = tmp_path / "course"
+    shutil.copytree(graded[0], folder, symlinks=True)
+    results = graded[1][a]
+    assert results["reference"].written == {written: (None, 2.0)} and results["reference"].awaiting_points == 2
+    assert results["blank"].written == {written: (0.0, 2.0)} and not results["blank"].awaiting
+    before = _rows(folder, a)
+    assert before["reference"][written] == "" and "awaiting manual grading: " + written in before["reference"]["note"]
+    assert before["blank"][written] == "0.0"
+    said = grade.summary(a, list(results.values()))
+    assert f"make grades ASSIGNMENT={a}" in said and "full marks so far" in said
+
+    with Gradebook(grade.db_url(folder)) as gradebook:
+        gradebook.find_grade(written, a, a, "reference").manual_score = 1.5
+        gradebook.db.commit()
+    run = subprocess.run(
+        [sys.executable, "-m", "autograder.cli.grade", a, "--root", str(folder), "--csv-only"],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    after = _rows(folder, a)
+    assert float(after["reference"][written]) == 1.5
+    assert float(after["reference"]["score"]) == graded_max(results["reference"]) + 1.5
+    assert "awaiting" not in after["reference"]["note"]
+    assert {s: row for s, row in after.items() if s != "reference"} == {
+        s: row for s, row in before.items() if s != "reference"
+    }
+    assert "make grades" in run.stdout  # the others still await
+
+
+def test_make_grades_needs_a_graded_class(tmp_path):
+    folder = make_course(tmp_path / "course")
+    run = grade.main(["ch10_what_heads_learn", "--root", str(folder), "--csv-only"])
+    assert run == 2

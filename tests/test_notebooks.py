@@ -123,11 +123,17 @@ def test_cell_roles_are_read_by_nbgraders_own_rules():
     cells = _cells_of_every_kind()
     assert len(cells) > 500
     for cell in cells:
-        said = (notebooks.is_solution(cell), notebooks.is_test(cell), notebooks.is_setup(cell))
+        said = (
+            notebooks.is_solution(cell),
+            notebooks.is_test(cell),
+            notebooks.is_setup(cell),
+            notebooks.is_written(cell),
+        )
         nbgrader = (
             code(cell) and bool(utils.is_solution(cell)),
             code(cell) and bool(utils.is_grade(cell)) and not utils.is_solution(cell),
             code(cell) and bool(utils.is_locked(cell)) and not utils.is_solution(cell) and not utils.is_grade(cell),
+            cell.cell_type == "markdown" and bool(utils.is_solution(cell)) and bool(utils.is_grade(cell)),
         )
         assert said == nbgrader, cell
 

@@ -17,6 +17,7 @@ import sys
 import traceback
 from pathlib import Path
 
+from attention_course import notebooks
 from attention_course.notebooks import COURSE_ROOT
 from autograder import course
 from autograder.grading.notebook import grade_notebook
@@ -37,6 +38,22 @@ def format_report(report, path: Path) -> str:
         if not test.passed:
             lines += [f"        {line}" for line in test.message.splitlines()]
     lines.append(f"Score: {report.score:g} / {report.max_score:g}")
+    return "\n".join(lines)
+
+
+def written_rubrics(assignment: str) -> str:
+    """The assignment's written answers, which the instructor grades by hand and this check does not, each with
+    its points and its rubric (from the instructor notebook, which a students' copy holds once the chapter is
+    released), so that a self-learner can grade their own; empty where it has none."""
+    nb = notebooks.read(course.notebook_path(assignment, "solutions"))
+    written = [c for c in nb.cells if notebooks.is_written(c)]
+    if not written:
+        return ""
+    lines = ["Written answers: graded by your instructor, not here. Their rubrics, to grade your own:"]
+    for cell in written:
+        points = notebooks.nbgrader_meta(cell).get("points", 0)
+        lines.append(f"  {notebooks.cell_id(cell)} ({points:g} points)")
+        lines += [f"        {line}".rstrip() for line in cell.source.splitlines()]
     return "\n".join(lines)
 
 
@@ -79,6 +96,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Verdict: not checked. The grader failed: {type(exc).__name__}: {exc}")
         return 2
     print(format_report(report, args.notebook))
+    rubrics = written_rubrics(assignment)
+    if rubrics:
+        print(rubrics)
     print(verdict(report))
     if report.not_graded or not report.tests or not_run(report):
         return 2

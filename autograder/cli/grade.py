@@ -87,10 +87,21 @@ class Result:
     tests: dict[str, tuple[float, float]] = field(default_factory=dict)  # grade_id -> (score, max)
     note: str = ""
     unanswered: bool = False  # every notebook as released (:func:`nothing_answered`): the note says so
+    # the written answers, graded by hand (formgrader): grade_id -> (score, max); None: not graded yet
+    written: dict[str, tuple[float | None, float]] = field(default_factory=dict)
 
     @property
     def failed(self) -> list[str]:
         return [name for name, (score, most) in self.tests.items() if score < most]
+
+    @property
+    def awaiting(self) -> list[str]:
+        """The written answers that the instructor has not graded yet (an unanswered one scores 0 at once)."""
+        return [name for name, (score, _) in self.written.items() if score is None]
+
+    @property
+    def awaiting_points(self) -> float:
+        return sum(most for score, most in self.written.values() if score is None)
 
 
 def submitted_students(assignment: str, root: Path = COURSE_ROOT) -> list[str]:
@@ -324,10 +335,23 @@ def collect(assignment: str, students: list[str], root: Path = COURSE_ROOT) -> l
                 result.note = f"late: {penalty:g} points deducted"
             for notebook in submission.notebooks:
                 for grade in notebook.grades:
-                    if grade.max_score:
+                    if not grade.max_score:
+                        continue
+                    if grade.cell.cell_type == "markdown":  # a written answer: graded by hand
+                        graded = grade.manual_score is not None or grade.auto_score is not None
+                        result.written[grade.name] = (grade.score if graded else None, grade.max_score)
+                    else:
                         result.tests[grade.name] = (grade.score or 0.0, grade.max_score)
             results.append(result)
     return results
+
+
+AWAITING = "awaiting manual grading: "
+
+
+def awaiting_note(result: Result) -> str:
+    """The note on a submission whose written answers are not graded yet."""
+    return f"{AWAITING}{', '.join(result.awaiting)}" if result.awaiting else ""
 
 
 # ----------------------------------------------------------------------------- what nbgrader refused
@@ -536,9 +560,10 @@ def test_order(assignment: str, root: Path = COURSE_ROOT) -> list[str]:
 
 
 def write_csv(path: Path, results: list[Result], order: list[str] | None = None) -> None:
-    """One row per student; the test columns in ``order`` (the notebook's), others after them."""
+    """One row per student; the columns of the tests and the written answers in ``order`` (the notebook's),
+    others after them; a written answer not graded yet is empty."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    seen = {name for r in results for name in r.tests}
+    seen = {name for r in results for name in [*r.tests, *r.written]}
     tests = [name for name in (order or []) if name in seen] + sorted(seen - set(order or []))
     with path.open("w", newline="") as f:
         writer = csv.writer(f)
@@ -549,10 +574,15 @@ def write_csv(path: Path, results: list[Result], order: list[str] | None = None)
                     r.student,
                     "" if r.score is None else r.score,
                     r.max_score,
-                    *[r.tests.get(t, ("", ""))[0] for t in tests],
+                    *[_cell(r, t) for t in tests],
                     r.note,
                 ]
             )
+
+
+def _cell(result: Result, name: str):
+    score = {**result.tests, **result.written}.get(name, ("", ""))[0]
+    return "" if score is None else score
 
 
 def summary(assignment: str, results: list[Result]) -> str:
@@ -570,8 +600,16 @@ def summary(assignment: str, results: list[Result]) -> str:
     graded = [r for r in results if r.score is not None]
     if graded:
         mean = sum(r.score for r in graded) / len(graded)
-        full = sum(r.score == r.max_score for r in graded)
-        lines.append(f"mean {mean:.2f} / {graded[0].max_score:g}; full marks: {full} of {len(graded)}")
+        full = sum(r.score == r.max_score - r.awaiting_points for r in graded)
+        so_far = " so far (written answers await grading)" if any(r.awaiting for r in graded) else ""
+        lines.append(f"mean {mean:.2f} / {graded[0].max_score:g}; full marks{so_far}: {full} of {len(graded)}")
+    awaiting = [r for r in graded if r.awaiting]
+    if awaiting:
+        answers = sum(len(r.awaiting) for r in awaiting)
+        lines.append(
+            f"awaiting manual grading: {answers} written answer(s) of {len(awaiting)} student(s); grade them in "
+            f"formgrader, then write the CSV again: make grades ASSIGNMENT={assignment}"
+        )
     missing = len(results) - len(graded)
     if missing:
         lines.append(f"not graded: {missing} (the grader's failure, see the notes; grade them again once fixed)")
@@ -787,7 +825,7 @@ def grade(
     for result in results:
         student = result.student
         if student in found.not_graded:
-            result.score, result.tests = None, {}
+            result.score, result.tests, result.written = None, {}, {}
             result.note = f"not graded: {found.not_graded[student]}"
             continue
         refusal = found.refused.get(student, "")
@@ -797,7 +835,7 @@ def grade(
                 f" (the sandboxed grader's report gave {sandboxed}; nbgrader recorded no score)" if sandboxed else ""
             )
         if refusal:
-            result.score, result.tests = 0.0, {}
+            result.score, result.tests, result.written = 0.0, {}, {}
         blank = [] if refusal else found.unanswered.get(student, [])
         result.unanswered = bool(blank) and set(blank) >= set(notebook_names(assignment, root))
         unreleased = _write_feedback_pages(
@@ -809,10 +847,43 @@ def grade(
             *found.notes.get(student, []),
             *feedback_notes.get(student, []),
             unreleased,
+            awaiting_note(result),
         ]
         result.note = clean_text("; ".join(filter(None, [result.note, *extra])), 4000)
-    write_csv(root / "grades" / f"{assignment}.csv", results, test_order(assignment, root))
+    write_csv(root / "grades" / f"{assignment}.csv", results, column_order(assignment, root))
     return results
+
+
+def rewrite_csv(assignment: str, root: Path = COURSE_ROOT) -> list[Result]:
+    """``grades/<assignment>.csv`` written again from the gradebook, with the scores that the instructor has
+    given the written answers since (formgrader): the tests' scores are as graded, each student keeps the notes
+    of the grading (a refusal, nothing answered, ...), and one who was not graded or was refused stays so."""
+    path = root / "grades" / f"{assignment}.csv"
+    if not path.is_file():
+        raise GradingUnavailable(f"no {path}: grade the class first (make grade ASSIGNMENT={assignment})")
+    with path.open(newline="") as f:
+        before = {row["student"]: row for row in csv.DictReader(f)}
+    results = collect(assignment, list(before), root)
+    for result in results:
+        row = before[result.student]
+        notes = [n for n in (row.get("note") or "").split("; ") if n and not n.startswith(AWAITING)]
+        if (row.get("score") or "") == "":  # not graded: the grader's failure, never a score
+            result.score, result.tests, result.written = None, {}, {}
+        elif any(n.startswith(("refused", "not graded")) for n in notes):
+            result.score, result.tests, result.written = float(row["score"]), {}, {}
+        result.unanswered = any(n.startswith("nothing answered") for n in notes)
+        result.note = clean_text("; ".join(filter(None, [*notes, awaiting_note(result)])), 4000)
+    write_csv(path, results, column_order(assignment, root))
+    return results
+
+
+def column_order(assignment: str, root: Path = COURSE_ROOT) -> list[str]:
+    """The CSV's columns of scores: the test cells', then the written answers', each in the notebooks' order."""
+    written = []
+    for name in notebook_names(assignment, root):
+        nb = notebooks.read(Path(root) / "solutions" / assignment / f"{name}.ipynb")
+        written += [notebooks.cell_id(c) for c in nb.cells if notebooks.is_written(c)]
+    return test_order(assignment, root) + written
 
 
 def _unanswered_note(notebook: str) -> str:
@@ -841,6 +912,12 @@ def main(argv: list[str] | None = None) -> int:
         help=f"the most that writing one notebook's feedback may take (default: {FEEDBACK_SECONDS:g})",
     )
     parser.add_argument(
+        "--csv-only",
+        action="store_true",
+        help="grade nothing: write grades/<assignment>.csv again from the gradebook, with the written answers' "
+        "scores given since in formgrader (make grades)",
+    )
+    parser.add_argument(
         course.ALLOW_RELEASED,
         action="store_true",
         help="grade even though the term's settings release this assignment's solutions",
@@ -852,6 +929,15 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--feedback-seconds must be more than 0, got {args.feedback_seconds}")
     if args.assignment not in course.assignments(args.root):
         parser.error(f"no assignment {args.assignment!r} under {args.root / 'solutions'}")
+    if args.csv_only:
+        try:
+            results = rewrite_csv(args.assignment, args.root)
+        except GradingUnavailable as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+        print(summary(args.assignment, results))
+        print(f"Grades:   {args.root / 'grades' / (args.assignment + '.csv')}")
+        return 0
     try:
         settings = course.release(args.root)
     except course.SettingsError as error:
