@@ -26,6 +26,8 @@ import torch.nn.functional as F
 
 @dataclass(frozen=True)
 class AttentionOnlyConfig:
+    """The sizes of an :class:`AttentionOnly` model; chapter 10 trains the default one."""
+
     vocab_size: int = 64
     max_len: int = 48
     d_model: int = 64
