@@ -61,12 +61,13 @@ from autograder.cli import run_nbgrader as _nbgrader
 from autograder.exchange import REFUSAL, SECRET
 from autograder.grading.notebook import Report
 from autograder.nbgrader_plugins import report_path
-from tests.support.course import full_marks
+from tests.support.course import full_marks, max_points
 
 pytestmark = pytest.mark.slow
 
 A = "ch02_scaled_dot_product"
-FULL = full_marks(A)
+FULL = full_marks(A)  # the tests' points
+MAX = max_points(A)  # and the written answer's, which the instructor grades by hand
 COURSE_ID = re.search(
     r'^c\.CourseDirectory\.course_id\s*=\s*"([^"]+)"', (COURSE_ROOT / "nbgrader_config.py").read_text(), re.MULTILINE
 ).group(1)
@@ -366,7 +367,7 @@ def test_every_student_fetches_the_released_notebook(term):
 def test_each_submission_is_collected_and_graded(term):
     found = submissions(term)
     assert {name: s["score"] for name, s in found.items()} == {"alice": FULL, "bob": 0.0, "carol": FULL, "grace": FULL}
-    assert all(s["max_score"] == FULL for s in found.values())
+    assert all(s["max_score"] == MAX for s in found.values())
     with Gradebook(grade.db_url(term.course)) as gradebook:  # bob's emptied cell ran as the instructor wrote it
         edited = gradebook.find_grade(EDITED, A, A, "bob")
         assert (edited.score, edited.max_score) == (0.0, EDITED_POINTS)
@@ -378,14 +379,14 @@ def test_each_student_fetches_their_own_feedback_with_their_score(term):
         feedback = term.students[name].feedback()
         assert list(feedback) == [term.timestamps[name]], (name, list(feedback))
         html = feedback[term.timestamps[name]].read_text()
-        assert f"{A} (Score: {scores[name]:.1f} / {FULL:.1f})" in html, name
+        assert f"{A} (Score: {scores[name]:.1f} / {MAX:.1f})" in html, name
         assert (f"Late submission penalty (Score: -{FULL:.1f})" in html) == (name in LATE_ONES), name
         assert "BEGIN HIDDEN TESTS" not in html
     kinds = {"dave": "a symbolic link", "erin": "a symbolic link", "frank": "a named pipe"}
     for name in REFUSED:  # the course's page: why nothing was graded, and the score
         (html,) = [page.read_text() for page in term.students[name].feedback().values()]
         assert f"Your submission was refused: the submission in the exchange holds {kinds[name]}" in html, html
-        assert f"Your score for {A}: 0 / {FULL:g}." in html, html
+        assert f"Your score for {A}: 0 / {MAX:g}." in html, html
 
 
 def test_release_feedback_publishes_one_file_per_student_refused_or_graded(term):
@@ -401,7 +402,7 @@ def test_export_lists_every_student_with_the_recorded_timestamp(term):
     rows = exported(term)
     assert set(rows) == set(term.students)
     for name, row in rows.items():
-        assert float(row["max_score"]) == FULL
+        assert float(row["max_score"]) == MAX
         if name in REFUSED:
             assert row["timestamp"] == "" and float(row["score"]) == 0, row
         else:
@@ -513,8 +514,9 @@ def test_make_grade_prints_each_phase_and_the_summary(term):
     assert -1 not in where and where == sorted(where), dict(zip(PHASES, where))
     assert f"Grades for {A}: 7 submission(s)" in out
     lines = {line.split()[0]: line for line in out.splitlines() if line.split()[:1] in [[name] for name in ANSWERS]}
-    assert f"{FULL:g} / {FULL:g}  all passed" in lines["alice"] and f"0 / {FULL:g}" in lines["bob"]
-    assert all(f"0 / {FULL:g}  refused: the submission in the exchange holds" in lines[name] for name in REFUSED)
+    assert f"{FULL:g} / {MAX:g}  all passed; awaiting manual grading: " in lines["alice"]
+    assert f"0 / {MAX:g}" in lines["bob"]
+    assert all(f"0 / {MAX:g}  refused: the submission in the exchange holds" in lines[name] for name in REFUSED)
     assert "mean " in out and f"Grades:   {term.course / 'grades' / (A + '.csv')}" in out
 
 
@@ -532,10 +534,11 @@ def test_make_grade_prints_no_python_warning(term):
 def test_make_grade_csv_follows_the_notebooks_order_of_test_cells(term):
     source = notebooks.read(COURSE_ROOT / "solutions" / A / f"{A}.ipynb")
     order = [notebooks.cell_id(cell) for cell in source.cells if notebooks.is_test(cell)]
-    assert order != sorted(order)  # so that an alphabetical CSV would not pass
+    written = [notebooks.cell_id(cell) for cell in source.cells if notebooks.is_written(cell)]
+    assert order != sorted(order) and written  # so that an alphabetical CSV would not pass
     with (term.course / "grades" / f"{A}.csv").open() as f:
         rows = list(csv.reader(f))
-    assert rows[0] == ["student", "score", "max_score", *order, "note"]
+    assert rows[0] == ["student", "score", "max_score", *order, *written, "note"]
     assert [row[0] for row in rows[1:]] == sorted(ANSWERS)
 
 

@@ -101,7 +101,8 @@ def test_threads_that_share_the_generator_through_global_rng_finish():
 
 @pytest.mark.slow
 def test_without_the_lock_two_threads_hang():
-    assert not _churn("direct", seconds=4, timeout=20), (
+    # the hang is a race: on a quiet machine one run of a few seconds may miss it, so up to three runs look for it
+    assert any(not _churn("direct", seconds=4, timeout=20) for _ in range(3)), (
         "torch.get_rng_state no longer hangs beside global_rng.state here: the lock may no longer be needed"
     )
 

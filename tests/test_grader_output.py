@@ -701,7 +701,8 @@ def test_a_notebook_that_answers_nothing_says_so_in_the_csv_and_the_summary(misf
     assert run.returncode == 0, run.stderr[-3000:]
     rows = csv_rows(folder)
     tests = [gid for gid, _, _ in Source.load(A).tests]
-    assert list(rows["blank"]) == ["student", "score", "max_score", *tests, "note"]
+    written = ["explain_saturated_attention"]  # graded by hand: an answer left as released scores 0
+    assert list(rows["blank"]) == ["student", "score", "max_score", *tests, *written, "note"]
     assert rows["blank"]["score"] == "0.0" and all(rows["blank"][gid] == "0.0" for gid in tests)
     assert rows["blank"]["note"].startswith(f"nothing answered: {A}.ipynb is as released"), rows["blank"]
     line = summary_line(run, "blank")

@@ -56,7 +56,7 @@ from autograder.sandbox.process import UIDS, Limits, Sandbox, bwrap_available
 from tests import attacks
 from tests.buggy.ch02_scaled_dot_product import BUGS, TESTS
 from tests.support import broken_bwrap, host, unprivileged
-from tests.support.course import full_marks, item_points, points_by_test
+from tests.support.course import full_marks, item_points, max_points, points_by_test, written_points
 from tests.test_grader_output import task_attack
 
 pytestmark = pytest.mark.slow
@@ -407,7 +407,8 @@ def test_gradebook_and_submissions_are_untouched_by_attackers(graded):
     export = _nbgrader.run("export", "--to", "grades.csv", root=course, check=False, quiet=True)
     assert export.returncode == 0, export.stderr[-2000:]
     rows = (course / "grades.csv").read_text().splitlines()
-    assert any(",honest_reference," in row and row.endswith(f",{FULL},{FULL}") for row in rows), rows[:3]
+    # the written answer awaits the instructor: it counts in the maximum, not yet in the score
+    assert any(",honest_reference," in row and row.endswith(f",{FULL},{max_points(A)}") for row in rows), rows[:3]
 
 
 def test_same_submission_same_score():
@@ -467,9 +468,10 @@ def test_self_check_gives_the_instructors_verdicts_and_messages(graded):
     )
     assert run.returncode == 1, run.stderr[-2000:]
     report = Report.from_json(report_path(course, A, student, A).read_text())
-    assert f"Score: {results[student].score:g} / {results[student].max_score:g}" in run.stdout
+    checked = results[student].max_score - written_points(A)  # make check grades the tests, not the written answer
+    assert f"Score: {results[student].score:g} / {checked:g}" in run.stdout
     last = run.stdout.rstrip().splitlines()[-1]
-    assert last.startswith(f"Verdict: {results[student].score:g} / {results[student].max_score:g}; "), last
+    assert last.startswith(f"Verdict: {results[student].score:g} / {checked:g}; "), last
     for gid, test in report.tests.items():
         assert f"{'PASS' if test.passed else 'PART' if test.partial else 'FAIL'}  {gid}" in run.stdout
         for line in test.message.splitlines():

@@ -595,6 +595,7 @@ def summary(assignment: str, results: list[Result]) -> str:
         score = "not graded" if r.score is None else f"{r.score:g} / {r.max_score:g}"
         failed = "" if r.unanswered else ", ".join(r.failed)  # every test: the note says nothing was answered
         notes = ", ".join(filter(None, [failed, r.note])) or "all passed"
+        notes = "; ".join(filter(None, [notes, awaiting_note(r)]))
         notes = clean_text(notes, 1000).replace("\n", " ")
         lines.append(f"{clean_text(r.student, 80):<{width}}  {score:>11}  {notes}")
     graded = [r for r in results if r.score is not None]
@@ -847,7 +848,6 @@ def grade(
             *found.notes.get(student, []),
             *feedback_notes.get(student, []),
             unreleased,
-            awaiting_note(result),
         ]
         result.note = clean_text("; ".join(filter(None, [result.note, *extra])), 4000)
     write_csv(root / "grades" / f"{assignment}.csv", results, column_order(assignment, root))
@@ -866,13 +866,13 @@ def rewrite_csv(assignment: str, root: Path = COURSE_ROOT) -> list[Result]:
     results = collect(assignment, list(before), root)
     for result in results:
         row = before[result.student]
-        notes = [n for n in (row.get("note") or "").split("; ") if n and not n.startswith(AWAITING)]
+        notes = [n for n in (row.get("note") or "").split("; ") if n]
         if (row.get("score") or "") == "":  # not graded: the grader's failure, never a score
             result.score, result.tests, result.written = None, {}, {}
         elif any(n.startswith(("refused", "not graded")) for n in notes):
             result.score, result.tests, result.written = float(row["score"]), {}, {}
         result.unanswered = any(n.startswith("nothing answered") for n in notes)
-        result.note = clean_text("; ".join(filter(None, [*notes, awaiting_note(result)])), 4000)
+        result.note = clean_text("; ".join(notes), 4000)
     write_csv(path, results, column_order(assignment, root))
     return results
 
