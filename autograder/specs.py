@@ -359,9 +359,7 @@ def made(value) -> Literal:
 
 def as_spec(value) -> Spec:
     """Plain Python values (numbers, strings, None) become ``Literal(..., library="python")``."""
-    if isinstance(
-        value, (Random, RandomInts, RandomMask, PaddedTokens, Literal, Fixture, Group, AttentionPattern, RepeatedTokens)
-    ):
+    if isinstance(value, Spec):
         return value
     if value is None or isinstance(value, (bool, int, float, str)):
         return Literal(value, library="python")

@@ -346,12 +346,9 @@ def collect(assignment: str, students: list[str], root: Path = COURSE_ROOT) -> l
     return results
 
 
-AWAITING = "awaiting manual grading: "
-
-
 def awaiting_note(result: Result) -> str:
-    """The note on a submission whose written answers are not graded yet."""
-    return f"{AWAITING}{', '.join(result.awaiting)}" if result.awaiting else ""
+    """The summary's note on a submission whose written answers are not graded yet."""
+    return f"awaiting manual grading: {', '.join(result.awaiting)}" if result.awaiting else ""
 
 
 # ----------------------------------------------------------------------------- what nbgrader refused
@@ -551,12 +548,14 @@ def _score_line(assignment: str, result: Result) -> str:
     return f"Your score for {assignment}: {result.score:g} / {result.max_score:g}.{failed}"
 
 
-def test_order(assignment: str, root: Path = COURSE_ROOT) -> list[str]:
-    """The grade_ids of the assignment's test cells, in the notebooks' order."""
-    order = []
+def column_order(assignment: str, root: Path = COURSE_ROOT) -> list[str]:
+    """The CSV's columns of scores: the test cells', then the written answers', each in the notebooks' order."""
+    tests, written = [], []
     for name in notebook_names(assignment, root):
-        order += [gid for gid, _, _ in Source.load(assignment, name, root).tests]
-    return order
+        cells = notebooks.read(Path(root) / "solutions" / assignment / f"{name}.ipynb").cells
+        tests += [notebooks.cell_id(c) for c in cells if notebooks.is_test(c)]
+        written += [notebooks.cell_id(c) for c in cells if notebooks.is_written(c)]
+    return tests + written
 
 
 def write_csv(path: Path, results: list[Result], order: list[str] | None = None) -> None:
@@ -581,7 +580,7 @@ def write_csv(path: Path, results: list[Result], order: list[str] | None = None)
 
 
 def _cell(result: Result, name: str):
-    score = {**result.tests, **result.written}.get(name, ("", ""))[0]
+    score = (result.tests.get(name) or result.written.get(name) or ("", ""))[0]
     return "" if score is None else score
 
 
@@ -869,21 +868,12 @@ def rewrite_csv(assignment: str, root: Path = COURSE_ROOT) -> list[Result]:
         notes = [n for n in (row.get("note") or "").split("; ") if n]
         if (row.get("score") or "") == "":  # not graded: the grader's failure, never a score
             result.score, result.tests, result.written = None, {}, {}
-        elif any(n.startswith(("refused", "not graded")) for n in notes):
+        elif any(n.startswith("refused") for n in notes):
             result.score, result.tests, result.written = float(row["score"]), {}, {}
         result.unanswered = any(n.startswith("nothing answered") for n in notes)
         result.note = clean_text("; ".join(notes), 4000)
     write_csv(path, results, column_order(assignment, root))
     return results
-
-
-def column_order(assignment: str, root: Path = COURSE_ROOT) -> list[str]:
-    """The CSV's columns of scores: the test cells', then the written answers', each in the notebooks' order."""
-    written = []
-    for name in notebook_names(assignment, root):
-        nb = notebooks.read(Path(root) / "solutions" / assignment / f"{name}.ipynb")
-        written += [notebooks.cell_id(c) for c in nb.cells if notebooks.is_written(c)]
-    return test_order(assignment, root) + written
 
 
 def _unanswered_note(notebook: str) -> str:
