@@ -23,6 +23,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from attention_course.rope import ScaledRotary
 from attention_course.solutions.ch03_multi_head import MultiHeadAttention, merge_heads, split_heads
 from attention_course.solutions.ch04_masking import causal_mask, masked_softmax
 from attention_course.solutions.ch05_positional_encoding import PositionalEncoding, apply_rotary
@@ -31,6 +32,7 @@ from attention_course.solutions.ch07_efficient_attention import (
     GroupedQueryAttention,
     RotaryGroupedQueryAttention,
     repeat_kv,
+    sliding_window_mask,
 )
 
 
@@ -243,25 +245,47 @@ class FusedGroupedQueryAttention(GroupedQueryAttention):
 
 class FusedRotaryGroupedQueryAttention(RotaryGroupedQueryAttention):
     """Chapter 7's rotary grouped-query attention through ``F.scaled_dot_product_attention``: the same
-    weights, the same cache (keys rotated at their positions), the same result."""
+    weights, the same cache (keys rotated at their positions), the same result. With ``rotary`` (a
+    :class:`~attention_course.rope.ScaledRotary`) the pairs turn at a long-context checkpoint's scaled
+    frequencies instead of ``base``'s."""
+
+    def __init__(self, *args, rotary=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.rotary = rotary
+
+    def rotate(self, heads, positions):
+        return apply_rotary(heads, positions, self.base) if self.rotary is None else self.rotary(heads, positions)
 
     def forward(self, x, mask=None, cache=None):
         past = 0 if cache is None else cache[0].size(2)
         positions = torch.arange(past, past + x.size(1), device=x.device)
         # The queries' and the keys' heads rotated together: one call of apply_rotary instead of two.
         heads = torch.cat([split_heads(self.W_q(x), self.num_heads), split_heads(self.W_k(x), self.num_kv_heads)], 1)
-        q, k = apply_rotary(heads, positions, self.base).split([self.num_heads, self.num_kv_heads], dim=1)
+        q, k = self.rotate(heads, positions).split([self.num_heads, self.num_kv_heads], dim=1)
         v = split_heads(self.W_v(x), self.num_kv_heads)
         return _attend_fused(self, q, k, v, mask, cache)
 
 
-def self_attention(d_model, num_heads, num_kv_heads, bias, fused, rotary_base=None) -> nn.Module:
-    """Chapter 7's grouped-query attention with a key/value cache; rotary where ``rotary_base`` is given."""
+def self_attention(
+    d_model, num_heads, num_kv_heads, bias, fused, rotary_base=None, rotary=None, qkv_bias=False
+) -> nn.Module:
+    """Chapter 7's grouped-query attention with a key/value cache; rotary where ``rotary_base`` is given, at
+    ``rotary``'s scaled frequencies where that is given (fused only). ``qkv_bias`` gives the query, key and
+    value projections biases where ``bias`` gives none (Qwen2's layout)."""
     if rotary_base is None:
         attention = FusedGroupedQueryAttention if fused else GroupedQueryAttention
-        return attention(d_model, num_heads, num_kv_heads, bias=bias)
-    attention = FusedRotaryGroupedQueryAttention if fused else RotaryGroupedQueryAttention
-    return attention(d_model, num_heads, num_kv_heads, bias=bias, base=rotary_base)
+        layer = attention(d_model, num_heads, num_kv_heads, bias=bias or qkv_bias)
+    elif fused:
+        layer = FusedRotaryGroupedQueryAttention(
+            d_model, num_heads, num_kv_heads, bias=bias or qkv_bias, base=rotary_base, rotary=rotary
+        )
+    elif rotary is None:
+        layer = RotaryGroupedQueryAttention(d_model, num_heads, num_kv_heads, bias=bias or qkv_bias, base=rotary_base)
+    else:
+        raise ValueError("scaled rotary frequencies (rotary_scaling) need fused=True")
+    if qkv_bias and not bias:
+        layer.W_o.register_parameter("bias", None)  # biases on the query, key and value projections only
+    return layer
 
 
 class DecoderOnlyLayer(EncoderLayer):
@@ -285,12 +309,14 @@ class DecoderOnlyLayer(EncoderLayer):
         *,
         bias=True,
         rotary_base=None,
+        rotary=None,
+        qkv_bias=False,
         norm="layer",
         norm_eps=1e-5,
         feed_forward_kind="relu",
     ):
         super().__init__(d_model, num_heads, d_ff, dropout, norm_first)
-        self.self_attn = self_attention(d_model, num_heads, num_kv_heads, bias, fused, rotary_base)
+        self.self_attn = self_attention(d_model, num_heads, num_kv_heads, bias, fused, rotary_base, rotary, qkv_bias)
         if feed_forward_kind != "relu":
             self.ff = feed_forward(feed_forward_kind, d_model, d_ff, dropout, bias)
         if (norm, norm_eps) != ("layer", 1e-5):
@@ -319,12 +345,17 @@ class DecoderOnly(nn.Module):
 
     - ``positions``: ``"sinusoidal"`` (chapter 5's, added to embeddings scaled by sqrt(d_model)),
       ``"learned"`` (GPT-2) or ``"rotary"`` (the Llama family: chapter 7's rotary attention, with
-      ``rotary_base``);
+      ``rotary_base``, and ``rotary_scaling``: a long-context checkpoint's ``rope_scaling`` settings,
+      :mod:`attention_course.rope`);
+    - ``sliding_window``: ``None``, a window (chapter 7's ``sliding_window_mask``) for every layer (Mistral),
+      or one window or ``None`` per layer (Qwen2); the cache keeps every position, and the mask hides
+      those that have left a layer's window;
     - ``norm``: ``"layer"`` or ``"rms"`` (the Llama family), with ``norm_eps``;
     - ``feed_forward``: ``"relu"`` (chapter 6's), ``"gelu"`` (GPT-2: tanh-approximated), ``"gelu_exact"``
       or ``"swiglu"`` (the Llama family);
-    - ``bias``: whether the attention's projections (and a SwiGLU's) have biases; ``output_bias``, the
-      output layer's.
+    - ``bias``: whether the attention's projections (and a SwiGLU's) have biases; ``qkv_bias``, whether
+      the query, key and value projections have them all the same (Qwen2); ``output_bias``, the output
+      layer's.
     """
 
     def __init__(
@@ -346,7 +377,10 @@ class DecoderOnly(nn.Module):
         norm: str = "layer",
         norm_eps: float = 1e-5,
         feed_forward: str = "relu",
+        rotary_scaling: dict | None = None,
+        sliding_window: int | list[int | None] | None = None,
         bias: bool = True,
+        qkv_bias: bool = False,
         output_bias: bool = True,
     ):
         super().__init__()
@@ -354,9 +388,17 @@ class DecoderOnly(nn.Module):
             raise ValueError(f"positions must be one of {', '.join(EMBEDDINGS)}, got {positions!r}")
         self.embed = EMBEDDINGS[positions](vocab_size, d_model, max_len, dropout)
         kv_heads = num_heads if num_kv_heads is None else num_kv_heads
+        self.windows = sliding_window if isinstance(sliding_window, list) else [sliding_window] * num_layers
+        if len(self.windows) != num_layers:
+            raise ValueError(f"sliding_window has {len(self.windows)} entries for num_layers={num_layers}")
+        rotary = None
+        if rotary_scaling is not None and positions == "rotary":
+            rotary = ScaledRotary(d_model // num_heads, {**rotary_scaling, "rope_theta": rotary_base}, max_len)
         options = {
             "bias": bias,
+            "qkv_bias": qkv_bias,
             "rotary_base": rotary_base if positions == "rotary" else None,
+            "rotary": rotary,
             "norm": norm,
             "norm_eps": norm_eps,
             "feed_forward_kind": feed_forward,
@@ -397,13 +439,12 @@ class DecoderOnly(nn.Module):
         if past + length > self.max_len:
             raise ValueError(f"{past} cached and {length} new positions are more than max_len={self.max_len}")
         x = self.embed(ids, start=past)
-        # The new positions' rows of the look-ahead mask over all past + length positions; a single new
-        # position may see every position so far, and needs no mask.
-        if mask is None and length > 1:
-            mask = causal_mask(past + length, device=ids.device)[past:]
+        masks = {}
         new_cache = []
-        for i, layer in enumerate(self.layers):
-            x, layer_cache = layer(x, mask, None if cache is None else cache[i])
+        for i, (layer, window) in enumerate(zip(self.layers, self.windows)):
+            if mask is None and window not in masks:
+                masks[window] = look_ahead(past, length, window, ids.device)
+            x, layer_cache = layer(x, masks[window] if mask is None else mask, None if cache is None else cache[i])
             new_cache.append(layer_cache)
         return self.norm(x), new_cache
 
@@ -443,6 +484,16 @@ class DecoderOnly(nn.Module):
         return ids
 
 
+def look_ahead(past: int, length: int, window: int | None, device) -> torch.Tensor | None:
+    """The rows of the new positions ``past`` to ``past + length - 1`` of the look-ahead mask over all
+    ``past + length`` positions, within ``window`` where it is given; None where the mask would hide
+    nothing (a single new position that may see every position so far)."""
+    size = past + length
+    if window is not None and window < size:
+        return sliding_window_mask(size, window, device=device)[past:]
+    return causal_mask(size, device=device)[past:] if length > 1 else None
+
+
 @torch.no_grad()
 def attention_weights(model: DecoderOnly, ids) -> list[torch.Tensor]:
     """The attention weights of every layer of ``model`` on ``ids`` (B, L): for each layer, (B, H, L, L), what
@@ -457,12 +508,14 @@ def attention_weights(model: DecoderOnly, ids) -> list[torch.Tensor]:
     finally:
         for hook in hooks:
             hook.remove()
-    positions, mask = torch.arange(ids.size(1), device=ids.device), causal_mask(ids.size(1), device=ids.device)
+    positions = torch.arange(ids.size(1), device=ids.device)
     weights = []
-    for layer, x in zip(model.layers, inputs):
-        attention = layer.self_attn
+    for layer, x, window in zip(model.layers, inputs, model.windows):
+        attention, mask = layer.self_attn, look_ahead(0, ids.size(1), window, ids.device)
         q, k = split_heads(attention.W_q(x), attention.num_heads), split_heads(attention.W_k(x), attention.num_kv_heads)
-        if isinstance(attention, RotaryGroupedQueryAttention):
+        if isinstance(attention, FusedRotaryGroupedQueryAttention):
+            q, k = attention.rotate(q, positions), attention.rotate(k, positions)
+        elif isinstance(attention, RotaryGroupedQueryAttention):
             q, k = apply_rotary(q, positions, attention.base), apply_rotary(k, positions, attention.base)
         k = repeat_kv(k, attention.num_heads // attention.num_kv_heads)
         weights.append(masked_softmax(q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)), mask))

@@ -1,9 +1,10 @@
 """Published checkpoints in the course's layers (attention_course.pretrained), proven offline.
 
-Each test builds a randomly initialised ``transformers`` model of the GPT-2 or the Llama family from a tiny
-config, writes it with ``save_pretrained`` and loads it with the course's ``from_pretrained``: the logits
-must equal ``transformers``' within 1e-4 in float32, and greedy generation with the course's key/value
-cache, and without it, must choose the tokens that ``transformers``' ``generate`` chooses. The weights are
+Each test builds a randomly initialised ``transformers`` model of the GPT-2, Llama (with Llama 3.1's, YaRN's
+and linear rotary scaling), Mistral or Qwen2 family from a tiny config, writes it with ``save_pretrained``
+and loads it with the course's ``from_pretrained``: the logits must equal ``transformers``' within 1e-4 in
+float32, and greedy generation with the course's key/value cache, and without it, must choose the tokens
+that ``transformers``' ``generate`` chooses. The weights are
 drawn larger than ``transformers``' initialisation, so that the attention's scores, and so the rotary
 layout, matter to the logits. Nothing reaches a network.
 """
@@ -21,6 +22,7 @@ import transformers  # its models are imported on first use, by the tests that b
 from safetensors.torch import load_file, save_file
 
 from attention_course import generate, pretrained
+from attention_course.layouts import interleave_rotary_rows
 from attention_course.model import (
     RotaryGroupedQueryAttention,
     SwiGLU,
@@ -29,7 +31,7 @@ from attention_course.model import (
     repeat_kv,
     split_heads,
 )
-from attention_course.pretrained import CheckpointError, DownloadError, from_pretrained, interleave_rotary_rows
+from attention_course.pretrained import CheckpointError, DownloadError, from_pretrained
 from attention_course.tokenization import train_bpe
 
 VOCAB = 61
@@ -68,6 +70,80 @@ LLAMA_CONFIGS = {
         "mlp_bias": True,
         "rope_theta": 500000.0,
     },
+    # Scaled rotary frequencies, with an original context of 16 positions so that every pair of a head of 8
+    # features is scaled (its wavelengths are 6, 63, 628 and 6283 positions).
+    "llama3-scaled": {
+        "hidden_size": 32,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "intermediate_size": 48,
+        "tie_word_embeddings": True,
+        "rope_parameters": {
+            "rope_type": "llama3",
+            "rope_theta": 10000.0,
+            "factor": 4.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 16,
+        },
+    },
+    "yarn-scaled": {
+        "hidden_size": 32,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 4,
+        "intermediate_size": 48,
+        "rope_parameters": {
+            "rope_type": "yarn",
+            "rope_theta": 10000.0,
+            "factor": 4.0,
+            "original_max_position_embeddings": 16,
+        },
+    },
+    "linear-scaled": {
+        "hidden_size": 24,
+        "num_attention_heads": 3,
+        "num_key_value_heads": 1,
+        "intermediate_size": 40,
+        "rope_parameters": {"rope_type": "linear", "rope_theta": 10000.0, "factor": 2.0},
+    },
+}
+# Other families of the Llama layout: (config class, model class, settings).
+OTHER_CONFIGS = {
+    "mistral-window": (
+        "MistralConfig",
+        "MistralForCausalLM",
+        {
+            "hidden_size": 32,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "intermediate_size": 48,
+            "sliding_window": 4,
+        },
+    ),
+    "qwen2-biases-window": (
+        "Qwen2Config",
+        "Qwen2ForCausalLM",
+        {
+            "hidden_size": 32,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "intermediate_size": 48,
+            "use_sliding_window": True,
+            "sliding_window": 3,
+            "max_window_layers": 1,  # layer 0 attends to every position, layer 1 within 3
+        },
+    ),
+    "qwen2-tied": (
+        "Qwen2Config",
+        "Qwen2ForCausalLM",
+        {
+            "hidden_size": 24,
+            "num_attention_heads": 2,
+            "num_key_value_heads": 1,
+            "intermediate_size": 40,
+            "tie_word_embeddings": True,
+        },
+    ),
 }
 
 
@@ -82,23 +158,26 @@ def randomised(model: torch.nn.Module, seed: int) -> torch.nn.Module:
     return model.eval()
 
 
-def build(name: str, folder, seed: int = 0, **save):
-    """A random ``transformers`` model of the named tiny config, saved into ``folder``."""
+def build(name: str, folder, seed: int = 0, vocab: int = VOCAB, **save):
+    """A random ``transformers`` model of the named tiny config and ``vocab`` tokens, saved into ``folder``."""
     torch.manual_seed(seed)
     if name in GPT2_CONFIGS:
-        config = transformers.GPT2Config(vocab_size=VOCAB, bos_token_id=None, eos_token_id=None, **GPT2_CONFIGS[name])
+        config = transformers.GPT2Config(vocab_size=vocab, bos_token_id=None, eos_token_id=None, **GPT2_CONFIGS[name])
         model = transformers.GPT2LMHeadModel(config)
     else:
-        config = transformers.LlamaConfig(
-            vocab_size=VOCAB,
+        config_class, model_class, settings = OTHER_CONFIGS.get(
+            name, ("LlamaConfig", "LlamaForCausalLM", LLAMA_CONFIGS.get(name))
+        )
+        config = getattr(transformers, config_class)(
+            vocab_size=vocab,
             num_hidden_layers=2,
             max_position_embeddings=64,
             bos_token_id=None,
             eos_token_id=None,
             pad_token_id=None,
-            **LLAMA_CONFIGS[name],
+            **settings,
         )
-        model = transformers.LlamaForCausalLM(config)
+        model = getattr(transformers, model_class)(config)
     model = randomised(model, seed)
     model.save_pretrained(folder, **save)
     return model
@@ -110,14 +189,16 @@ def greedy(model, ids: torch.Tensor, n: int) -> torch.Tensor:
         return model.generate(ids, attention_mask=torch.ones_like(ids), generation_config=config)
 
 
-@pytest.mark.parametrize("name", [*GPT2_CONFIGS, *LLAMA_CONFIGS])
+@pytest.mark.parametrize("name", [*GPT2_CONFIGS, *LLAMA_CONFIGS, *OTHER_CONFIGS])
 def test_logits_and_greedy_generation_equal_transformers(name, tmp_path):
+    """Logits on 3 sequences of 11 tokens, and 12 greedy tokens after 5: past the original context of the
+    scaled families' frequencies (16), and past the sliding windows (3 and 4 positions)."""
     theirs = build(name, tmp_path)
     ours = from_pretrained(tmp_path)
-    ids = torch.randint(VOCAB, (3, 11), generator=torch.Generator().manual_seed(1))
+    ids = torch.randint(VOCAB, (3, 20), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         want, got = theirs(ids).logits, ours(ids)
-    assert got.shape == want.shape == (3, 11, VOCAB)
+    assert got.shape == want.shape == (3, 20, VOCAB)
     assert (got - want).abs().max().item() < 1e-4
     assert want.std() > 1.0  # logits far from uniform: the test can tell a wrong layer from a right one
     expected = greedy(theirs, ids[:, :5], 12)
@@ -236,8 +317,20 @@ def test_a_tensor_with_no_place_in_the_model_is_refused(tmp_path):
     "changes, message",
     [
         (
+            {"rope_parameters": {"rope_type": "dynamic", "rope_theta": 500000.0, "factor": 8.0}},
+            "rotary scaling.*rope_type 'dynamic' is not one the course computes",
+        ),
+        (
+            {"rope_parameters": {"rope_type": "longrope", "rope_theta": 500000.0}},
+            "rope_type 'longrope' is not one",
+        ),
+        (
             {"rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0}},
-            "rotary scaling of type 'llama3'",
+            "rotary scaling.*'low_freq_factor'",
+        ),
+        (
+            {"rope_parameters": {"rope_type": "default", "rope_theta": 1e4, "partial_rotary_factor": 0.5}},
+            "partial_rotary_factor=0.5",
         ),
         ({"hidden_act": "gelu"}, "hidden_act is 'gelu'"),
         ({"head_dim": 16}, "head_dim is 16"),
@@ -249,6 +342,75 @@ def test_llama_settings_the_course_cannot_compute_are_refused(changes, message, 
     edit_config(tmp_path, **changes)
     with pytest.raises(CheckpointError, match=message):
         from_pretrained(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "name, change",
+    [
+        ("llama3-scaled", {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}}),
+        ("yarn-scaled", {"rope_parameters": {"rope_type": "linear", "rope_theta": 10000.0, "factor": 4.0}}),
+        ("mistral-window", {"sliding_window": None}),
+        ("qwen2-biases-window", {"use_sliding_window": False}),
+    ],
+)
+def test_the_scaling_and_the_windows_change_the_logits(name, change, tmp_path):
+    """The settings the new families add are applied: with the scaling or the window taken away from the
+    config, the same weights give other logits at the later positions (and the same at the first ones)."""
+    build(name, tmp_path)
+    ids = torch.randint(VOCAB, (2, 24), generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        scaled = from_pretrained(tmp_path)(ids)
+        edit_config(tmp_path, **change)
+        plain = from_pretrained(tmp_path)(ids)
+    assert (scaled - plain)[:, 16:].abs().max().item() > 1e-2
+    if "window" in name:  # the windows hide nothing from the first positions
+        assert (scaled - plain)[:, :3].abs().max().item() < 1e-5
+
+
+def test_the_scaled_frequencies_equal_transformers():
+    """The course's inverse frequencies and attention factor, for each scaling, against transformers' own."""
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    from attention_course.rope import inverse_frequencies, rope_parameters
+
+    cases = [
+        {
+            "rope_type": "llama3",
+            "factor": 32.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 8192,
+            "rope_theta": 500000.0,
+        },
+        {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768, "rope_theta": 1e6},
+        {
+            "rope_type": "yarn",
+            "factor": 40.0,
+            "original_max_position_embeddings": 4096,
+            "rope_theta": 10000.0,
+            "beta_fast": 32,
+            "beta_slow": 1,
+            "mscale": 1.0,
+            "mscale_all_dim": 0.707,
+        },
+        {
+            "rope_type": "yarn",
+            "factor": 8.0,
+            "original_max_position_embeddings": 2048,
+            "rope_theta": 10000.0,
+            "truncate": False,
+            "attention_factor": 1.3,
+        },
+        {"rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0},
+    ]
+    for rope in cases:
+        config = transformers.LlamaConfig(
+            hidden_size=512, num_attention_heads=4, max_position_embeddings=131072, rope_parameters=dict(rope)
+        )
+        want, want_factor = ROPE_INIT_FUNCTIONS[rope["rope_type"]](config, "cpu")
+        got, factor = inverse_frequencies(128, rope_parameters(config.to_dict()), 131072)
+        torch.testing.assert_close(got, want, rtol=1e-6, atol=0)
+        assert factor == pytest.approx(want_factor, rel=1e-9), rope
 
 
 def test_a_folder_without_weights_or_config_says_what_is_missing(tmp_path):
@@ -287,7 +449,7 @@ def test_a_local_folder_is_read_without_the_hub(tmp_path, monkeypatch):
     from_pretrained(str(tmp_path))
 
 
-@pytest.mark.parametrize("name", ["gpt2-tied", "llama-gqa-untied"])
+@pytest.mark.parametrize("name", ["gpt2-tied", "llama-gqa-untied", "yarn-scaled", "qwen2-biases-window"])
 def test_attention_weights_are_what_each_layer_attends_with(name, tmp_path):
     """The weights that attention_weights recomputes give back each layer's attention output: with the values
     and W_o of the layer, they make what the (fused) attention returned."""
@@ -337,25 +499,31 @@ def test_the_tensor_map_names_every_checkpoint_tensor_once(tmp_path):
     assert how["layers.0.self_attn.W_v.weight"] == "as it is"
 
 
+def test_qwen2_biases_its_query_key_and_value_projections_only(tmp_path):
+    build("qwen2-tied", tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    biased = {name for _, _, name, _ in pretrained.tensor_map(config) if name.endswith(".bias")}
+    assert biased == {f"layers.{i}.self_attn.W_{p}.bias" for i in range(2) for p in "qkv"}
+    model = from_pretrained(tmp_path)
+    assert model.layers[0].self_attn.W_o.bias is None and model.layers[0].ff.up.bias is None
+    edit_config(tmp_path, attention_bias=True)
+    with pytest.raises(CheckpointError, match="sets attention_bias; Qwen2 biases its q, k and v projections only"):
+        from_pretrained(tmp_path)
+
+
 # --------------------------------------------------------------------------- make generate
 
 
 def checkpoint_with_tokenizer(folder, family: str = "llama-gqa-untied"):
     """A tiny random checkpoint of 300 tokens, with a byte-level BPE tokenizer of 300 tokens beside it."""
-    torch.manual_seed(0)
-    if family.startswith("gpt2"):
-        config = transformers.GPT2Config(vocab_size=300, bos_token_id=None, eos_token_id=None, **GPT2_CONFIGS[family])
-        model = transformers.GPT2LMHeadModel(config)
-    else:
-        sizes = {"num_hidden_layers": 2, "max_position_embeddings": 64, **LLAMA_CONFIGS[family]}
-        config = transformers.LlamaConfig(vocab_size=300, bos_token_id=None, eos_token_id=None, **sizes)
-        model = transformers.LlamaForCausalLM(config)
-    randomised(model, 0).save_pretrained(folder)
+    build(family, folder, vocab=300)
     text = "Attention is all you need. " * 50 + "The key/value cache keeps the keys."
     train_bpe(text, 300).save(str(folder / "tokenizer.json"))
 
 
-@pytest.mark.parametrize("family", ["gpt2-tied", "llama-gqa-untied"])
+@pytest.mark.parametrize(
+    "family", ["gpt2-tied", "llama-gqa-untied", "llama3-scaled", "mistral-window", "qwen2-biases-window"]
+)
 def test_make_generate_prints_the_continuation_and_three_timings_that_agree(family, tmp_path, capsys):
     checkpoint_with_tokenizer(tmp_path, family)
     result = generate.main(["--model", str(tmp_path), "--prompt", "Attention is", "--tokens", "8", "--rounds", "1"])

@@ -12,6 +12,7 @@ TESTS = {
     "sinusoidal_positional_encoding": ["test_sinusoidal_values", "test_sinusoidal_long", "test_sinusoidal_error"],
     "PositionalEncoding": ["test_positional_encoding", "test_positional_encoding_error"],
     "apply_rotary": ["test_rotary_values", "test_rotary_options"],
+    "llama3_inverse_frequencies": ["test_llama3_values", "test_llama3_settings", "test_llama3_error"],
     "wavelength": ["test_wavelength"],
     "effect": ["test_effect"],
 }
@@ -53,6 +54,12 @@ def encoding(why, cause, *replacements, name):
 def rotary(why, cause, *replacements, name):
     return Bug(name, "apply_rotary", variant(A, "apply_rotary", *replacements), why, cause)
 
+
+def llama3(why, cause, *replacements, name):
+    return Bug(name, "llama3_inverse_frequencies", variant(A, "llama3_inverse_frequencies", *replacements), why, cause)
+
+
+BLEND = "(1 - blend) * inverse / factor + blend * inverse"
 
 BUGS = [
     # ------------------------------------------------------------------ sinusoidal_positional_encoding
@@ -276,6 +283,67 @@ BUGS = [
         "dtype of x (float16 here)",
         (".flatten(-2).to(x.dtype)", ".flatten(-2)"),
         name="rotary_upcasts_float16",
+    ),
+    # ------------------------------------------------------------------ llama3_inverse_frequencies
+    llama3(
+        "slows the fast pairs and keeps the slow ones",
+        "the bands are the wrong way round",
+        ("wavelength > context / low_freq_factor", "wavelength < context / high_freq_factor"),
+        ("torch.where(wavelength < context / high_freq_factor", "torch.where(wavelength > context / low_freq_factor"),
+        name="llama3_bands_swapped",
+    ),
+    llama3(
+        "weighs the blend's two ends the wrong way",
+        "the blend weighs the two ends the wrong way",
+        (BLEND, "blend * inverse / factor + (1 - blend) * inverse"),
+        name="llama3_blend_reversed",
+    ),
+    llama3(
+        "takes 1/ω for the wavelength",
+        "the wavelength is 2π/ω positions",
+        ("wavelength = 2 * math.pi / inverse", "wavelength = 1 / inverse"),
+        name="llama3_wavelength_without_two_pi",
+    ),
+    llama3(
+        "multiplies the slow pairs' frequencies by factor",
+        "divided by factor, not multiplied",
+        ("inverse / factor, blended", "inverse * factor, blended"),
+        (BLEND, "(1 - blend) * inverse * factor + blend * inverse"),
+        name="llama3_multiplied_by_factor",
+    ),
+    llama3(
+        "base^(-i/d) for pair i",
+        "the exponent of pair i is 2i/head_dim",
+        ("torch.arange(0, head_dim, 2, dtype=torch.float32)", "torch.arange(head_dim // 2, dtype=torch.float32)"),
+        name="llama3_exponent_i_over_d",
+    ),
+    llama3(
+        "s = (λ/L - low) / (high - low)",
+        "not λ over L",
+        ("(context / wavelength - low_freq_factor)", "(wavelength / context - low_freq_factor)"),
+        name="llama3_blend_weight_inverted",
+    ),
+    llama3(
+        "the base is always Llama 3's 500,000",
+        "use the base",
+        ("1.0 / base **", "1.0 / 500000.0 **"),
+        name="llama3_base_hard_coded",
+    ),
+    llama3(
+        "the long-wave band starts at the original context whatever low_freq_factor is",
+        "use the low_freq_factor you are given",
+        ("wavelength > context / low_freq_factor", "wavelength > context"),
+        name="llama3_ignores_low_freq_factor",
+    ),
+    llama3(
+        "no error for an odd head_dim",
+        "an odd head_dim must raise a ValueError",
+        (
+            'if head_dim % 2 != 0:\n        raise ValueError(f"head_dim must be even (rotary turns pairs), got '
+            'head_dim={head_dim}")\n    ',
+            "",
+        ),
+        name="llama3_odd_head_dim_accepted",
     ),
     # ------------------------------------------------------------------ wavelength
     Bug(

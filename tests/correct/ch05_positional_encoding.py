@@ -314,6 +314,98 @@ def wavelength(i, d_model, base=10000.0):
 """,
         "NumPy scalars",
     ),
+    # ------------------------------------------------------------------ llama3_inverse_frequencies
+    Answer(
+        "llama3_clamped_weight",
+        "llama3_inverse_frequencies",
+        """
+def llama3_inverse_frequencies(
+    head_dim, base=500000.0, factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
+    original_max_position_embeddings=8192,
+):
+    if head_dim % 2:
+        raise ValueError(f"head_dim={head_dim} is odd")
+    omega = 1.0 / base ** (torch.arange(0, head_dim, 2).float() / head_dim)
+    turns = original_max_position_embeddings * omega / (2 * math.pi)  # L / wavelength
+    s = ((turns - low_freq_factor) / (high_freq_factor - low_freq_factor)).clamp(0, 1)
+    return (1 - s) * omega / factor + s * omega
+""",
+        "one blend everywhere, its weight clamped to [0, 1] so that the two outer bands come out of it",
+    ),
+    Answer(
+        "llama3_loop",
+        "llama3_inverse_frequencies",
+        """
+def llama3_inverse_frequencies(head_dim, base=500000.0, factor=8.0, low_freq_factor=1.0,
+                               high_freq_factor=4.0, original_max_position_embeddings=8192):
+    if head_dim % 2 == 1:
+        raise ValueError("head_dim must be even")
+    old = original_max_position_embeddings
+    result = []
+    for omega in (1.0 / base ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)).tolist():
+        wave = 2 * math.pi / omega
+        if wave < old / high_freq_factor:
+            result.append(omega)
+        elif wave > old / low_freq_factor:
+            result.append(omega / factor)
+        else:
+            smooth = (old / wave - low_freq_factor) / (high_freq_factor - low_freq_factor)
+            result.append((1 - smooth) * omega / factor + smooth * omega)
+    return torch.tensor(result)
+""",
+        "a loop over the pairs in Python floats, one branch per band",
+    ),
+    Answer(
+        "llama3_numpy_float64",
+        "llama3_inverse_frequencies",
+        """
+import numpy as np
+
+
+def llama3_inverse_frequencies(head_dim, base=500000.0, factor=8.0, low_freq_factor=1.0,
+                               high_freq_factor=4.0, original_max_position_embeddings=8192):
+    if head_dim % 2 != 0:
+        raise ValueError(f"expected an even head_dim, got {head_dim}")
+    freqs = base ** -(np.arange(0, head_dim, 2) / head_dim)
+    wavelen = 2 * np.pi / freqs
+    low_wavelen = original_max_position_embeddings / low_freq_factor
+    high_wavelen = original_max_position_embeddings / high_freq_factor
+    smooth = (original_max_position_embeddings / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)
+    out = np.where(wavelen > low_wavelen, freqs / factor, (1 - smooth) * freqs / factor + smooth * freqs)
+    out = np.where(wavelen < high_wavelen, freqs, out)
+    return torch.from_numpy(out)
+""",
+        "NumPy in float64 throughout, returned as a float64 tensor",
+    ),
+    Answer(
+        "llama3_masks",
+        "llama3_inverse_frequencies",
+        """
+def llama3_inverse_frequencies(
+    head_dim,
+    base=500000.0,
+    factor=8.0,
+    low_freq_factor=1.0,
+    high_freq_factor=4.0,
+    original_max_position_embeddings=8192,
+):
+    if head_dim % 2:
+        raise ValueError(f"rotary needs an even head_dim, not {head_dim}")
+    inv_freq = 1.0 / (base ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim))
+    wavelen = 2 * math.pi / inv_freq
+    long_waves = wavelen > original_max_position_embeddings / low_freq_factor
+    short_waves = wavelen < original_max_position_embeddings / high_freq_factor
+    middle = ~(long_waves | short_waves)
+    new = inv_freq.clone()
+    new[long_waves] = inv_freq[long_waves] / factor
+    smooth = (original_max_position_embeddings / wavelen[middle] - low_freq_factor) / (
+        high_freq_factor - low_freq_factor
+    )
+    new[middle] = (1 - smooth) * inv_freq[middle] / factor + smooth * inv_freq[middle]
+    return new
+""",
+        "boolean masks of the three bands, each written into a copy",
+    ),
     # ------------------------------------------------------------------ effect
     Answer(
         "effect_keywords",
