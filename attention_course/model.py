@@ -81,13 +81,16 @@ class TokenEmbedding(nn.Module):
         nn.init.normal_(self.tokens.weight, std=d_model**-0.5)
         self.positions = PositionalEncoding(d_model, max_len, dropout)
 
-    def forward(self, ids, start: int = 0):
-        """The embeddings of ``ids`` (B, L) at positions ``start`` to ``start + L - 1``."""
+    def forward(self, ids, start=0):
+        """The embeddings of ``ids`` (B, L) at positions ``start`` to ``start + L - 1``, or at the positions
+        ``start`` (B, L) of each token (a left-padded batch's)."""
         length, table = ids.size(1), self.positions.pe
-        if start + length > table.size(0):
-            raise ValueError(f"positions up to {start + length - 1}; the encoding has max_len={table.size(0)}")
+        last = int(start.max()) if torch.is_tensor(start) else start + length - 1
+        if last >= table.size(0):
+            raise ValueError(f"positions up to {last}; the encoding has max_len={table.size(0)}")
         x = self.tokens(ids) * self.scale
-        return self.positions.dropout(x + table[start : start + length].to(x.dtype))
+        rows = table[start] if torch.is_tensor(start) else table[start : start + length]
+        return self.positions.dropout(x + rows.to(x.dtype))
 
 
 class LearnedEmbedding(nn.Module):
@@ -101,8 +104,8 @@ class LearnedEmbedding(nn.Module):
             nn.init.normal_(table.weight, std=0.02)  # GPT-2's initialisation
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, ids, start: int = 0):
-        positions = torch.arange(start, start + ids.size(1), device=ids.device)
+    def forward(self, ids, start=0):
+        positions = start if torch.is_tensor(start) else torch.arange(start, start + ids.size(1), device=ids.device)
         return self.dropout(self.tokens(ids) + self.positions(positions))
 
 
@@ -115,7 +118,7 @@ class TokenOnlyEmbedding(nn.Module):
         nn.init.normal_(self.tokens.weight, std=0.02)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, ids, start: int = 0):
+    def forward(self, ids, start=0):
         return self.dropout(self.tokens(ids))
 
 
@@ -256,9 +259,14 @@ class FusedRotaryGroupedQueryAttention(RotaryGroupedQueryAttention):
     def rotate(self, heads, positions):
         return apply_rotary(heads, positions, self.base) if self.rotary is None else self.rotary(heads, positions)
 
-    def forward(self, x, mask=None, cache=None):
-        past = 0 if cache is None else cache[0].size(2)
-        positions = torch.arange(past, past + x.size(1), device=x.device)
+    def forward(self, x, mask=None, cache=None, positions=None):
+        """As chapter 7's, with ``positions`` (B, L) the position of each new token where they are not those
+        after the cache (a left-padded batch's)."""
+        if positions is None:
+            past = 0 if cache is None else cache[0].size(2)
+            positions = torch.arange(past, past + x.size(1), device=x.device)
+        else:
+            positions = positions[:, None, :]  # (B, 1, L): the same for every head
         # The queries' and the keys' heads rotated together: one call of apply_rotary instead of two.
         heads = torch.cat([split_heads(self.W_q(x), self.num_heads), split_heads(self.W_k(x), self.num_kv_heads)], 1)
         q, k = self.rotate(heads, positions).split([self.num_heads, self.num_kv_heads], dim=1)
@@ -322,13 +330,19 @@ class DecoderOnlyLayer(EncoderLayer):
         if (norm, norm_eps) != ("layer", 1e-5):
             self.norm1, self.norm2 = norm_layer(norm, d_model, norm_eps), norm_layer(norm, d_model, norm_eps)
 
-    def forward(self, x, mask=None, cache=None):
-        """``(x, cache)``: the layer's output and its self-attention's keys and values of every position so far."""
+    def forward(self, x, mask=None, cache=None, positions=None):
+        """``(x, cache)``: the layer's output and its self-attention's keys and values of every position so far;
+        ``positions`` (B, L), where given, are the new tokens' positions for rotary attention."""
+        where = {}
+        if positions is not None and isinstance(self.self_attn, RotaryGroupedQueryAttention):
+            if not isinstance(self.self_attn, FusedRotaryGroupedQueryAttention):
+                raise ValueError("positions for rotary attention need fused=True")
+            where = {"positions": positions}
         if self.norm_first:
-            attended, cache = self.self_attn(self.norm1(x), mask, cache)
+            attended, cache = self.self_attn(self.norm1(x), mask, cache, **where)
             x = x + self.dropout1(attended)
             return x + self.dropout2(self.ff(self.norm2(x))), cache
-        attended, cache = self.self_attn(x, mask, cache)
+        attended, cache = self.self_attn(x, mask, cache, **where)
         x = self.norm1(x + self.dropout1(attended))
         return self.norm2(x + self.dropout2(self.ff(x))), cache
 
@@ -416,7 +430,7 @@ class DecoderOnly(nn.Module):
     def forward(self, ids, mask=None):
         return self.extend(ids, mask=mask)[0]
 
-    def extend(self, ids, cache=None, mask=None):
+    def extend(self, ids, cache=None, mask=None, positions=None):
         """``(logits, cache)`` for the positions ``ids`` (B, L) that follow those of ``cache``.
 
         ``cache`` is None (``ids`` start the sequence) or the cache an earlier call returned: for every
@@ -426,25 +440,28 @@ class DecoderOnly(nn.Module):
 
         ``mask`` (bool, broadcastable to ``(B, num_heads, L, L_past + L)``, True where a query may
         attend to a key) replaces the look-ahead mask: a prefix-LM's mask, or an encoder's, which
-        attends in both directions (:mod:`attention_course.families`).
+        attends in both directions (:mod:`attention_course.families`), or a left-padded batch's
+        (:mod:`attention_course.batching`); a layer's sliding window still applies. ``positions``
+        (B, L) give each new token's position where they are not ``L_past`` to ``L_past + L - 1``.
         """
-        hidden, cache = self.hidden_states(ids, cache, mask)
+        hidden, cache = self.hidden_states(ids, cache, mask, positions)
         return self.generator(hidden), cache
 
-    def hidden_states(self, ids, cache=None, mask=None):
+    def hidden_states(self, ids, cache=None, mask=None, positions=None):
         """``(hidden, cache)`` as :meth:`extend`, with the last layer's normalised outputs (B, L, d_model)
         in place of the logits: the output layer turns them into logits."""
         past = 0 if cache is None else cache[0][0].size(2)
         length = ids.size(1)
         if past + length > self.max_len:
             raise ValueError(f"{past} cached and {length} new positions are more than max_len={self.max_len}")
-        x = self.embed(ids, start=past)
+        x = self.embed(ids, start=past if positions is None else positions)
         masks = {}
         new_cache = []
         for i, (layer, window) in enumerate(zip(self.layers, self.windows)):
-            if mask is None and window not in masks:
-                masks[window] = look_ahead(past, length, window, ids.device)
-            x, layer_cache = layer(x, masks[window] if mask is None else mask, None if cache is None else cache[i])
+            if window not in masks:
+                masks[window] = look_ahead(past, length, window, ids.device, mask)
+            layer_cache = None if cache is None else cache[i]
+            x, layer_cache = layer(x, masks[window], layer_cache, positions)
             new_cache.append(layer_cache)
         return self.norm(x), new_cache
 
@@ -484,11 +501,17 @@ class DecoderOnly(nn.Module):
         return ids
 
 
-def look_ahead(past: int, length: int, window: int | None, device) -> torch.Tensor | None:
+def look_ahead(past: int, length: int, window: int | None, device, mask=None) -> torch.Tensor | None:
     """The rows of the new positions ``past`` to ``past + length - 1`` of the look-ahead mask over all
     ``past + length`` positions, within ``window`` where it is given; None where the mask would hide
-    nothing (a single new position that may see every position so far)."""
+    nothing (a single new position that may see every position so far). A ``mask`` given replaces the
+    look-ahead mask, and is only narrowed to the window."""
     size = past + length
+    if mask is not None:
+        if window is None or window >= size:
+            return mask
+        key, query = torch.arange(size, device=device), torch.arange(past, size, device=device)[:, None]
+        return mask & (key > query - window)
     if window is not None and window < size:
         return sliding_window_mask(size, window, device=device)[past:]
     return causal_mask(size, device=device)[past:] if length > 1 else None

@@ -111,7 +111,7 @@ class ScaledRotary:
                 inverse, factor = inverse_frequencies(self.head_dim, self.rope, self.max_position_embeddings)
             self._frequencies[x.device] = inverse.to(x.device), factor
         inverse, factor = self._frequencies[x.device]
-        angles = positions.to(torch.float32)[:, None] * inverse  # (L, d / 2)
+        angles = positions.to(torch.float32)[..., None] * inverse  # (..., L, d / 2)
         cos, sin = (angles.cos() * factor).to(x.dtype), (angles.sin() * factor).to(x.dtype)
         x0, x1 = x[..., 0::2], x[..., 1::2]
         return torch.stack([x0 * cos - x1 * sin, x0 * sin + x1 * cos], dim=-1).flatten(-2)

@@ -69,6 +69,45 @@ class ScriptedTranslator(torch.nn.Module):
         return bool((tgt_mask == lower).all())
 
 
+class ScriptedDraft(ScriptedTranslator):
+    """A draft model for :class:`ScriptedTranslator` (same ``vocab_size``, ``bos_id`` and ``eos_id``), for speculative
+    decoding: its most likely token is the translator's, except at every position t with (t + 1) % ``miss_every``
+    == 0, where it guesses the next word instead (``miss_every`` 0: never)."""
+
+    def __init__(self, vocab_size: int = 16, bos_id: int = 1, eos_id: int = 2, miss_every: int = 0):
+        super().__init__(vocab_size, bos_id, eos_id)
+        if miss_every < 0:
+            raise ValueError(f"miss_every must be 0 or more, got {miss_every}")
+        self.miss_every = miss_every
+        self.__wire_fixture__ = ("ScriptedDraft", (vocab_size, bos_id, eos_id, miss_every))
+
+    def decode(self, tgt_in, memory, tgt_mask=None, memory_mask=None):
+        logits = super().decode(tgt_in, memory, tgt_mask, memory_mask)
+        if not self.miss_every:
+            return logits
+        step = torch.arange(tgt_in.size(1), device=tgt_in.device)
+        missed = (step + 1) % self.miss_every == 0  # (T,)
+        wrong = 3 + (logits.argmax(dim=-1) - 3 + 1) % (self.vocab_size - 3)  # the next word in turn
+        guessed = torch.full_like(logits, -4.0).scatter_(-1, wrong[..., None], 4.0)
+        return torch.where(missed[None, :, None], guessed, logits)
+
+
+class CallLimitedTranslator(ScriptedTranslator):
+    """:class:`ScriptedTranslator` for ``calls`` calls of ``decode``; from the next call on, it predicts other
+    words. A decoder that calls it more often than its task needs (speculative decoding with a draft that
+    guesses right: one call per ``lookahead + 1`` tokens) writes other tokens than the reference."""
+
+    def __init__(self, vocab_size: int = 16, bos_id: int = 1, eos_id: int = 2, calls: int = 1):
+        super().__init__(vocab_size, bos_id, eos_id)
+        self.calls, self.made = calls, 0
+        self.__wire_fixture__ = ("CallLimitedTranslator", (vocab_size, bos_id, eos_id, calls))
+
+    def decode(self, tgt_in, memory, tgt_mask=None, memory_mask=None):
+        self.made += 1
+        logits = super().decode(tgt_in, memory, tgt_mask, memory_mask)
+        return logits if self.made <= self.calls else logits.roll(1, dims=-1)
+
+
 def attention_only(vocab_size: int, max_len: int, d_model: int, num_heads: int, num_layers: int, seed: int):
     """Chapter 10's attention-only model (:class:`attention_course.circuits.AttentionOnly`) with random weights
     drawn from ``seed``, in eval mode."""
@@ -91,6 +130,8 @@ def induction_by_hand(vocab_size: int, max_len: int, num_heads: int, seed: int):
 
 FIXTURES = {
     "ScriptedTranslator": ScriptedTranslator,
+    "ScriptedDraft": ScriptedDraft,
+    "CallLimitedTranslator": CallLimitedTranslator,
     "AttentionOnly": attention_only,
     "InductionByHand": induction_by_hand,
 }

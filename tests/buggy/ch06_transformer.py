@@ -15,6 +15,11 @@ TESTS = {
     "DecoderLayer": ["test_decoder_layer"],
     "Transformer": ["test_transformer_shapes", "test_transformer_causal", "test_transformer_padding"],
     "greedy_decode": ["test_greedy_decode"],
+    "temperature_probs": ["test_temperature_probs"],
+    "top_k_probs": ["test_top_k_probs"],
+    "top_p_probs": ["test_top_p_probs"],
+    "min_p_probs": ["test_min_p_probs"],
+    "speculative_decode": ["test_speculative_matches_greedy", "test_speculative_calls"],
     "encoder_layer_parameters": ["test_encoder_layer_parameters"],
     "cross_attention_weights_shape": ["test_cross_attention_weights_shape"],
     "decoded_positions": ["test_decoded_positions"],
@@ -36,7 +41,232 @@ ATTENTION = "attention = 4 * (d_model * d_model + d_model)"
 FEED_FORWARD = "feed_forward = d_model * d_ff + d_ff + d_ff * d_model + d_model"
 SHAPE = "(batch_size, num_heads, tgt_len, src_len)"
 
+TOP_K_RETURN = 'return torch.softmax(logits.masked_fill(logits < kth, float("-inf")), dim=-1)'
+MIN_P_KEEP = "kept = probs.masked_fill(probs < min_p * probs.amax(dim=-1, keepdim=True), 0.0)"
+SPEC_TOKEN = "token = chosen[:, j].masked_fill(done, eos_id)"
+
 BUGS = [
+    # ------------------------------------------------------------------ temperature_probs
+    Bug(
+        "temperature_multiplies",
+        "temperature_probs",
+        why="softmax(logits * T)",
+        cause="multiplied by the temperature",
+        code=variant("temperature_probs", ("logits / temperature", "logits * temperature")),
+    ),
+    Bug(
+        "temperature_zero_first_argmax",
+        "temperature_probs",
+        why="temperature 0 gives a one-hot of argmax, the first of tied tokens taking everything",
+        cause="tied for the largest logit must share",
+        code=variant(
+            "temperature_probs",
+            (
+                "top = logits == logits.amax(dim=-1, keepdim=True)",
+                "top = F.one_hot(logits.argmax(dim=-1), logits.size(-1)).bool()",
+            ),
+        ),
+    ),
+    Bug(
+        "temperature_softmax_dim0",
+        "temperature_probs",
+        why="the softmax over dim 0",
+        cause="must run over the vocabulary, the last one",
+        code=variant(
+            "temperature_probs",
+            ("torch.softmax(logits / temperature, dim=-1)", "torch.softmax(logits / temperature, dim=0)"),
+        ),
+    ),
+    Bug(
+        "temperature_negative_accepted",
+        "temperature_probs",
+        why="no error for a negative temperature",
+        cause="a negative temperature is a ValueError",
+        code=variant(
+            "temperature_probs",
+            (
+                'if temperature < 0:\n        raise ValueError(f"temperature must be 0 or more, got temperature={temperature}")\n    ',
+                "",
+            ),
+        ),
+    ),
+    # ------------------------------------------------------------------ top_k_probs
+    Bug(
+        "top_k_exactly_k_indices",
+        "top_k_probs",
+        why="keeps the k indices topk returns, dropping tokens tied with the k-th",
+        cause="a token tied with the k-th largest logit must be kept too",
+        code=variant(
+            "top_k_probs",
+            (
+                TOP_K_RETURN,
+                "keep = torch.zeros_like(logits, dtype=torch.bool).scatter(-1, logits.topk(k, dim=-1).indices, True)\n"
+                '    return torch.softmax(logits.masked_fill(~keep, float("-inf")), dim=-1)',
+            ),
+        ),
+    ),
+    Bug(
+        "top_k_not_renormalised",
+        "top_k_probs",
+        why="zeroes the other tokens' probabilities after the softmax, without renormalising",
+        cause="without renormalising",
+        code=variant(
+            "top_k_probs", (TOP_K_RETURN, "return torch.softmax(logits, dim=-1).masked_fill(logits < kth, 0.0)")
+        ),
+    ),
+    Bug(
+        "top_k_one_too_few",
+        "top_k_probs",
+        why="drops the logits at or below the k-th largest: k - 1 tokens kept (none for k = 1)",
+        cause="the k-th largest logit itself must be kept",
+        code=variant("top_k_probs", ("logits.masked_fill(logits < kth", "logits.masked_fill(logits <= kth")),
+    ),
+    Bug(
+        "top_k_larger_than_vocabulary_fails",
+        "top_k_probs",
+        why="topk(k) with k above the vocabulary size raises",
+        cause="a k larger than the vocabulary keeps every token",
+        code=variant("top_k_probs", ("    k = min(k, logits.size(-1))\n", "")),
+    ),
+    # ------------------------------------------------------------------ top_p_probs
+    Bug(
+        "top_p_drops_crossing_token",
+        "top_p_probs",
+        why="keeps tokens while the running total including them is below p",
+        cause="the token that brings the total to p or beyond must be kept",
+        code=variant(
+            "top_p_probs",
+            (
+                "needed = (before < p).sum(dim=-1, keepdim=True)",
+                "needed = (ordered.cumsum(dim=-1) < p).sum(dim=-1, keepdim=True).clamp(min=1)",
+            ),
+        ),
+    ),
+    Bug(
+        "top_p_ties_dropped",
+        "top_p_probs",
+        why="keeps exactly the sorted prefix, dropping a token tied with the last one kept",
+        cause="a token as likely as the last one taken must be kept too",
+        code=variant(
+            "top_p_probs",
+            (
+                "kept = probs.masked_fill(probs < threshold, 0.0)",
+                "order = probs.argsort(dim=-1, descending=True)\n"
+                "    inside = torch.arange(probs.size(-1), device=probs.device) < needed\n"
+                "    kept = torch.zeros_like(probs).scatter(-1, order, ordered * inside)",
+            ),
+        ),
+    ),
+    Bug(
+        "top_p_not_renormalised",
+        "top_p_probs",
+        why="returns the kept probabilities without renormalising",
+        cause="must be renormalised",
+        code=variant("top_p_probs", ("return kept / kept.sum(dim=-1, keepdim=True)", "return kept")),
+    ),
+    Bug(
+        "top_p_one_refused",
+        "top_p_probs",
+        why="p = 1 raises a ValueError",
+        cause="p = 1 keeps every token",
+        code=variant("top_p_probs", ("if not 0 < p <= 1:", "if not 0 < p < 1:")),
+    ),
+    # ------------------------------------------------------------------ min_p_probs
+    Bug(
+        "min_p_absolute_threshold",
+        "min_p_probs",
+        why="keeps the tokens whose probability is at least min_p",
+        cause="not min_p itself",
+        code=variant("min_p_probs", ("probs < min_p * probs.amax(dim=-1, keepdim=True)", "probs < min_p")),
+    ),
+    Bug(
+        "min_p_on_logits",
+        "min_p_probs",
+        why="compares the logits with min_p times the largest logit",
+        cause="compare probabilities, not logits",
+        code=variant(
+            "min_p_probs",
+            ("probs < min_p * probs.amax(dim=-1, keepdim=True)", "logits < min_p * logits.amax(dim=-1, keepdim=True)"),
+        ),
+    ),
+    Bug(
+        "min_p_not_renormalised",
+        "min_p_probs",
+        why="returns the kept probabilities without renormalising",
+        cause="must be renormalised",
+        code=variant("min_p_probs", ("return kept / kept.sum(dim=-1, keepdim=True)", "return kept")),
+    ),
+    Bug(
+        "min_p_strictly_above",
+        "min_p_probs",
+        why="keeps only tokens strictly above the threshold: min_p = 1 keeps nothing",
+        cause="at least, not strictly more",
+        code=variant("min_p_probs", (MIN_P_KEEP, MIN_P_KEEP.replace("probs < min_p", "probs <= min_p"))),
+    ),
+    # ------------------------------------------------------------------ speculative_decode
+    Bug(
+        "speculative_keeps_draft_token",
+        "speculative_decode",
+        why="at the first disagreement, appends the draft's guess instead of the model's token",
+        cause="the model's own token is the one to keep",
+        code=variant(
+            "speculative_decode",
+            (
+                "            new.append(token)\n",
+                "            new.append(guess[:, ys.size(1) + j] if ys.size(1) + j < guess.size(1) else token)\n",
+            ),
+        ),
+    ),
+    Bug(
+        "speculative_reads_one_late",
+        "speculative_decode",
+        why="reads the model's tokens from position ys.size(1) instead of ys.size(1) - 1",
+        cause="read one position late",
+        code=variant(
+            "speculative_decode",
+            ("chosen = logits[:, ys.size(1) - 1 :].argmax(dim=-1)", "chosen = logits[:, ys.size(1) :].argmax(dim=-1)"),
+        ),
+    ),
+    Bug(
+        "speculative_no_eos_fill",
+        "speculative_decode",
+        why="a finished sequence keeps the model's words after its eos_id",
+        cause="a finished sequence goes on with words",
+        code=variant("speculative_decode", (SPEC_TOKEN, "token = chosen[:, j]")),
+    ),
+    Bug(
+        "speculative_past_max_len",
+        "speculative_decode",
+        why="the draft always guesses lookahead tokens, so the output can pass max_len",
+        cause="the draft guesses past max_len",
+        code=variant(
+            "speculative_decode",
+            ("for _ in range(min(lookahead, max_len - (ys.size(1) - 1) - 1)):", "for _ in range(lookahead):"),
+        ),
+    ),
+    Bug(
+        "speculative_without_guesses",
+        "speculative_decode",
+        why="never uses the draft's guesses: one call of the model per token, greedy decoding in disguise",
+        cause="call model.decode once per round",
+        code=variant(
+            "speculative_decode",
+            ("for _ in range(min(lookahead, max_len - (ys.size(1) - 1) - 1)):", "for _ in range(0):"),
+        ),
+    ),
+    Bug(
+        "speculative_drops_bonus_token",
+        "speculative_decode",
+        why="when every guess is right, the model's own next token is thrown away: lookahead tokens per call",
+        cause="plus its own next token",
+        code=variant(
+            "speculative_decode",
+            (
+                "            " + SPEC_TOKEN + "\n",
+                "            if 0 < j == chosen.size(1) - 1:\n                break\n            " + SPEC_TOKEN + "\n",
+            ),
+        ),
+    ),
     # ------------------------------------------------------------------ FeedForward
     Bug(
         "ff_relu_after_linear2",

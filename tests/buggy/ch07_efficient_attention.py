@@ -24,6 +24,7 @@ TESTS = {
         "test_rotary_in_model",
         "test_rotary_errors",
     ],
+    "MultiHeadLatentAttention": ["test_mla_shapes", "test_mla_values", "test_mla_cache", "test_mla_errors"],
     "sliding_window_mask": ["test_sliding_window", "test_sliding_window_error"],
     "online_softmax_attention": ["test_online_values", "test_online_masks", "test_online_memory"],
     "kv_cache_bytes": ["test_kv_cache_bytes"],
@@ -50,6 +51,9 @@ ROTATE_Q = "q = apply_rotary(split_heads(self.W_q(x), self.num_heads), positions
 ROTATE_K = "k = apply_rotary(split_heads(self.W_k(x), self.num_kv_heads), positions, self.base)"
 SPLIT_K = "k = split_heads(self.W_k(x), self.num_kv_heads)"
 ROTARY_CLASS = "class RotaryGroupedQueryAttention(nn.Module):"
+MLA_SCALE = "math.sqrt(self.head_dim + self.rope_dim)"
+MLA_ROTATE_Q = "q_rope = apply_rotary(split_heads(self.W_qr(x), self.num_heads), positions, self.base)"
+MLA_ROTATE_K = "k_rope = apply_rotary(self.W_kr(x), positions, self.base)"
 
 
 def repeat(why, cause, *replacements, name):
@@ -64,6 +68,10 @@ def rotary(why, cause, *replacements, name):
     return Bug(
         name, "RotaryGroupedQueryAttention", variant(A, "RotaryGroupedQueryAttention", *replacements), why, cause
     )
+
+
+def latent(why, cause, *replacements, name):
+    return Bug(name, "MultiHeadLatentAttention", variant(A, "MultiHeadLatentAttention", *replacements), why, cause)
 
 
 def window(why, cause, *replacements, name):
@@ -481,5 +489,104 @@ def online_softmax_attention(q, k, v, block_size, mask=None):
             "evictable_positions",
             ("evictable = list(range(max(oldest_read, 0)))", "evictable = []"),
         ),
+    ),
+]
+
+# Multi-head latent attention (part 6): what students write for DeepSeek's attention.
+BUGS += [
+    # ------------------------------------------------------------------ MultiHeadLatentAttention
+    latent(
+        "divides the scores by sqrt(head_dim), forgetting the rotary features in each score",
+        "head_dim alone",
+        (MLA_SCALE, "math.sqrt(self.head_dim)"),
+        name="mla_scale_head_dim_only",
+    ),
+    latent(
+        "rotates the latent as if it were the keys: the rotation would stand between W_uk and the query",
+        "the latent is rotated",
+        ("c_kv = self.W_dkv(x)", "c_kv = apply_rotary(self.W_dkv(x), positions, self.base)"),
+        name="mla_latent_rotated",
+    ),
+    latent(
+        "rotates the non-rotary queries as well as the rotary ones",
+        "non-rotary queries are rotated too",
+        (
+            "q = split_heads(self.W_q(x), self.num_heads)",
+            "q = apply_rotary(split_heads(self.W_q(x), self.num_heads), positions, self.base)",
+        ),
+        name="mla_non_rotary_queries_rotated",
+    ),
+    latent(
+        "a rotary key per head, as in grouped-query attention, cached per head: W_kr has num_heads * rope_dim "
+        "outputs and the cache holds (B, H, L, rope_dim)",
+        "shared by all the heads",
+        (
+            "self.W_kr = nn.Linear(d_model, rope_dim, bias=False)",
+            "self.W_kr = nn.Linear(d_model, num_heads * rope_dim, bias=False)",
+        ),
+        (MLA_ROTATE_K, "k_rope = apply_rotary(split_heads(self.W_kr(x), self.num_heads), positions, self.base)"),
+        (
+            "k_rope = torch.cat([cache[1], k_rope], dim=1)  # (B, L_past + L, d_R)",
+            "k_rope = torch.cat([cache[1], k_rope], dim=2)",
+        ),
+        ("rope_scores = q_rope @ k_rope[:, None].transpose(-2, -1)", "rope_scores = q_rope @ k_rope.transpose(-2, -1)"),
+        name="mla_rotary_key_per_head",
+    ),
+    latent(
+        "caches every head's keys and values, as multi-head attention does, instead of the latent",
+        "every head's keys and values",
+        (
+            "return output, (c_kv, k_rope)",
+            "return output, (split_heads(self.W_uk(c_kv), self.num_heads), split_heads(self.W_uv(c_kv), self.num_heads))",
+        ),
+        name="mla_cache_holds_keys_and_values",
+    ),
+    latent(
+        "appends the new latents and rotary keys along the features, the habit of the (B, H, L, dh) caches",
+        "along the positions",
+        ("c_kv = torch.cat([cache[0], c_kv], dim=1)", "c_kv = torch.cat([cache[0], c_kv], dim=2)"),
+        ("k_rope = torch.cat([cache[1], k_rope], dim=1)", "k_rope = torch.cat([cache[1], k_rope], dim=2)"),
+        name="mla_cache_wrong_axis",
+    ),
+    latent(
+        "numbers the new positions from 0 whatever the cache holds",
+        "numbered from 0",
+        ("past = 0 if cache is None else cache[0].size(1)", "past = 0"),
+        name="mla_positions_from_zero",
+    ),
+    latent(
+        "absorbs W_uk reading its weight as (in_features, out_features): the transpose forgotten",
+        "without the transpose",
+        (
+            "W_uk = self.W_uk.weight.view(self.num_heads, self.head_dim, -1)",
+            "W_uk = self.W_uk.weight.reshape(-1, self.num_heads, self.head_dim).permute(1, 2, 0)",
+        ),
+        name="mla_absorb_without_transpose",
+    ),
+    latent(
+        "with absorb=True, scores against the latent only: the rotary part forgotten",
+        "rotary part of the scores is left out",
+        (
+            "scores = (q @ W_uk) @ latent.transpose(-2, -1) + rope_scores",
+            "scores = (q @ W_uk) @ latent.transpose(-2, -1)",
+        ),
+        name="mla_absorb_drops_rotary_scores",
+    ),
+    latent(
+        "pairs the rotary features as transformers' DeepSeek code does with rope_interleave=False",
+        "rotate half",
+        (
+            "class MultiHeadLatentAttention(nn.Module):",
+            "def rotate_halves(x, positions, base):\n"
+            "    half = x.size(-1) // 2\n"
+            "    angles = positions.float()[:, None] * base ** (-torch.arange(0, 2 * half, 2).float() / (2 * half))\n"
+            "    cos, sin = torch.cos(angles).to(x.dtype), torch.sin(angles).to(x.dtype)\n"
+            "    x0, x1 = x[..., :half], x[..., half:]\n"
+            "    return torch.cat([x0 * cos - x1 * sin, x0 * sin + x1 * cos], dim=-1)\n\n\n"
+            "class MultiHeadLatentAttention(nn.Module):",
+        ),
+        (MLA_ROTATE_Q, "q_rope = rotate_halves(split_heads(self.W_qr(x), self.num_heads), positions, self.base)"),
+        (MLA_ROTATE_K, "k_rope = rotate_halves(self.W_kr(x), positions, self.base)"),
+        name="mla_rotate_half",
     ),
 ]

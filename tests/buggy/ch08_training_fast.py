@@ -12,6 +12,14 @@ TESTS = {
     "flops_per_token": ["test_flops_training", "test_flops_forward"],
     "mfu": ["test_mfu", "test_mfu_errors"],
     "training_memory_bytes": ["test_memory", "test_memory_errors"],
+    "activation_memory_bytes": [
+        "test_activation_memory",
+        "test_activation_checkpointing",
+        "test_activation_memory_errors",
+    ],
+    "accumulation_steps": ["test_accumulation_steps", "test_accumulation_errors"],
+    "zero_memory_per_gpu": ["test_zero_memory", "test_zero_memory_errors"],
+    "compute_optimal": ["test_compute_optimal", "test_compute_optimal_errors"],
     "min_loss_scale": ["test_min_loss_scale"],
     "attention_share": ["test_attention_share"],
 }
@@ -22,6 +30,10 @@ MFU = "tokens_per_second * flops_per_token / peak_flops"
 PER_WEIGHT = "weight + gradient + 2 * moment"
 SMALLEST = "smallest = 2.0**-24"
 SHARE = "attention / (6 * n_params_non_embedding + attention)"
+CHECKPOINTED = "values = positions * d_model  # the layer's input"
+PER_MICRO_STEP = "micro_batch_size * seq_len * n_gpus"
+STAGES = "[0, optimiser, optimiser + gradients, optimiser + gradients + weights]"
+SQUARE = "(compute_flops / (6 * tokens_per_parameter)) ** 0.5"
 
 
 def bug(item, why, cause, *replacements, name):
@@ -212,5 +224,192 @@ BUGS = [
         "count both terms for training",
         ("attention = 12 * n_layers", "attention = 4 * n_layers"),
         name="share_forward_attention",
+    ),
+]
+
+BUGS += [
+    # ------------------------------------------------------------------ activation_memory_bytes
+    bug(
+        "activation_memory_bytes",
+        "leaves the attention weights out, as if the attention were fused",
+        "the softmax keeps its weights",
+        ("weights = num_heads * seq_len", "weights = 0"),
+        name="activations_no_attention_weights",
+    ),
+    bug(
+        "activation_memory_bytes",
+        "counts the scores besides the weights: two (B, H, L, L) tensors",
+        "the scores are not kept",
+        ("weights = num_heads * seq_len", "weights = 2 * num_heads * seq_len"),
+        name="activations_scores_and_weights",
+    ),
+    bug(
+        "activation_memory_bytes",
+        "counts the ReLU's input and its output",
+        "needs only its output",
+        ("feed_forward_block = 2 * d_model + d_ff", "feed_forward_block = 2 * d_model + 2 * d_ff"),
+        name="activations_relu_input_and_output",
+    ),
+    bug(
+        "activation_memory_bytes",
+        "forgets the layer norms' mean and 1 / standard deviation",
+        "mean and 1 / standard deviation",
+        ("statistics = 4", "statistics = 0"),
+        name="activations_no_norm_statistics",
+    ),
+    bug(
+        "activation_memory_bytes",
+        "ignores checkpointing: the full count either way",
+        "its input alone",
+        ("if checkpointing:", "if False:"),
+        name="activations_ignore_checkpointing",
+    ),
+    bug(
+        "activation_memory_bytes",
+        "a checkpointed layer keeps nothing",
+        "still keeps its input",
+        (CHECKPOINTED, "values = 0  # the layer's input"),
+        name="activations_checkpoint_keeps_nothing",
+    ),
+    bug(
+        "activation_memory_bytes",
+        "counts the memory in bits / 8: the right number of bytes as a float",
+        "returns an int",
+        ("total = values * bytes_per_value", "total = values * (8 * bytes_per_value) / 8"),
+        name="activations_float_bytes",
+    ),
+    bug(
+        "activation_memory_bytes",
+        "checks no head count: 3 heads of a width of 16 counted as if they divided it",
+        "does not divide d_model",
+        ("    if num_heads < 1 or d_model % num_heads != 0:\n", "    if num_heads < 1:\n"),
+        name="activations_no_heads_check",
+    ),
+    # ------------------------------------------------------------------ accumulation_steps
+    bug(
+        "accumulation_steps",
+        "forgets the GPUs: the micro-batches of one GPU alone make the batch",
+        "times n_gpus",
+        (PER_MICRO_STEP, "micro_batch_size * seq_len"),
+        name="accumulation_without_gpus",
+    ),
+    bug(
+        "accumulation_steps",
+        "counts the batch in sequences, not tokens",
+        "counts tokens, not sequences",
+        (PER_MICRO_STEP, "micro_batch_size * n_gpus"),
+        name="accumulation_sequences",
+    ),
+    bug(
+        "accumulation_steps",
+        "rounds up a batch that no whole number of micro-batches makes",
+        "rather than rounding",
+        (
+            "    if target_tokens <= 0 or target_tokens % tokens_per_micro_step != 0:",
+            "    if target_tokens <= 0:",
+        ),
+        ("steps = target_tokens // tokens_per_micro_step", "steps = -(-target_tokens // tokens_per_micro_step)"),
+        name="accumulation_rounds_up",
+    ),
+    bug(
+        "accumulation_steps",
+        "divides with /: the right count as a float",
+        "returns an int",
+        ("steps = target_tokens // tokens_per_micro_step", "steps = target_tokens / tokens_per_micro_step"),
+        name="accumulation_float",
+    ),
+    bug(
+        "accumulation_steps",
+        "checks no GPU count: n_gpus=0 divides by zero",
+        "names it",
+        ('(("micro_batch_size", micro_batch_size), ("seq_len", seq_len), ("n_gpus", n_gpus))', "()"),
+        name="accumulation_no_size_check",
+    ),
+    # ------------------------------------------------------------------ zero_memory_per_gpu
+    bug(
+        "zero_memory_per_gpu",
+        "autocast's accounting: 4-byte weights and gradients, 8 bytes of moments as the optimiser state",
+        "12 bytes a weight",
+        ("weights, gradients, optimiser = 2, 2, 12", "weights, gradients, optimiser = 4, 4, 8"),
+        name="zero_autocast_accounting",
+    ),
+    bug(
+        "zero_memory_per_gpu",
+        "rounds the shard down",
+        "rounded up, not down",
+        ("shard = -(-n_params // n_gpus)", "shard = n_params // n_gpus"),
+        name="zero_shard_rounded_down",
+    ),
+    bug(
+        "zero_memory_per_gpu",
+        "stage 1 partitions the gradients too",
+        "stage 1 partitions the optimiser state alone",
+        (STAGES, "[0, optimiser + gradients, optimiser + gradients, optimiser + gradients + weights]"),
+        name="zero_stage1_gradients",
+    ),
+    bug(
+        "zero_memory_per_gpu",
+        "stage 2 partitions the weights too",
+        "only stage 3 partitions the weights",
+        (STAGES, "[0, optimiser, optimiser + gradients + weights, optimiser + gradients + weights]"),
+        name="zero_stage2_weights",
+    ),
+    bug(
+        "zero_memory_per_gpu",
+        "divides by n_gpus with /: a float",
+        "returns an int",
+        ("shard = -(-n_params // n_gpus)", "shard = n_params / n_gpus"),
+        name="zero_float_shard",
+    ),
+    bug(
+        "zero_memory_per_gpu",
+        "checks no stage: stage 4 is an IndexError",
+        "a valueerror naming stage",
+        ("    if stage not in (0, 1, 2, 3):\n", "    if False:\n"),
+        name="zero_no_stage_check",
+    ),
+    # ------------------------------------------------------------------ compute_optimal
+    bug(
+        "compute_optimal",
+        "C = N D: no FLOPs per parameter and token",
+        "not n d",
+        ("compute_flops / (6 * tokens_per_parameter)", "compute_flops / tokens_per_parameter"),
+        name="optimal_no_six",
+    ),
+    bug(
+        "compute_optimal",
+        "C = 2 N D: the forward pass alone",
+        "not the forward pass's 2",
+        ("compute_flops / (6 * tokens_per_parameter)", "compute_flops / (2 * tokens_per_parameter)"),
+        name="optimal_forward_only",
+    ),
+    bug(
+        "compute_optimal",
+        "20 parameters per token",
+        "20 times fewer parameters than training tokens",
+        ("compute_flops / (6 * tokens_per_parameter)", "compute_flops * tokens_per_parameter / 6"),
+        ("n_tokens = tokens_per_parameter * n_params", "n_tokens = n_params / tokens_per_parameter"),
+        name="optimal_inverted_ratio",
+    ),
+    bug(
+        "compute_optimal",
+        "no square root",
+        "take the square root",
+        (SQUARE, "compute_flops / (6 * tokens_per_parameter)"),
+        name="optimal_no_square_root",
+    ),
+    bug(
+        "compute_optimal",
+        "returns (n_tokens, n_params)",
+        "return (n_params, n_tokens), in that order",
+        ("return n_params, n_tokens", "return n_tokens, n_params"),
+        name="optimal_swapped",
+    ),
+    bug(
+        "compute_optimal",
+        "checks no budget: a budget of 0 gives a model of no parameters",
+        "names compute_flops",
+        ("    if compute_flops <= 0:\n", "    if False:\n"),
+        name="optimal_no_budget_check",
     ),
 ]

@@ -800,4 +800,414 @@ def normalised_output(situation):
     return LAST_OPERATION[situation] == "layer norm"
 """,
     ),
+    # ------------------------------------------------------------------ temperature_probs
+    Answer(
+        "temperature_manual_softmax",
+        "temperature_probs",
+        idiom="the softmax written out with the largest logit subtracted, ties at temperature 0 counted by hand",
+        code="""def temperature_probs(logits, temperature):
+    if temperature < 0:
+        raise ValueError("temperature must not be negative, got " + str(temperature))
+    largest = logits.max(dim=-1, keepdim=True).values
+    if temperature == 0:
+        winners = (logits == largest).to(logits.dtype)
+        return winners / winners.sum(-1, keepdim=True)
+    e = torch.exp((logits - largest) / temperature)
+    return e / e.sum(-1, keepdim=True)
+""",
+    ),
+    Answer(
+        "temperature_log_softmax",
+        "temperature_probs",
+        idiom="log_softmax then exp, and torch.where for the shared argmax",
+        code="""def temperature_probs(logits, temperature):
+    if temperature < 0:
+        raise ValueError(f"temperature={temperature} is negative")
+    if temperature > 0:
+        return F.log_softmax(logits / temperature, dim=-1).exp()
+    is_max = logits == logits.amax(-1, keepdim=True)
+    one = torch.ones_like(logits)
+    return torch.where(is_max, one, torch.zeros_like(logits)) / is_max.sum(-1, keepdim=True)
+""",
+    ),
+    Answer(
+        "temperature_numpy",
+        "temperature_probs",
+        idiom="NumPy in float64, back to a tensor of the input's dtype",
+        code="""import numpy as np
+
+
+def temperature_probs(logits, temperature):
+    if temperature < 0:
+        raise ValueError("a negative temperature is not allowed")
+    z = logits.detach().cpu().numpy().astype(np.float64)
+    if temperature == 0:
+        p = (z == z.max(axis=-1, keepdims=True)).astype(np.float64)
+    else:
+        p = np.exp((z - z.max(axis=-1, keepdims=True)) / temperature)
+    p = p / p.sum(axis=-1, keepdims=True)
+    return torch.from_numpy(p).to(dtype=logits.dtype, device=logits.device)
+""",
+    ),
+    Answer(
+        "temperature_flattened_rows",
+        "temperature_probs",
+        idiom="the rows flattened to (N, V), a loop over rows at temperature 0",
+        code="""def temperature_probs(logits, temperature):
+    if temperature < 0:
+        raise ValueError(f"temperature must be >= 0 (temperature={temperature})")
+    rows = logits.reshape(-1, logits.size(-1))
+    if temperature == 0:
+        out = torch.zeros_like(rows)
+        for i, row in enumerate(rows):
+            best = (row == row.max()).nonzero().flatten()
+            out[i, best] = 1.0 / len(best)
+        return out.reshape(logits.shape)
+    return torch.softmax(rows / temperature, dim=1).reshape(logits.shape)
+""",
+    ),
+    # ------------------------------------------------------------------ top_k_probs
+    Answer(
+        "top_k_sorted_threshold",
+        "top_k_probs",
+        idiom="the k-th value read from a descending sort, probabilities zeroed and renormalised",
+        code="""def top_k_probs(logits, k):
+    if k < 1:
+        raise ValueError(f"k must be positive, got k={k}")
+    ordered = logits.sort(dim=-1, descending=True).values
+    threshold = ordered[..., min(k, logits.shape[-1]) - 1 : min(k, logits.shape[-1])]
+    probs = torch.softmax(logits, dim=-1) * (logits >= threshold)
+    return probs / probs.sum(dim=-1, keepdim=True)
+""",
+    ),
+    Answer(
+        "top_k_kthvalue",
+        "top_k_probs",
+        idiom="kthvalue counted from the smallest, the rest filled with -inf",
+        code="""def top_k_probs(logits, k):
+    if k < 1:
+        raise ValueError("k should be at least 1")
+    vocab = logits.size(-1)
+    if k >= vocab:
+        return torch.softmax(logits, dim=-1)
+    kth = logits.kthvalue(vocab - k + 1, dim=-1, keepdim=True).values
+    return torch.softmax(torch.where(logits >= kth, logits, torch.full_like(logits, -float("inf"))), dim=-1)
+""",
+    ),
+    Answer(
+        "top_k_loop",
+        "top_k_probs",
+        idiom="a loop over the rows with Python lists",
+        code="""def top_k_probs(logits, k):
+    if k < 1:
+        raise ValueError(f"bad k: {k}")
+    flat = logits.reshape(-1, logits.shape[-1])
+    result = torch.zeros_like(flat)
+    for i in range(flat.shape[0]):
+        values = flat[i].tolist()
+        cut = sorted(values, reverse=True)[min(k, len(values)) - 1]
+        keep = torch.tensor([v >= cut for v in values])
+        result[i][keep] = torch.softmax(flat[i][keep], dim=0)
+    return result.reshape(logits.shape)
+""",
+    ),
+    Answer(
+        "top_k_numpy",
+        "top_k_probs",
+        idiom="NumPy's partition for the k-th largest",
+        code="""import numpy as np
+
+
+def top_k_probs(logits, k):
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got k={k}")
+    z = logits.detach().cpu().numpy().astype(np.float64)
+    v = z.shape[-1]
+    k = min(k, v)
+    kth = np.partition(z, v - k, axis=-1)[..., v - k : v - k + 1]
+    e = np.where(z >= kth, np.exp(z - z.max(axis=-1, keepdims=True)), 0.0)
+    return torch.from_numpy(e / e.sum(axis=-1, keepdims=True)).to(logits.dtype)
+""",
+    ),
+    # ------------------------------------------------------------------ top_p_probs
+    Answer(
+        "top_p_loop",
+        "top_p_probs",
+        idiom="a loop over rows: sorted probabilities added up one by one in Python",
+        code="""def top_p_probs(logits, p):
+    if p <= 0 or p > 1:
+        raise ValueError(f"p={p} is not in (0, 1]")
+    probs = torch.softmax(logits, dim=-1)
+    flat = probs.reshape(-1, probs.shape[-1])
+    out = torch.zeros_like(flat)
+    for i, row in enumerate(flat):
+        total, last = 0.0, None
+        for value in sorted(row.tolist(), reverse=True):
+            if total >= p:
+                break
+            total += value
+            last = value
+        keep = row >= last
+        out[i] = torch.where(keep, row, torch.zeros_like(row)) / row[keep].sum()
+    return out.reshape(probs.shape)
+""",
+    ),
+    Answer(
+        "top_p_searchsorted",
+        "top_p_probs",
+        idiom="searchsorted on the running totals for the size of the nucleus",
+        code="""def top_p_probs(logits, p):
+    if not (0 < p <= 1):
+        raise ValueError("p must be in (0, 1]")
+    probs = logits.softmax(-1)
+    desc = probs.sort(-1, descending=True).values
+    totals = desc.cumsum(-1)
+    target = torch.full_like(totals[..., :1], p)
+    index = torch.searchsorted(totals.contiguous(), target.contiguous()).clamp(max=probs.size(-1) - 1)
+    # the running total may reach p only through rounding at the last step: index is then the last token
+    smallest_kept = desc.gather(-1, index)
+    kept = torch.where(probs >= smallest_kept, probs, 0.0)
+    return kept / kept.sum(-1, keepdim=True)
+""",
+    ),
+    Answer(
+        "top_p_numpy",
+        "top_p_probs",
+        idiom="NumPy in float64, the nucleus size from argmax over a boolean running total",
+        code="""import numpy as np
+
+
+def top_p_probs(logits, p):
+    if not 0 < p <= 1:
+        raise ValueError(f"p must be in (0, 1], got p={p}")
+    z = logits.detach().cpu().numpy().astype(np.float64)
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    probs = e / e.sum(axis=-1, keepdims=True)
+    desc = -np.sort(-probs, axis=-1)
+    before = np.cumsum(desc, axis=-1) - desc
+    count = (before < p).sum(axis=-1, keepdims=True)
+    smallest = np.take_along_axis(desc, count - 1, axis=-1)
+    kept = np.where(probs >= smallest, probs, 0.0)
+    return torch.from_numpy(kept / kept.sum(axis=-1, keepdims=True)).to(logits.dtype)
+""",
+    ),
+    Answer(
+        "top_p_ascending_mass",
+        "top_p_probs",
+        idiom="the mass of the tokens strictly more likely than each token decides whether it is in",
+        code="""def top_p_probs(logits, p):
+    if p <= 0 or p > 1:
+        raise ValueError(f"p out of range: {p}")
+    probs = torch.softmax(logits, dim=-1)
+    # for each token, the probability of every token strictly more likely than it
+    ahead = (probs.unsqueeze(-2) * (probs.unsqueeze(-2) > probs.unsqueeze(-1))).sum(-1)
+    kept = probs * (ahead < p)
+    return kept / kept.sum(-1, keepdim=True)
+""",
+    ),
+    # ------------------------------------------------------------------ min_p_probs
+    Answer(
+        "min_p_log_space",
+        "min_p_probs",
+        idiom="in log space: a logit at least the largest plus log(min_p)",
+        code="""def min_p_probs(logits, min_p):
+    if min_p < 0 or min_p > 1:
+        raise ValueError(f"min_p must be in [0, 1], got min_p={min_p}")
+    if min_p == 0:
+        return torch.softmax(logits, dim=-1)
+    floor = logits.amax(-1, keepdim=True) + math.log(min_p)
+    return torch.softmax(logits.masked_fill(logits < floor, float("-inf")), dim=-1)
+""",
+    ),
+    Answer(
+        "min_p_numpy",
+        "min_p_probs",
+        idiom="NumPy, the probabilities divided by the row's largest",
+        code="""import numpy as np
+
+
+def min_p_probs(logits, min_p):
+    if not 0.0 <= min_p <= 1.0:
+        raise ValueError("min_p must be between 0 and 1")
+    z = logits.detach().cpu().numpy().astype(np.float64)
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    probs = e / e.sum(axis=-1, keepdims=True)
+    relative = probs / probs.max(axis=-1, keepdims=True)
+    kept = np.where(relative >= min_p, probs, 0.0)
+    return torch.from_numpy(kept / kept.sum(axis=-1, keepdims=True)).to(logits.dtype)
+""",
+    ),
+    Answer(
+        "min_p_loop",
+        "min_p_probs",
+        idiom="a loop over rows with Python floats",
+        code="""def min_p_probs(logits, min_p):
+    if min_p < 0 or min_p > 1:
+        raise ValueError(f"min_p={min_p} outside [0, 1]")
+    probs = torch.softmax(logits, dim=-1)
+    flat = probs.reshape(-1, probs.shape[-1]).clone()
+    for row in flat:
+        top = max(row.tolist())
+        for j, value in enumerate(row.tolist()):
+            if value < min_p * top:
+                row[j] = 0.0
+        row /= row.sum()
+    return flat.reshape(probs.shape)
+""",
+    ),
+    Answer(
+        "min_p_where",
+        "min_p_probs",
+        idiom="torch.where on the probabilities and a clone-free renormalisation",
+        code="""def min_p_probs(logits, min_p):
+    if not (0 <= min_p <= 1):
+        raise ValueError(f"expected 0 <= min_p <= 1, got min_p={min_p}")
+    probs = F.softmax(logits, dim=-1)
+    threshold = min_p * probs.max(dim=-1, keepdim=True).values
+    kept = torch.where(probs >= threshold, probs, torch.zeros_like(probs))
+    return kept / kept.sum(dim=-1, keepdim=True)
+""",
+    ),
+    # ------------------------------------------------------------------ speculative_decode
+    Answer(
+        "speculative_tensor_acceptance",
+        "speculative_decode",
+        idiom="the accepted count from a cumulative product over positions, eos handled with cummax, one slice per round",
+        code="""@torch.no_grad()
+def speculative_decode(model, draft, src, src_mask, bos_id, eos_id, max_len, lookahead=4):
+    if lookahead < 1:
+        raise ValueError(f"lookahead must be >= 1, got lookahead={lookahead}")
+    memory, small_memory = model.encode(src, src_mask), draft.encode(src, src_mask)
+    out = torch.full((src.size(0), 1), bos_id, dtype=torch.long, device=src.device)
+    done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
+    while out.size(1) - 1 < max_len and not done.all():
+        start = out.size(1)
+        seq = out
+        for _ in range(min(lookahead, max_len - start)):
+            step = draft.decode(seq, small_memory, causal_mask(seq.size(1), device=src.device), src_mask)
+            seq = torch.cat([seq, step[:, -1:].argmax(-1)], dim=1)
+        picks = model.decode(seq, memory, causal_mask(seq.size(1), device=src.device), src_mask)
+        picks = picks[:, start - 1 :].argmax(-1)
+        # rows that have ended by each position (before this round, or at an eos of the model's picks)
+        ended = torch.cat([done[:, None], picks == eos_id], dim=1).long().cummax(dim=1).values.bool()
+        picks = picks.masked_fill(ended[:, :-1], eos_id)
+        ended = ended[:, 1:]
+        agree = (seq[:, start:] == picks[:, :-1]) | ended[:, :-1]
+        accepted = int(agree.all(dim=0).long().cumprod(0).sum())
+        # the round stops early where every row has ended
+        all_ended = ended.all(dim=0).nonzero()
+        keep = accepted + 1 if len(all_ended) == 0 else min(accepted + 1, int(all_ended[0]) + 1)
+        out = torch.cat([out, picks[:, :keep]], dim=1)
+        done = ended[:, keep - 1]
+    return out[:, 1:]
+""",
+    ),
+    Answer(
+        "speculative_buffer_loops",
+        "speculative_decode",
+        idiom="a preallocated buffer filled with eos_id, Python loops over positions and rows",
+        code="""@torch.no_grad()
+def speculative_decode(model, draft, src, src_mask, bos_id, eos_id, max_len, lookahead=4):
+    if lookahead < 1:
+        raise ValueError("lookahead must be at least 1")
+    batch, device = src.size(0), src.device
+    memory = model.encode(src, src_mask)
+    draft_memory = draft.encode(src, src_mask)
+    buffer = torch.full((batch, max_len + 1), eos_id, dtype=torch.long, device=device)
+    buffer[:, 0] = bos_id
+    written = 0
+    finished = [False] * batch
+    while written < max_len and not all(finished):
+        n_guess = min(lookahead, max_len - written - 1)
+        prefix = buffer[:, : written + 1].clone()
+        for _ in range(n_guess):
+            mask = torch.ones(prefix.size(1), prefix.size(1), dtype=torch.bool, device=device).tril()
+            nxt = draft.decode(prefix, draft_memory, mask, src_mask)[:, -1].argmax(-1)
+            prefix = torch.cat([prefix, nxt[:, None]], dim=1)
+        mask = torch.ones(prefix.size(1), prefix.size(1), dtype=torch.bool, device=device).tril()
+        verdict = model.decode(prefix, memory, mask, src_mask).argmax(-1)  # (B, written + 1 + n_guess)
+        for j in range(n_guess + 1):
+            matches = True
+            for b in range(batch):
+                token = eos_id if finished[b] else int(verdict[b, written + j])
+                buffer[b, written + 1 + j] = token
+                if token == eos_id:
+                    finished[b] = True
+                if j < n_guess and not finished[b] and int(prefix[b, written + 1 + j]) != token:
+                    matches = False
+            if all(finished) or not matches:
+                written += j + 1
+                break
+        else:
+            written += n_guess + 1
+    return buffer[:, 1 : written + 1]
+""",
+    ),
+    Answer(
+        "speculative_guess_list",
+        "speculative_decode",
+        idiom="the guesses kept in a list, the model's tokens unbound and walked one by one",
+        code="""@torch.no_grad()
+def speculative_decode(model, draft, src, src_mask, bos_id, eos_id, max_len, lookahead=4):
+    if lookahead < 1:
+        raise ValueError(f"lookahead={lookahead}: the draft must guess at least one token")
+
+    def greedy_step(m, memory, ys):
+        look_ahead = causal_mask(ys.size(1), device=ys.device)
+        return m.decode(ys, memory, look_ahead, src_mask)
+
+    memories = (model.encode(src, src_mask), draft.encode(src, src_mask))
+    ys = torch.full((src.size(0), 1), bos_id, dtype=torch.long, device=src.device)
+    stopped = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
+    while ys.size(1) <= max_len and not bool(stopped.all()):
+        guesses = []
+        trial = ys
+        while len(guesses) < lookahead and ys.size(1) + len(guesses) < max_len:
+            guesses.append(greedy_step(draft, memories[1], trial)[:, -1].argmax(-1))
+            trial = torch.cat([trial, guesses[-1][:, None]], dim=1)
+        own = greedy_step(model, memories[0], trial)[:, ys.size(1) - 1 :].argmax(-1).unbind(1)
+        for j, token in enumerate(own):
+            token = torch.where(stopped, torch.full_like(token, eos_id), token)
+            ys = torch.cat([ys, token[:, None]], dim=1)
+            stopped = stopped | (token == eos_id)
+            if stopped.all() or j == len(guesses) or not torch.equal(guesses[j][~stopped], token[~stopped]):
+                break
+    return ys[:, 1:]
+""",
+    ),
+    Answer(
+        "speculative_python_rows",
+        "speculative_decode",
+        idiom="every sequence a Python list, tensors made afresh for each call",
+        code="""@torch.no_grad()
+def speculative_decode(model, draft, src, src_mask, bos_id, eos_id, max_len, lookahead=4):
+    if not lookahead >= 1:
+        raise ValueError(f"need lookahead >= 1, got lookahead={lookahead}")
+    enc = model.encode(src, src_mask)
+    enc_draft = draft.encode(src, src_mask)
+    rows = [[bos_id] for _ in range(src.size(0))]
+    ended = [False] * src.size(0)
+    calls = 0
+    while len(rows[0]) - 1 < max_len and not all(ended):
+        length = len(rows[0])
+        proposal = torch.tensor(rows, dtype=torch.long, device=src.device)
+        for _ in range(min(lookahead, max_len - length)):
+            logits = draft.decode(proposal, enc_draft, causal_mask(proposal.size(1), device=src.device), src_mask)
+            proposal = torch.cat([proposal, logits[:, -1].argmax(-1, keepdim=True)], 1)
+        best = model.decode(proposal, enc, causal_mask(proposal.size(1), device=src.device), src_mask).argmax(-1).tolist()
+        guessed = proposal.tolist()
+        j = 0
+        while True:
+            for b in range(len(rows)):
+                rows[b].append(eos_id if ended[b] else best[b][length - 1 + j])
+                ended[b] = ended[b] or rows[b][-1] == eos_id
+            position = length + j
+            if all(ended) or position >= len(guessed[0]):
+                break
+            if any(not ended[b] and guessed[b][position] != rows[b][-1] for b in range(len(rows))):
+                break
+            j += 1
+    return torch.tensor([row[1:] for row in rows], dtype=torch.long, device=src.device)
+""",
+    ),
 ]

@@ -366,6 +366,234 @@ class RotaryGroupedQueryAttention(nn.Module):
 """,
         "query heads grouped with einsum, never repeated; heads split with view/transpose; masked_fill and nan_to_num",
     ),
+    # ------------------------------------------------------------------ MultiHeadLatentAttention
+    Answer(
+        "mla_sdpa_concatenated",
+        "MultiHeadLatentAttention",
+        """
+class MultiHeadLatentAttention(nn.Module):
+    def __init__(self, d_model, num_heads, kv_latent_dim, head_dim, rope_dim, base=10000.0):
+        super().__init__()
+        if num_heads < 1 or kv_latent_dim < 1 or head_dim < 1:
+            bad = [n for n, v in (("num_heads", num_heads), ("kv_latent_dim", kv_latent_dim), ("head_dim", head_dim)) if v < 1]
+            raise ValueError(f"{', '.join(bad)} must be positive")
+        if rope_dim <= 0 or rope_dim % 2:
+            raise ValueError(f"rope_dim={rope_dim} must be positive and even")
+        self.h, self.dn, self.dr, self.base = num_heads, head_dim, rope_dim, base
+        self.W_q = nn.Linear(d_model, num_heads * head_dim, bias=False)
+        self.W_qr = nn.Linear(d_model, num_heads * rope_dim, bias=False)
+        self.W_dkv = nn.Linear(d_model, kv_latent_dim, bias=False)
+        self.W_kr = nn.Linear(d_model, rope_dim, bias=False)
+        self.W_uk = nn.Linear(kv_latent_dim, num_heads * head_dim, bias=False)
+        self.W_uv = nn.Linear(kv_latent_dim, num_heads * head_dim, bias=False)
+        self.W_o = nn.Linear(num_heads * head_dim, d_model, bias=False)
+
+    def forward(self, x, mask=None, cache=None, absorb=False):
+        b, length, _ = x.shape
+        start = 0 if cache is None else cache[1].shape[-2]
+        where = torch.arange(start, start + length, device=x.device)
+        latent, key_rope = self.W_dkv(x), apply_rotary(self.W_kr(x), positions=where, base=self.base)
+        if cache is not None:
+            latent, key_rope = torch.cat((cache[0], latent), 1), torch.cat((cache[1], key_rope), 1)
+        total = latent.size(1)
+        q = self.W_q(x).view(b, length, self.h, self.dn).transpose(1, 2)
+        q_rope = apply_rotary(self.W_qr(x).view(b, length, self.h, self.dr).transpose(1, 2), where, self.base)
+        k_rope = key_rope[:, None].expand(b, self.h, total, self.dr)
+        scale = 1.0 / math.sqrt(self.dn + self.dr)
+        if absorb:  # as DeepSeek's own inference code: queries in the latent's space, the latent as keys and values
+            q_latent = torch.einsum("bhld,hdc->bhlc", q, self.W_uk.weight.view(self.h, self.dn, -1))
+            keys = torch.cat([latent[:, None].expand(b, self.h, total, latent.size(-1)), k_rope], dim=-1)
+            values = latent[:, None].expand(b, self.h, total, latent.size(-1))
+            out = F.scaled_dot_product_attention(torch.cat([q_latent, q_rope], -1), keys, values, attn_mask=mask, scale=scale)
+            out = torch.einsum("bhlc,hdc->bhld", out, self.W_uv.weight.view(self.h, self.dn, -1))
+        else:  # as transformers' code: the non-rotary and rotary parts side by side in every head
+            k = self.W_uk(latent).view(b, total, self.h, self.dn).transpose(1, 2)
+            v = self.W_uv(latent).view(b, total, self.h, self.dn).transpose(1, 2)
+            out = F.scaled_dot_product_attention(
+                torch.cat([q, q_rope], -1), torch.cat([k, k_rope], -1), v, attn_mask=mask, scale=scale
+            )
+        out = torch.nan_to_num(out, nan=0.0)  # a query with no visible key: zeros, not NaN
+        return self.W_o(out.transpose(1, 2).reshape(b, length, self.h * self.dn)), (latent, key_rope)
+""",
+        "F.scaled_dot_product_attention on the non-rotary and rotary parts concatenated (transformers' way), and on "
+        "the latent with the absorbed queries (DeepSeek's inference code); W_uv applied per head before W_o",
+    ),
+    Answer(
+        "mla_einsum_precomputed",
+        "MultiHeadLatentAttention",
+        """
+class MultiHeadLatentAttention(nn.Module):
+    def __init__(self, d_model, num_heads, kv_latent_dim, head_dim, rope_dim, base=10000.0):
+        super().__init__()
+        for name, value in dict(num_heads=num_heads, kv_latent_dim=kv_latent_dim, head_dim=head_dim).items():
+            if value <= 0:
+                raise ValueError(f"{name} must be positive, not {value}")
+        if rope_dim < 2 or rope_dim % 2 == 1:
+            raise ValueError(f"rotary pairs need an even rope_dim, got {rope_dim}")
+        self.num_heads, self.head_dim, self.rope_dim, self.base = num_heads, head_dim, rope_dim, base
+        self.W_q = nn.Linear(d_model, num_heads * head_dim, bias=False)
+        self.W_qr = nn.Linear(d_model, num_heads * rope_dim, bias=False)
+        self.W_dkv = nn.Linear(d_model, kv_latent_dim, bias=False)
+        self.W_kr = nn.Linear(d_model, rope_dim, bias=False)
+        self.W_uk = nn.Linear(kv_latent_dim, num_heads * head_dim, bias=False)
+        self.W_uv = nn.Linear(kv_latent_dim, num_heads * head_dim, bias=False)
+        self.W_o = nn.Linear(num_heads * head_dim, d_model, bias=False)
+
+    def absorbed(self):
+        # per head h: the (d_model, kv_latent_dim) matrix W_q_h^T W_uk_h and the (kv_latent_dim, d_model) W_uv_h^T W_o_h^T
+        h, dh = self.num_heads, self.head_dim
+        w_q = self.W_q.weight.view(h, dh, -1)
+        w_uk, w_uv = self.W_uk.weight.view(h, dh, -1), self.W_uv.weight.view(h, dh, -1)
+        w_o = self.W_o.weight.view(-1, h, dh)
+        return torch.einsum("hkd,hkc->hdc", w_q, w_uk), torch.einsum("hkc,ohk->hco", w_uv, w_o)
+
+    def forward(self, x, mask=None, cache=None, absorb=False):
+        h, dh, dr = self.num_heads, self.head_dim, self.rope_dim
+        past = cache[0].shape[1] if cache is not None else 0
+        pos = torch.arange(past, past + x.shape[1], device=x.device)
+        c = self.W_dkv(x)
+        kr = apply_rotary(self.W_kr(x), pos, self.base)
+        if cache is not None:
+            c, kr = torch.cat([cache[0], c], dim=1), torch.cat([cache[1], kr], dim=1)
+        qr = apply_rotary(split_heads(self.W_qr(x), h), pos, self.base)
+        rotary = torch.einsum("bhqr,bkr->bhqk", qr, kr)
+        if absorb:
+            w_qk, w_vo = self.absorbed()
+            content = torch.einsum("bqd,hdc,bkc->bhqk", x, w_qk, c)  # x scored against the latent directly
+        else:
+            q = split_heads(self.W_q(x), h)
+            k = split_heads(self.W_uk(c), h)
+            content = torch.einsum("bhqd,bhkd->bhqk", q, k)
+        scores = (content + rotary) * (dh + dr) ** -0.5
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        if mask is not None:
+            weights = weights.masked_fill(~mask, 0.0)
+        if absorb:
+            out = torch.einsum("bhqk,bkc,hco->bqo", weights, c, w_vo)
+        else:
+            out = self.W_o(merge_heads(weights @ split_heads(self.W_uv(c), h)))
+        return out, (c, kr)
+""",
+        "absorbed the whole way: W_q with W_uk and W_uv with W_o multiplied into one matrix per head, einsum with "
+        "three operands; masked_fill before and after the softmax",
+    ),
+    Answer(
+        "mla_loop_complex_rotation",
+        "MultiHeadLatentAttention",
+        """
+def turn(x, start, base):
+    # each pair (x[2i], x[2i+1]) as a complex number, turned by e^(i p theta_i), in float64
+    d = x.size(-1)
+    pairs = torch.view_as_complex(x.double().reshape(*x.shape[:-1], d // 2, 2).contiguous())
+    theta = base ** (-torch.arange(0, d, 2, dtype=torch.float64, device=x.device) / d)
+    p = torch.arange(start, start + x.size(-2), dtype=torch.float64, device=x.device)
+    return torch.view_as_real(pairs * torch.polar(torch.ones_like(p[:, None] * theta), p[:, None] * theta)).flatten(-2).to(x.dtype)
+
+
+class MultiHeadLatentAttention(nn.Module):
+    def __init__(self, d_model, num_heads, kv_latent_dim, head_dim, rope_dim, base=10000.0):
+        super().__init__()
+        if num_heads < 1:
+            raise ValueError("num_heads must be at least 1")
+        if kv_latent_dim < 1:
+            raise ValueError("kv_latent_dim must be at least 1")
+        if head_dim < 1:
+            raise ValueError("head_dim must be at least 1")
+        if rope_dim < 1 or rope_dim % 2:
+            raise ValueError("rope_dim must be even and positive")
+        self.H, self.dh, self.dr, self.base = num_heads, head_dim, rope_dim, base
+        self.W_q = nn.Linear(d_model, num_heads * head_dim, bias=False)
+        self.W_qr = nn.Linear(d_model, num_heads * rope_dim, bias=False)
+        self.W_dkv = nn.Linear(d_model, kv_latent_dim, bias=False)
+        self.W_kr = nn.Linear(d_model, rope_dim, bias=False)
+        self.W_uk = nn.Linear(kv_latent_dim, num_heads * head_dim, bias=False)
+        self.W_uv = nn.Linear(kv_latent_dim, num_heads * head_dim, bias=False)
+        self.W_o = nn.Linear(num_heads * head_dim, d_model, bias=False)
+
+    def forward(self, x, mask=None, cache=None, absorb=False):
+        old_c, old_kr = cache if cache is not None else (x.new_zeros(x.size(0), 0, self.W_dkv.out_features), x.new_zeros(x.size(0), 0, self.dr))
+        start = old_c.size(1)
+        c = torch.cat([old_c, self.W_dkv(x)], dim=1)
+        kr = torch.cat([old_kr, turn(self.W_kr(x), start, self.base)], dim=1)
+        q_all, qr_all = self.W_q(x), self.W_qr(x)
+        heads = []
+        for h in range(self.H):  # one head at a time
+            rows = slice(h * self.dh, (h + 1) * self.dh)
+            q = q_all[..., rows]
+            qr = turn(qr_all[..., h * self.dr : (h + 1) * self.dr], start, self.base)
+            if absorb:
+                content = (q @ self.W_uk.weight[rows]) @ c.transpose(1, 2)
+            else:
+                content = q @ self.W_uk(c)[..., rows].transpose(1, 2)
+            scores = (content + qr @ kr.transpose(1, 2)) / math.sqrt(self.dh + self.dr)
+            if mask is not None:
+                keep = mask.expand(x.size(0), self.H, x.size(1), c.size(1))[:, h]
+                scores = scores.masked_fill(~keep, float("-inf"))
+            weights = torch.softmax(scores, dim=-1)
+            weights = torch.where(torch.isnan(weights), torch.zeros_like(weights), weights)
+            if absorb:
+                heads.append((weights @ c) @ self.W_uv.weight[rows].T)
+            else:
+                heads.append(weights @ self.W_uv(c)[..., rows])
+        return self.W_o(torch.cat(heads, dim=-1)), (c, kr)
+""",
+        "a loop over the heads, slicing each head's rows of the weights; its own rotation as complex numbers in "
+        "float64; an empty cache made of zero-length tensors",
+    ),
+    Answer(
+        "mla_float64_masked_softmax",
+        "MultiHeadLatentAttention",
+        """
+class MultiHeadLatentAttention(nn.Module):
+    def __init__(self, d_model, num_heads, kv_latent_dim, head_dim, rope_dim, base=10000.0):
+        super().__init__()
+        sizes = {"num_heads": num_heads, "kv_latent_dim": kv_latent_dim, "head_dim": head_dim}
+        for name in sizes:
+            if sizes[name] < 1:
+                raise ValueError(f"{name} = {sizes[name]} < 1")
+        if not (rope_dim > 0 and rope_dim % 2 == 0):
+            raise ValueError(f"rope_dim = {rope_dim} is not a positive even number")
+        self.num_heads, self.head_dim, self.rope_dim, self.base = num_heads, head_dim, rope_dim, base
+        self.W_q = nn.Linear(d_model, num_heads * head_dim, bias=False)
+        self.W_qr = nn.Linear(d_model, num_heads * rope_dim, bias=False)
+        self.W_dkv = nn.Linear(d_model, kv_latent_dim, bias=False)
+        self.W_kr = nn.Linear(d_model, rope_dim, bias=False)
+        self.W_uk = nn.Linear(kv_latent_dim, num_heads * head_dim, bias=False)
+        self.W_uv = nn.Linear(kv_latent_dim, num_heads * head_dim, bias=False)
+        self.W_o = nn.Linear(num_heads * head_dim, d_model, bias=False)
+
+    def forward(self, x, mask=None, cache=None, absorb=False):
+        B, L, _ = x.shape
+        H, dh = self.num_heads, self.head_dim
+        n_cached = 0 if cache is None else len(cache[0][0])
+        positions = n_cached + torch.arange(L, device=x.device)
+        new_c = self.W_dkv(x)
+        new_kr = apply_rotary(self.W_kr(x)[:, None], positions, self.base)[:, 0]
+        c_kv = new_c if cache is None else torch.cat([cache[0], new_c], 1)
+        k_rope = new_kr if cache is None else torch.cat([cache[1], new_kr], 1)
+        q = self.W_q(x).double().reshape(B, L, H, dh).permute(0, 2, 1, 3)
+        q_rope = apply_rotary(split_heads(self.W_qr(x), H), positions, self.base).double()
+        c, kr = c_kv.double(), k_rope.double()
+        w_uk = self.W_uk.weight.double().reshape(H, dh, -1)
+        w_uv = self.W_uv.weight.double().reshape(H, dh, -1)
+        if absorb:
+            scores = torch.matmul(torch.matmul(q, w_uk), c.unsqueeze(1).transpose(2, 3))
+        else:
+            scores = torch.matmul(q, torch.matmul(c.unsqueeze(1), w_uk.transpose(1, 2)).transpose(2, 3))
+        scores = scores + torch.matmul(q_rope, kr.unsqueeze(1).transpose(2, 3))
+        weights = masked_softmax(scores / (dh + self.rope_dim) ** 0.5, mask)
+        if absorb:
+            heads = torch.matmul(torch.matmul(weights, c.unsqueeze(1)), w_uv.transpose(1, 2))
+        else:
+            heads = torch.matmul(weights, torch.matmul(c.unsqueeze(1), w_uv.transpose(1, 2)))
+        out = heads.permute(0, 2, 1, 3).reshape(B, L, H * dh).to(x.dtype)
+        return self.W_o(out), (c_kv, k_rope)
+""",
+        "the scores and the average in float64 with matmul and reshape/permute; the up-projections as weight "
+        "matrices in both ways; the rotary key rotated as a head of its own",
+    ),
     # ------------------------------------------------------------------ sliding_window_mask
     Answer(
         "window_tril_triu",

@@ -265,3 +265,314 @@ def attention_share(n_params_non_embedding, n_layers, d_model, context_len):
         "Part 1's flops_per_token for the whole step",
     ),
 ]
+
+ANSWERS += [
+    # ------------------------------------------------------------------ activation_memory_bytes
+    Answer(
+        "activations_tensor_list",
+        "activation_memory_bytes",
+        """
+def activation_memory_bytes(batch_size, seq_len, d_model, num_heads, d_ff, bytes_per_value=4, checkpointing=False):
+    if num_heads <= 0 or d_model % num_heads:
+        raise ValueError(f"d_model={d_model} cannot be split into num_heads={num_heads} heads")
+    b, length = batch_size, seq_len
+    if checkpointing:
+        shapes = [(b, length, d_model)]
+    else:
+        shapes = [
+            (b, length, d_model), (b, length), (b, length),  # norm1: input, mean, rstd
+            (b, length, d_model),  # norm1's output, the projections' input
+            (b, num_heads, length, d_model // num_heads),  # q
+            (b, num_heads, d_model // num_heads, length),  # k transposed
+            (b, num_heads, length, length),  # the softmax weights
+            (b, num_heads, length, d_model // num_heads),  # v
+            (b, length, d_model),  # the merged heads
+            (b, length, d_model), (b, length), (b, length),  # norm2: input, mean, rstd
+            (b, length, d_model),  # norm2's output
+            (b, length, d_ff),  # the ReLU's output
+        ]
+    return sum(math.prod(shape) for shape in shapes) * bytes_per_value
+""",
+        "the list of saved tensors' shapes, each multiplied out with math.prod",
+    ),
+    Answer(
+        "activations_one_expression",
+        "activation_memory_bytes",
+        """
+def activation_memory_bytes(batch_size, seq_len, d_model, num_heads, d_ff, bytes_per_value=4, checkpointing=False):
+    if not (num_heads >= 1 and d_model % num_heads == 0):
+        raise ValueError("num_heads must divide d_model")
+    tokens = batch_size * seq_len
+    if checkpointing:
+        return bytes_per_value * tokens * d_model
+    return bytes_per_value * (tokens * (8 * d_model + d_ff + 4) + batch_size * num_heads * seq_len**2)
+""",
+        "one expression, the attention weights written as B H L^2",
+    ),
+    Answer(
+        "activations_numpy_int64",
+        "activation_memory_bytes",
+        """
+import numpy as np
+
+
+def activation_memory_bytes(batch_size, seq_len, d_model, num_heads, d_ff, bytes_per_value=4, checkpointing=False):
+    if num_heads < 1 or d_model % num_heads != 0:
+        raise ValueError(f"bad num_heads: {num_heads}")
+    per_position = np.array([d_model] if checkpointing else [
+        d_model + 2,  # first layer norm: its input, mean and 1 / std
+        d_model,  # projections' input
+        3 * d_model,  # q, k, v
+        num_heads * seq_len,  # weights
+        d_model,  # W_o's input
+        d_model + 2,  # second layer norm: its input, mean and 1 / std
+        d_model,  # first linear layer's input
+        d_ff,  # relu output
+    ], dtype=np.int64)
+    return per_position.sum() * np.int64(batch_size * seq_len * bytes_per_value)
+""",
+        "NumPy int64 terms per position, the result a NumPy integer",
+    ),
+    Answer(
+        "activations_dtype_sizes",
+        "activation_memory_bytes",
+        """
+def activation_memory_bytes(batch_size, seq_len, d_model, num_heads, d_ff, bytes_per_value=4, checkpointing=False):
+    try:
+        head_size, remainder = divmod(d_model, num_heads)
+    except ZeroDivisionError:
+        raise ValueError("num_heads must be positive") from None
+    if remainder or num_heads < 0:
+        raise ValueError(f"num_heads={num_heads} does not divide d_model={d_model}")
+    kept = {"layer input": d_model}
+    if not checkpointing:
+        kept.update(
+            {
+                "norm statistics": 4,
+                "norm1 output": d_model,
+                "queries": num_heads * head_size,
+                "keys": num_heads * head_size,
+                "values": num_heads * head_size,
+                "attention weights": num_heads * seq_len,
+                "merged heads": d_model,
+                "residual after attention": d_model,
+                "norm2 output": d_model,
+                "relu output": d_ff,
+            }
+        )
+    return batch_size * seq_len * sum(kept.values()) * bytes_per_value
+""",
+        "a dictionary of named tensors, divmod for the head size",
+    ),
+    # ------------------------------------------------------------------ accumulation_steps
+    Answer(
+        "accumulation_divmod",
+        "accumulation_steps",
+        """
+def accumulation_steps(target_tokens, micro_batch_size, seq_len, n_gpus):
+    if micro_batch_size < 1 or seq_len < 1 or n_gpus < 1:
+        bad = [n for n, v in (("micro_batch_size", micro_batch_size), ("seq_len", seq_len), ("n_gpus", n_gpus)) if v < 1]
+        raise ValueError(f"{bad[0]} must be positive")
+    steps, left = divmod(target_tokens, micro_batch_size * seq_len * n_gpus)
+    if left or steps < 1:
+        raise ValueError(f"target_tokens={target_tokens} is not a whole number of micro-steps")
+    return steps
+""",
+        "divmod, the remainder and the count checked together",
+    ),
+    Answer(
+        "accumulation_loop",
+        "accumulation_steps",
+        """
+def accumulation_steps(target_tokens, micro_batch_size, seq_len, n_gpus):
+    for name in ("micro_batch_size", "seq_len", "n_gpus"):
+        if locals()[name] < 1:
+            raise ValueError(name + " must be at least 1")
+    seen, steps = 0, 0
+    while seen < target_tokens:
+        seen += n_gpus * micro_batch_size * seq_len
+        steps += 1
+    if seen != target_tokens or steps == 0:
+        raise ValueError("target_tokens is not reached exactly by whole micro-steps")
+    return steps
+""",
+        "a loop that adds micro-steps until the batch is reached",
+    ),
+    Answer(
+        "accumulation_per_gpu_first",
+        "accumulation_steps",
+        """
+def accumulation_steps(target_tokens, micro_batch_size, seq_len, n_gpus):
+    if n_gpus < 1:
+        raise ValueError("n_gpus < 1")
+    if micro_batch_size < 1:
+        raise ValueError("micro_batch_size < 1")
+    if seq_len < 1:
+        raise ValueError("seq_len < 1")
+    if target_tokens < 1 or target_tokens % n_gpus:
+        raise ValueError("target_tokens must split evenly over the GPUs")
+    per_gpu = target_tokens // n_gpus  # the tokens each GPU sees per step
+    if per_gpu % (micro_batch_size * seq_len):
+        raise ValueError("target_tokens must be a whole number of micro-batches on each GPU")
+    return per_gpu // (micro_batch_size * seq_len)
+""",
+        "the batch split over the GPUs first, then into micro-batches",
+    ),
+    Answer(
+        "accumulation_fraction",
+        "accumulation_steps",
+        """
+from fractions import Fraction
+
+
+def accumulation_steps(target_tokens, micro_batch_size, seq_len, n_gpus):
+    sizes = {"micro_batch_size": micro_batch_size, "seq_len": seq_len, "n_gpus": n_gpus}
+    for name, size in sizes.items():
+        if size < 1:
+            raise ValueError(f"{name}={size}")
+    ratio = Fraction(target_tokens, micro_batch_size * seq_len * n_gpus)
+    if ratio.denominator != 1 or ratio <= 0:
+        raise ValueError(f"target_tokens={target_tokens}: not a positive whole number of micro-steps")
+    return ratio.numerator
+""",
+        "an exact fraction whose denominator must be 1",
+    ),
+    # ------------------------------------------------------------------ zero_memory_per_gpu
+    Answer(
+        "zero_table",
+        "zero_memory_per_gpu",
+        """
+# bytes a weight kept whole on every GPU, and bytes a weight partitioned across the GPUs
+ZERO = {0: (16, 0), 1: (2 + 2, 12), 2: (2, 2 + 12), 3: (0, 2 + 2 + 12)}
+
+
+def zero_memory_per_gpu(n_params, n_gpus, stage):
+    if stage not in ZERO:
+        raise ValueError(f"unknown ZeRO stage {stage}")
+    if n_gpus < 1:
+        raise ValueError("n_gpus must be at least 1")
+    whole, split = ZERO[stage]
+    return whole * n_params + split * ((n_params + n_gpus - 1) // n_gpus)
+""",
+        "a table of whole and partitioned bytes per stage, the shard as (n + P - 1) // P",
+    ),
+    Answer(
+        "zero_if_chain",
+        "zero_memory_per_gpu",
+        """
+def zero_memory_per_gpu(n_params, n_gpus, stage):
+    if n_gpus < 1:
+        raise ValueError(f"n_gpus={n_gpus} GPUs")
+    shard = math.ceil(n_params / n_gpus)
+    fp16_weights = fp16_gradients = 2 * n_params
+    master_and_moments = (4 + 4 + 4) * n_params
+    if stage == 0:
+        return fp16_weights + fp16_gradients + master_and_moments
+    elif stage == 1:
+        return fp16_weights + fp16_gradients + 12 * shard
+    elif stage == 2:
+        return fp16_weights + (2 + 12) * shard
+    elif stage == 3:
+        return 16 * shard
+    raise ValueError(f"stage={stage} is not a ZeRO stage")
+""",
+        "an if/elif chain, math.ceil for the shard",
+    ),
+    Answer(
+        "zero_from_part_3",
+        "zero_memory_per_gpu",
+        """
+def zero_memory_per_gpu(n_params, n_gpus, stage):
+    if not 0 <= stage <= 3 or int(stage) != stage:
+        raise ValueError("stage must be one of 0, 1, 2, 3")
+    if n_gpus <= 0:
+        raise ValueError("n_gpus must be positive")
+    if stage == 0:
+        return training_memory_bytes(n_params, "mixed")  # plain data parallelism: Part 3's mixed precision
+    parts = [("optimiser", 12, 1), ("gradients", 2, 2), ("weights", 2, 3)]  # bytes a weight, first stage splitting it
+    shard = -(-n_params // n_gpus)
+    return sum(size * (shard if stage >= first else n_params) for _, size, first in parts)
+""",
+        "Part 3's mixed precision for stage 0, a list of parts with the stage that first partitions each",
+    ),
+    Answer(
+        "zero_numpy",
+        "zero_memory_per_gpu",
+        """
+import numpy as np
+
+
+def zero_memory_per_gpu(n_params, n_gpus, stage):
+    if stage not in range(4):
+        raise ValueError(f"stage {stage!r}: ZeRO has stages 0 to 3")
+    if n_gpus < 1:
+        raise ValueError("n_gpus must be at least one")
+    bytes_per_weight = np.array([2, 2, 12], dtype=np.int64)  # weights, gradients, optimiser state
+    partitioned = np.array([stage >= 3, stage >= 2, stage >= 1])
+    shard = np.int64(-(-n_params // n_gpus))
+    counts = np.where(partitioned, shard, np.int64(n_params))
+    return int((bytes_per_weight * counts).sum())
+""",
+        "NumPy vectors of sizes and a mask of the partitioned parts",
+    ),
+    # ------------------------------------------------------------------ compute_optimal
+    Answer(
+        "optimal_math_sqrt",
+        "compute_optimal",
+        """
+def compute_optimal(compute_flops, tokens_per_parameter=20.0):
+    if not compute_flops > 0:
+        raise ValueError("compute_flops must be positive")
+    if not tokens_per_parameter > 0:
+        raise ValueError("tokens_per_parameter must be positive")
+    params = math.sqrt(compute_flops / 6 / tokens_per_parameter)
+    return params, params * tokens_per_parameter
+""",
+        "math.sqrt, the tuple built in the return",
+    ),
+    Answer(
+        "optimal_tokens_first",
+        "compute_optimal",
+        """
+def compute_optimal(compute_flops, tokens_per_parameter=20.0):
+    if compute_flops <= 0:
+        raise ValueError(f"compute_flops={compute_flops}")
+    if tokens_per_parameter <= 0:
+        raise ValueError(f"tokens_per_parameter={tokens_per_parameter}")
+    tokens = (compute_flops * tokens_per_parameter / 6) ** 0.5  # C = 6 (D / r) D
+    return tokens / tokens_per_parameter, tokens
+""",
+        "the tokens solved for first",
+    ),
+    Answer(
+        "optimal_logs",
+        "compute_optimal",
+        """
+def compute_optimal(compute_flops, tokens_per_parameter=20.0):
+    if compute_flops <= 0 or tokens_per_parameter <= 0:
+        name = "compute_flops" if compute_flops <= 0 else "tokens_per_parameter"
+        raise ValueError(f"{name} must be positive")
+    log_params = 0.5 * (math.log(compute_flops) - math.log(6 * tokens_per_parameter))
+    n_params = math.exp(log_params)
+    return (n_params, tokens_per_parameter * n_params)
+""",
+        "logarithms: half the log of the budget over 6r",
+    ),
+    Answer(
+        "optimal_numpy",
+        "compute_optimal",
+        """
+import numpy as np
+
+
+def compute_optimal(compute_flops, tokens_per_parameter=20.0):
+    if compute_flops <= 0:
+        raise ValueError("a budget (compute_flops) must be positive")
+    if tokens_per_parameter <= 0:
+        raise ValueError("tokens_per_parameter must be positive")
+    n = np.sqrt(np.float64(compute_flops) / (6.0 * tokens_per_parameter))
+    return float(n), float(n * tokens_per_parameter)
+""",
+        "NumPy's sqrt, the pair returned as Python floats",
+    ),
+]

@@ -1,0 +1,96 @@
+"""Chapter 6's decoding references against independent implementations: the sampling distributions against
+``transformers``' logits processors, speculative decoding against greedy decoding, and the scripted models
+that its hidden tests use."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from transformers.generation.logits_process import (
+    MinPLogitsWarper,
+    TemperatureLogitsWarper,
+    TopKLogitsWarper,
+    TopPLogitsWarper,
+)
+
+from attention_course.solutions.ch06_transformer import (
+    Transformer,
+    greedy_decode,
+    min_p_probs,
+    speculative_decode,
+    temperature_probs,
+    top_k_probs,
+    top_p_probs,
+)
+from autograder.fixtures import CallLimitedTranslator, ScriptedDraft, ScriptedTranslator
+
+
+def processed(warper, logits):
+    return torch.softmax(warper(None, logits.clone()), dim=-1)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_sampling_distributions_equal_transformers_processors(seed):
+    """On random logits (no ties), each distribution is the one ``transformers`` samples from."""
+    logits = torch.randn(4, 50, generator=torch.Generator().manual_seed(seed)) * 3
+    for t in (0.3, 1.0, 2.5):
+        torch.testing.assert_close(temperature_probs(logits, t), processed(TemperatureLogitsWarper(t), logits))
+    for k in (1, 5, 50):
+        torch.testing.assert_close(top_k_probs(logits, k), processed(TopKLogitsWarper(k), logits))
+    for p in (0.1, 0.5, 0.9, 0.99):
+        torch.testing.assert_close(top_p_probs(logits, p), processed(TopPLogitsWarper(p), logits))
+    for m in (0.01, 0.1, 0.5):
+        torch.testing.assert_close(min_p_probs(logits, m), processed(MinPLogitsWarper(m), logits))
+
+
+def test_ties_are_kept_together():
+    logits = torch.tensor([2.0, 2.0, 1.0, 1.0, 0.0])
+    assert temperature_probs(logits, 0).tolist() == [0.5, 0.5, 0.0, 0.0, 0.0]
+    assert (top_k_probs(logits, 3) > 0).tolist() == [True] * 4 + [False]  # the tie at the third is kept
+    assert (top_p_probs(logits, 0.8) > 0).tolist() == [True] * 4 + [False]
+
+
+class Counted:
+    def __init__(self, model):
+        self.model, self.calls = model, 0
+
+    def encode(self, *args):
+        return self.model.encode(*args)
+
+    def decode(self, *args):
+        self.calls += 1
+        return self.model.decode(*args)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_speculative_decoding_is_greedy_decoding_of_random_transformers(seed):
+    torch.manual_seed(seed)
+    model, draft = Transformer(12, 12, 16, 2, 2, 32, 0.0).eval(), Transformer(12, 12, 8, 1, 1, 16, 0.0).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.mul_(2.5)  # sharper logits: the model and the draft disagree often
+    generator = torch.Generator().manual_seed(seed)
+    src, mask = torch.randint(12, (3, 5), generator=generator), torch.rand(3, 5, generator=generator) < 0.8
+    mask[:, 0] = True
+    for candidate in (draft, model):
+        for lookahead in (1, 3, 6):
+            for max_len in (1, 4, 9):
+                want = greedy_decode(model, src, mask, 1, 2, max_len)
+                assert torch.equal(speculative_decode(model, candidate, src, mask, 1, 2, max_len, lookahead), want)
+
+
+def test_the_scripted_draft_and_the_call_limit():
+    src, mask = torch.tensor([[7, 3, 9, 4, 11, 6, 8]]), torch.ones(1, 7, dtype=torch.bool)
+    model = ScriptedTranslator(16, 1, 2)
+    greedy = greedy_decode(model, src, mask, 1, 2, 10)
+    assert torch.equal(greedy_decode(ScriptedDraft(16, 1, 2, 0), src, mask, 1, 2, 10), greedy)
+    missing = greedy_decode(ScriptedDraft(16, 1, 2, 3), src, mask, 1, 2, 10)
+    assert torch.equal(missing[:, :2], greedy[:, :2]) and missing[0, 2] != greedy[0, 2]
+    for lookahead, calls in ((1, 4), (3, 2), (7, 1)):  # 8 tokens, lookahead + 1 per call
+        counted = Counted(model)
+        speculative_decode(counted, ScriptedDraft(16, 1, 2, 0), src, mask, 1, 2, 10, lookahead)
+        assert counted.calls == calls
+        limited = CallLimitedTranslator(16, 1, 2, calls)
+        assert torch.equal(speculative_decode(limited, model, src, mask, 1, 2, 10, lookahead), greedy)
+        over = CallLimitedTranslator(16, 1, 2, calls)
+        assert not torch.equal(greedy_decode(over, src, mask, 1, 2, 10), greedy)  # one call per token is too many
