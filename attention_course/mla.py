@@ -25,7 +25,7 @@ import torch
 import torch.nn as nn
 
 from attention_course.layouts import CheckpointError, interleave_rotary_rows
-from attention_course.model import DecoderOnly, look_ahead
+from attention_course.model import DecoderOnly
 from attention_course.rope import rope_parameters
 from attention_course.solutions.ch07_efficient_attention import MultiHeadLatentAttention
 
@@ -130,19 +130,14 @@ class LatentDecoderOnly(DecoderOnly):
     grouped-query attention's ``(B, H_kv, L, d_h)`` count them along dimension 2. :meth:`absorb` makes every
     layer compute its attention with the up-projections absorbed: the same logits."""
 
+    @staticmethod
+    def cached_length(cache) -> int:
+        return cache[0][0].size(1)
+
     def hidden_states(self, ids, cache=None, mask=None, positions=None):
         if positions is not None:
             raise ValueError("positions: the latent attention numbers its new positions after those of its cache")
-        past = 0 if cache is None else cache[0][0].size(1)
-        length = ids.size(1)
-        if past + length > self.max_len:
-            raise ValueError(f"{past} cached and {length} new positions are more than max_len={self.max_len}")
-        x, new_cache = self.embed(ids, start=past), []
-        mask = look_ahead(past, length, None, ids.device) if mask is None else mask
-        for i, layer in enumerate(self.layers):
-            x, layer_cache = layer(x, mask, None if cache is None else cache[i])
-            new_cache.append(layer_cache)
-        return self.norm(x), new_cache
+        return super().hidden_states(ids, cache, mask)
 
     def absorb(self, absorb: bool = True) -> LatentDecoderOnly:
         """Every layer's attention computed with ``absorb`` (in place)."""

@@ -450,7 +450,7 @@ class DecoderOnly(nn.Module):
     def hidden_states(self, ids, cache=None, mask=None, positions=None):
         """``(hidden, cache)`` as :meth:`extend`, with the last layer's normalised outputs (B, L, d_model)
         in place of the logits: the output layer turns them into logits."""
-        past = 0 if cache is None else cache[0][0].size(2)
+        past = 0 if cache is None else self.cached_length(cache)
         length = ids.size(1)
         if past + length > self.max_len:
             raise ValueError(f"{past} cached and {length} new positions are more than max_len={self.max_len}")
@@ -464,6 +464,11 @@ class DecoderOnly(nn.Module):
             x, layer_cache = layer(x, masks[window], layer_cache, positions)
             new_cache.append(layer_cache)
         return self.norm(x), new_cache
+
+    @staticmethod
+    def cached_length(cache) -> int:
+        """The number of positions a cache holds: its first layer's keys are (B, H_kv, L_past, d_h)."""
+        return cache[0][0].size(2)
 
     @torch.inference_mode()
     def generate(
