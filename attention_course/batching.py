@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from attention_course.model import DecoderOnly
+from attention_course.model import DecoderOnly, next_tokens
 
 
 def left_padded(prompts: list[list[int]], pad_id: int, device=None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -22,6 +22,20 @@ def left_padded(prompts: list[list[int]], pad_id: int, device=None) -> tuple[tor
     ids = torch.tensor([[pad_id] * (length - len(p)) + list(p) for p in prompts], device=device)
     real = torch.tensor([[False] * (length - len(p)) + [True] * len(p) for p in prompts], device=device)
     return ids, real
+
+
+def real_positions(real: torch.Tensor) -> torch.Tensor:
+    """(B, L): each token's position, the number of real tokens before it; a padding token takes position 0
+    (no real token sees it)."""
+    return (real.cumsum(dim=1) - 1).clamp(min=0)
+
+
+def padded_mask(real: torch.Tensor) -> torch.Tensor:
+    """(B, 1, L, L): each query sees the real keys up to itself, and itself (so that a padding query's row
+    is never empty)."""
+    length = real.size(1)
+    causal = torch.ones(length, length, dtype=torch.bool, device=real.device).tril()
+    return ((causal & real[:, None, :]) | torch.eye(length, dtype=torch.bool, device=real.device))[:, None]
 
 
 @torch.inference_mode()
@@ -40,18 +54,11 @@ def generate_batch(
     length = ids.size(1)
     if length + new_tokens > model.max_len:
         raise ValueError(f"{length} prompt and {new_tokens} new positions are more than max_len={model.max_len}")
-    positions = (real.cumsum(dim=1) - 1).clamp(min=0)  # a padding token takes position 0; it is never seen
-    # Each query sees the real keys up to itself, and itself (a padding query would otherwise see nothing).
-    causal = torch.ones(length, length, dtype=torch.bool, device=device).tril()
-    mask = (causal & real[:, None, :]) | torch.eye(length, dtype=torch.bool, device=device)
-    logits, cache = model.extend(ids, mask=mask[:, None], positions=positions)
+    positions = real_positions(real)
+    logits, cache = model.extend(ids, mask=padded_mask(real), positions=positions)
     generated = []
     for step in range(new_tokens):
-        last = logits[:, -1]
-        if temperature == 0:
-            token = last.argmax(dim=-1, keepdim=True)
-        else:
-            token = torch.multinomial(torch.softmax(last / temperature, dim=-1), 1, generator=generator)
+        token = next_tokens(logits[:, -1], temperature, generator)
         generated.append(token)
         if step == new_tokens - 1:
             break

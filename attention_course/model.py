@@ -497,13 +497,16 @@ class DecoderOnly(nn.Module):
             else:
                 hidden, cache = self.hidden_states(ids[:, -1:], cache)
             logits = self.generator(hidden[:, -1])
-            if temperature == 0:
-                next_token = logits.argmax(dim=-1, keepdim=True)
-            else:
-                probs = torch.softmax(logits / temperature, dim=-1)
-                next_token = torch.multinomial(probs, 1, generator=generator)
-            ids = torch.cat([ids, next_token], dim=1)
+            ids = torch.cat([ids, next_tokens(logits, temperature, generator)], dim=1)
         return ids
+
+
+def next_tokens(logits, temperature: float, generator: torch.Generator | None = None) -> torch.Tensor:
+    """(B, 1): the next token of each sequence from its logits (B, V), drawn at ``temperature``; temperature 0
+    takes the most likely one."""
+    if temperature == 0:
+        return logits.argmax(dim=-1, keepdim=True)
+    return torch.multinomial(torch.softmax(logits / temperature, dim=-1), 1, generator=generator)
 
 
 def look_ahead(past: int, length: int, window: int | None, device, mask=None) -> torch.Tensor | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attention_course.batching import generate_batch, left_padded
+from attention_course.batching import generate_batch, left_padded, padded_mask, real_positions
 from attention_course.pretrained import from_pretrained
 from tests.test_pretrained import build
 
@@ -33,9 +33,7 @@ def test_without_position_ids_or_the_mask_the_padding_changes_the_tokens(tmp_pat
     model = from_pretrained(tmp_path)
     ids, real = left_padded(PROMPTS, 0)
     length = ids.size(1)
-    causal = torch.ones(length, length, dtype=torch.bool).tril()
-    mask = ((causal & real[:, None, :]) | torch.eye(length, dtype=torch.bool))[:, None]
-    positions = (real.cumsum(1) - 1).clamp(min=0)
+    mask, positions = padded_mask(real), real_positions(real)
     with torch.no_grad():
         right = model.extend(ids, mask=mask, positions=positions)[0][:, -1]
         unpositioned = model.extend(ids, mask=mask)[0][:, -1]
