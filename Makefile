@@ -96,17 +96,9 @@ book: venv $(MATHJAX)  ## build the book into _build/html, open or term edition 
 	@PYTHONUNBUFFERED=1 $(BIN)/python -m course_site.execute --jobs $(BOOK_JOBS) .
 	@# The build finds every chapter's outputs in the cache (one line each, from myst-nb's log), and would
 	@# execute, one after another, a page whose outputs are not there. MyST's two configuration dumps (a
-	@# line of thousands of characters each) are left out.
+	@# line of thousands of characters each) are left out (course_site/build_log.py).
 	@set -o pipefail; PYTHONUNBUFFERED=1 $(BIN)/jupyter-book build $(BOOK_FLAGS) --path-output $(BOOK_OUT) . 2>&1 \
-	  | awk '{ line = $$0; gsub(/\033\[[0-9;]*m/, "", line) } \
-	    match(line, /book\/[A-Za-z0-9_]+\.md: /) { page = substr(line, RSTART + 5, RLENGTH - 10) } \
-	    line ~ /\.md: Executing notebook/ { print "[book] executing " page " ..."; fflush(); next } \
-	    line ~ /\.md: Executed notebook in / { sub(/.* in /, "", line); sub(/ seconds.*/, " s", line); \
-	      print "[book] executed " page " in " line; fflush(); next } \
-	    line ~ /\.md: Using cached notebook/ { print "[book] rendering " page " with its outputs from the cache"; fflush(); next } \
-	    line ~ /\.md: Cached executed notebook/ { next } \
-	    line ~ /^myst(-nb)? v[0-9.]+: (Md|Nb)ParserConfig\(/ { next } \
-	    { print; fflush() }'
+	  | $(BIN)/python -m course_site.build_log
 	@echo "The book is at file://$(abspath $(BOOK_OUT))/_build/html/index.html"
 
 linkcheck: venv $(MATHJAX)  ## check the book's external links (needs a network; `make test` checks the internal ones)

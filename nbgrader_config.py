@@ -34,13 +34,13 @@ c.CourseDirectory.max_file_size = 10_000
 # network, no view of solutions/, the gradebook or other students, limits on
 # time, memory, processes and output), and the test cells run here, comparing
 # values that come back from the sandbox as plain data; see autograder/grading/.
-# The limits live in autograder/sandbox/process.py (Limits), so that `make check` gives
+# The limits live in autograder/sandbox/limits.py (Limits), so that `make check` gives
 # self-learners the same verdicts.
 c.Autograde.autograde_preprocessors = [
-    "autograder.nbgrader_plugins.SandboxedExecute",
+    "autograder.nbgrader.execute.SandboxedExecute",
     # The autograded notebook (which the formgrader shows you) keeps no live HTML or script
     # that a submission's markdown or raw cells hold (the course's own markdown is kept as written).
-    "autograder.nbgrader_plugins.SanitizeStudentHTML",
+    "autograder.nbgrader.sanitize.SanitizeStudentHTML",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
     "nbgrader.preprocessors.SaveAutoGrades",
@@ -62,11 +62,11 @@ c.OverwriteCells.add_missing_cells = True
 # from a cell the instructor's notebook does not have: a student's metadata ("task": true on a code
 # cell, a broken grade_id) would make nbgrader refuse the notebook and quote the cell in its log.
 c.Autograde.sanitize_preprocessors = [
-    "autograder.nbgrader_plugins.InstructorCellRoles",
+    "autograder.nbgrader.cell_roles.InstructorCellRoles",
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
-    "autograder.nbgrader_plugins.RestoreTestCells",
+    "autograder.nbgrader.restore_cells.RestoreTestCells",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 
@@ -75,8 +75,8 @@ c.Autograde.sanitize_preprocessors = [
 # holds a symbolic or hard link, a named pipe or another special file is refused (nothing of it
 # is copied, so no link can bring in solutions/ or another student's notebook), files are read
 # without following links, and the submission time is when the kernel last saw the submission
-# change, not what the student's timestamp.txt says; see autograder/exchange.py.
-c.ExchangeFactory.collect = "autograder.exchange.SafeCollect"
+# change, not what the student's timestamp.txt says; see autograder/exchange/.
+c.ExchangeFactory.collect = "autograder.exchange.collect.SafeCollect"
 
 # New students are added to the gradebook the first time they are graded.
 c.Autograde.create_student = True
@@ -87,12 +87,12 @@ c.Autograde.create_student = True
 # `make grade` which notebook it is on, so that one that takes too long is stopped).
 # The feedback page carries the course's MathJax (book/_static/mathjax, which make book and make grade
 # fetch), so that its mathematics renders wherever the student opens it, offline too.
-c.GenerateFeedback.exporter_class = "autograder.nbgrader_plugins.FeedbackHTMLExporter"
+c.GenerateFeedback.exporter_class = "autograder.nbgrader.feedback_html.FeedbackHTMLExporter"
 c.GenerateFeedback.preprocessors = [
-    "autograder.nbgrader_plugins.LimitMarkdown",
+    "autograder.nbgrader.limit_markdown.LimitMarkdown",
     "nbgrader.preprocessors.GetGrades",
-    "autograder.nbgrader_plugins.HideHiddenTests",
-    "autograder.nbgrader_plugins.SanitizeStudentHTML",
+    "autograder.nbgrader.hide_tests.HideHiddenTests",
+    "autograder.nbgrader.sanitize.SanitizeStudentHTML",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 # Markdown and raw cells that a submission holds are escaped (bleach, through nbconvert), never
@@ -107,7 +107,7 @@ c.Execute.extra_arguments = ["--IPKernelApp.log_level=ERROR"]
 c.HTMLExporter.sanitize_html = True
 # nbconvert's strip_files_prefix takes quadratic time on a line of "[" (minutes for 150,000); the
 # course's gives the same output in linear time.
-c.HTMLExporter.filters = {"strip_files_prefix": "autograder.nbgrader_plugins.strip_files_prefix"}
+c.HTMLExporter.filters = {"strip_files_prefix": "autograder.nbgrader.files_prefix.strip_files_prefix"}
 c.LimitMarkdown.max_cell_chars = 20_000
 c.LimitMarkdown.max_total_chars = 200_000
 

@@ -30,9 +30,10 @@ import torch.nn.functional as F
 from attention_course.dates import SOURCE_VOCAB, TARGET_VOCAB, CharVocab, DateTask, Example, batch
 from attention_course.devices import seed_everything
 from attention_course.model import DecoderOnly, EncoderDecoder
+from attention_course.schedule import scheduler
 from attention_course.solutions.ch04_masking import decoder_self_attention_mask
 from attention_course.solutions.ch06_transformer import greedy_decode
-from attention_course.training import exact_match, to_device, warmup_cosine
+from attention_course.training import exact_match, to_device
 from attention_course.training import train as train_steps
 
 FAMILIES = ("encoder-only", "decoder-only", "prefix-LM", "encoder-decoder")
@@ -211,8 +212,7 @@ def train(
     train_examples = task.examples("train", steps * batch_size)
     model = build(family, shape).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
-    rate = functools.partial(warmup_cosine, steps=steps, warmup=warmup)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, rate)
+    schedule = scheduler(optimizer, lr, steps, warmup)
     batches = [train_examples[start : start + batch_size] for start in range(0, len(train_examples), batch_size)]
     started = time.perf_counter()
     losses = train_steps(

@@ -1,5 +1,6 @@
-"""A package's names imported on first use (PEP 562): what ``attention_course`` and ``autograder`` export,
-without importing torch for a caller that uses none of it."""
+"""A package's names imported on first use (PEP 562).
+
+What ``attention_course`` and ``autograder`` export, without importing torch for a caller that uses none of it."""
 
 from __future__ import annotations
 

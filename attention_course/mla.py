@@ -1,5 +1,7 @@
-"""DeepSeek-V2 and V3 in the course's layers: chapter 7's multi-head latent attention holding the weights of a
-``transformers`` DeepSeek-V3 model, and the cache such an attention keeps.
+"""DeepSeek-V2 and V3's multi-head latent attention in the course's layers.
+
+Chapter 7's multi-head latent attention holding the weights of a ``transformers`` DeepSeek-V3 model, and the
+cache such an attention keeps.
 
 transformers' ``DeepseekV3Attention`` stores what chapter 7's ``MultiHeadLatentAttention`` splits into seven
 matrices in four, and normalises the latents (and, where ``q_lora_rank`` is set, a latent of the queries too):

@@ -1,15 +1,17 @@
-"""The models that ``make train`` trains, built from the graded pieces of chapters 3 to 7:
-the encoder-decoder of "Attention Is All You Need" and a decoder-only language model.
+"""The models that ``make train`` trains (the encoder-decoder and the decoder-only model) and their shared settings.
 
-They add to the exercises' ``Transformer`` what training at speed wants: pre-norm layers
-(``norm_first=True``) with a final layer norm, and attention through PyTorch's fused kernels
-(``fused=True``: ``F.scaled_dot_product_attention``). Conventions as in the rest of the course:
-batch first; boolean masks with True = may attend; padding masks are (B, S) and look-ahead masks
-(Lt, Lt), or anything broadcastable to (B, H, Lq, Lk).
+They are built from the graded pieces of chapters 3 to 7: the encoder-decoder of "Attention Is All
+You Need" and a decoder-only language model. They add to the exercises' ``Transformer`` what
+training at speed wants: pre-norm layers (``norm_first=True``) with a final layer norm, and attention
+through PyTorch's fused kernels (``fused=True``: ``F.scaled_dot_product_attention``,
+:mod:`attention_course.fused_attention`). Conventions as in the rest of the course: batch first;
+boolean masks with True = may attend; padding masks are (B, S) and look-ahead masks (Lt, Lt), or
+anything broadcastable to (B, H, Lq, Lk).
 
 The decoder-only model also takes the parts of the two families of published checkpoints that
-:mod:`attention_course.pretrained` loads: GPT-2's learned positions and GELU, and the Llama family's
-RMSNorm, SwiGLU feed-forward network and rotary positions (chapter 7's rotary grouped-query attention).
+:mod:`attention_course.pretrained` loads (:mod:`attention_course.layers`): GPT-2's learned positions
+and GELU, and the Llama family's RMSNorm, SwiGLU feed-forward network and rotary positions (chapter
+7's rotary grouped-query attention).
 
 The layers and the attention are the reference solutions of exercises 3 to 7, so a
 student's copy of the course has this module once those chapters' solutions are released.
@@ -17,164 +19,48 @@ student's copy of the course has this module once those chapters' solutions are 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
+from attention_course.fused_attention import FusedRotaryGroupedQueryAttention, use_fused_attention
+from attention_course.layers import EMBEDDINGS, TokenEmbedding, feed_forward, norm_layer, self_attention
 from attention_course.rope import ScaledRotary
-from attention_course.solutions.ch03_multi_head import MultiHeadAttention, merge_heads, split_heads
+from attention_course.solutions.ch03_multi_head import split_heads
 from attention_course.solutions.ch04_masking import causal_mask, masked_softmax
-from attention_course.solutions.ch05_positional_encoding import PositionalEncoding, apply_rotary
-from attention_course.solutions.ch06_transformer import DecoderLayer, EncoderLayer, FeedForward
+from attention_course.solutions.ch05_positional_encoding import apply_rotary
+from attention_course.solutions.ch06_transformer import DecoderLayer, EncoderLayer
 from attention_course.solutions.ch07_efficient_attention import (
-    GroupedQueryAttention,
     RotaryGroupedQueryAttention,
     repeat_kv,
     sliding_window_mask,
 )
 
 
-class FusedMultiHeadAttention(MultiHeadAttention):
-    """Multi-head attention whose heads attend through ``F.scaled_dot_product_attention``.
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    """The settings that both models take, in their constructors' order after the vocabulary sizes.
 
-    That function picks a fused kernel where one applies (FlashAttention and memory-efficient
-    kernels on a GPU) and never builds the weights: the module returns ``(output, None)``.
-    The weights and the result are those of :class:`MultiHeadAttention`.
+    A model keeps its own as ``config``, and ``from_config`` builds a model from one: a program that
+    trains either model (``make train``) sets them once.
     """
 
-    def forward(self, query, key, value, mask=None):
-        q, k, v = (
-            split_heads(project(x), self.num_heads)
-            for project, x in ((self.W_q, query), (self.W_k, key), (self.W_v, value))
-        )
-        return self.W_o(merge_heads(F.scaled_dot_product_attention(q, k, v, attn_mask=mask))), None
-
-
-def use_fused_attention(model: nn.Module) -> nn.Module:
-    """Make every multi-head attention of ``model`` compute with the fused kernels (in place)."""
-    for module in model.modules():
-        if isinstance(module, MultiHeadAttention):
-            module.__class__ = FusedMultiHeadAttention
-    return model
+    d_model: int
+    num_heads: int
+    num_layers: int
+    d_ff: int
+    dropout: float
+    max_len: int
+    norm_first: bool
+    fused: bool
+    tie_weights: bool
 
 
 def _key_padding(mask):
     """A (B, S) padding mask, shaped to broadcast over heads and queries: (B, 1, 1, S)."""
     return None if mask is None else mask[:, None, None, :]
-
-
-class TokenEmbedding(nn.Module):
-    """Token embeddings scaled by sqrt(d_model), plus sinusoidal positions.
-
-    The embeddings start with standard deviation 1/sqrt(d_model), so that after the
-    scaling they have the size of the positional encoding (entries in [-1, 1]).
-    With nn.Embedding's default N(0, 1) they would be sqrt(d_model) times larger
-    and drown the positions, and the date task would barely train.
-    """
-
-    def __init__(self, vocab_size: int, d_model: int, max_len: int, dropout: float):
-        super().__init__()
-        self.scale = math.sqrt(d_model)
-        self.tokens = nn.Embedding(vocab_size, d_model)
-        nn.init.normal_(self.tokens.weight, std=d_model**-0.5)
-        self.positions = PositionalEncoding(d_model, max_len, dropout)
-
-    def forward(self, ids, start=0):
-        """The embeddings of ``ids`` (B, L) at positions ``start`` to ``start + L - 1``, or at the positions
-        ``start`` (B, L) of each token (a left-padded batch's)."""
-        length, table = ids.size(1), self.positions.pe
-        last = int(start.max()) if torch.is_tensor(start) else start + length - 1
-        if last >= table.size(0):
-            raise ValueError(f"positions up to {last}; the encoding has max_len={table.size(0)}")
-        x = self.tokens(ids) * self.scale
-        rows = table[start] if torch.is_tensor(start) else table[start : start + length]
-        return self.positions.dropout(x + rows.to(x.dtype))
-
-
-class LearnedEmbedding(nn.Module):
-    """Token embeddings plus a learned vector for each position, unscaled: GPT-2's ``wte`` and ``wpe``."""
-
-    def __init__(self, vocab_size: int, d_model: int, max_len: int, dropout: float):
-        super().__init__()
-        self.tokens = nn.Embedding(vocab_size, d_model)
-        self.positions = nn.Embedding(max_len, d_model)
-        for table in (self.tokens, self.positions):
-            nn.init.normal_(table.weight, std=0.02)  # GPT-2's initialisation
-        self.dropout = nn.Dropout(dropout)
-
-    def forward(self, ids, start=0):
-        positions = start if torch.is_tensor(start) else torch.arange(start, start + ids.size(1), device=ids.device)
-        return self.dropout(self.tokens(ids) + self.positions(positions))
-
-
-class TokenOnlyEmbedding(nn.Module):
-    """Token embeddings alone, unscaled: with rotary positions, the positions enter every attention layer."""
-
-    def __init__(self, vocab_size: int, d_model: int, max_len: int, dropout: float):
-        super().__init__()
-        self.tokens = nn.Embedding(vocab_size, d_model)
-        nn.init.normal_(self.tokens.weight, std=0.02)
-        self.dropout = nn.Dropout(dropout)
-
-    def forward(self, ids, start=0):
-        return self.dropout(self.tokens(ids))
-
-
-EMBEDDINGS = {"sinusoidal": TokenEmbedding, "learned": LearnedEmbedding, "rotary": TokenOnlyEmbedding}
-
-
-class GELUFeedForward(FeedForward):
-    """GPT-2's feed-forward network: chapter 6's, with GELU (its tanh approximation, as GPT-2 computes it,
-    or the exact one) in place of the ReLU."""
-
-    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, approximate: str = "tanh"):
-        super().__init__(d_model, d_ff, dropout)
-        self.approximate = approximate
-
-    def forward(self, x):
-        return self.linear2(self.dropout(F.gelu(self.linear1(x), approximate=self.approximate)))
-
-
-class SwiGLU(nn.Module):
-    """The gated feed-forward network of the Llama family: ``down(silu(gate(x)) * up(x))``.
-
-    ``gate`` and ``up`` both map each position to ``d_ff`` features; the SiLU of the first gates the
-    second, feature by feature, and ``down`` maps the product back to ``d_model``.
-    """
-
-    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, bias: bool = False):
-        super().__init__()
-        self.gate = nn.Linear(d_model, d_ff, bias=bias)
-        self.up = nn.Linear(d_model, d_ff, bias=bias)
-        self.down = nn.Linear(d_ff, d_model, bias=bias)
-        self.dropout = nn.Dropout(dropout)
-
-    def forward(self, x):
-        return self.down(self.dropout(F.silu(self.gate(x)) * self.up(x)))
-
-
-def feed_forward(kind: str, d_model: int, d_ff: int, dropout: float, bias: bool) -> nn.Module:
-    """The feed-forward network of a decoder-only layer: ``relu`` (chapter 6's), ``gelu``, ``gelu_exact``
-    (GPT-2's, biased) or ``swiglu`` (the Llama family's, biased where ``bias``)."""
-    if kind == "swiglu":
-        return SwiGLU(d_model, d_ff, dropout, bias)
-    if kind in ("gelu", "gelu_exact"):
-        return GELUFeedForward(d_model, d_ff, dropout, approximate="tanh" if kind == "gelu" else "none")
-    if kind == "relu":
-        return FeedForward(d_model, d_ff, dropout)
-    raise ValueError(f"feed_forward must be relu, gelu, gelu_exact or swiglu, got {kind!r}")
-
-
-def norm_layer(kind: str, d_model: int, eps: float) -> nn.Module:
-    """A layer norm (``layer``: centre and scale, with a bias) or an RMS norm (``rms``: scale only, the Llama
-    family's, ``x / sqrt(mean(x²) + eps) * weight``)."""
-    if kind == "layer":
-        return nn.LayerNorm(d_model, eps=eps)
-    if kind == "rms":
-        return nn.RMSNorm(d_model, eps=eps)
-    raise ValueError(f"norm must be layer or rms, got {kind!r}")
 
 
 class EncoderDecoder(nn.Module):
@@ -195,6 +81,9 @@ class EncoderDecoder(nn.Module):
         tie_weights: bool = False,
     ):
         super().__init__()
+        self.config = ModelConfig(
+            d_model, num_heads, num_layers, d_ff, dropout, max_len, norm_first, fused, tie_weights
+        )
         self.src_embed = TokenEmbedding(src_vocab_size, d_model, max_len, dropout)
         self.tgt_embed = TokenEmbedding(tgt_vocab_size, d_model, max_len, dropout)
         layer_args = (d_model, num_heads, d_ff, dropout, norm_first)
@@ -208,6 +97,11 @@ class EncoderDecoder(nn.Module):
             self.generator.weight = self.tgt_embed.tokens.weight
         if fused:
             use_fused_attention(self)
+
+    @classmethod
+    def from_config(cls, src_vocab_size: int, tgt_vocab_size: int, config: ModelConfig) -> EncoderDecoder:
+        """The model of ``config``'s settings for these vocabularies."""
+        return cls(src_vocab_size, tgt_vocab_size, **dataclasses.asdict(config))
 
     def encode(self, src, src_mask=None):
         x, mask = self.src_embed(src), _key_padding(src_mask)
@@ -223,77 +117,6 @@ class EncoderDecoder(nn.Module):
 
     def forward(self, src, tgt_in, src_mask=None, tgt_mask=None):
         return self.decode(tgt_in, self.encode(src, src_mask), tgt_mask, src_mask)
-
-
-def _attend_fused(attention, q, k, v, mask, cache):
-    """The rest of a grouped-query attention's forward from its new heads q (B, H, L, dh), k and v
-    (B, H_kv, L, dh), through ``F.scaled_dot_product_attention``: ``(output, cache)``."""
-    if cache is not None:
-        k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
-    n_rep = attention.num_heads // attention.num_kv_heads
-    out = F.scaled_dot_product_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), attn_mask=mask)
-    return attention.W_o(merge_heads(out)), (k, v)
-
-
-class FusedGroupedQueryAttention(GroupedQueryAttention):
-    """Chapter 7's grouped-query attention, its heads attending through ``F.scaled_dot_product_attention``
-    (as in :class:`FusedMultiHeadAttention`): the same weights, the same cache, the same result."""
-
-    def forward(self, x, mask=None, cache=None):
-        q = split_heads(self.W_q(x), self.num_heads)
-        k = split_heads(self.W_k(x), self.num_kv_heads)
-        v = split_heads(self.W_v(x), self.num_kv_heads)
-        return _attend_fused(self, q, k, v, mask, cache)
-
-
-class FusedRotaryGroupedQueryAttention(RotaryGroupedQueryAttention):
-    """Chapter 7's rotary grouped-query attention through ``F.scaled_dot_product_attention``: the same
-    weights, the same cache (keys rotated at their positions), the same result. With ``rotary`` (a
-    :class:`~attention_course.rope.ScaledRotary`) the pairs turn at a long-context checkpoint's scaled
-    frequencies instead of ``base``'s."""
-
-    def __init__(self, *args, rotary=None, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.rotary = rotary
-
-    def rotate(self, heads, positions):
-        return apply_rotary(heads, positions, self.base) if self.rotary is None else self.rotary(heads, positions)
-
-    def forward(self, x, mask=None, cache=None, positions=None):
-        """As chapter 7's, with ``positions`` (B, L) the position of each new token where they are not those
-        after the cache (a left-padded batch's)."""
-        if positions is None:
-            past = 0 if cache is None else cache[0].size(2)
-            positions = torch.arange(past, past + x.size(1), device=x.device)
-        else:
-            positions = positions[:, None, :]  # (B, 1, L): the same for every head
-        # The queries' and the keys' heads rotated together: one call of apply_rotary instead of two.
-        heads = torch.cat([split_heads(self.W_q(x), self.num_heads), split_heads(self.W_k(x), self.num_kv_heads)], 1)
-        q, k = self.rotate(heads, positions).split([self.num_heads, self.num_kv_heads], dim=1)
-        v = split_heads(self.W_v(x), self.num_kv_heads)
-        return _attend_fused(self, q, k, v, mask, cache)
-
-
-def self_attention(
-    d_model, num_heads, num_kv_heads, bias, fused, rotary_base=None, rotary=None, qkv_bias=False
-) -> nn.Module:
-    """Chapter 7's grouped-query attention with a key/value cache; rotary where ``rotary_base`` is given, at
-    ``rotary``'s scaled frequencies where that is given (fused only). ``qkv_bias`` gives the query, key and
-    value projections biases where ``bias`` gives none (Qwen2's layout)."""
-    if rotary_base is None:
-        attention = FusedGroupedQueryAttention if fused else GroupedQueryAttention
-        layer = attention(d_model, num_heads, num_kv_heads, bias=bias or qkv_bias)
-    elif fused:
-        layer = FusedRotaryGroupedQueryAttention(
-            d_model, num_heads, num_kv_heads, bias=bias or qkv_bias, base=rotary_base, rotary=rotary
-        )
-    elif rotary is None:
-        layer = RotaryGroupedQueryAttention(d_model, num_heads, num_kv_heads, bias=bias or qkv_bias, base=rotary_base)
-    else:
-        raise ValueError("scaled rotary frequencies (rotary_scaling) need fused=True")
-    if qkv_bias and not bias:
-        layer.W_o.register_parameter("bias", None)  # biases on the query, key and value projections only
-    return layer
 
 
 class DecoderOnlyLayer(EncoderLayer):
@@ -398,6 +221,9 @@ class DecoderOnly(nn.Module):
         output_bias: bool = True,
     ):
         super().__init__()
+        self.config = ModelConfig(
+            d_model, num_heads, num_layers, d_ff, dropout, max_len, norm_first, fused, tie_weights
+        )
         if positions not in EMBEDDINGS:
             raise ValueError(f"positions must be one of {', '.join(EMBEDDINGS)}, got {positions!r}")
         self.embed = EMBEDDINGS[positions](vocab_size, d_model, max_len, dropout)
@@ -426,6 +252,12 @@ class DecoderOnly(nn.Module):
         if tie_weights:  # one matrix for the embedding and the output layer, as in GPT-2
             self.generator.weight = self.embed.tokens.weight
         self.max_len = max_len
+
+    @classmethod
+    def from_config(cls, vocab_size: int, config: ModelConfig, **options) -> DecoderOnly:
+        """The model of ``config``'s settings for this vocabulary, with the keyword ``options`` of a family
+        (``num_kv_heads``, ``positions``, ...)."""
+        return cls(vocab_size, **dataclasses.asdict(config), **options)
 
     def forward(self, ids, mask=None):
         return self.extend(ids, mask=mask)[0]

@@ -1,5 +1,7 @@
-"""The rules of the course's nbgrader notebooks: which cells are setup, solutions and tests, and the
-one parser of their marked regions (``### BEGIN/END SOLUTION``, ``### BEGIN/END HIDDEN TESTS``).
+"""The rules of the course's nbgrader notebooks: cell roles and marked regions.
+
+Which cells are setup, solutions and tests, and the one parser of their marked regions (``### BEGIN/END
+SOLUTION``, ``### BEGIN/END HIDDEN TESTS``).
 
 The reference modules (:mod:`attention_course.solutions`), grading, feedback, the leak check and the
 export all read notebooks through this module, which is why it sits in the lowest package. Cell

@@ -1,5 +1,7 @@
-"""Measuring attention at scale on any device: the peak memory of a computation's tensors, the
-best time of a call, and a log-log plot of both against the sequence length (chapter 7).
+"""Measuring attention's memory and time against the sequence length.
+
+On any device: the peak memory of a computation's tensors, the best time of a call, and a log-log plot of
+both against the sequence length (chapter 7).
 
 :func:`peak_tensor_bytes` counts the bytes of every tensor that PyTorch's operators create while
 a function runs (a ``TorchDispatchMode`` sees each operator's outputs) and keeps the largest

@@ -1,5 +1,6 @@
-"""The course's autograder. This package's own namespace is the API of the notebooks' test cells:
-the checks, the input specs, :class:`Item` and :class:`Mistake` (the rest of the grader lives in its
+"""The course's autograder, whose own namespace is the API of the notebooks' test cells.
+
+Its names are the checks, the input specs, :class:`Item` and :class:`Mistake` (the rest of the grader lives in its
 subpackages: ``grading``, ``sandbox``, ``cli``; see ARCHITECTURE.md).
 
 Test cells in the notebooks read ``from autograder import *`` and then one line
@@ -16,30 +17,35 @@ _HOMES = {  # name -> the module that defines it; imported on first use, so that
     # them (nbgrader's plugins, the command-line tools) does not import torch for nothing
     **dict.fromkeys(
         (
-            "check_buffer",
-            "check_causal",
-            "check_choices",
-            "check_dtype_follows_input",
             "check_equals",
-            "check_finite",
-            "check_ignores_masked",
-            "check_in_model",
-            "check_incremental",
-            "check_inputs_unchanged",
-            "check_masked_get_zero_weight",
             "check_matches",
             "check_matches_reference",
             "check_matches_torch",
+            "check_within_memory",
+        ),
+        "autograder.checks.values",
+    ),
+    **dict.fromkeys(
+        ("check_causal", "check_ignores_masked", "check_masked_get_zero_weight", "check_rows_sum_to_one"),
+        "autograder.checks.attention",
+    ),
+    **dict.fromkeys(
+        (
+            "check_buffer",
+            "check_dtype_follows_input",
+            "check_finite",
+            "check_inputs_unchanged",
             "check_output_device",
             "check_output_shapes",
             "check_raises",
-            "check_relative_positions",
             "check_returns_number",
-            "check_rows_sum_to_one",
-            "check_within_memory",
         ),
-        "autograder.checks",
+        "autograder.checks.form",
     ),
+    **dict.fromkeys(
+        ("check_in_model", "check_incremental", "check_relative_positions"), "autograder.checks.generation"
+    ),
+    **dict.fromkeys(("check_choices",), "autograder.checks.questions"),
     **dict.fromkeys(("CheckFailed", "Item", "Mistake", "PartlyRight", "mistakes"), "autograder.items"),
     **dict.fromkeys(
         (

@@ -1,5 +1,7 @@
-"""Whose fault a failed check is: the item's own (a known mistake of it named where one explains the
-failure), or possibly that of a graded helper it uses. The one place that decides it.
+"""Whose fault a failed check is: the item's own or a helper's.
+
+The item's own (a known mistake of it named where one explains the failure), or possibly that of a
+graded helper it uses. The one place that decides it.
 
 An item that uses other graded items (:attr:`~autograder.items.Item.uses`) is graded on its own code.
 Where it runs in the sandbox (the grader), every helper it uses is the grader's stand-in

@@ -1,4 +1,6 @@
-"""One call of a graded item, as a check makes it (:class:`Call`): the inputs, made from plain-data
+"""One call of a graded item, as a check makes it.
+
+A :class:`Call` holds the inputs, made from plain-data
 specs and a seed; the object, for a class item built with the reference's weights and put in train
 or eval mode; the call itself, seeded, under the item's stand-ins; and what it returned, by name.
 
@@ -16,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import inspect
 import random
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ import torch
 
 from autograder import global_rng, layouts, reference, specs, standins
 from autograder.items import CheckFailed, Item
+from autograder.keywords import gathered
 
 
 def is_remote(obj) -> bool:
@@ -88,32 +90,7 @@ def takes_options(*names: str, required: tuple[str, ...] = ()):
     """A check that takes the shared options ``names`` (default: all of :class:`CallOptions`) as keyword
     arguments, with their defaults (none for those ``required``), and gets them as one argument,
     ``options``. The check's signature, as callers and :func:`inspect.signature` see it, lists them."""
-    names = names or OPTIONS
-    fields = {option.name: option for option in dataclasses.fields(CallOptions)}
-
-    def decorate(check):
-        own = [p for p in inspect.signature(check).parameters.values() if p.name != "options"]
-        shared = [
-            inspect.Parameter(
-                name,
-                inspect.Parameter.KEYWORD_ONLY,
-                default=inspect.Parameter.empty if name in required else fields[name].default,
-                annotation=fields[name].type,
-            )
-            for name in names
-        ]
-        signature = inspect.Signature([*own, *shared])
-
-        @functools.wraps(check)
-        def with_options(*args, **kwargs):
-            bound = signature.bind(*args, **kwargs)
-            options = CallOptions(**{name: bound.arguments.pop(name) for name in names if name in bound.arguments})
-            return check(*bound.args, **bound.kwargs, options=options)
-
-        with_options.__signature__ = signature
-        return with_options
-
-    return decorate
+    return gathered(CallOptions, "options", names or OPTIONS, required=required)
 
 
 class Call:

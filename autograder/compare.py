@@ -1,4 +1,6 @@
-"""Comparing what an item returned with what it should have: :func:`compare` fails a call with a
+"""How a returned value differs from the expected one, in words that never give it away.
+
+Comparing what an item returned with what it should have: :func:`compare` fails a call with a
 message that says how the values differ (never what they should be), :func:`same` only answers."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""The course's layout and its settings: where each assignment lives, which public repository
+"""The course's layout, repositories and release settings.
+
+Where each assignment lives, which public repository
 students use, and whose solutions are released.
 
 Every assignment is a folder ``solutions/<name>/`` holding the instructor notebook

@@ -8,7 +8,11 @@ explains nothing) and equal the student's at the check's own tolerance. Otherwis
 hint, which says what the property needs, stands.
 
 The known mistakes come in as data (the item's own, or those its notebook's record holds:
-:class:`~autograder.items.KnownMistakes`); this module keeps no record of them.
+:class:`~autograder.items.KnownMistakes`); this module keeps no record of them. A student's code that cannot
+be replayed explains nothing, nor does a mistake whose code fails on these inputs; a mistake whose variant
+cannot be built at all is the course's to mend: a :class:`~autograder.items.BrokenMistake` where the record
+of the test cells being run is strict (a notebook's kernel, a test), else (graded) left out, at no cost to
+the student.
 """
 
 from __future__ import annotations
@@ -18,13 +22,12 @@ import warnings
 import numpy as np
 import torch
 
-from autograder import course, reference, standins
+from autograder import course, items, reference, standins
 from autograder.calls import Call
+from autograder.checks.options import CompareOptions
 from autograder.compare import same
 from autograder.grading import timings
 from autograder.items import Item, Mistake
-
-DEFAULT_RTOL, DEFAULT_ATOL = 1e-5, 1e-6  # for checks that have no tolerance of their own
 
 
 def possible(item: Item, in_sandbox: bool) -> bool:
@@ -55,7 +58,8 @@ def _cause(item: Item, arguments: dict, known: tuple[Mistake, ...]) -> str | Non
     except reference.ReferenceUnavailable:  # a student's machine: the visible tests only
         return None
     call = Call.replaying(item, "replay", arguments)
-    rtol, atol = arguments.get("rtol", DEFAULT_RTOL), arguments.get("atol", DEFAULT_ATOL)
+    compared = CompareOptions.of(arguments)  # a check without tolerances of its own: CompareOptions' defaults
+    rtol, atol = compared.rtol, compared.atol
     try:
         if call.init is not None:
             call.use_reference_weights()
@@ -64,17 +68,28 @@ def _cause(item: Item, arguments: dict, known: tuple[Mistake, ...]) -> str | Non
     except Exception:  # the student's code cannot even be replayed: nothing to compare
         return None
     for mistake in known:
+        variant = _built(item, mistake)
+        if variant is None:
+            continue
         try:
-            variant = reference.variant(item.assignment, item.name, mistake.replacements)
             with warnings.catch_warnings():  # a mistake's own warnings (`k.T` on 3-D tensors) are the grader's
                 warnings.simplefilter("ignore")
                 wrong = call.outputs(call.run(standins.as_chosen(variant, item.free)))
             explains = not same(call, {name: wrong.get(name) for name in right}, right, rtol, atol)
             if explains and same(call, got, wrong, rtol, atol):
                 return mistake.cause
-        except Exception:
+        except Exception:  # the mistake's code fails on these inputs: it explains nothing here
             continue
     return None
+
+
+def _built(item: Item, mistake: Mistake):
+    """The variant of ``mistake``; where it cannot be built, a BrokenMistake in a strict record, else None."""
+    try:
+        return items.variant(item, mistake)
+    except items.BrokenMistake as broken:
+        items.current_record().leave_out(broken)
+        return None
 
 
 def _right(call: Call, solution, arguments: dict) -> dict:

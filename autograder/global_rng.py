@@ -1,5 +1,7 @@
-"""PyTorch's global random generator, which the threads of one grader share (`make grade` grades notebooks side
-by side in threads): every use of it in the grader goes through this module, under one lock.
+"""PyTorch's global random generator, used by the grader's threads under one lock.
+
+`make grade` grades notebooks side by side in threads: every use of it in the grader goes through this
+module, under one lock.
 
 The lock is also what keeps the grader from hanging. ``torch.get_rng_state()`` holds the generator's own mutex
 while it makes the tensor it returns; making it can start Python's garbage collector, which runs Python code and

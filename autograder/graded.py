@@ -1,4 +1,6 @@
-"""Every check grades its item's own code (:func:`graded`): its calls of the student's code run under
+"""Running a check's calls of the student's code under the item's stand-ins.
+
+Every check grades its item's own code (:func:`graded`): its calls of the student's code run under
 the item's stand-ins, bounded by what the reference asks of them on the check's inputs, and a failure
 says whose fault it is (:mod:`autograder.attribution`), naming one of the item's known mistakes where
 one explains it.
@@ -9,7 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 
-from autograder import attribution, items, reference, standins
+from autograder import attribution, items, reference, standin_limits, standins
 from autograder.calls import Call
 from autograder.items import CheckFailed, Item
 
@@ -61,6 +63,6 @@ def _limits_key(item: Item, arguments: dict) -> tuple:
     return (item.assignment, item.name, item.uses, repr(sorted(item.free.items())), repr(described))
 
 
-def _inputs_size(item: Item, arguments: dict) -> standins.Size:
+def _inputs_size(item: Item, arguments: dict) -> standin_limits.Size:
     call = Call.replaying(item, "inputs", arguments)
-    return standins.size_of([call.inputs, call.keywords, list(call.init or ())])
+    return standin_limits.size_of([call.inputs, call.keywords, list(call.init or ())])

@@ -1,6 +1,9 @@
-"""What a test cell names: the graded item (:class:`Item`), its known mistakes (:class:`Mistake`, declared
-with :func:`mistakes` into the notebook's record of them, :class:`KnownMistakes`), and the failure a check
-reports (:class:`CheckFailed`, or :class:`PartlyRight` for a question whose parts earn a share of its points each)."""
+"""What a test cell names: the graded item, its known mistakes, and the failure a check reports.
+
+The graded item is an :class:`Item`; its known mistakes, :class:`Mistake`, are declared with :func:`mistakes`
+into the notebook's record of them, :class:`KnownMistakes` (a mistake whose variant cannot be built is a
+:class:`BrokenMistake`); the failure a check reports is a :class:`CheckFailed`, or :class:`PartlyRight` for a
+question whose parts earn a share of its points each."""
 
 from __future__ import annotations
 
@@ -96,6 +99,25 @@ class Mistake:
         return f"Mistake({self.cause!r})"
 
 
+class BrokenMistake(ValueError):
+    """A known mistake whose variant of the reference cannot be built: a replacement that is not in the
+    reference's code, or code that does not run. The course's to mend, never the student's to pay for."""
+
+
+def variant(item: Item, mistake: Mistake):
+    """The reference of ``item`` with ``mistake`` made in it (:func:`autograder.reference.variant`); a
+    :class:`BrokenMistake` that names the mistake where it cannot be built."""
+    try:
+        return reference.variant(item.assignment, item.name, mistake.replacements)
+    except reference.ReferenceUnavailable:
+        raise
+    except Exception as exc:
+        raise BrokenMistake(
+            f"{item.assignment}/{item.name}: the known mistake {mistake.cause!r} cannot be built: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+
+
 @dataclass(frozen=True)
 class Item:
     """A graded item: the student's function or class under its contract name.
@@ -143,10 +165,23 @@ class KnownMistakes:
     """The known mistakes of each item, as the test cells of one notebook declare them: an item's first
     test cell declares them (:func:`mistakes`), and its later cells, which build the Item again, find them
     here. Plain data, passed where it is needed: the grader keeps one per notebook it grades
-    (:func:`known_mistakes`), a test its own."""
+    (:func:`known_mistakes`), a test its own.
 
-    def __init__(self):
+    A ``strict`` record (a notebook's kernel, a test) raises a :class:`BrokenMistake` where a known mistake
+    cannot be built; the grader's is not strict: a broken mistake is left out (kept in ``broken``), so that
+    it costs no student a point, and a failure it would have explained keeps the check's own hint."""
+
+    def __init__(self, strict: bool = True):
+        self.strict = strict
+        self.broken: list[BrokenMistake] = []
         self._known: dict[tuple[str, str], tuple[Mistake, ...]] = {}
+
+    def leave_out(self, broken: BrokenMistake) -> None:
+        """Raise ``broken`` where this record is strict; else keep it, once, among the mistakes left out."""
+        if self.strict:
+            raise broken
+        if all(str(other) != str(broken) for other in self.broken):
+            self.broken.append(broken)
 
     def declare(self, item: Item, known: tuple[Mistake, ...]) -> None:
         self._known[(item.assignment, item.name)] = tuple(known)
@@ -164,8 +199,9 @@ _CURRENT: contextvars.ContextVar[KnownMistakes | None] = contextvars.ContextVar(
 
 @contextlib.contextmanager
 def known_mistakes(record: KnownMistakes | None = None) -> Iterator[KnownMistakes]:
-    """``record`` (default: a new one) as the record of the test cells run inside, for grading one notebook."""
-    token = _CURRENT.set(KnownMistakes() if record is None else record)
+    """``record`` (default: a new one that is not strict, the grader's) as the record of the test cells run
+    inside, for grading one notebook."""
+    token = _CURRENT.set(KnownMistakes(strict=False) if record is None else record)
     try:
         yield _CURRENT.get()
     finally:
@@ -178,10 +214,23 @@ def current_record() -> KnownMistakes:
     return _KERNEL if found is None else found
 
 
-def mistakes(item: Item, *known: Mistake) -> Item:
+def mistakes(item: Item, *known: Mistake, also: tuple[str, str] | None = None) -> Item:
     """``item`` with its known mistakes (in a hidden test: the grader's knowledge only), which the item's
-    later test cells in the same notebook know too. Each must apply to the reference solution's code."""
+    later test cells in the same notebook know too. Each must apply to the reference solution's code: one
+    that cannot be built raises a :class:`BrokenMistake`, or, graded, is left out (:class:`KnownMistakes`).
+
+    ``also``, an (old, new) replacement that every one of them makes after its own: the answer put in the
+    form the checks compare, as the test cell's item gives it (a number as a float64 tensor, say)."""
+    if also is not None:
+        known = tuple(Mistake(mistake.cause, *mistake.replacements, also) for mistake in known)
+    record = current_record()
+    built = []
     for mistake in known:
-        reference.variant(item.assignment, item.name, mistake.replacements)
-    current_record().declare(item, known)
-    return dataclasses.replace(item, known=tuple(known))
+        try:
+            variant(item, mistake)
+        except BrokenMistake as broken:
+            record.leave_out(broken)
+            continue
+        built.append(mistake)
+    record.declare(item, tuple(built))
+    return dataclasses.replace(item, known=tuple(built))

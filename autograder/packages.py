@@ -11,6 +11,9 @@ by :func:`write`, for one :class:`~autograder.course.Release`:
   and those that need an unreleased solution: a module that imports
   ``attention_course.solutions.<assignment>``, directly or through another module of the course, is
   left out until that assignment is released (:func:`requirements`).
+
+The sandbox's copies are written once per release, by a :class:`SandboxPackages` (a
+:class:`~autograder.grading.grader.Grader`'s own, or the process's, :func:`shared`).
 """
 
 from __future__ import annotations
@@ -31,10 +34,10 @@ from autograder import course, reference
 
 PACKAGES = ("attention_course", "autograder")
 SOLUTIONS = "attention_course/solutions"
-# The instructor's tools: grading a class, nbgrader's plugins and exchange, the similarity report and
-# its clone detector (the leak check's too), generating the exercises. No copy that students get holds
-# them (nor needs them: make validate and make check do not), and they need packages that students do
-# not install.
+# The instructor's tools: grading a class (make grade's phases, under grading/), nbgrader's plugins and
+# exchange, the similarity report and its clone detector (the leak check's too), generating the exercises.
+# No copy that students get holds them (nor needs them: make validate and make check do not), and they need
+# packages that students do not install.
 INSTRUCTOR_ONLY = frozenset(
     {
         "autograder/classroom.py",
@@ -44,8 +47,28 @@ INSTRUCTOR_ONLY = frozenset(
         "autograder/cli/run_nbgrader.py",
         "autograder/cli/similarity.py",
         "autograder/colab_pins.py",
-        "autograder/exchange.py",
-        "autograder/nbgrader_plugins.py",
+        "autograder/grading/feedback.py",
+        "autograder/grading/feedback_pages.py",
+        "autograder/grading/gradesheet.py",
+        "autograder/grading/nbgrader_log.py",
+        "autograder/grading/phases.py",
+        "autograder/grading/sandboxed.py",
+        "autograder/grading/submissions.py",
+        "autograder/exchange/__init__.py",
+        "autograder/exchange/collect.py",
+        "autograder/exchange/copying.py",
+        "autograder/exchange/entries.py",
+        "autograder/exchange/layout.py",
+        "autograder/exchange/records.py",
+        "autograder/nbgrader/__init__.py",
+        "autograder/nbgrader/cell_roles.py",
+        "autograder/nbgrader/execute.py",
+        "autograder/nbgrader/feedback_html.py",
+        "autograder/nbgrader/files_prefix.py",
+        "autograder/nbgrader/hide_tests.py",
+        "autograder/nbgrader/limit_markdown.py",
+        "autograder/nbgrader/restore_cells.py",
+        "autograder/nbgrader/sanitize.py",
     }
 )
 SKIP_PARTS = frozenset({"__pycache__", ".ipynb_checkpoints"})
@@ -164,34 +187,57 @@ def compile_bytecode(folder: Path) -> None:
         py_compile.compile(str(path), cfile=str(cached), doraise=True)
 
 
-_CACHE: dict[str, Path] = {}
-_CACHE_LOCK = threading.Lock()
-_CACHE_DIR: tempfile.TemporaryDirectory | None = None
+class SandboxPackages:
+    """The folders of the students' packages that the grading sandbox mounts, one per release, each written
+    once, into a temporary folder of this object's (removed by :meth:`close`, or when the process ends)."""
+
+    def __init__(self):
+        self._folders: dict[tuple[str, str], Path] = {}
+        self._lock = threading.Lock()
+        self._temporary: tempfile.TemporaryDirectory | None = None
+
+    def folder(self, release: course.Release, root: Path | None = None) -> Path:
+        """The students' packages for ``release`` (code and notebooks from ``root``, default: where this code
+        is), written on the first request: what the grading sandbox mounts and puts on its ``sys.path``."""
+        key = (release.key, str(root))
+        with self._lock:
+            folder = self._folders.get(key)
+            if folder is None or not folder.is_dir():
+                if self._temporary is None:
+                    self._temporary = tempfile.TemporaryDirectory(prefix="attention-packages-")
+                folder = Path(self._temporary.name) / hashlib.sha256(repr(key).encode()).hexdigest()[:16]
+                if folder.exists():
+                    shutil.rmtree(folder)
+                write(folder, release, root)  # root None: code and notebooks here
+                compile_bytecode(folder)
+                for path in [folder, *folder.rglob("*")]:  # readable by the sandbox's unprivileged uid
+                    path.chmod(0o755 if path.is_dir() else 0o644)
+                self._folders[key] = folder
+            return folder
+
+    def close(self) -> None:
+        """Remove every folder written (a sandbox still using one must have ended)."""
+        with self._lock:
+            if self._temporary is not None:
+                self._temporary.cleanup()
+            self._temporary, self._folders = None, {}
+
+
+_shared: SandboxPackages | None = None  # the process's own, made by the first call of shared()
+_shared_lock = threading.Lock()
+
+
+def shared() -> SandboxPackages:
+    """The process's one :class:`SandboxPackages`, for what holds none of its own: a grading without a
+    :class:`~autograder.grading.grader.Grader`, the warm pool, a sandbox started on its own."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = SandboxPackages()
+        return _shared
 
 
 def sandbox_packages(release: course.Release, root: Path | None = None) -> Path:
-    """A folder holding the students' packages for ``release``, made once per process and per
-    state of the sources: what the grading sandbox mounts and puts on its ``sys.path``."""
-    global _CACHE_DIR
-    code_root = Path(root or course.COURSE_ROOT)
-    notebooks_root = Path(root or COURSE_ROOT)
-    files = package_files(code_root)
-    digest = hashlib.sha256(release.key.encode())
-    for rel in files:
-        digest.update(rel.encode() + b"\0" + (code_root / rel).read_bytes())
-    for assignment in release.of(course.assignments(notebooks_root)):
-        digest.update(course.notebook_path(assignment, "solutions", notebooks_root).read_bytes())
-    key = digest.hexdigest()[:16]
-    with _CACHE_LOCK:
-        if key not in _CACHE or not _CACHE[key].is_dir():
-            if _CACHE_DIR is None:
-                _CACHE_DIR = tempfile.TemporaryDirectory(prefix="attention-packages-")
-            folder = Path(_CACHE_DIR.name) / key
-            if folder.exists():
-                shutil.rmtree(folder)
-            write(folder, release, root, files)  # root None: code and notebooks here
-            compile_bytecode(folder)
-            for path in [folder, *folder.rglob("*")]:  # readable by the sandbox's unprivileged uid
-                path.chmod(0o755 if path.is_dir() else 0o644)
-            _CACHE[key] = folder
-        return _CACHE[key]
+    """A folder holding the students' packages for ``release``, written once per process (:func:`shared`):
+    what the grading sandbox mounts and puts on its ``sys.path``."""
+    return shared().folder(release, root)

@@ -180,22 +180,22 @@ class Literal:
 
 @dataclass(frozen=True)
 class Fixture:
-    """An object of :mod:`autograder.fixtures` (e.g. a scripted model), built fresh for each call."""
+    """An object of :mod:`autograder.scripted` (e.g. a scripted model), built fresh for each call."""
 
     name: str
     args: tuple = ()
 
     def __post_init__(self):
-        from autograder import fixtures
+        from autograder import scripted
 
-        if self.name not in fixtures.FIXTURES:
-            raise ValueError(f"unknown fixture {self.name!r}; choose from {sorted(fixtures.FIXTURES)}")
+        if self.name not in scripted.FIXTURES:
+            raise ValueError(f"unknown fixture {self.name!r}; choose from {sorted(scripted.FIXTURES)}")
         object.__setattr__(self, "args", _freeze(self.args))
 
     def make(self, rng: np.random.Generator):
-        from autograder import fixtures
+        from autograder import scripted
 
-        return fixtures.build(self.name, _thaw(self.args))
+        return scripted.build(self.name, _thaw(self.args))
 
     def describe(self) -> str:
         return f"{self.name}({', '.join(map(repr, _thaw(self.args)))})"
@@ -329,7 +329,7 @@ def repeated_tokens(batch: int, length: int, *, period: int, high: int) -> Repea
 
 
 def fixture(name: str, *args) -> Fixture:
-    """An object from :mod:`autograder.fixtures`, such as ``fixture("ScriptedTranslator", 16, 1, 2)``."""
+    """An object from :mod:`autograder.scripted`, such as ``fixture("ScriptedTranslator", 16, 1, 2)``."""
     return Fixture(name, tuple(args))
 
 

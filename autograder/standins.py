@@ -22,11 +22,10 @@ on the arguments the student's code passed.
   the item's own mistake, as it should be.
 
 What the grader computes for a stand-in is bounded by what the reference item itself asks of its
-helpers on the same inputs (:meth:`Scope.limits`): every argument of a stand-in's call (anything that
-can stand for an integer, a NumPy int or the values of an integer tensor as well as an int; a tensor's
-size, largest dimension and number of dimensions; in lists, tuples, sets and dicts) may be at most a few
-times what the reference passed for that argument, so nothing is computed on sizes the student chose; a call
-past that, or of a name the item does not use, raises an error in the student's code that says so.
+helpers on the same inputs (:meth:`Scope.limits`, with :mod:`autograder.standin_limits`): every argument
+of a stand-in's call may be at most a few times what the reference passed for that argument, so nothing
+is computed on sizes the student chose; a call past that, or of a name the item does not use, raises an
+error in the student's code that says so.
 The stand-ins of an item answer only while that item's checks run (:func:`grading`); which helpers
 they replace, and so whose fault a failure is, :mod:`autograder.attribution` decides.
 """
@@ -36,126 +35,21 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import inspect
-import math
 import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-import numpy as np
 import torch
 
 from autograder import global_rng, reference
 from autograder.sandbox import values, wire
-
-# How far a stand-in's call may go past the largest the reference item makes on the same inputs.
-FACTOR, SLACK = 4, 16
-
+from autograder.standin_limits import Size, bound_arguments, is_module, recording, signature_of, size_of
 
 _LIMITS: dict[tuple, dict] = {}  # limits_key -> limits, for this process (the reference does not change)
 
 
 class Refused(Exception):
     """A stand-in's call that the grader does not answer: the student's code gets this as an error."""
-
-
-@dataclass(frozen=True)
-class Size:
-    """How large an argument is: its largest int, number of elements, largest dimension, dimensions, and its
-    largest real number that is not an int (rounded up)."""
-
-    value: int = 0
-    elements: int = 0
-    dimension: int = 0
-    dims: int = 0
-    real: int = 0
-
-    def __or__(self, other: Size) -> Size:
-        return Size(*(max(a, b) for a, b in zip(self.astuple(), other.astuple())))
-
-    def astuple(self) -> tuple[int, int, int, int, int]:
-        return (self.value, self.elements, self.dimension, self.dims, self.real)
-
-    def within(self, limit: Size) -> str | None:
-        """None, or what of this argument goes past ``limit`` (stretched by FACTOR and SLACK). A real number
-        counts as a length (``torch.arange`` takes one) unless the reference passes real numbers only there:
-        such a parameter (a rotary base, a dropout probability) is no length, and any number may go there."""
-        lengths = not (limit.real and not limit.value)
-        checks = (
-            ("is", max(self.value, self.real) if lengths else 0, limit.value * FACTOR + SLACK),
-            ("has elements:", self.elements, limit.elements * FACTOR + SLACK * SLACK),
-            ("has a dimension of", self.dimension, limit.dimension * FACTOR + SLACK),
-            ("has dimensions:", self.dims, limit.dims + 2),
-        )
-        for what, got, most in checks:
-            if got > most:
-                return f"{what} {got}, more than the {most} allowed"
-        return None
-
-
-def size_of(value, depth: int = 0) -> Size:
-    """The :class:`Size` of a value: whatever can stand for an integer (Python's and NumPy's ints, and the
-    values of integer tensors and arrays, a 0-d one included: torch takes each as a size), and a real number
-    or 0-d tensor of one (``torch.arange`` takes each as a length), the shapes of tensors and arrays, and
-    lists, tuples, sets and dicts of them."""
-    if depth > values.MAX_DEPTH or isinstance(value, (bool, np.bool_)):
-        return Size()
-    if isinstance(value, (int, np.integer)):
-        return Size(value=abs(int(value)))
-    if isinstance(value, (float, np.floating)):  # torch.arange takes one as its length
-        return Size(real=_magnitude(float(value)))
-    if isinstance(value, (torch.Tensor, np.ndarray)):
-        shape = tuple(value.shape)
-        real = 0
-        if isinstance(value, torch.Tensor) and not shape and (value.is_floating_point() or value.is_complex()):
-            real = 0 if value.is_meta else _magnitude(float(value.real if value.is_complex() else value))
-        return Size(_largest_integer(value), math.prod(shape), max(shape, default=0), len(shape), real)
-    if isinstance(value, dict):
-        value = list(value.values())
-    if isinstance(value, (list, tuple, set, frozenset)):
-        parts = [size_of(part, depth + 1) for part in value]
-        return Size(
-            value=max((p.value for p in parts), default=0),
-            elements=sum(p.elements for p in parts),
-            dimension=max((p.dimension for p in parts), default=0),
-            dims=max((p.dims for p in parts), default=0),
-            real=max((p.real for p in parts), default=0),
-        )
-    return Size()
-
-
-def _magnitude(number: float) -> int:
-    """How large a real number is as a length (0 for one that is not finite: no length takes it)."""
-    return math.ceil(abs(number)) if math.isfinite(number) else 0
-
-
-def _largest_integer(array) -> int:
-    """The largest magnitude among the values of an integer tensor or array (0 for any other dtype, or no value)."""
-    if isinstance(array, torch.Tensor):
-        if array.dtype == torch.bool or array.is_floating_point() or array.is_complex() or array.is_meta:
-            return 0
-        array = array.detach().cpu().numpy()
-    if not np.issubdtype(array.dtype, np.integer) or array.size == 0:
-        return 0
-    return max(abs(int(array.max())), abs(int(array.min())))
-
-
-def _parameters(signature: inspect.Signature, args, kwargs) -> inspect.BoundArguments:
-    """The arguments bound to their parameters, defaults included; a TypeError where they do not fit."""
-    bound = signature.bind(*args, **kwargs)
-    bound.apply_defaults()
-    return bound
-
-
-def _signature(obj, method: str | None = None) -> inspect.Signature:
-    function = getattr(obj, method) if method else obj
-    signature = inspect.signature(function)
-    if method:  # an unbound method: leave out self
-        signature = signature.replace(parameters=list(signature.parameters.values())[1:])
-    return signature
-
-
-def is_module(obj) -> bool:
-    return isinstance(obj, type) and issubclass(obj, torch.nn.Module)
 
 
 @dataclass
@@ -204,7 +98,7 @@ class Scope:
             self._limits = _LIMITS.get(self.limits_key)
         if self._limits is None:
             records: dict[tuple[str, str, str], Size] = {}
-            helpers = {name: _recording(name, self.helper(name), records) for name in self.uses}
+            helpers = {name: recording(name, self.helper(name), records) for name in self.uses}
             if self.run_reference is not None:
                 with contextlib.suppress(Exception):  # it may raise on purpose (a check that wants an error)
                     self.run_reference(helpers)
@@ -220,7 +114,7 @@ class Scope:
 
     def _checked(self, name: str, kind: str, signature: inspect.Signature, args, kwargs) -> inspect.BoundArguments:
         try:
-            arguments = _parameters(signature, args, kwargs)
+            arguments = bound_arguments(signature, args, kwargs)
         except TypeError as exc:
             raise Refused(f"{name}: {exc}") from None
         limits = self.limits()
@@ -250,7 +144,7 @@ class Scope:
             if not isinstance(args, list) or not isinstance(kwargs, dict):
                 raise Refused(f"{name}: its arguments could not be read")
             if kind == "call" and not is_module(helper):
-                arguments = self._checked(name, kind, _signature(helper), args, kwargs)
+                arguments = self._checked(name, kind, signature_of(helper), args, kwargs)
                 with global_rng.private():
                     value = _run(lambda: helper(*arguments.args, **arguments.kwargs))
                 return {"ok": True, "value": values.encode(value)}
@@ -274,14 +168,14 @@ class Scope:
 
     def _built_module(self, name: str, helper, args, kwargs, rng: torch.Tensor | None):
         """The reference module built with these (checked) arguments, and the generator state after."""
-        arguments = self._checked(name, "construct", _signature(helper, "__init__"), args, kwargs)
+        arguments = self._checked(name, "construct", signature_of(helper, "__init__"), args, kwargs)
         with global_rng.private(rng) as generator:
             module = _run(lambda: helper(*arguments.args, **arguments.kwargs))
         return module, generator.get_state()
 
     def _construct(self, name: str, helper, args, kwargs, rng: torch.Tensor) -> dict:
         module, after = self._built_module(name, helper, args, kwargs, rng)
-        arguments = _parameters(_signature(helper, "__init__"), args, kwargs).arguments
+        arguments = bound_arguments(signature_of(helper, "__init__"), args, kwargs).arguments
         self.chosen.setdefault(name, []).append(dict(arguments))
         parameters = [key for key, _ in module.named_parameters(remove_duplicate=False)]
         attributes = {
@@ -320,7 +214,7 @@ class Scope:
             module.to(floating[0])
         _run(lambda: module.load_state_dict(state))
         module.train(bool(callback.get("training")))
-        arguments = self._checked(name, "forward", _signature(helper, "forward"), args, kwargs)
+        arguments = self._checked(name, "forward", signature_of(helper, "forward"), args, kwargs)
         rng = _rng_state(callback.get("rng"))
         with global_rng.private(rng) as generator, torch.no_grad():
             value = _run(lambda: module(*arguments.args, **arguments.kwargs))
@@ -350,39 +244,6 @@ def _rng_state(encoded) -> torch.Tensor:
     if not isinstance(state, torch.Tensor) or state.dtype != expected.dtype or state.shape != expected.shape:
         raise Refused("the random generator's state could not be read")
     return state
-
-
-def _recording(name: str, helper, records: dict):
-    """``helper``, noting the size of every argument it gets into ``records``."""
-
-    def note(kind: str, signature: inspect.Signature, args, kwargs) -> None:
-        with contextlib.suppress(TypeError):
-            for parameter, value in _parameters(signature, args, kwargs).arguments.items():
-                key = (name, kind, parameter)
-                records[key] = records.get(key, Size()) | size_of(value)
-
-    if not is_module(helper):
-        signature = _signature(helper)
-
-        def recorded(*args, **kwargs):
-            note("call", signature, args, kwargs)
-            return helper(*args, **kwargs)
-
-        return recorded
-
-    init, forward = _signature(helper, "__init__"), _signature(helper, "forward")
-
-    class Recorded(helper):
-        def __init__(self, *args, **kwargs):
-            note("construct", init, args, kwargs)
-            super().__init__(*args, **kwargs)
-
-        def forward(self, *args, **kwargs):
-            note("forward", forward, args, kwargs)
-            return super().forward(*args, **kwargs)
-
-    Recorded.__name__ = Recorded.__qualname__ = helper.__name__
-    return Recorded
 
 
 def rebound(obj, helpers: dict):
@@ -423,11 +284,11 @@ def as_chosen(obj, free: dict):
 
 
 def _choosing(helper, parameters: tuple[str, ...], records: list[dict]):
-    signature, built = _signature(helper, "__init__"), [0]
+    signature, built = signature_of(helper, "__init__"), [0]
 
     class Chosen(helper):
         def __init__(self, *args, **kwargs):
-            arguments = _parameters(signature, args, kwargs)
+            arguments = bound_arguments(signature, args, kwargs)
             if built[0] < len(records):
                 for parameter in parameters:
                     if parameter in records[built[0]]:

@@ -1,4 +1,5 @@
-"""The one filter of what a submission can put on the instructor's terminal or in the grader's files:
+"""The one filter of what a submission can put on a terminal or in the grader's files.
+
 :func:`clean_text`. Plain standard library, so that every module that shows a submission's text (nbgrader's
 plugins and log relay, ``make grade``'s summary, the grading session) can use it without importing the
 sandbox or torch."""

@@ -28,9 +28,9 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from attention_course import best_device
+from attention_course.processes import synchronize
 from attention_course.solutions.ch02_scaled_dot_product import scaled_dot_product_attention
 from attention_course.solutions.ch04_masking import causal_mask
-from attention_course.trainer import synchronize
 
 BACKENDS = {"math": SDPBackend.MATH, "efficient": SDPBackend.EFFICIENT_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}
 IMPLEMENTATIONS = ("course", *BACKENDS)

@@ -1,4 +1,6 @@
-"""Check the internal links of a built site: every link, image, script and stylesheet that points
+"""The internal link check of a built site.
+
+Every link, image, script and stylesheet that points
 inside the site must name a file that exists, and every ``#fragment`` an element of that page.
 
     python -m course_site.links [_build/html]     # exit 1 and list what is broken

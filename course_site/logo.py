@@ -1,4 +1,6 @@
-"""The course logo: the attention weights of eight positions, each attending by the dot products
+"""The course logo, drawn by code.
+
+The attention weights of eight positions, each attending by the dot products
 of their sinusoidal encodings (chapter 5), drawn as an 8 x 8 grid of squares.
 
     python -m course_site.logo           # write book/_static/logo.svg

@@ -26,7 +26,7 @@ SHA512 = "Bt+SSVU8eBG27zChVewOicYs7Xsdt40qm4+UpHyX7k0/O9NliPc+x77k1/FEsPsjKPZGJv
 TARGET = FEEDBACK_MATHJAX.parent
 ENTRY = "tex-mml-chtml.js"  # the component the book loads (TeX in, CommonHTML out)
 # The component that feedback pages inline (TeX in, SVG out: its fonts are in it, so a page that travels
-# alone renders its mathematics offline): autograder.nbgrader_plugins.FeedbackHTMLExporter.
+# alone renders its mathematics offline): autograder.nbgrader.feedback_html.FeedbackHTMLExporter.
 FEEDBACK_ENTRY = FEEDBACK_MATHJAX.name
 
 

@@ -46,12 +46,16 @@ def exhaustive(request) -> bool:
 
 @pytest.fixture(scope="session")
 def reports(tmp_path_factory):
-    """The test run's one store of grading reports (tests/support/reports.py), shared by both workers: they
-    are given folders of their own under the run's folder."""
-    from tests.support.reports import ReportStore  # torch and the grader, for the tests that grade only
+    """The test run's grader (:class:`autograder.grading.grader.Grader`), with the run's one store of grading
+    reports (tests/support/reports.py), shared by both workers: they are given folders of their own under the
+    run's folder. ``reports.grade(assignment, nb, release=..., only=..., pool=...)`` grades or reads a report."""
+    from autograder.grading.grader import Grader  # the grader, for the tests that grade only
+    from tests.support.reports import ReportStore
 
     run = tmp_path_factory.getbasetemp()
-    return ReportStore((run.parent if os.environ.get("PYTEST_XDIST_WORKER") else run) / "reports")
+    grader = Grader(store=ReportStore((run.parent if os.environ.get("PYTEST_XDIST_WORKER") else run) / "reports"))
+    yield grader
+    grader.close()
 
 
 def group_of(nodeid: str) -> str:

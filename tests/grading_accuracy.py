@@ -52,8 +52,8 @@ def graded(assignment: str, jobs: int, whole: bool = False, store=None) -> list[
     each item is graded on its own code (the grader's stand-ins take the place of the items it uses), and
     ``tests/test_catalogue.py`` proves statically that a wrong answer changes nothing but its own item's code.
     ``whole``: every notebook graded whole, each in a sandbox of its own, as `make grade` grades a
-    submission (`make test-exhaustive`). ``store``: the test run's reports (tests/support/reports.py), where
-    a notebook graded already is read instead."""
+    submission (`make test-exhaustive`). ``store``: the test run's ``Grader``, which holds its reports
+    (tests/support/reports.py), where a notebook graded already is read instead."""
     bugs = importlib.import_module(f"tests.buggy.{assignment}")
     correct = correct_notebooks(importlib.import_module(f"tests.correct.{assignment}").ANSWERS)
     release = _term_for(assignment)

@@ -12,6 +12,9 @@ them whole, because two rules make it impossible for a wrong answer to cost poin
   student's code.
 
 Each rule is shown to fail on a planted violation.
+
+Every known mistake that a notebook's test cells declare (``mistakes``) can be built: a broken one would
+never be named in a hint, and the grader leaves it out without a word (:class:`~autograder.items.KnownMistakes`).
 """
 
 from __future__ import annotations
@@ -23,9 +26,11 @@ import symtable
 
 import pytest
 
+import autograder
 from attention_course import notebooks
-from autograder import course
+from autograder import course, items, reference
 from autograder.classroom import fill, solution_bodies
+from autograder.grading.source import Source
 from autograder.items import CheckFailed
 from tests.test_catalogue import ASSIGNMENTS, BUG_MODULES, CORRECT
 
@@ -189,8 +194,6 @@ def test_every_item_has_correct_answers_in_at_least_four_idioms():
 def test_each_items_test_cells_are_those_the_catalogue_names(assignment):
     """The catalogue's table of each item's test cells (``TESTS``) is the notebook's: a wrong answer graded on
     its item's cells alone is graded on all of them."""
-    from autograder.grading.source import Source
-
     source = Source.load(assignment)
     table = BUG_MODULES[assignment].TESTS
     assert set(table) == set(source.items), sorted(set(table) ^ set(source.items))
@@ -231,3 +234,59 @@ def test_a_mask_bug_fails_the_visible_checks_before_it_is_submitted(assignment, 
 def test_the_reference_passes_those_visible_checks(assignment, gid):
     item = next(i for i, tests in BUG_MODULES[assignment].TESTS.items() if gid in tests)
     assert visible_failure(assignment, item, solution_bodies(assignment)[item], gid) is None
+
+
+def _uncalled(*args, **kwargs) -> None:
+    return None
+
+
+def declared_mistakes(assignment: str, notebook: str | None = None) -> dict[str, list[items.Mistake]]:
+    """The known mistakes that each test cell of the instructor notebook declares (grade id -> its mistakes),
+    each built in a strict record (a broken one raises :class:`~autograder.items.BrokenMistake`): the setup and
+    each test cell up to its last ``mistakes(...)`` run here with the reference as the items, no check called."""
+    source = Source.load(assignment, notebook)
+    namespace = {"__name__": "__main__"}
+    for code in source.setup.values():
+        exec(_code(code), namespace)
+    namespace.update({name: reference.get(assignment, name) for name in source.items})
+    namespace.update({name: _uncalled for name in autograder.__all__ if name.startswith("check_")})
+    declared: dict[str, list[items.Mistake]] = {}
+    for gid, code, _ in source.tests:
+        tree = ast.parse(_code(code))
+        declaring = [i for i, node in enumerate(tree.body) if "mistakes" in _called(node)]
+        if not declaring:
+            continue
+
+        def recorded(item, *known, gid=gid, **options):
+            marked = items.mistakes(item, *known, **options)
+            declared.setdefault(gid, []).extend(marked.known)
+            return marked
+
+        namespace["mistakes"] = recorded
+        with items.known_mistakes(items.KnownMistakes(strict=True)):
+            exec(compile(ast.Module(tree.body[: declaring[-1] + 1], []), f"<test {gid}>", "exec"), namespace)
+    return declared
+
+
+def _called(node: ast.AST) -> set[str]:
+    return {n.func.id for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_every_known_mistake_a_notebook_declares_can_be_built(assignment):
+    """Each known mistake of each test cell applies to the reference's code and gives code that runs: built
+    strictly, a broken one raises here, where graded it would only be left out."""
+    declared = declared_mistakes(assignment)
+    source = Source.load(assignment)
+    declaring = {gid for gid, code, _ in source.tests if "mistakes" in _called(ast.parse(_code(code)))}
+    assert set(declared) == declaring, sorted(declaring - set(declared))
+    assert all(declared.values()), [gid for gid, known in declared.items() if not known]
+
+
+def test_a_known_mistake_that_cannot_be_built_is_found():
+    """The planted violation: a mistake whose replacement is not in the reference's code raises, naming it."""
+    item = items.Item("ch02_scaled_dot_product", "softmax", None)
+    broken = items.Mistake("a planted mistake", ("no such code", "x"))
+    with items.known_mistakes(items.KnownMistakes(strict=True)):
+        with pytest.raises(items.BrokenMistake, match="'a planted mistake' cannot be built"):
+            items.mistakes(item, broken)

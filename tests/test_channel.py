@@ -15,7 +15,9 @@ import time
 import pytest
 
 from autograder.sandbox import wire
-from autograder.sandbox.process import Limits, Sandbox, SandboxDied, SandboxTimeout
+from autograder.sandbox.errors import SandboxDied, SandboxTimeout
+from autograder.sandbox.limits import Limits
+from autograder.sandbox.process import Sandbox
 
 READY = wire.frame(wire.Ready())
 

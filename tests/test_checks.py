@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import math
 import re
 
@@ -45,6 +47,7 @@ from autograder import (
     tensor,
     tokens,
 )
+from autograder.checks.options import CompareOptions, compares
 
 A = "ch02_scaled_dot_product"
 SDPA = "torch.nn.functional.scaled_dot_product_attention"
@@ -569,7 +572,7 @@ def test_ignores_masked_passes_masking_models_and_fails_the_others():
 
 
 def test_fixtures_cross_the_wire_as_name_and_arguments():
-    from autograder import fixtures
+    from autograder import scripted
     from autograder.sandbox import values
 
     model = specs.fixture("ScriptedTranslator", 16, 1, 2).make(np.random.default_rng(0))
@@ -578,7 +581,7 @@ def test_fixtures_cross_the_wire_as_name_and_arguments():
         "fixture": {"name": "ScriptedTranslator", "args": {"list": [{"int": "16"}, {"int": "1"}, {"int": "2"}]}}
     }
     rebuilt = values.decode(sent)
-    assert isinstance(rebuilt, fixtures.ScriptedTranslator) and rebuilt is not model
+    assert isinstance(rebuilt, scripted.ScriptedTranslator) and rebuilt is not model
     with pytest.raises(ValueError, match="unknown fixture"):
         values.decode({"fixture": {"name": "os.system", "args": {"list": []}}})
     with pytest.raises(ValueError, match="unknown fixture"):
@@ -659,6 +662,68 @@ def test_known_mistakes_come_as_data_a_notebooks_record_holds(monkeypatch):
     assert diagnosis.cause(item(), arguments, ()) is None
     right = Item("ch03_multi_head", "MultiHeadAttention", MultiHeadAttention, outputs=("output", "weights"))
     assert diagnosis.cause(right, arguments, (scale,)) is None  # it explains no failure of a right answer
+
+
+UNSCALED = Mistake("the scores are not divided by the square root of d_k", ("/ math.sqrt(d_k)", ""))
+BROKEN = Mistake("a mistake whose code the reference no longer holds", ("/ math.sqrt(q.size(-1))", ""))
+RIGHT_HINT = "compare your steps with the formula in the assignment"  # check_matches_reference's own
+
+
+def test_a_known_mistake_that_cannot_be_built_raises_in_a_test_and_costs_nothing_graded(monkeypatch):
+    """A known mistake whose variant cannot be built is the course's to mend: in a notebook's kernel or a test
+    (a strict record) it raises, naming the mistake, where it is declared and where a failure is diagnosed;
+    graded, it is left out: a failure it cannot explain keeps the check's own hint, a right answer passes, and
+    the mistakes that can be built are named still. A student's code that cannot be replayed explains nothing."""
+    monkeypatch.setenv("RELEASED", A)
+    with pytest.raises(items.BrokenMistake, match="'a mistake whose code the reference no longer holds' cannot be"):
+        mistakes(sdpa_item(unscaled_attention), UNSCALED, BROKEN)
+    unscaled = Item(A, "scaled_dot_product_attention", unscaled_attention, outputs=("output", "weights"))
+    known = dataclasses.replace(unscaled, known=(BROKEN, UNSCALED))
+    with pytest.raises(items.BrokenMistake, match="cannot be built: ValueError: .* is not in the reference"):
+        check_matches_reference(known, QKV)
+
+    def raising(q, k, v, mask=None):
+        raise RuntimeError("not written yet")
+
+    assert "RuntimeError" in failure(check_matches_reference, dataclasses.replace(known, obj=raising), QKV)
+    with items.known_mistakes() as record:  # the grader's
+        item = mistakes(sdpa_item(unscaled_attention), BROKEN, UNSCALED)
+        assert item.known == (UNSCALED,) and [str(b) for b in record.broken] == [
+            f"{A}/scaled_dot_product_attention: the known mistake {BROKEN.cause!r} cannot be built: ValueError: "
+            f"{A}/scaled_dot_product_attention: {BROKEN.replacements[0][0]!r} is not in the reference solution"
+        ]
+        assert UNSCALED.cause in failure(check_matches_reference, item, QKV)
+        assert f"hint: {RIGHT_HINT}" in failure(
+            check_matches_reference, dataclasses.replace(known, known=(BROKEN,)), QKV
+        )
+        assert UNSCALED.cause in failure(check_matches_reference, known, QKV)
+        check_matches_reference(mistakes(sdpa_item(good_attention), BROKEN), QKV)
+        assert len(record.broken) == 1  # each broken mistake once
+
+
+def test_mistakes_also_makes_one_replacement_after_each_mistakes_own():
+    """``mistakes(..., also=(old, new))``: every mistake's variant makes it too, after its own (the answer put in
+    the form the checks compare); the causes are the mistakes' own."""
+    wrapped = ("return weights @ v, weights", "return (weights @ v).double(), weights.double()")
+    item = mistakes(sdpa_item(unscaled_attention), UNSCALED, also=wrapped)
+    assert [(m.cause, m.replacements) for m in item.known] == [(UNSCALED.cause, (*UNSCALED.replacements, wrapped))]
+    output, weights = items.variant(item, item.known[0])(*specs.materialize([*QKV], {}, 0)[0])
+    assert output.dtype == weights.dtype == torch.float64
+    assert mistakes(sdpa_item(unscaled_attention), UNSCALED).known[0] is UNSCALED
+
+
+def test_checks_take_the_comparison_options_declared_once():
+    """Each check lists the comparison options it takes in its signature, with its own defaults (else
+    CompareOptions'), and the diagnosis of its failure reads the same ones."""
+    reference_options = inspect.signature(check_matches_reference).parameters
+    assert [reference_options[name].default for name in ("outputs", "rtol", "atol")] == [None, 1e-5, 1e-6]
+    assert reference_options["hint"].default == RIGHT_HINT
+    assert inspect.signature(check_equals).parameters["atol"].default == 1e-8
+    assert inspect.signature(check_masked_get_zero_weight).parameters["output"].default == "weights"
+    assert "rtol" not in inspect.signature(check_causal).parameters
+    assert CompareOptions.of({"atol": 1e-3, "seed": 1, "args": []}) == CompareOptions(atol=1e-3)
+    with pytest.raises(ValueError, match="no comparison options"):
+        compares("rtl", hint="")
 
 
 def test_a_failed_check_shows_its_whole_message_in_lines_a_hubs_validate_does_not_cut():

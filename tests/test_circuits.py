@@ -20,7 +20,7 @@ from attention_course.circuits import (
     train_induction,
 )
 from attention_course.model import DecoderOnly
-from autograder import fixtures, specs
+from autograder import scripted, specs
 
 SMALL = AttentionOnlyConfig(vocab_size=12, max_len=16, d_model=16, num_heads=2, num_layers=2)
 
@@ -155,8 +155,8 @@ def test_the_repeated_tokens_spec_repeats_with_its_period():
     "name,args", [("AttentionOnly", (12, 16, 16, 2, 2, 5)), ("InductionByHand", (16, 32, 2, 0))], ids=str
 )
 def test_a_fixture_model_is_rebuilt_the_same_from_its_wire_name(name, args):
-    model = fixtures.build(name, args)
-    again = fixtures.build(*model.__wire_fixture__)
+    model = scripted.build(name, args)
+    again = scripted.build(*model.__wire_fixture__)
     assert not model.training
     ids = torch.randint(12, (2, 9))
     with torch.no_grad():

@@ -19,7 +19,7 @@ and four attack the exchange once they have submitted, in their own folder there
 The instructor releases the exercise; the students fetch it, answer it and submit; the instructor
 sets the due date (between the on-time and the late submissions, so that carol and grace are late by
 a real timestamp); the attackers attack; the instructor collects (``nbgrader collect``, which is the
-course's collect, ``autograder.exchange.SafeCollect``), runs ``make grade`` (``python -m
+course's collect, ``autograder.exchange.collect.SafeCollect``), runs ``make grade`` (``python -m
 autograder.cli.grade``), then plain ``nbgrader autograde`` with no saved reports,
 ``generate_feedback`` and ``release_feedback``; the students fetch their feedback; the instructor
 exports the grades. Every step is a real nbgrader command in its own process.
@@ -58,10 +58,11 @@ from autograder import course as course_settings
 from autograder.classroom import fill, make_course, solution_bodies, submit
 from autograder.cli import grade
 from autograder.cli import run_nbgrader as _nbgrader
-from autograder.exchange import REFUSAL, SECRET
+from autograder.exchange.records import REFUSAL, SECRET
+from autograder.grading.gradesheet import db_url
 from autograder.grading.notebook import Report
-from autograder.nbgrader_plugins import report_path
-from tests.support.course import full_marks, max_points
+from autograder.nbgrader.execute import report_path
+from tests.support.points import full_marks, max_points
 
 pytestmark = pytest.mark.slow
 
@@ -295,7 +296,7 @@ def exported(t: Term) -> dict[str, dict[str, str]]:
 
 def submissions(t: Term) -> dict[str, dict]:
     """What the gradebook holds for each submission that was graded (the refused have none)."""
-    with Gradebook(grade.db_url(t.course)) as gradebook:
+    with Gradebook(db_url(t.course)) as gradebook:
         found = {s.student.id: s for s in gradebook.find_assignment(A).submissions}
         return {
             name: {
@@ -368,7 +369,7 @@ def test_each_submission_is_collected_and_graded(term):
     found = submissions(term)
     assert {name: s["score"] for name, s in found.items()} == {"alice": FULL, "bob": 0.0, "carol": FULL, "grace": FULL}
     assert all(s["max_score"] == MAX for s in found.values())
-    with Gradebook(grade.db_url(term.course)) as gradebook:  # bob's emptied cell ran as the instructor wrote it
+    with Gradebook(db_url(term.course)) as gradebook:  # bob's emptied cell ran as the instructor wrote it
         edited = gradebook.find_grade(EDITED, A, A, "bob")
         assert (edited.score, edited.max_score) == (0.0, EDITED_POINTS)
 
@@ -674,5 +675,5 @@ def test_make_grade_refuses_what_a_collect_that_follows_links_copied(tmp_path):
     assert "Your submission was refused" in page and "BEGIN SOLUTION" not in page
     piped = (course / "feedback" / "piped" / A / f"{A}.html").read_text()  # not from the exchange: no secret
     assert "Your submission was refused" in piped and not (course / "feedback" / "piped" / A / SECRET).exists()
-    with Gradebook(grade.db_url(course)) as gradebook:
+    with Gradebook(db_url(course)) as gradebook:
         assert {s.student.id for s in gradebook.find_assignment(A).submissions} == {"honest"}

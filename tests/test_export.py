@@ -64,7 +64,7 @@ def test_the_export_holds_exercises_packages_and_files_for_students(exported):
         "attention_course/dates.py",
         "attention_course/solutions/__init__.py",
         "autograder/__init__.py",
-        "autograder/checks.py",
+        "autograder/checks/values.py",
         "autograder/cli/validate.py",
     } <= names
     for path in sorted(ROOT.glob("exercises/*/*.ipynb")):  # the instructor's but for the first cell's repository
@@ -413,7 +413,7 @@ def test_the_colab_package_holds_only_released_solutions(exported, tmp_path):
         metadata = archive.read(next(n for n in names if n.endswith("METADATA"))).decode()
         archive.extractall(unpacked)
     for module in (
-        "autograder/checks.py",
+        "autograder/checks/values.py",
         "autograder/specs.py",
         "attention_course/dates.py",
         "attention_course/solutions/ch01_bahdanau.py",
@@ -572,7 +572,7 @@ def test_grading_takes_the_instructors_colab_cell_for_the_students(exported, tmp
     from nbgrader.validator import Validator
 
     from autograder.cli.exercises import generate
-    from autograder.nbgrader_plugins import RestoreTestCells
+    from autograder.nbgrader.restore_cells import RestoreTestCells
 
     assignment = "ch01_bahdanau"
     db_url = f"sqlite:///{tmp_path}/gradebook.db"

@@ -47,20 +47,17 @@ from attention_course.notebooks import COURSE_ROOT
 from autograder import course
 from autograder.classroom import fill, make_course, submit
 from autograder.cli import run_nbgrader
-from autograder.cli.grade import _releasable, feedback_page, misnamed, nbgrader_errors, write_feedback_page
+from autograder.grading.feedback_pages import _releasable, feedback_page, write_feedback_page
+from autograder.grading.nbgrader_log import nbgrader_errors
 from autograder.grading.source import Source, student_program, unanswered
-from autograder.nbgrader_plugins import (
-    CUT_NOTE,
-    FEEDBACK_PROGRESS,
-    LimitMarkdown,
-    give_instructor_roles,
-    instructor_metadata,
-    strip_files_prefix,
-)
-from autograder.sandbox.process import bwrap_available
+from autograder.grading.submissions import misnamed
+from autograder.nbgrader.cell_roles import give_instructor_roles, instructor_metadata
+from autograder.nbgrader.files_prefix import strip_files_prefix
+from autograder.nbgrader.limit_markdown import CUT_NOTE, FEEDBACK_PROGRESS, LimitMarkdown
+from autograder.sandbox.bwrap import bwrap_available
 from autograder.terminal import clean_text
 from tests import attacks
-from tests.support.course import full_marks
+from tests.support.points import full_marks
 
 A = "ch02_scaled_dot_product"
 FULL = full_marks(A)
@@ -171,7 +168,7 @@ def test_the_courses_feedback_page_escapes_everything():
 def test_feedback_keeps_the_courses_markdown_as_written_and_sanitises_the_students(monkeypatch):
     """The course's own markdown (identical to the released notebook's) is not escaped before it is rendered,
     so a code span shows `->`, not `-&gt;`; a markdown or raw cell the student wrote or changed is sanitised."""
-    from autograder.nbgrader_plugins import SanitizeStudentHTML
+    from autograder.nbgrader.sanitize import SanitizeStudentHTML
 
     monkeypatch.chdir(COURSE_ROOT)
     released = notebooks.read(COURSE_ROOT / course.exercise_path(A))
@@ -194,7 +191,7 @@ def test_feedback_keeps_the_courses_markdown_as_written_and_sanitises_the_studen
 def test_a_feedback_page_carries_the_courses_mathjax_in_place_of_the_cdn(tmp_path):
     """The CDN block of nbconvert's template becomes the course's MathJax, inline and closed where it should
     be; without the course's copy the page is left as it was."""
-    from autograder.nbgrader_plugins import inline_mathjax
+    from autograder.nbgrader.feedback_html import inline_mathjax
 
     page = (
         '<head><!-- Load mathjax -->\n<script src="https://cdnjs.cloudflare.com/mathjax.js"> </script>\n'
@@ -216,7 +213,7 @@ def _feedback_page_in_chromium(tmp_path, markdown: str, inspect: str):
     import nbgrader.converters.generate_feedback as nbgrader_feedback
     from playwright.sync_api import sync_playwright
 
-    from autograder.nbgrader_plugins import FeedbackHTMLExporter
+    from autograder.nbgrader.feedback_html import FeedbackHTMLExporter
     from tests.support.browser import CHROMIUM_ARGS, chromium_path
 
     assert course.FEEDBACK_MATHJAX.is_file(), "make test fetches the course's MathJax (make book's $(MATHJAX))"

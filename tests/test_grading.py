@@ -21,8 +21,9 @@ from attention_course import notebooks
 from autograder import course
 from autograder.classroom import fill, make_course, submit
 from autograder.cli import grade
-from autograder.nbgrader_plugins import FEEDBACK_WIDTH
-from tests.buggy import variant
+from autograder.grading.gradesheet import db_url
+from autograder.nbgrader.hide_tests import FEEDBACK_WIDTH
+from tests.catalogue import variant
 from tests.test_catalogue import ASSIGNMENTS, BUG_MODULES, CORRECT, hidden_test_lines
 
 pytestmark = pytest.mark.slow
@@ -192,7 +193,7 @@ def test_feedback_never_shows_hidden_tests_or_tracebacks(graded, assignment):
         html = _feedback(folder, student, assignment)
         assert "BEGIN HIDDEN TESTS" not in html
         # A traceback through a test would quote the test and the checks; only messages may show.
-        assert "autograder/checks.py" not in html
+        assert "autograder/checks/" not in html
         leaked = [line for line in hidden_lines if line in html]
         assert not leaked, f"{student}'s feedback shows hidden test code: {leaked[:3]}"
 
@@ -267,7 +268,7 @@ def test_a_written_answer_awaits_the_instructor_and_the_score_given_reaches_the_
     line = next(line for line in said.splitlines() if line.startswith("reference "))
     assert line.endswith(f"all passed; awaiting manual grading: {written}"), line
 
-    with Gradebook(grade.db_url(folder)) as gradebook:
+    with Gradebook(db_url(folder)) as gradebook:
         gradebook.find_grade(written, a, a, "reference").manual_score = 1.5
         gradebook.db.commit()
     run = subprocess.run(

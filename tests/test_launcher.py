@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from autograder.sandbox import launcher
-from autograder.sandbox.process import Limits
+from autograder.sandbox.limits import Limits
 
 AS_ROOT = os.geteuid() == 0
 LIMITS = Limits(memory_mb=3072, cpu_seconds=321, file_mb=7, processes=77)

@@ -23,6 +23,7 @@ from attention_course.notebooks import COURSE_ROOT
 from autograder import clones, course, packages, reference
 from autograder.course import Release
 from course_site import export, leaks
+from course_site.leaks import cache, index, targets
 
 ROOT = COURSE_ROOT
 SOLUTION = ROOT / "solutions" / "ch02_scaled_dot_product" / "ch02_scaled_dot_product.ipynb"
@@ -276,7 +277,7 @@ def test_a_renamed_reformatted_solution_of_an_unreleased_chapter_is_found(tmp_pa
     report = leaks.check(folder, ROOT, TERM)
     found = [p for p in _code_problems(report) if p.path == name and p.assignment == assignment and p.item == item]
     assert found, [str(p) for p in report.problems]
-    assert found[0].share >= leaks.THRESHOLD
+    assert found[0].share >= index.THRESHOLD
     assert f"{found[0].share:.0%} of the code of a reference solution of solutions/{assignment}/" in str(found[0])
     for problem in report.problems:  # the secret itself is never reported
         assert not any(
@@ -319,7 +320,7 @@ def test_a_one_line_solution_is_found_and_an_honest_one_is_not(tmp_path):
 
 
 def test_a_region_with_few_own_shingles_is_compared_whole(monkeypatch):
-    monkeypatch.setattr(leaks, "MIN_SHINGLES", 10**6)  # every region is compared whole
+    monkeypatch.setattr(index, "MIN_SHINGLES", 10**6)  # every region is compared whole
     found = leaks.Secrets(ROOT, TERM)
     assert found.fingerprints and all(f.whole for f in found.fingerprints) and not found.wanted
 
@@ -450,7 +451,7 @@ def test_the_line_prefilter_never_hides_a_line(hidden_line):
     ):
         views = leaks.text_views(text, suffix)
         assert any(line in view for view in views)
-        assert leaks._inner_words(line) <= found.forms(views)[1]
+        assert targets.inner_words(line) <= found.forms(views)[1]
 
 
 # --- the checks on a student export ----------------------------------------------------------------
@@ -694,8 +695,8 @@ def test_a_package_modules_docstring_that_quotes_an_answer_is_found_though_the_m
     def with_planted(root=ROOT, release=None):
         return real(root, release) + list(planted.items())
 
-    monkeypatch.setattr(leaks, "public_sources", with_planted)
-    monkeypatch.setattr(leaks, "_CACHE", {})
+    monkeypatch.setattr(targets, "public_sources", with_planted)
+    monkeypatch.setattr(cache, "_CACHE", {})
     folder = Path(shutil.copytree(exported, tmp_path / "copy"))
     for rel, text in planted.items():
         (folder / rel).write_text(text)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from attention_course.fused_attention import FusedMultiHeadAttention, use_fused_attention
 from attention_course.interop import to_torch_encoder_layer
-from attention_course.model import DecoderOnly, EncoderDecoder, FusedMultiHeadAttention, use_fused_attention
+from attention_course.model import DecoderOnly, EncoderDecoder, ModelConfig
 from attention_course.solutions.ch03_multi_head import MultiHeadAttention
 from attention_course.solutions.ch04_masking import causal_mask
 from attention_course.solutions.ch06_transformer import EncoderLayer
@@ -157,3 +158,21 @@ def test_extend_refuses_more_positions_than_max_len():
     _, cache = model.extend(torch.zeros(1, 5, dtype=torch.long))
     with pytest.raises(ValueError, match="max_len"):
         model.extend(torch.zeros(1, 2, dtype=torch.long), cache)
+
+
+def test_both_models_keep_their_settings_as_one_config_and_are_rebuilt_from_it():
+    config = ModelConfig(16, 2, 2, 32, 0.0, 24, True, False, True)
+    torch.manual_seed(0)
+    seq2seq = EncoderDecoder(11, 13, 16, 2, 2, 32, dropout=0.0, max_len=24, norm_first=True, tie_weights=True)
+    decoder = DecoderOnly(17, **vars(config), num_kv_heads=1, positions="rotary")
+    assert seq2seq.config == config and decoder.config == config
+    torch.manual_seed(0)
+    again = EncoderDecoder.from_config(11, 13, config)
+    assert again.state_dict().keys() == seq2seq.state_dict().keys()
+    assert all(torch.equal(a, b) for a, b in zip(again.state_dict().values(), seq2seq.state_dict().values()))
+    rebuilt = DecoderOnly.from_config(17, config, num_kv_heads=1, positions="rotary")
+    assert {k: v.shape for k, v in rebuilt.state_dict().items()} == {
+        k: v.shape for k, v in decoder.state_dict().items()
+    }
+    with pytest.raises(TypeError):
+        DecoderOnly.from_config(17, config, d_model=8)  # a setting is the config's, not an option

@@ -22,16 +22,12 @@ import transformers  # its models are imported on first use, by the tests that b
 from safetensors.torch import load_file, save_file
 
 from attention_course import generate, pretrained
+from attention_course.layers import SwiGLU
 from attention_course.layouts import interleave_rotary_rows
-from attention_course.model import (
-    RotaryGroupedQueryAttention,
-    SwiGLU,
-    attention_weights,
-    merge_heads,
-    repeat_kv,
-    split_heads,
-)
+from attention_course.model import attention_weights
 from attention_course.pretrained import CheckpointError, DownloadError, from_pretrained
+from attention_course.solutions.ch03_multi_head import merge_heads, split_heads
+from attention_course.solutions.ch07_efficient_attention import RotaryGroupedQueryAttention, repeat_kv
 from attention_course.tokenization import train_bpe
 
 VOCAB = 61

@@ -26,7 +26,7 @@ from attention_course.solutions import ch04_masking as ch04
 from attention_course.solutions import ch05_positional_encoding as ch05
 from attention_course.solutions import ch06_transformer as ch06
 from autograder import course, reference
-from autograder.fixtures import ScriptedTranslator
+from autograder.scripted import ScriptedTranslator
 
 
 def test_every_assignment_is_a_module_built_from_its_notebook():

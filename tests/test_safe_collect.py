@@ -1,4 +1,4 @@
-"""The pieces of the course's collect (autograder/exchange.py), on folders made here: the check of a
+"""The pieces of the course's collect (autograder/exchange/), on folders made here: the check of a
 submission's tree, the copy that follows no link, and where the exchange is found.
 
 tests/test_exchange.py runs the whole collect through nbgrader, with students who attack it.
@@ -15,7 +15,8 @@ import pytest
 
 from attention_course.notebooks import COURSE_ROOT
 from autograder import exchange
-from autograder.exchange import Refused, copy_tree, unsafe_entries
+from autograder.exchange.copying import Refused, copy_tree
+from autograder.exchange.entries import unsafe_entries
 
 
 def submission(folder: Path) -> Path:

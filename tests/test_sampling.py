@@ -22,7 +22,7 @@ from attention_course.solutions.ch06_transformer import (
     top_k_probs,
     top_p_probs,
 )
-from autograder.fixtures import CallLimitedTranslator, ScriptedDraft, ScriptedTranslator
+from autograder.scripted import CallLimitedTranslator, ScriptedDraft, ScriptedTranslator
 
 
 def processed(warper, logits):

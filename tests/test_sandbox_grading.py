@@ -47,16 +47,20 @@ from autograder.classroom import fill, make_course, solution_bodies, submit
 from autograder.cli import grade
 from autograder.cli import run_nbgrader as _nbgrader
 from autograder.cli.check import format_report
+from autograder.grading.gradesheet import db_url
 from autograder.grading.notebook import Report, grade_notebook
-from autograder.nbgrader_plugins import report_path
+from autograder.nbgrader.execute import report_path
 from autograder.packages import sandbox_packages
 from autograder.sandbox import values, wire
+from autograder.sandbox.bwrap import bwrap_available
+from autograder.sandbox.limits import Limits
 from autograder.sandbox.pool import WarmPool
-from autograder.sandbox.process import UIDS, Limits, Sandbox, bwrap_available
+from autograder.sandbox.process import Sandbox
+from autograder.sandbox.uids import UIDS
 from tests import attacks
 from tests.buggy.ch02_scaled_dot_product import BUGS, TESTS
 from tests.support import broken_bwrap, host, unprivileged
-from tests.support.course import full_marks, item_points, max_points, points_by_test, written_points
+from tests.support.points import full_marks, item_points, max_points, points_by_test, written_points
 from tests.test_grader_output import task_attack
 
 pytestmark = pytest.mark.slow
@@ -457,7 +461,7 @@ def test_self_check_gives_the_instructors_verdicts_and_messages(graded):
     import sys
 
     from autograder.grading.notebook import Report
-    from autograder.nbgrader_plugins import report_path
+    from autograder.nbgrader.execute import report_path
 
     course, results, _ = graded
     student = "honest_mask_with_zero"
@@ -488,10 +492,10 @@ def test_plain_nbgrader_autograde_command_grades_in_the_sandbox(tmp_path):
     submit(course, "alice", A, fill(A))
     submit(course, "zoe", A, zeros())  # answers that return zeros, honestly
     submit(course, "mallory", A, with_cell(zeros(), attacks.PATCH_COMPARISONS, after_setup=True))
-    exercises.generate([A], into=tmp_path / "release", db_url=grade.db_url(course), root=course, quiet=True)
+    exercises.generate([A], into=tmp_path / "release", db_url=db_url(course), root=course, quiet=True)
     _nbgrader.run("autograde", A, "--force", root=course, quiet=True)
     assert not (course / "grades" / "reports").exists()
-    with Gradebook(grade.db_url(course)) as gradebook:
+    with Gradebook(db_url(course)) as gradebook:
         assert gradebook.find_submission(A, "alice").score == FULL
         zeros_score = gradebook.find_submission(A, "zoe").score
         assert zeros_score < FULL
@@ -512,7 +516,7 @@ def test_plain_nbgrader_refuses_a_released_chapter_as_make_grade_does(tmp_path, 
     env = course_settings.environment(released_term)
     importing = dict.fromkeys(solution_bodies(A), f"from attention_course.solutions.{A} import *\n")
     submit(course, "dave", A, fill(A, importing))
-    exercises.generate([A], into=tmp_path / "release", db_url=grade.db_url(course), root=course, quiet=True)
+    exercises.generate([A], into=tmp_path / "release", db_url=db_url(course), root=course, quiet=True)
     message = course_settings.grading_refusal(A, released_term)
     assert message and "--allow-released" in message and "SandboxedExecute.allow_released" in message
 
@@ -520,7 +524,7 @@ def test_plain_nbgrader_refuses_a_released_chapter_as_make_grade_does(tmp_path, 
     assert refused.returncode != 0
     assert message in " ".join(f"{refused.stdout}\n{refused.stderr}".split()), refused.stderr[-3000:]
     assert not (course / "autograded" / "dave" / A / f"{A}.ipynb").exists()
-    with Gradebook(grade.db_url(course)) as gradebook:
+    with Gradebook(db_url(course)) as gradebook:
         try:  # nbgrader may have entered the submission before the plugin refused it: never a score
             score = gradebook.find_submission(A, "dave").score
         except MissingEntry:
@@ -538,7 +542,7 @@ def test_plain_nbgrader_refuses_a_released_chapter_as_make_grade_does(tmp_path, 
         "autograde", A, "--force", "--SandboxedExecute.allow_released=True", root=course, quiet=True, env=env
     )
     assert allowed.returncode == 0
-    with Gradebook(grade.db_url(course)) as gradebook:
+    with Gradebook(db_url(course)) as gradebook:
         assert gradebook.find_submission(A, "dave").score == FULL  # what an allowed released chapter gives
 
 
@@ -1033,7 +1037,7 @@ def test_memory_held_before_a_call_and_freed_in_it_does_not_count_for_the_call(m
     work passes beside a notebook that keeps 64 MiB; measured by the cgroup, not beside one that keeps 768
     (its message says why)."""
     if measured_by == "address space":
-        monkeypatch.setattr("autograder.sandbox.process._Cgroups.memory_peak", lambda self: None)
+        monkeypatch.setattr("autograder.sandbox.cgroups.Cgroups.memory_peak", lambda self: None)
     isolation = "bwrap" if measured_by == "cgroup" else "none"
     with Sandbox(LIMITS, isolation, sandbox_packages(TERM)) as sandbox:
         assert sandbox.run_cells([BLOCKWISE, BALLAST]) == [None, None]
@@ -1108,7 +1112,7 @@ def assert_nothing_scored(course: Path, students) -> None:
 
     assert not (course / "grades").exists() and not (course / "autograded").exists()
     assert not (course / "feedback").exists()
-    with Gradebook(grade.db_url(course)) as gradebook:
+    with Gradebook(db_url(course)) as gradebook:
         for student in students:
             with pytest.raises(MissingEntry):
                 gradebook.find_submission(A, student)
@@ -1178,7 +1182,7 @@ def test_a_notebook_whose_sandbox_cannot_start_is_not_graded_never_zero(tmp_path
     assert "not graded: 1" in grade.summary(A, list(results.values()))
     from nbgrader.api import Gradebook, MissingEntry
 
-    with Gradebook(grade.db_url(course)) as gradebook:
+    with Gradebook(db_url(course)) as gradebook:
         assert gradebook.find_submission(A, "a_graded").score == FULL
         with pytest.raises(MissingEntry):
             gradebook.find_submission(A, "b_not_graded")

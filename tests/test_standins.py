@@ -11,7 +11,8 @@ import torch
 from autograder import reference, standins
 from autograder.grading.source import Source
 from autograder.sandbox import values, wire
-from autograder.standins import Scope, Size, size_of
+from autograder.standin_limits import Size, size_of
+from autograder.standins import Scope
 
 CH03, CH04, CH06 = "ch03_multi_head", "ch04_masking", "ch06_transformer"
 

@@ -19,7 +19,7 @@ from attention_course import notebooks, solutions
 from autograder import course, packages
 from autograder.classroom import fill, solution_bodies
 from autograder.grading.notebook import grade_notebook
-from tests.support.course import full_marks
+from tests.support.points import full_marks
 
 pytestmark = pytest.mark.slow
 
@@ -29,7 +29,7 @@ A = "ch03_multi_head"
 IMPORT_ONLY = {  # answers that only import the items from the course's packages, one for every item
     name: f"from attention_course.solutions.{A} import {name}" for name in solution_bodies(A)
 }
-IMPORT_ONLY["MultiHeadAttention"] += "\nfrom attention_course.model import FusedMultiHeadAttention"
+IMPORT_ONLY["MultiHeadAttention"] += "\nfrom attention_course.fused_attention import FusedMultiHeadAttention"
 
 
 def test_answers_that_only_import_score_nothing_before_the_release():

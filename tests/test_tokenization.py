@@ -12,8 +12,9 @@ import pytest
 import torch
 
 from attention_course.corpora import course_text
+from attention_course.tasks import CharsTask, LmTask
 from attention_course.tokenization import bits_per_byte, encode, token_bytes, train_bpe
-from attention_course.trainer import CharsTask, LmTask, parse_args
+from attention_course.trainer import parse_args
 
 TRAINING_TEXT = (
     "The queries meet the keys; the weights, a softmax of their scores, mix the values.\n"

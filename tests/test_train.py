@@ -15,10 +15,12 @@ import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
 from attention_course import corpora
+from attention_course.flops import PEAK_BF16_FLOPS, peak_flops, training_flops
 from attention_course.model import DecoderOnly, EncoderDecoder
+from attention_course.schedule import learning_rate, lr_factor, scheduler
 from attention_course.solutions.ch04_masking import causal_mask
 from attention_course.tokenization import train_bpe
-from attention_course.trainer import PEAK_BF16_FLOPS, learning_rate, parse_args, peak_flops, training_flops
+from attention_course.trainer import parse_args
 from tests.support.devices import chosen_device
 
 pytestmark = pytest.mark.slow
@@ -280,3 +282,17 @@ def test_downloads_are_cached_and_checked(tmp_path):
 def test_the_default_corpus_is_the_course_itself():
     text = corpora.course_text()
     assert len(text) > 100_000 and "attention" in text
+
+
+@pytest.mark.parametrize("schedule", ["cosine", "noam"])
+def test_the_optimizer_steps_at_the_schedule_s_rates_from_any_start(schedule):
+    """The one schedule: a LambdaLR of lr_factor sets each step's rate, from the first step or a resumed one."""
+    for start in (0, 7):
+        weight = torch.nn.Parameter(torch.zeros(3))
+        optimizer = torch.optim.SGD([weight], lr=123.0)
+        steps = scheduler(optimizer, 0.01, steps=20, warmup=5, schedule=schedule, start=start)
+        for step in range(start, 20):
+            assert optimizer.param_groups[0]["lr"] == pytest.approx(0.01 * lr_factor(step, 20, 5, schedule), rel=1e-12)
+            optimizer.step()
+            steps.step()
+    assert lr_factor(4, 20, 5, schedule) == pytest.approx(1.0)  # the peak at the end of the warm-up

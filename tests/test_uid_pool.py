@@ -17,14 +17,15 @@ from pathlib import Path
 import pytest
 
 from attention_course.notebooks import COURSE_ROOT
-from autograder.sandbox import process
-from autograder.sandbox.process import SandboxUnavailable, _UidPool
+from autograder.sandbox import uids
+from autograder.sandbox.errors import SandboxUnavailable
+from autograder.sandbox.uids import _UidPool
 
-UIDS = range(64000, 64003)  # outside process.UIDS, so that no real grader's uid is ever locked here
+UIDS = range(64000, 64003)  # outside uids.UIDS, so that no real grader's uid is ever locked here
 HOLDER = """
 import sys
 from pathlib import Path
-from autograder.sandbox.process import _UidPool
+from autograder.sandbox.uids import _UidPool
 pool = _UidPool(range({start}, {stop}), (Path({folder!r}),))
 print(pool.take(), flush=True)
 sys.stdin.read()
@@ -75,7 +76,7 @@ def test_a_uid_given_back_is_free_for_another_process(folder):
 
 
 def test_a_uid_that_a_process_runs_as_is_skipped(folder, monkeypatch):
-    monkeypatch.setattr(process, "_uids_of_processes", lambda: {UIDS[0]})
+    monkeypatch.setattr(uids, "_uids_of_processes", lambda: {UIDS[0]})
     assert _UidPool(UIDS, (folder,)).take() == UIDS[1]
 
 
@@ -83,7 +84,7 @@ def test_a_uid_that_a_process_runs_as_is_skipped(folder, monkeypatch):
 def test_the_uids_of_processes_are_read_from_proc():
     sleeper = subprocess.Popen(["sleep", "30"], user=UIDS[2], group=UIDS[2], extra_groups=[])
     try:
-        assert UIDS[2] in process._uids_of_processes()
+        assert UIDS[2] in uids._uids_of_processes()
     finally:
         sleeper.send_signal(signal.SIGKILL)
         sleeper.wait()

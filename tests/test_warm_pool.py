@@ -18,8 +18,9 @@ import pytest
 from autograder import course
 from autograder.classroom import fill
 from autograder.grading.notebook import grade_notebook
+from autograder.sandbox.bwrap import bwrap_available
+from autograder.sandbox.limits import Limits
 from autograder.sandbox.pool import WarmPool
-from autograder.sandbox.process import Limits, bwrap_available
 from tests.correct import notebooks as correct_notebooks
 from tests.support import host
 

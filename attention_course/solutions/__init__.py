@@ -1,5 +1,6 @@
-"""The reference solutions of the graded items: one module per assignment,
-``attention_course.solutions.<assignment>``, e.g. ``attention_course.solutions.ch03_multi_head``.
+"""The reference solutions of the graded items, one module per assignment.
+
+Each is ``attention_course.solutions.<assignment>``, e.g. ``attention_course.solutions.ch03_multi_head``.
 
 Where the course's ``solutions/`` folder is (the instructor's repository), each module is built,
 when first imported, from the solution cells of ``solutions/<assignment>/<assignment>.ipynb``, the

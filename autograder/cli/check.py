@@ -20,6 +20,7 @@ from pathlib import Path
 from attention_course import notebooks
 from attention_course.notebooks import COURSE_ROOT
 from autograder import course
+from autograder.grading.grader import Grader
 from autograder.grading.notebook import grade_notebook
 from autograder.grading.source import unreleased_prerequisites_note
 from autograder.reference import ReferenceUnavailable
@@ -87,14 +88,19 @@ def main(argv: list[str] | None = None) -> int:
         prerequisites = None
     if prerequisites:
         print(f"note: {prerequisites}", file=sys.stderr)
+    grader = Grader()
     try:
-        report = grade_notebook(assignment, args.notebook, isolation="none" if args.no_sandbox else "bwrap")
+        report = grade_notebook(
+            assignment, args.notebook, isolation="none" if args.no_sandbox else "bwrap", grader=grader
+        )
     except ReferenceUnavailable as exc:
         parser.error(str(exc))
     except Exception as exc:  # the grader's own failure: never read as the student's score (exit 1)
         traceback.print_exc()
         print(f"Verdict: not checked. The grader failed: {type(exc).__name__}: {exc}")
         return 2
+    finally:
+        grader.close()
     print(format_report(report, args.notebook))
     rubrics = written_rubrics(assignment)
     if rubrics:

@@ -1,5 +1,6 @@
-"""Grading one notebook (:func:`grade_notebook`), and checking that the sandbox works at all
-(:func:`preflight`).
+"""Grading one notebook, and checking that the sandbox works at all before a class is graded.
+
+:func:`grade_notebook` grades; :func:`preflight` checks the sandbox.
 
 For a submitted notebook, :func:`grade_notebook`
 
@@ -23,7 +24,6 @@ from __future__ import annotations
 import functools
 import inspect
 import time
-import warnings
 from collections.abc import Collection
 from pathlib import Path
 
@@ -32,20 +32,18 @@ import torch
 
 from attention_course import notebooks
 from autograder import course, items, reference
+from autograder.grading import grader as graders
 from autograder.grading import timings
 from autograder.grading.report import Report, TestResult
 from autograder.grading.session import MAX_MESSAGE_CHARS, Remote, Session
 from autograder.grading.source import MAX_NOTEBOOK_BYTES, Source, program_key, student_program, tampered_tests
 from autograder.items import CheckFailed, PartlyRight, share
-from autograder.packages import sandbox_packages
 from autograder.sandbox import values, wire
+from autograder.sandbox.errors import SandboxError, SandboxUnavailable
+from autograder.sandbox.limits import Limits
 from autograder.sandbox.pool import WarmPool
-from autograder.sandbox.process import Limits, Sandbox, SandboxError, SandboxUnavailable
+from autograder.sandbox.process import Sandbox
 from autograder.terminal import clean_text
-
-# The warnings of the reference solutions and their known mistakes (an overflow that a mistake makes on
-# purpose), which the grader runs, are no concern of the instructor's terminal.
-warnings.filterwarnings("ignore", module=r"attention_course\.solutions\.")
 
 TOTAL_SECONDS = 600.0  # one submission's whole grading, restarts included
 DEFAULT_LIMITS = Limits()
@@ -59,13 +57,17 @@ PROBE = [
 
 
 def preflight(
-    release: course.Release | None = None, isolation: str = "bwrap", limits: Limits = DEFAULT_LIMITS
+    release: course.Release | None = None,
+    isolation: str = "bwrap",
+    limits: Limits = DEFAULT_LIMITS,
+    grader: graders.Grader | None = None,
 ) -> str | None:
     """Start one sandbox with a program known to be right and call it once: None when that works,
-    else what went wrong, written for the instructor (grading must not start then)."""
+    else what went wrong, written for the instructor (grading must not start then). ``grader``: whose
+    packages the sandbox mounts (default: the process's shared ones)."""
     release = release or course.release()
     try:
-        with Sandbox(limits, isolation, sandbox_packages(release)) as sandbox:
+        with Sandbox(limits, isolation, (grader or graders.default()).packages(release)) as sandbox:
             errors = sandbox.run_cells(PROBE, ["the probe's imports", "the probe's function"])
             if any(errors):
                 return (
@@ -131,12 +133,13 @@ def grade_notebook(
     as_submitted=None,
     only: Collection[str] | None = None,
     pool: WarmPool | None = None,
+    grader: graders.Grader | None = None,
 ) -> Report:
     """Grade one submitted notebook (a path or a NotebookNode) against the instructor's tests.
 
     The student's code can import the course's packages as students get them under ``release``
     (default: the term's settings), so never the solution of a chapter that is not released.
-    Where the sandbox cannot be used (:class:`~autograder.sandbox.process.SandboxUnavailable`), the report's
+    Where the sandbox cannot be used (:class:`~autograder.sandbox.errors.SandboxUnavailable`), the report's
     ``not_graded`` says why and its scores mean nothing: the failure is the grader's.
     ``as_submitted``: the notebook as the student submitted it, when ``submission`` is a copy whose
     test cells nbgrader has already put back (the notes on changed test cells come from it).
@@ -146,12 +149,18 @@ def grade_notebook(
     ``pool``: for the course's own notebooks only (never a student's), a worker forked from one of these warm
     sandboxes instead of a sandbox started for this notebook (:mod:`autograder.sandbox.pool`); it must have
     been made with the same ``limits``, ``isolation`` and ``release``.
+    ``grader``: the :class:`~autograder.grading.grader.Grader` whose packages the sandbox mounts; the
+    settings it holds (torch's threads, warnings) hold while this grading runs, and are put back after it
+    (default: one of its own, :func:`autograder.grading.grader.default`).
     """
+    grader = grader or graders.default()
+    with grader:
+        return _grade(assignment, submission, notebook, limits, isolation, release, as_submitted, only, pool, grader)
+
+
+def _grade(assignment, submission, notebook, limits, isolation, release, as_submitted, only, pool, grader) -> Report:
+    """:func:`grade_notebook`, with its settings held."""
     started = time.monotonic()
-    # The grader's own computations (inputs, references, stand-ins) are small: a pool of threads for them
-    # only spins against the sandboxes beside it (two threads made grading a chapter 6 notebook take twice
-    # as long on two cores).
-    torch.set_num_threads(1)
     release = release or course.release()
     if pool is not None and (pool.limits, pool.isolation, pool.release) != (limits, isolation, release):
         raise ValueError(
@@ -167,8 +176,7 @@ def grade_notebook(
         if program is not None:
             report.key = program_key(source, program[0], limits, release, only)
             if pool is None:
-                packages = sandbox_packages(release)
-                sandboxes = functools.partial(Sandbox, limits, isolation, packages)
+                sandboxes = functools.partial(Sandbox, limits, isolation, grader.packages(release))
             else:
                 sandboxes = pool.sandbox
             session = Session(*program, report, limits, started + TOTAL_SECONDS, sandboxes)

@@ -1,7 +1,8 @@
-"""The student's program running in a sandbox, restarted when a cell hangs or dies (:class:`Session`),
-and the proxies that stand in the test cells for the student's functions and objects
-(:class:`Remote`, :class:`RemoteObject`): calls go to the sandbox by value, results come back as
-plain data."""
+"""The student's program in a sandbox, restarted when a cell hangs, and the proxies that test cells call.
+
+The program runs in a :class:`Session`, restarted when a cell hangs or dies; the proxies stand in the
+test cells for the student's functions and objects (:class:`Remote`, :class:`RemoteObject`): calls go
+to the sandbox by value, results come back as plain data."""
 
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ from autograder import standins
 from autograder.grading import timings
 from autograder.grading.report import Report
 from autograder.sandbox import values, wire
-from autograder.sandbox.process import Limits, Sandbox, SandboxDied, SandboxError, SandboxTimeout
+from autograder.sandbox.errors import SandboxDied, SandboxError, SandboxTimeout
+from autograder.sandbox.limits import Limits
+from autograder.sandbox.process import Sandbox
 from autograder.terminal import clean_text
 
 MAX_RESTARTS = 5

@@ -1,6 +1,8 @@
-"""What the grader takes from an assignment: the instructor notebook's setup and test cells and the
-graded items' names (:class:`Source`), and from a submission: the student's program and the test
-cells it changed or deleted."""
+"""What the grader takes from the instructor notebook and from a submission, and the key of a report.
+
+From the assignment: the instructor notebook's setup and test cells and the graded items' names
+(:class:`Source`); from a submission: the student's program and the test cells it changed or
+deleted."""
 
 from __future__ import annotations
 
@@ -124,7 +126,7 @@ MAX_NOTEBOOK_BYTES = 10 * 2**20  # a larger submission is not read
 
 def program_key(source: Source, program: list[str], limits, release, chosen=None) -> str:
     """The key of a report: what was graded (the tests, the student's program, the ``chosen`` items or
-    all) and how (the grader's own code, the sandbox's :class:`~autograder.sandbox.process.Limits`, the
+    all) and how (the grader's own code, the sandbox's :class:`~autograder.sandbox.limits.Limits`, the
     term's :class:`~autograder.course.Release`): a report that any of them would change is never reused."""
     items = None if chosen is None else sorted(chosen)
     data = json.dumps([source.digest, grader_digest(), program, items, asdict(limits), release.key]).encode()

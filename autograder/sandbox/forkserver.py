@@ -1,5 +1,6 @@
-"""A warm sandbox's first process: it loads once what every worker loads, then forks a fresh worker for each
-notebook. For trusted batches only (the course's own notebooks: the catalogue of known mistakes and correct
+"""A warm sandbox's first process: it loads once what every worker loads, then forks a worker per notebook.
+
+For trusted batches only (the course's own notebooks: the catalogue of known mistakes and correct
 idioms, the reference notebooks), started by :class:`autograder.sandbox.pool.WarmPool`; a student's submission
 always gets a sandbox of its own (:class:`autograder.sandbox.process.Sandbox`).
 

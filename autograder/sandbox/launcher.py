@@ -7,7 +7,7 @@ threads yet, unlike the grader) it
 1. joins the sandbox's cgroups (``config["cgroups"]``: their ``cgroup.procs`` files);
 2. as root, binds what the sandbox must see of the host (``config["stage"]``: (host path, staging
    point) pairs) at places the sandbox's uid may read, in a private mount namespace of its own;
-3. sets the resource limits (``config["limits"]``: :class:`~autograder.sandbox.process.Limits` as a dict);
+3. sets the resource limits (``config["limits"]``: :class:`~autograder.sandbox.limits.Limits` as a dict);
 4. as root, drops to the sandbox's uid (``config["uid"]``), and refuses to go on if it is still root;
    an unprivileged process also gets its process limit (root is exempt from RLIMIT_NPROC: the cgroup
    covers it);

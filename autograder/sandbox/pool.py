@@ -31,7 +31,10 @@ from pathlib import Path
 from autograder import course
 from autograder.packages import sandbox_packages
 from autograder.sandbox import forkserver, wire
-from autograder.sandbox.process import Limits, Sandbox, SandboxUnavailable, descendants
+from autograder.sandbox.address_space import descendants
+from autograder.sandbox.errors import SandboxUnavailable
+from autograder.sandbox.limits import Limits
+from autograder.sandbox.process import Sandbox
 
 FORK_SERVER = "autograder.sandbox.forkserver"
 WAIT_FOR_FREE = 1200.0  # seconds; a notebook's whole grading takes at most 600 (grading.notebook.TOTAL_SECONDS)

@@ -1,6 +1,6 @@
-"""The messages between the grader and the worker in the sandbox: each declared once, here, and every
-message received checked against its declaration before it is used.
+"""The messages between the grader and the worker in the sandbox, each declared once and checked on receipt.
 
+Each is declared here, and every message received is checked against its declaration before it is used.
 A message is a :class:`msgspec.Struct`, tagged with its kind (``"event"`` from the worker, ``"op"`` from
 the grader), with fields of fixed types (and ranges, where a number could drive work) and no other field.
 On the pipe it is a 4-byte big-endian length, then JSON. :func:`receive` refuses a message longer than

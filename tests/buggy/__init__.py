@@ -7,26 +7,21 @@ the grade_ids of the test cells that grade it. ``tests/test_grading.py`` submits
 bug as its own student and proves that it loses points in the tests of its item and
 in no other, and that the hint of a failing test names its cause.
 
-:func:`variant` writes a wrong answer as the reference solution with one checked
-change, so that a bug cannot silently become the right answer.
+Each module makes its Bugs with ``bug = wrong_answers(A)``: a wrong answer is the reference solution with one
+checked change (:func:`tests.catalogue.variant`), so that a bug cannot silently become the right answer;
+:func:`mask_bugs` makes those that cost points in the test cell of an item's mask alone.
 """
 
 from __future__ import annotations
 
-import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from autograder.classroom import solution_bodies
-
-# Each module of wrong answers makes dozens of variants of its notebook's reference: read it once.
-_bodies = functools.cache(solution_bodies)
+from tests.catalogue import KnownAnswer, variant
 
 
 @dataclass(frozen=True)
-class Bug:
-    name: str
-    item: str
-    code: str
+class Bug(KnownAnswer):
     why: str
     cause: str = ""  # words that the hint of a failing test of the item must hold (its diagnosis)
     # A mistake of one property (a mask bug) costs points in that property's test cell alone (``only``), or is
@@ -35,11 +30,18 @@ class Bug:
     visible: str = ""
 
 
-def variant(assignment: str, item: str, *replacements: tuple[str, str]) -> str:
-    """The reference answer to ``item`` with each ``(old, new)`` replacement made; each ``old`` must be there."""
-    code = _bodies(assignment)[item]
-    for old, new in replacements:
-        if old not in code:
-            raise ValueError(f"{assignment}/{item}: {old!r} is not in the reference solution")
-        code = code.replace(old, new)
-    return code
+def wrong_answers(assignment: str, **marks: str) -> Callable[..., Bug]:
+    """``bug(name, item, *replacements, why=..., cause=...)``: the :class:`Bug` whose code is the reference answer
+    to ``item`` of ``assignment`` with each ``(old, new)`` replacement made (:func:`tests.catalogue.variant`);
+    ``marks`` (``only``, ``visible``) go to every Bug it makes but where the call names its own."""
+
+    def bug(name: str, item: str, *replacements: tuple[str, str], why: str, cause: str, **own: str) -> Bug:
+        return Bug(name, item, variant(assignment, item, *replacements), why, cause, **{**marks, **own})
+
+    return bug
+
+
+def mask_bugs(assignment: str, test: str) -> Callable[..., Bug]:
+    """:func:`wrong_answers` for the mask bugs of an item that has a test cell of its mask, ``test``: each costs
+    points in that cell alone, and its visible checks find it before the student submits."""
+    return wrong_answers(assignment, only=test, visible=test)

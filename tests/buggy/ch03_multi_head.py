@@ -1,11 +1,22 @@
 """Wrong answers to ch03_multi_head that students really write.
 
-Each is the reference answer with one realistic mistake in it (:func:`tests.buggy.variant`).
+Splitting and merging heads, multi-head attention, and the questions on its parameters, its cost and its heads.
 """
 
-from functools import partial
+from tests.buggy import mask_bugs, wrong_answers
 
-from tests.buggy import Bug, variant
+A = "ch03_multi_head"
+
+bug = wrong_answers(A)
+mask_bug = mask_bugs(A, "test_mha_mask")
+
+SPLIT_VIEW = "x.view(batch, length, num_heads, d_model // num_heads).transpose(1, 2)"
+SPLIT_CHECK = """    if d_model % num_heads != 0:
+        raise ValueError(f"num_heads={num_heads} does not divide the feature size {d_model} of x")
+"""
+MHA_CHECK = """        if d_model % num_heads != 0:
+            raise ValueError(f"num_heads={num_heads} must divide d_model={d_model}")
+"""
 
 TESTS = {
     "split_heads": ["test_split_heads_shapes", "test_split_heads_values", "test_split_heads_error"],
@@ -17,387 +28,336 @@ TESTS = {
     "reweighted_heads": ["test_reweighted_heads"],
 }
 
-split = partial(variant, "ch03_multi_head", "split_heads")
-merge = partial(variant, "ch03_multi_head", "merge_heads")
-mha = partial(variant, "ch03_multi_head", "MultiHeadAttention")
-
-SPLIT_VIEW = "x.view(batch, length, num_heads, d_model // num_heads).transpose(1, 2)"
-SPLIT_CHECK = """    if d_model % num_heads != 0:
-        raise ValueError(f"num_heads={num_heads} does not divide the feature size {d_model} of x")
-"""
-MHA_CHECK = """        if d_model % num_heads != 0:
-            raise ValueError(f"num_heads={num_heads} must divide d_model={d_model}")
-"""
-
-mh_parameters = partial(variant, "ch03_multi_head", "multi_head_parameters")
-multiplications = partial(variant, "ch03_multi_head", "score_multiplications")
-
-
 BUGS = [
     # ------------------------------------------------------------------ split_heads
-    Bug(
+    bug(
         "split_without_transpose",
         "split_heads",
+        (SPLIT_VIEW, "x.reshape(batch, num_heads, length, d_model // num_heads)"),
         why="a single view to (B, H, L, dh) mixes positions and heads",
         cause="mixes positions and heads",
-        code=split((SPLIT_VIEW, "x.reshape(batch, num_heads, length, d_model // num_heads)")),
     ),
-    Bug(
+    bug(
         "split_strided_features",
         "split_heads",
+        (SPLIT_VIEW, "x.view(batch, length, d_model // num_heads, num_heads).permute(0, 3, 1, 2)"),
         why="head h gets every H-th feature instead of a slice",
         cause="gets every H-th feature",
-        code=split((SPLIT_VIEW, "x.view(batch, length, d_model // num_heads, num_heads).permute(0, 3, 1, 2)")),
     ),
-    Bug(
+    bug(
         "split_forgets_to_transpose",
         "split_heads",
+        (".transpose(1, 2)", ""),
         why="returns (B, L, H, dh)",
         cause="the heads must come before the positions",
-        code=split((".transpose(1, 2)", "")),
     ),
-    Bug(
+    bug(
         "split_no_value_error",
         "split_heads",
+        (SPLIT_CHECK, ""),
         why="lets view raise a RuntimeError",
         cause="raise a ValueError",
-        code=split((SPLIT_CHECK, "")),
     ),
-    Bug(
+    bug(
         "split_error_without_name",
         "split_heads",
+        (
+            'f"num_heads={num_heads} does not divide the feature size {d_model} of x"',
+            '"the feature size is not a multiple of the number of heads"',
+        ),
         why="a ValueError that does not say which argument",
         cause="whose message names num_heads",
-        code=split(
-            (
-                'f"num_heads={num_heads} does not divide the feature size {d_model} of x"',
-                '"the feature size is not a multiple of the number of heads"',
-            )
-        ),
     ),
-    Bug(
+    bug(
         "split_num_heads_as_head_size",
         "split_heads",
+        (
+            "x.view(batch, length, num_heads, d_model // num_heads)",
+            "x.view(batch, length, d_model // num_heads, num_heads)",
+        ),
         why="reads num_heads as the size of one head",
         cause="not the size of one head",
-        code=split(
-            (
-                "x.view(batch, length, num_heads, d_model // num_heads)",
-                "x.view(batch, length, d_model // num_heads, num_heads)",
-            )
-        ),
     ),
-    Bug(
+    bug(
         "split_assert",
         "split_heads",
+        (SPLIT_CHECK, '    assert d_model % num_heads == 0, f"num_heads={num_heads} must divide {d_model}"\n'),
         why="an assert, which raises AssertionError (and disappears under python -O)",
         cause="raise a ValueError",
-        code=split(
-            (SPLIT_CHECK, '    assert d_model % num_heads == 0, f"num_heads={num_heads} must divide {d_model}"\n')
-        ),
     ),
     # ------------------------------------------------------------------ merge_heads
-    Bug(
+    bug(
         "merge_without_transpose",
         "merge_heads",
+        ("x.transpose(1, 2).reshape", "x.reshape"),
         why="reshapes (B, H, L, dh) straight to (B, L, D)",
         cause="mixes positions and heads",
-        code=merge(("x.transpose(1, 2).reshape", "x.reshape")),
     ),
-    Bug(
+    bug(
         "merge_view_after_transpose",
         "merge_heads",
+        (".reshape(", ".view("),
         why="view on a non-contiguous tensor raises",
         cause="no longer laid out in order in memory",
-        code=merge((".reshape(", ".view(")),
     ),
-    Bug(
+    bug(
         "merge_wrong_permute",
         "merge_heads",
+        ("x.transpose(1, 2)", "x.permute(0, 2, 3, 1)"),
         why="puts dh before H: interleaves the heads' features",
         cause="the heads' features are interleaved",
-        code=merge(("x.transpose(1, 2)", "x.permute(0, 2, 3, 1)")),
     ),
-    Bug(
+    bug(
         "merge_transposes_wrong_pair",
         "merge_heads",
+        ("x.transpose(1, 2)", "x.transpose(2, 3)"),
         why="swaps positions and features instead of heads and positions",
         cause="the wrong pair of dimensions is swapped",
-        code=merge(("x.transpose(1, 2)", "x.transpose(2, 3)")),
     ),
     # ------------------------------------------------------------------ MultiHeadAttention
-    Bug(
+    bug(
         "mha_scale_by_d_model",
         "MultiHeadAttention",
+        ("math.sqrt(q.size(-1))", "math.sqrt(query.size(-1))"),
         why="divides by sqrt(d_model), not sqrt(d_head)",
         cause="the square root of d_model",
-        code=mha(("math.sqrt(q.size(-1))", "math.sqrt(query.size(-1))")),
     ),
-    Bug(
+    bug(
         "mha_scale_by_num_heads",
         "MultiHeadAttention",
+        ("math.sqrt(q.size(-1))", "math.sqrt(self.num_heads)"),
         why="divides by sqrt(num_heads)",
         cause="the square root of the number of heads",
-        code=mha(("math.sqrt(q.size(-1))", "math.sqrt(self.num_heads)")),
     ),
-    Bug(
+    bug(
         "mha_no_scaling",
         "MultiHeadAttention",
+        (" / math.sqrt(q.size(-1))", ""),
         why="forgets the 1/sqrt(d_head)",
         cause="not divided by √d_h",
-        code=mha((" / math.sqrt(q.size(-1))", "")),
     ),
-    Bug(
+    bug(
         "mha_no_output_projection",
         "MultiHeadAttention",
+        ("self.W_o(merge_heads(weights @ v))", "merge_heads(weights @ v)"),
         why="forgets W_o",
         cause="through the output projection W_o",
-        code=mha(("self.W_o(merge_heads(weights @ v))", "merge_heads(weights @ v)")),
     ),
-    Bug(
+    bug(
         "mha_heads_without_transpose",
         "MultiHeadAttention",
+        (
+            "split_heads(self.W_q(query), self.num_heads)",
+            "self.W_q(query).view(query.size(0), self.num_heads, query.size(1), -1)",
+        ),
+        (
+            "split_heads(self.W_k(key), self.num_heads)",
+            "self.W_k(key).view(key.size(0), self.num_heads, key.size(1), -1)",
+        ),
+        (
+            "split_heads(self.W_v(value), self.num_heads)",
+            "self.W_v(value).view(value.size(0), self.num_heads, value.size(1), -1)",
+        ),
+        ("merge_heads(weights @ v)", "(weights @ v).reshape(query.size(0), query.size(1), -1)"),
         why="splits heads with one view",
         cause="mixes positions and heads",
-        code=mha(
-            (
-                "split_heads(self.W_q(query), self.num_heads)",
-                "self.W_q(query).view(query.size(0), self.num_heads, query.size(1), -1)",
-            ),
-            (
-                "split_heads(self.W_k(key), self.num_heads)",
-                "self.W_k(key).view(key.size(0), self.num_heads, key.size(1), -1)",
-            ),
-            (
-                "split_heads(self.W_v(value), self.num_heads)",
-                "self.W_v(value).view(value.size(0), self.num_heads, value.size(1), -1)",
-            ),
-            ("merge_heads(weights @ v)", "(weights @ v).reshape(query.size(0), query.size(1), -1)"),
-        ),
     ),
-    Bug(
+    bug(
         "mha_keys_projected_with_W_q",
         "MultiHeadAttention",
+        ("self.W_k(key)", "self.W_q(key)"),
         why="copy-paste: W_q for the keys",
         cause="projected with W_k, not with W_q",
-        code=mha(("self.W_k(key)", "self.W_q(key)")),
     ),
-    Bug(
+    bug(
         "mha_values_from_key",
         "MultiHeadAttention",
+        ("self.W_v(value)", "self.W_v(key)"),
         why="copy-paste: W_v applied to key",
         cause="projected from value, not from key",
-        code=mha(("self.W_v(value)", "self.W_v(key)")),
     ),
-    Bug(
+    mask_bug(
         "mha_mask_inverted",
         "MultiHeadAttention",
+        ("~mask", "mask"),
         why="uses nn.MultiheadAttention's True = ignore",
         cause="the mask is read the wrong way round",
-        code=mha(("~mask", "mask")),
-        only="test_mha_mask",
-        visible="test_mha_mask",
     ),
-    Bug(
+    bug(
         "mha_weights_averaged",
         "MultiHeadAttention",
+        ("return output, weights", "return output, weights.mean(dim=1)"),
         why="returns weights averaged over the heads",
         cause="not their average over the heads",
-        code=mha(("return output, weights", "return output, weights.mean(dim=1)")),
     ),
-    Bug(
+    bug(
         "mha_softmax_over_queries",
         "MultiHeadAttention",
+        ("torch.softmax(scores, dim=-1)", "torch.softmax(scores, dim=-2)"),
         why="softmax along dim -2",
         cause="a softmax over the keys, not over the queries",
-        code=mha(("torch.softmax(scores, dim=-1)", "torch.softmax(scores, dim=-2)")),
     ),
-    Bug(
+    mask_bug(
         "mha_nan_on_full_mask",
         "MultiHeadAttention",
+        ("weights = weights.masked_fill(~mask, 0.0)", "weights = weights"),
         why="a query with no visible key gets NaN",
         cause="a query with no visible key gets NaN",
-        code=mha(("weights = weights.masked_fill(~mask, 0.0)", "weights = weights")),
-        only="test_mha_mask",
-        visible="test_mha_mask",
     ),
-    Bug(
+    bug(
         "mha_large_negative_no_zeroing",
         "MultiHeadAttention",
+        ('float("-inf")', "-1e9"),
+        ("weights = weights.masked_fill(~mask, 0.0)", "weights = weights"),
         why="-1e9 alone: a fully masked query gets even weights",
         cause="a large negative fill alone spreads its weight",
-        code=mha(('float("-inf")', "-1e9"), ("weights = weights.masked_fill(~mask, 0.0)", "weights = weights")),
         only="test_mha_mask",
     ),
-    Bug(
+    mask_bug(
         "mha_mask_with_zero",
         "MultiHeadAttention",
+        ('float("-inf")', "0.0"),
         why="a masked score of 0 still gets weight",
         cause="a masked score set to zero still gets a share",
-        code=mha(('float("-inf")', "0.0")),
-        only="test_mha_mask",
-        visible="test_mha_mask",
     ),
-    Bug(
+    mask_bug(
         "mha_mask_after_softmax",
         "MultiHeadAttention",
+        ('scores = scores.masked_fill(~mask, float("-inf"))', "scores = scores"),
         why="zeroes weights without renormalising",
         cause="mask the scores before the softmax",
-        code=mha(('scores = scores.masked_fill(~mask, float("-inf"))', "scores = scores")),
-        only="test_mha_mask",
-        visible="test_mha_mask",
     ),
-    Bug(
+    bug(
         "mha_always_bias",
         "MultiHeadAttention",
+        ("bias=bias", "bias=True"),
         why="ignores bias=False",
         cause="none of the four projections may have a bias",
-        code=mha(("bias=bias", "bias=True")),
     ),
-    Bug(
+    bug(
         "mha_output_bias_always",
         "MultiHeadAttention",
+        ("self.W_o = nn.Linear(d_model, d_model, bias=bias)", "self.W_o = nn.Linear(d_model, d_model)"),
         why="ignores bias=False for W_o",
         cause="none of the four projections may have a bias",
-        code=mha(("self.W_o = nn.Linear(d_model, d_model, bias=bias)", "self.W_o = nn.Linear(d_model, d_model)")),
     ),
-    Bug(
+    bug(
         "mha_no_value_error",
         "MultiHeadAttention",
+        (MHA_CHECK, ""),
         why="accepts d_model that num_heads does not divide",
         cause="building the module must raise a ValueError",
-        code=mha((MHA_CHECK, "")),
     ),
-    Bug(
+    bug(
         "mha_error_without_name",
         "MultiHeadAttention",
+        ('f"num_heads={num_heads} must divide d_model={d_model}"', '"d_model is not divisible"'),
         why="a ValueError that does not say which argument",
         cause="whose message names num_heads",
-        code=mha(('f"num_heads={num_heads} must divide d_model={d_model}"', '"d_model is not divisible"')),
     ),
     # ------------------------------------------------------------------ multi_head_parameters
-    Bug(
+    bug(
         "mh_parameters_per_head",
         "multi_head_parameters",
+        ("count = 4 * per_layer", "count = 4 * per_layer * num_heads"),
         why="four d_model x d_model projections for every head",
         cause="the heads share the four projections",
-        code=mh_parameters(("count = 4 * per_layer", "count = 4 * per_layer * num_heads")),
     ),
-    Bug(
+    bug(
         "mh_parameters_no_output",
         "multi_head_parameters",
+        ("count = 4 * per_layer", "count = 3 * per_layer"),
         why="counts W_q, W_k and W_v only",
         cause="the output projection W_o",
-        code=mh_parameters(("count = 4 * per_layer", "count = 3 * per_layer")),
     ),
-    Bug(
+    bug(
         "mh_parameters_no_biases",
         "multi_head_parameters",
+        ("(d_model if bias else 0)", "0"),
         why="ignores the bias flag: never counts the biases",
         cause="each of the four layers has a bias vector",
-        code=mh_parameters(("(d_model if bias else 0)", "0")),
     ),
-    Bug(
+    bug(
         "mh_parameters_scalar_bias",
         "multi_head_parameters",
+        ("(d_model if bias else 0)", "(1 if bias else 0)"),
         why="one bias number per layer",
         cause="one number per output feature",
-        code=mh_parameters(("(d_model if bias else 0)", "(1 if bias else 0)")),
     ),
     # ------------------------------------------------------------------ score_multiplications
-    Bug(
+    bug(
         "multiplications_full_width",
         "score_multiplications",
+        ("(d_model // num_heads)", "d_model"),
         why="each head's dot products over all d_model features",
         cause="its own d_model // num_heads features",
-        code=multiplications(("(d_model // num_heads)", "d_model")),
     ),
-    Bug(
+    bug(
         "multiplications_one_head",
         "score_multiplications",
+        ("num_heads * ", ""),
         why="the scores of one head only",
         cause="every head computes its own scores",
-        code=multiplications(("num_heads * ", "")),
     ),
-    Bug(
+    bug(
         "multiplications_one_sequence",
         "score_multiplications",
+        ("batch * ", ""),
         why="one sequence only",
         cause="every sequence of the batch",
-        code=multiplications(("batch * ", "")),
     ),
     # ------------------------------------------------------------------ right_slices
-    Bug(
+    bug(
         "slices_diagonal",
         "right_slices",
+        ("if h * (length - 1) == row * (num_heads - 1)]", "if h == row]"),
         why="the diagonal h == l, as when there are as many positions as heads",
         cause="on the diagonal h == l only when there are as many positions as heads",
-        code=variant(
-            "ch03_multi_head", "right_slices", ("if h * (length - 1) == row * (num_heads - 1)]", "if h == row]")
-        ),
     ),
-    Bug(
+    bug(
         "slices_swapped",
         "right_slices",
+        ("if h * (length - 1) == row * (num_heads - 1)]", "if h * (num_heads - 1) == row * (length - 1)]"),
         why="length and num_heads swapped in the condition",
         cause="length and num_heads have changed places",
-        code=variant(
-            "ch03_multi_head",
-            "right_slices",
-            ("if h * (length - 1) == row * (num_heads - 1)]", "if h * (num_heads - 1) == row * (length - 1)]"),
-        ),
     ),
-    Bug(
+    bug(
         "slices_first_only",
         "right_slices",
+        ("if h * (length - 1) == row * (num_heads - 1)]", "if h == 0 and row == 0]"),
         why="only the first row of the first head",
         cause="the last row of the last head is right too",
-        code=variant(
-            "ch03_multi_head",
-            "right_slices",
-            ("if h * (length - 1) == row * (num_heads - 1)]", "if h == 0 and row == 0]"),
-        ),
     ),
     # ------------------------------------------------------------------ reweighted_heads
-    Bug(
+    bug(
         "reweighted_interleaved",
         "reweighted_heads",
+        ("heads = [index // head_size]", "heads = [index % num_heads]"),
         why="heads taken to own every num_heads-th feature",
         cause="the heads are not interleaved",
-        code=variant(
-            "ch03_multi_head", "reweighted_heads", ("heads = [index // head_size]", "heads = [index % num_heads]")
-        ),
     ),
-    Bug(
+    bug(
         "reweighted_values_too",
         "reweighted_heads",
+        (
+            'part in ("a row of W_q.weight", "a row of W_k.weight")',
+            'part in ("a row of W_q.weight", "a row of W_k.weight", "a row of W_v.weight")',
+        ),
         why="a row of W_v is said to change its head's weights",
         cause="the values do not enter the scores",
-        code=variant(
-            "ch03_multi_head",
-            "reweighted_heads",
-            (
-                'part in ("a row of W_q.weight", "a row of W_k.weight")',
-                'part in ("a row of W_q.weight", "a row of W_k.weight", "a row of W_v.weight")',
-            ),
-        ),
     ),
-    Bug(
+    bug(
         "reweighted_column_one_head",
         "reweighted_heads",
+        ("heads = list(range(num_heads))", "heads = [index // head_size]"),
         why="a column of W_q is said to change one head, as a row does",
         cause="every head's queries change",
-        code=variant(
-            "ch03_multi_head", "reweighted_heads", ("heads = list(range(num_heads))", "heads = [index // head_size]")
-        ),
     ),
-    Bug(
+    bug(
         "reweighted_divided_by_heads",
         "reweighted_heads",
+        ("head_size = d_model // num_heads", "head_size = num_heads"),
         why="the index divided by the number of heads, not by a head's size",
         cause="divide the index by the size of a head",
-        code=variant(
-            "ch03_multi_head", "reweighted_heads", ("head_size = d_model // num_heads", "head_size = num_heads")
-        ),
     ),
 ]

@@ -1,21 +1,13 @@
 """Wrong answers to ch10_what_heads_learn that students really write.
 
-Each is the reference answer with one realistic mistake in it (``variant``); ``cause`` is what the hint of
-a failing test of its item must name.
+The scores of previous-token, induction and copying heads, and what ablating them does.
 """
 
-from tests.buggy import Bug, variant
+from tests.buggy import wrong_answers
 
 A = "ch10_what_heads_learn"
 
-TESTS = {
-    "previous_token_score": ["test_previous_token"],
-    "prefix_matching_score": ["test_prefix_matching", "test_prefix_matching_errors"],
-    "copying_score": ["test_copying"],
-    "ablation_effects": ["test_ablation"],
-    "split_prefix_score": ["test_split_prefix_score"],
-    "after_ablating_previous": ["test_after_ablating_previous"],
-}
+bug = wrong_answers(A)
 
 PREVIOUS_MEAN = "to_previous.mean(dim=(0, -1))"
 PREFIX_MEAN = "pattern[:, :, queries, keys].mean(dim=(0, -1))"
@@ -26,214 +18,218 @@ LOGITS = "logits = model(tokens)[:, period:-1]"
 TARGETS = "tokens[:, period + 1 :]"
 SPLIT = "score = sum(1 / k for k in range(1, repeats)) / (repeats - 1)"
 
-
-def bug(item, why, cause, *replacements, name, only=""):
-    return Bug(name, item, variant(A, item, *replacements), why, cause, only=only)
-
+TESTS = {
+    "previous_token_score": ["test_previous_token"],
+    "prefix_matching_score": ["test_prefix_matching", "test_prefix_matching_errors"],
+    "copying_score": ["test_copying"],
+    "ablation_effects": ["test_ablation"],
+    "split_prefix_score": ["test_split_prefix_score"],
+    "after_ablating_previous": ["test_after_ablating_previous"],
+}
 
 BUGS = [
     # ------------------------------------------------------------------ previous_token_score
     bug(
+        "previous_above_diagonal",
         "previous_token_score",
-        "takes the diagonal above the main one: key i + 1, which a causal pattern never attends to",
-        "just left of the diagonal",
         ("offset=-1", "offset=1"),
-        name="previous_above_diagonal",
+        why="takes the diagonal above the main one: key i + 1, which a causal pattern never attends to",
+        cause="just left of the diagonal",
     ),
     bug(
+        "previous_own_token",
         "previous_token_score",
-        "takes the main diagonal: the weight on the query's own key",
-        "not on the query's own key",
         ("offset=-1", "offset=0"),
-        name="previous_own_token",
+        why="takes the main diagonal: the weight on the query's own key",
+        cause="not on the query's own key",
     ),
     bug(
+        "previous_mean_over_heads",
         "previous_token_score",
-        "averages over the batch and the heads: one score per query",
-        "not over the heads",
         (PREVIOUS_MEAN, "to_previous.mean(dim=(0, 1))"),
-        name="previous_mean_over_heads",
+        why="averages over the batch and the heads: one score per query",
+        cause="not over the heads",
     ),
     bug(
+        "previous_divided_by_length",
         "previous_token_score",
-        "divides by T: counts query 0, which has no previous position",
-        "query 0 has no previous position",
         (PREVIOUS_MEAN, "to_previous.sum(dim=-1).mean(dim=0) / pattern.size(-1)"),
-        name="previous_divided_by_length",
+        why="divides by T: counts query 0, which has no previous position",
+        cause="query 0 has no previous position",
     ),
     bug(
+        "previous_sum",
         "previous_token_score",
-        "sums the weights instead of averaging them",
-        "divide the sum",
         (PREVIOUS_MEAN, "to_previous.sum(dim=(0, -1))"),
-        name="previous_sum",
+        why="sums the weights instead of averaging them",
+        cause="divide the sum",
     ),
     # ------------------------------------------------------------------ prefix_matching_score
     bug(
+        "prefix_duplicate_token",
         "prefix_matching_score",
-        "scores attention to the earlier occurrence itself (a duplicate-token head), not to the token after it",
-        "not to the earlier occurrence itself",
         (KEYS, "keys = queries - period"),
-        name="prefix_duplicate_token",
+        why="scores attention to the earlier occurrence itself (a duplicate-token head), not to the token after it",
+        cause="not to the earlier occurrence itself",
     ),
     bug(
+        "prefix_queries_one_early",
         "prefix_matching_score",
-        "starts the queries one early, at the last token of the first occurrence",
-        "start the queries at period",
         (QUERIES, "queries = torch.arange(period - 1, length)"),
-        name="prefix_queries_one_early",
+        why="starts the queries one early, at the last token of the first occurrence",
+        cause="start the queries at period",
     ),
     bug(
+        "prefix_mean_over_heads",
         "prefix_matching_score",
-        "averages over the batch and the heads",
-        "not over the heads",
         (PREFIX_MEAN, "pattern[:, :, queries, keys].mean(dim=(0, 1))"),
-        name="prefix_mean_over_heads",
+        why="averages over the batch and the heads",
+        cause="not over the heads",
     ),
     bug(
+        "prefix_previous_token",
         "prefix_matching_score",
-        "scores the previous token (key i - 1), as a previous-token head",
-        "not i - 1",
         (KEYS, "keys = queries - 1"),
-        name="prefix_previous_token",
+        why="scores the previous token (key i - 1), as a previous-token head",
+        cause="not i - 1",
     ),
     bug(
+        "prefix_period_unchecked",
         "prefix_matching_score",
-        "never checks the period: a period of T averages no query and returns nan",
-        "names period",
         ("    if not 1 <= period <= length - 1:\n", "    if False:\n"),
-        name="prefix_period_unchecked",
+        why="never checks the period: a period of T averages no query and returns nan",
+        cause="names period",
         only="test_prefix_matching_errors",
     ),
     bug(
+        "prefix_period_of_length",
         "prefix_matching_score",
-        "lets a period of T through (<= length), which leaves no query",
-        "names period",
         ("period <= length - 1", "period <= length"),
-        name="prefix_period_of_length",
+        why="lets a period of T through (<= length), which leaves no query",
+        cause="names period",
         only="test_prefix_matching_errors",
     ),
     # ------------------------------------------------------------------ copying_score
     bug(
+        "copying_singular_values",
         "copying_score",
-        "uses the singular values, which are never negative: every matrix scores 1",
-        "singular values are never negative",
         (EIGENVALUES, "eigenvalues = torch.linalg.svdvals(ov)"),
-        name="copying_singular_values",
+        why="uses the singular values, which are never negative: every matrix scores 1",
+        cause="singular values are never negative",
     ),
     bug(
+        "copying_eigvalsh",
         "copying_score",
-        "uses eigvalsh, which reads one triangle of the matrix as if it were symmetric",
-        "not symmetric",
         (EIGENVALUES, "eigenvalues = torch.linalg.eigvalsh(ov)"),
-        name="copying_eigvalsh",
+        why="uses eigvalsh, which reads one triangle of the matrix as if it were symmetric",
+        cause="not symmetric",
     ),
     bug(
+        "copying_real_abs",
         "copying_score",
-        "divides by the sum of the real parts' absolute values, not of the eigenvalues'",
-        "counts their imaginary parts",
         ("eigenvalues.abs().sum(dim=-1)", "eigenvalues.real.abs().sum(dim=-1)"),
-        name="copying_real_abs",
+        why="divides by the sum of the real parts' absolute values, not of the eigenvalues'",
+        cause="counts their imaginary parts",
     ),
     bug(
+        "copying_nuclear_norm",
         "copying_score",
-        "divides the trace by the sum of the singular values (the nuclear norm) instead of the eigenvalues'",
-        "eigenvalues",
         (
             "score = eigenvalues.real.sum(dim=-1) / eigenvalues.abs().sum(dim=-1)",
             "score = eigenvalues.real.sum(dim=-1) / torch.linalg.svdvals(ov).sum(dim=-1)",
         ),
-        name="copying_nuclear_norm",
+        why="divides the trace by the sum of the singular values (the nuclear norm) instead of the eigenvalues'",
+        cause="eigenvalues",
     ),
     # ------------------------------------------------------------------ ablation_effects
     bug(
+        "ablation_position_axis",
         "ablation_effects",
-        "zeroes z[:, :, head]: a position of every head, not a head",
-        "a head is its second dimension",
         ("z[:, head] = 0.0", "z[:, :, head] = 0.0"),
-        name="ablation_position_axis",
+        why="zeroes z[:, :, head]: a position of every head, not a head",
+        cause="a head is its second dimension",
     ),
     bug(
+        "ablation_hooks_left",
         "ablation_effects",
-        "never removes its hooks: each head is measured with every head before it zeroed as well",
-        "remove each hook",
         (
             "                finally:\n                    hook.remove()",
             "                finally:\n                    pass",
         ),
-        name="ablation_hooks_left",
+        why="never removes its hooks: each head is measured with every head before it zeroed as well",
+        cause="remove each hook",
     ),
     bug(
+        "ablation_every_position",
         "ablation_effects",
-        "measures the loss at every position, not on the repeat",
-        "period .. T - 2 only",
         (LOGITS, "logits = model(tokens)[:, :-1]"),
         (TARGETS, "tokens[:, 1:]"),
-        name="ablation_every_position",
+        why="measures the loss at every position, not on the repeat",
+        cause="period .. T - 2 only",
     ),
     bug(
+        "ablation_sign",
         "ablation_effects",
-        "subtracts the other way: the intact loss minus the ablated one",
-        "ablated loss minus the intact",
         ("repeat_loss() - clean", "clean - repeat_loss()"),
-        name="ablation_sign",
+        why="subtracts the other way: the intact loss minus the ablated one",
+        cause="ablated loss minus the intact",
     ),
     bug(
+        "ablation_repeat_one_early",
         "ablation_effects",
-        "starts the repeat one position early, where the token has not occurred before",
-        "has not occurred before",
         (LOGITS, "logits = model(tokens)[:, period - 1 : -1]"),
         (TARGETS, "tokens[:, period:]"),
-        name="ablation_repeat_one_early",
+        why="starts the repeat one position early, where the token has not occurred before",
+        cause="has not occurred before",
     ),
     # ------------------------------------------------------------------ split_prefix_score
     bug(
+        "split_last_copy_only",
         "split_prefix_score",
-        "gives every copy the share of the last one: 1 / (repeats - 1)",
-        "copy k splits the weight k ways",
         (SPLIT, "score = 1 / (repeats - 1)"),
-        name="split_last_copy_only",
+        why="gives every copy the share of the last one: 1 / (repeats - 1)",
+        cause="copy k splits the weight k ways",
     ),
     bug(
+        "split_over_every_copy",
         "split_prefix_score",
-        "averages over all the copies, the first one too",
-        "average over the repeats - 1",
         ("/ (repeats - 1)", "/ repeats"),
-        name="split_over_every_copy",
+        why="averages over all the copies, the first one too",
+        cause="average over the repeats - 1",
     ),
     bug(
+        "split_always_one",
         "split_prefix_score",
-        "answers 1: an induction head attends to the token after the earlier occurrence",
-        "gives that key a share",
         (SPLIT, "score = 1.0"),
-        name="split_always_one",
+        why="answers 1: an induction head attends to the token after the earlier occurrence",
+        cause="gives that key a share",
     ),
     # ------------------------------------------------------------------ after_ablating_previous
     bug(
+        "after_own_pattern_falls",
         "after_ablating_previous",
-        "expects the ablated head's own pattern to change",
-        "its pattern is computed before its output",
         (
             '"the previous-token head\'s previous-token score": "unchanged"',
             '"the previous-token head\'s previous-token score": "falls"',
         ),
-        name="after_own_pattern_falls",
+        why="expects the ablated head's own pattern to change",
+        cause="its pattern is computed before its output",
     ),
     bug(
+        "after_prefix_unchanged",
         "after_ablating_previous",
-        "expects the induction head to keep attending where it did",
-        "no key matches",
         (
             '"the induction head\'s prefix-matching score": "falls"',
             '"the induction head\'s prefix-matching score": "unchanged"',
         ),
-        name="after_prefix_unchanged",
+        why="expects the induction head to keep attending where it did",
+        cause="no key matches",
     ),
     bug(
+        "after_copying_falls",
         "after_ablating_previous",
-        "expects the copying score, read off the weights, to fall",
-        "an ablation does not touch",
         ('"the induction head\'s copying score": "unchanged"', '"the induction head\'s copying score": "falls"'),
-        name="after_copying_falls",
+        why="expects the copying score, read off the weights, to fall",
+        cause="an ablation does not touch",
     ),
 ]

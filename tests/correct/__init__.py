@@ -6,18 +6,20 @@ matmul, a loop over heads, float64 intermediates, another way to mask, extra
 buffers...). ``tests/test_grading.py`` grades them, several answers per notebook
 (the k-th answer of every item in notebook k), and proves that every one gets
 full marks: the grader accepts any right answer, not only the reference's idiom.
+What an idiom keeps of the reference (a class's ``__init__``, a question's options) is read from the
+reference with :func:`tests.catalogue.reference_head`; what several idioms of a class write alike (the layers
+that the assignment names) is written once, as a skeleton that each answer fills in (:func:`fill_in`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tests.catalogue import KnownAnswer
+
 
 @dataclass(frozen=True)
-class Answer:
-    name: str
-    item: str
-    code: str
+class Answer(KnownAnswer):
     idiom: str
 
 
@@ -28,3 +30,12 @@ def notebooks(answers: list[Answer]) -> list[dict[str, Answer]]:
         by_item.setdefault(answer.item, []).append(answer)
     depth = max((len(found) for found in by_item.values()), default=0)
     return [{item: found[k] for item, found in by_item.items() if k < len(found)} for k in range(depth)]
+
+
+def fill_in(skeleton: str, **parts: str) -> str:
+    """``skeleton`` with each line that holds only the name of one of ``parts`` replaced by that part."""
+    for name, part in parts.items():
+        if skeleton.count(f"\n{name}\n") != 1:
+            raise ValueError(f"{name} is not a line of the skeleton")
+        skeleton = skeleton.replace(f"\n{name}\n", "\n" + part)
+    return skeleton

@@ -1,6 +1,6 @@
 """Correct answers to ch03_multi_head in other idioms than the reference's."""
 
-from tests.correct import Answer
+from tests.correct import Answer, fill_in
 
 WEIGHT_PARTS = """
 WEIGHT_PARTS = (
@@ -10,6 +10,20 @@ WEIGHT_PARTS = (
     "a column of W_q.weight",
     "a row of W_o.weight",
 )
+"""
+
+# Every idiom of MultiHeadAttention builds the four projections the assignment names; CHECKS (the checks of its
+# arguments and what it keeps of them) and REST (the rest of the class) are its own.
+MULTI_HEAD = """
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_model, num_heads, bias=True):
+        super().__init__()
+CHECKS
+        self.W_q = nn.Linear(d_model, d_model, bias=bias)
+        self.W_k = nn.Linear(d_model, d_model, bias=bias)
+        self.W_v = nn.Linear(d_model, d_model, bias=bias)
+        self.W_o = nn.Linear(d_model, d_model, bias=bias)
+REST
 """
 
 ANSWERS: list[Answer] = [
@@ -114,18 +128,14 @@ def merge_heads(x):
         "mha_einsum_large_negative",
         "MultiHeadAttention",
         idiom="its own reshapes and einsum; masked scores set to -1e9, weights multiplied by the mask",
-        code="""
-class MultiHeadAttention(nn.Module):
-    def __init__(self, d_model, num_heads, bias=True):
-        super().__init__()
+        code=fill_in(
+            MULTI_HEAD,
+            CHECKS="""\
         if d_model % num_heads:
             raise ValueError(f"d_model={d_model} is not a multiple of num_heads={num_heads}")
         self.h, self.d_head = num_heads, d_model // num_heads
-        self.W_q = nn.Linear(d_model, d_model, bias=bias)
-        self.W_k = nn.Linear(d_model, d_model, bias=bias)
-        self.W_v = nn.Linear(d_model, d_model, bias=bias)
-        self.W_o = nn.Linear(d_model, d_model, bias=bias)
-
+""",
+            REST="""
     def forward(self, query, key, value, mask=None):
         batch = query.size(0)
         q = self.W_q(query).view(batch, -1, self.h, self.d_head)
@@ -140,22 +150,20 @@ class MultiHeadAttention(nn.Module):
         heads = torch.einsum("bhqk,bkhd->bqhd", weights, v).reshape(batch, query.size(1), -1)
         return self.W_o(heads), weights
 """,
+        ),
     ),
     Answer(
         "mha_loop_over_heads_with_buffer",
         "MultiHeadAttention",
         idiom="a loop over the heads with torch.nn.functional.linear; the scale kept as an extra buffer",
-        code="""
-class MultiHeadAttention(nn.Module):
-    def __init__(self, d_model, num_heads, bias=True):
-        super().__init__()
+        code=fill_in(
+            MULTI_HEAD,
+            CHECKS="""\
         if d_model % num_heads != 0:
             raise ValueError(f"num_heads={num_heads} does not divide d_model={d_model}")
         self.num_heads = num_heads
-        self.W_q = nn.Linear(d_model, d_model, bias=bias)
-        self.W_k = nn.Linear(d_model, d_model, bias=bias)
-        self.W_v = nn.Linear(d_model, d_model, bias=bias)
-        self.W_o = nn.Linear(d_model, d_model, bias=bias)
+""",
+            REST="""\
         self.register_buffer("scale", torch.tensor(1.0 / math.sqrt(d_model // num_heads)))
 
     def forward(self, query, key, value, mask=None):
@@ -176,23 +184,20 @@ class MultiHeadAttention(nn.Module):
             maps.append(weights)
         return self.W_o(torch.cat(outputs, dim=-1)), torch.stack(maps, dim=1)
 """,
+        ),
     ),
     Answer(
         "mha_float64_where",
         "MultiHeadAttention",
         idiom="split_heads and merge_heads with float64 intermediates; torch.where with the dtype's minimum",
-        code="""
-class MultiHeadAttention(nn.Module):
-    def __init__(self, d_model, num_heads, bias=True):
-        super().__init__()
+        code=fill_in(
+            MULTI_HEAD,
+            CHECKS="""\
         if d_model % num_heads != 0:
             raise ValueError(f"num_heads={num_heads} must divide d_model={d_model}")
         self.num_heads = num_heads
-        self.W_q = nn.Linear(d_model, d_model, bias=bias)
-        self.W_k = nn.Linear(d_model, d_model, bias=bias)
-        self.W_v = nn.Linear(d_model, d_model, bias=bias)
-        self.W_o = nn.Linear(d_model, d_model, bias=bias)
-
+""",
+            REST="""
     def forward(self, query, key, value, mask=None):
         q = split_heads(self.W_q(query), self.num_heads).double()
         k = split_heads(self.W_k(key), self.num_heads).double()
@@ -206,23 +211,20 @@ class MultiHeadAttention(nn.Module):
         heads = merge_heads(torch.matmul(weights, v)).to(query.dtype)
         return self.W_o(heads), weights.to(query.dtype)
 """,
+        ),
     ),
     Answer(
         "mha_output_projection_per_head",
         "MultiHeadAttention",
         idiom="queries scaled first; an additive -inf mask; W_o applied head by head and summed",
-        code="""
-class MultiHeadAttention(nn.Module):
-    def __init__(self, d_model, num_heads, bias=True):
-        super().__init__()
+        code=fill_in(
+            MULTI_HEAD,
+            CHECKS="""\
         if d_model % num_heads != 0:
             raise ValueError(f"d_model must be divisible by num_heads (got {d_model} and {num_heads})")
         self.heads = num_heads
-        self.W_q = nn.Linear(d_model, d_model, bias=bias)
-        self.W_k = nn.Linear(d_model, d_model, bias=bias)
-        self.W_v = nn.Linear(d_model, d_model, bias=bias)
-        self.W_o = nn.Linear(d_model, d_model, bias=bias)
-
+""",
+            REST="""
     def forward(self, query, key, value, mask=None):
         batch, length, d_model = query.shape
         d_head = d_model // self.heads
@@ -240,6 +242,7 @@ class MultiHeadAttention(nn.Module):
             output = output + self.W_o.bias
         return output, weights
 """,
+        ),
     ),
     # ------------------------------------------------------------------ multi_head_parameters
     Answer(

@@ -1,6 +1,11 @@
 """Correct answers to ch05_positional_encoding in other idioms than the reference's."""
 
+from tests.catalogue import reference_head
 from tests.correct import Answer
+
+A = "ch05_positional_encoding"
+# The options of the question on what positions change, as the reference states them.
+EFFECTS = "\n" + reference_head(A, "effect", "def effect")
 
 ANSWERS: list[Answer] = [
     # ------------------------------------------------------------------ sinusoidal_positional_encoding
@@ -410,15 +415,8 @@ def llama3_inverse_frequencies(
     Answer(
         "effect_keywords",
         "effect",
-        """
-EFFECT_OPTIONS = ("unchanged", "permuted the same way", "changed")
-SITUATIONS = (
-    "outputs without positional encoding, when the tokens are permuted",
-    "outputs with sinusoidal encodings added, when the tokens are permuted",
-    "scores with rotary embeddings, when both positions are shifted by the same offset",
-    "scores with sinusoidal encodings added, when both positions are shifted by the same offset",
-)
-
+        EFFECTS
+        + """
 
 def effect(situation):
     if "rotary" in situation:
@@ -432,15 +430,8 @@ def effect(situation):
     Answer(
         "effect_match",
         "effect",
-        """
-EFFECT_OPTIONS = ("unchanged", "permuted the same way", "changed")
-SITUATIONS = (
-    "outputs without positional encoding, when the tokens are permuted",
-    "outputs with sinusoidal encodings added, when the tokens are permuted",
-    "scores with rotary embeddings, when both positions are shifted by the same offset",
-    "scores with sinusoidal encodings added, when both positions are shifted by the same offset",
-)
-
+        EFFECTS
+        + """
 
 def effect(situation):
     match situation:
@@ -456,15 +447,8 @@ def effect(situation):
     Answer(
         "effect_rules",
         "effect",
-        """
-EFFECT_OPTIONS = ("unchanged", "permuted the same way", "changed")
-SITUATIONS = (
-    "outputs without positional encoding, when the tokens are permuted",
-    "outputs with sinusoidal encodings added, when the tokens are permuted",
-    "scores with rotary embeddings, when both positions are shifted by the same offset",
-    "scores with sinusoidal encodings added, when both positions are shifted by the same offset",
-)
-
+        EFFECTS
+        + """
 
 def effect(situation):
     absolute = "sinusoidal" in situation  # the layer reads the position itself
@@ -477,15 +461,8 @@ def effect(situation):
     Answer(
         "effect_indices",
         "effect",
-        """
-EFFECT_OPTIONS = ("unchanged", "permuted the same way", "changed")
-SITUATIONS = (
-    "outputs without positional encoding, when the tokens are permuted",
-    "outputs with sinusoidal encodings added, when the tokens are permuted",
-    "scores with rotary embeddings, when both positions are shifted by the same offset",
-    "scores with sinusoidal encodings added, when both positions are shifted by the same offset",
-)
-
+        EFFECTS
+        + """
 
 def effect(situation):
     return EFFECT_OPTIONS[[1, 2, 0, 2][SITUATIONS.index(situation)]]

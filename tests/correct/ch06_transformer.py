@@ -1,58 +1,16 @@
 """Correct answers to ch06_transformer in other idioms than the reference's."""
 
+from tests.catalogue import reference_head
 from tests.correct import Answer
 
-FF_HEAD = '''class FeedForward(nn.Module):
-    """Two linear layers with a ReLU and dropout between them, applied to every position on its own."""
+A = "ch06_transformer"
 
-    def __init__(self, d_model, d_ff, dropout=0.0):
-        super().__init__()
-        self.linear1 = nn.Linear(d_model, d_ff)
-        self.linear2 = nn.Linear(d_ff, d_model)
-        self.dropout = nn.Dropout(dropout)
-'''
-
-ENC_HEAD = '''class EncoderLayer(nn.Module):
-    """Self-attention and a feed-forward network, each in a residual connection with a layer norm."""
-
-    def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False):
-        super().__init__()
-        self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(d_model, num_heads)
-        self.ff = FeedForward(d_model, d_ff, dropout)
-        self.norm1 = nn.LayerNorm(d_model)
-        self.norm2 = nn.LayerNorm(d_model)
-        self.dropout1 = nn.Dropout(dropout)
-        self.dropout2 = nn.Dropout(dropout)
-'''
-
-DEC_HEAD = '''class DecoderLayer(nn.Module):
-    """Masked self-attention, cross-attention over the memory, and a feed-forward network."""
-
-    def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False):
-        super().__init__()
-        self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(d_model, num_heads)
-        self.cross_attn = MultiHeadAttention(d_model, num_heads)
-        self.ff = FeedForward(d_model, d_ff, dropout)
-        self.norm1 = nn.LayerNorm(d_model)
-        self.norm2 = nn.LayerNorm(d_model)
-        self.norm3 = nn.LayerNorm(d_model)
-        self.dropout1 = nn.Dropout(dropout)
-        self.dropout2 = nn.Dropout(dropout)
-        self.dropout3 = nn.Dropout(dropout)
-'''
-
-NORM_SITUATIONS = """
-NORM_SITUATIONS = (
-    "EncoderLayer, post-norm",
-    "EncoderLayer, pre-norm",
-    "DecoderLayer, post-norm",
-    "DecoderLayer, pre-norm",
-    "two pre-norm EncoderLayers followed by one nn.LayerNorm",
-    "FeedForward",
-)
-"""
+# The reference's __init__ of the classes whose answers below write forward in other idioms, and its options of
+# the question on normalised outputs.
+FF_HEAD = reference_head(A, "FeedForward", "    def forward")
+ENC_HEAD = reference_head(A, "EncoderLayer", "    def forward")
+DEC_HEAD = reference_head(A, "DecoderLayer", "    def forward")
+NORM_SITUATIONS = "\n" + reference_head(A, "normalised_output", "def normalised_output")
 
 ANSWERS: list[Answer] = [
     # ------------------------------------------------------------------ FeedForward

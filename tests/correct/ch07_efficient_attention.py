@@ -1,6 +1,23 @@
 """Correct answers to ch07_efficient_attention in other idioms than the reference's."""
 
-from tests.correct import Answer
+from tests.correct import Answer, fill_in
+
+# Every idiom of MultiHeadLatentAttention builds the seven layers the assignment names; CHECKS (the checks of its
+# arguments and what it keeps of them) and REST (the rest of the class) are its own.
+LATENT = """
+class MultiHeadLatentAttention(nn.Module):
+    def __init__(self, d_model, num_heads, kv_latent_dim, head_dim, rope_dim, base=10000.0):
+        super().__init__()
+CHECKS
+        self.W_q = nn.Linear(d_model, num_heads * head_dim, bias=False)
+        self.W_qr = nn.Linear(d_model, num_heads * rope_dim, bias=False)
+        self.W_dkv = nn.Linear(d_model, kv_latent_dim, bias=False)
+        self.W_kr = nn.Linear(d_model, rope_dim, bias=False)
+        self.W_uk = nn.Linear(kv_latent_dim, num_heads * head_dim, bias=False)
+        self.W_uv = nn.Linear(kv_latent_dim, num_heads * head_dim, bias=False)
+        self.W_o = nn.Linear(num_heads * head_dim, d_model, bias=False)
+REST
+"""
 
 ANSWERS: list[Answer] = [
     # ------------------------------------------------------------------ repeat_kv
@@ -370,24 +387,17 @@ class RotaryGroupedQueryAttention(nn.Module):
     Answer(
         "mla_sdpa_concatenated",
         "MultiHeadLatentAttention",
-        """
-class MultiHeadLatentAttention(nn.Module):
-    def __init__(self, d_model, num_heads, kv_latent_dim, head_dim, rope_dim, base=10000.0):
-        super().__init__()
+        fill_in(
+            LATENT,
+            CHECKS="""\
         if num_heads < 1 or kv_latent_dim < 1 or head_dim < 1:
             bad = [n for n, v in (("num_heads", num_heads), ("kv_latent_dim", kv_latent_dim), ("head_dim", head_dim)) if v < 1]
             raise ValueError(f"{', '.join(bad)} must be positive")
         if rope_dim <= 0 or rope_dim % 2:
             raise ValueError(f"rope_dim={rope_dim} must be positive and even")
         self.h, self.dn, self.dr, self.base = num_heads, head_dim, rope_dim, base
-        self.W_q = nn.Linear(d_model, num_heads * head_dim, bias=False)
-        self.W_qr = nn.Linear(d_model, num_heads * rope_dim, bias=False)
-        self.W_dkv = nn.Linear(d_model, kv_latent_dim, bias=False)
-        self.W_kr = nn.Linear(d_model, rope_dim, bias=False)
-        self.W_uk = nn.Linear(kv_latent_dim, num_heads * head_dim, bias=False)
-        self.W_uv = nn.Linear(kv_latent_dim, num_heads * head_dim, bias=False)
-        self.W_o = nn.Linear(num_heads * head_dim, d_model, bias=False)
-
+""",
+            REST="""
     def forward(self, x, mask=None, cache=None, absorb=False):
         b, length, _ = x.shape
         start = 0 if cache is None else cache[1].shape[-2]
@@ -415,30 +425,24 @@ class MultiHeadLatentAttention(nn.Module):
         out = torch.nan_to_num(out, nan=0.0)  # a query with no visible key: zeros, not NaN
         return self.W_o(out.transpose(1, 2).reshape(b, length, self.h * self.dn)), (latent, key_rope)
 """,
+        ),
         "F.scaled_dot_product_attention on the non-rotary and rotary parts concatenated (transformers' way), and on "
         "the latent with the absorbed queries (DeepSeek's inference code); W_uv applied per head before W_o",
     ),
     Answer(
         "mla_einsum_precomputed",
         "MultiHeadLatentAttention",
-        """
-class MultiHeadLatentAttention(nn.Module):
-    def __init__(self, d_model, num_heads, kv_latent_dim, head_dim, rope_dim, base=10000.0):
-        super().__init__()
+        fill_in(
+            LATENT,
+            CHECKS="""\
         for name, value in dict(num_heads=num_heads, kv_latent_dim=kv_latent_dim, head_dim=head_dim).items():
             if value <= 0:
                 raise ValueError(f"{name} must be positive, not {value}")
         if rope_dim < 2 or rope_dim % 2 == 1:
             raise ValueError(f"rotary pairs need an even rope_dim, got {rope_dim}")
         self.num_heads, self.head_dim, self.rope_dim, self.base = num_heads, head_dim, rope_dim, base
-        self.W_q = nn.Linear(d_model, num_heads * head_dim, bias=False)
-        self.W_qr = nn.Linear(d_model, num_heads * rope_dim, bias=False)
-        self.W_dkv = nn.Linear(d_model, kv_latent_dim, bias=False)
-        self.W_kr = nn.Linear(d_model, rope_dim, bias=False)
-        self.W_uk = nn.Linear(kv_latent_dim, num_heads * head_dim, bias=False)
-        self.W_uv = nn.Linear(kv_latent_dim, num_heads * head_dim, bias=False)
-        self.W_o = nn.Linear(num_heads * head_dim, d_model, bias=False)
-
+""",
+            REST="""
     def absorbed(self):
         # per head h: the (d_model, kv_latent_dim) matrix W_q_h^T W_uk_h and the (kv_latent_dim, d_model) W_uv_h^T W_o_h^T
         h, dh = self.num_heads, self.head_dim
@@ -476,6 +480,7 @@ class MultiHeadLatentAttention(nn.Module):
             out = self.W_o(merge_heads(weights @ split_heads(self.W_uv(c), h)))
         return out, (c, kr)
 """,
+        ),
         "absorbed the whole way: W_q with W_uk and W_uv with W_o multiplied into one matrix per head, einsum with "
         "three operands; masked_fill before and after the softmax",
     ),
@@ -491,10 +496,10 @@ def turn(x, start, base):
     p = torch.arange(start, start + x.size(-2), dtype=torch.float64, device=x.device)
     return torch.view_as_real(pairs * torch.polar(torch.ones_like(p[:, None] * theta), p[:, None] * theta)).flatten(-2).to(x.dtype)
 
-
-class MultiHeadLatentAttention(nn.Module):
-    def __init__(self, d_model, num_heads, kv_latent_dim, head_dim, rope_dim, base=10000.0):
-        super().__init__()
+"""
+        + fill_in(
+            LATENT,
+            CHECKS="""\
         if num_heads < 1:
             raise ValueError("num_heads must be at least 1")
         if kv_latent_dim < 1:
@@ -504,14 +509,8 @@ class MultiHeadLatentAttention(nn.Module):
         if rope_dim < 1 or rope_dim % 2:
             raise ValueError("rope_dim must be even and positive")
         self.H, self.dh, self.dr, self.base = num_heads, head_dim, rope_dim, base
-        self.W_q = nn.Linear(d_model, num_heads * head_dim, bias=False)
-        self.W_qr = nn.Linear(d_model, num_heads * rope_dim, bias=False)
-        self.W_dkv = nn.Linear(d_model, kv_latent_dim, bias=False)
-        self.W_kr = nn.Linear(d_model, rope_dim, bias=False)
-        self.W_uk = nn.Linear(kv_latent_dim, num_heads * head_dim, bias=False)
-        self.W_uv = nn.Linear(kv_latent_dim, num_heads * head_dim, bias=False)
-        self.W_o = nn.Linear(num_heads * head_dim, d_model, bias=False)
-
+""",
+            REST="""
     def forward(self, x, mask=None, cache=None, absorb=False):
         old_c, old_kr = cache if cache is not None else (x.new_zeros(x.size(0), 0, self.W_dkv.out_features), x.new_zeros(x.size(0), 0, self.dr))
         start = old_c.size(1)
@@ -539,16 +538,16 @@ class MultiHeadLatentAttention(nn.Module):
                 heads.append(weights @ self.W_uv(c)[..., rows])
         return self.W_o(torch.cat(heads, dim=-1)), (c, kr)
 """,
+        ),
         "a loop over the heads, slicing each head's rows of the weights; its own rotation as complex numbers in "
         "float64; an empty cache made of zero-length tensors",
     ),
     Answer(
         "mla_float64_masked_softmax",
         "MultiHeadLatentAttention",
-        """
-class MultiHeadLatentAttention(nn.Module):
-    def __init__(self, d_model, num_heads, kv_latent_dim, head_dim, rope_dim, base=10000.0):
-        super().__init__()
+        fill_in(
+            LATENT,
+            CHECKS="""\
         sizes = {"num_heads": num_heads, "kv_latent_dim": kv_latent_dim, "head_dim": head_dim}
         for name in sizes:
             if sizes[name] < 1:
@@ -556,14 +555,8 @@ class MultiHeadLatentAttention(nn.Module):
         if not (rope_dim > 0 and rope_dim % 2 == 0):
             raise ValueError(f"rope_dim = {rope_dim} is not a positive even number")
         self.num_heads, self.head_dim, self.rope_dim, self.base = num_heads, head_dim, rope_dim, base
-        self.W_q = nn.Linear(d_model, num_heads * head_dim, bias=False)
-        self.W_qr = nn.Linear(d_model, num_heads * rope_dim, bias=False)
-        self.W_dkv = nn.Linear(d_model, kv_latent_dim, bias=False)
-        self.W_kr = nn.Linear(d_model, rope_dim, bias=False)
-        self.W_uk = nn.Linear(kv_latent_dim, num_heads * head_dim, bias=False)
-        self.W_uv = nn.Linear(kv_latent_dim, num_heads * head_dim, bias=False)
-        self.W_o = nn.Linear(num_heads * head_dim, d_model, bias=False)
-
+""",
+            REST="""
     def forward(self, x, mask=None, cache=None, absorb=False):
         B, L, _ = x.shape
         H, dh = self.num_heads, self.head_dim
@@ -591,6 +584,7 @@ class MultiHeadLatentAttention(nn.Module):
         out = heads.permute(0, 2, 1, 3).reshape(B, L, H * dh).to(x.dtype)
         return self.W_o(out), (c_kv, k_rope)
 """,
+        ),
         "the scores and the average in float64 with matmul and reshape/permute; the up-projections as weight "
         "matrices in both ways; the rotary key rotated as a head of its own",
     ),

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.sandbox import process as sandbox_module
+from autograder.sandbox.uids import UIDS
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 PR_SET_CHILD_SUBREAPER = 36
@@ -96,7 +97,7 @@ def cgroup_members(folder: Path) -> list[int]:
 
 
 def sandbox_uid(uid: int) -> bool:
-    return uid in sandbox_module.UIDS
+    return uid in UIDS
 
 
 @dataclass

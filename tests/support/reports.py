@@ -5,18 +5,19 @@ A report is stored under its key (:func:`autograder.grading.source.submission_ke
 items graded, the grader's own code, the limits and the release), the key that ``make grade``'s saved reports
 are checked against too, so that a report of other code, or of another grader, is never read. One process
 grades a key while holding its lock file; another that asks for the same key waits, then reads the report.
-A report of a notebook that could not be graded (the grader's failure) is never stored.
+A report of a notebook that could not be graded (the grader's failure) is never stored. The run's
+:class:`~autograder.grading.grader.Grader` holds the store (tests/conftest.py's ``reports``) and grades
+through it (:meth:`~autograder.grading.grader.Grader.grade`).
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+from collections.abc import Callable
 from pathlib import Path
 
-from autograder import course
-from autograder.grading.notebook import DEFAULT_LIMITS, Report, grade_notebook
-from autograder.grading.source import Source, submission_key
+from autograder.grading.report import Report
 
 
 class ReportStore:
@@ -27,16 +28,15 @@ class ReportStore:
         self.folder.mkdir(parents=True, exist_ok=True)
         self.read = self.graded = 0  # this process's reports read from the store, and graded for it
 
-    def grade(self, assignment: str, nb, *, release: course.Release, only=None, pool=None) -> Report:
-        """:func:`grade_notebook` of the course's own notebook ``nb`` (a NotebookNode), or its stored report."""
-        key = submission_key(Source.load(assignment), nb, DEFAULT_LIMITS, release, only)
+    def report(self, key: str, grade: Callable[[], Report]) -> Report:
+        """The report stored under ``key``, or ``grade()``'s, stored unless the notebook could not be graded."""
         path = self.folder / f"{key}.json"
         with open(self.folder / f"{key}.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if path.is_file():
                 self.read += 1
                 return Report.from_json(path.read_text())
-            report = grade_notebook(assignment, nb, release=release, only=only, pool=pool)
+            report = grade()
             self.graded += 1
             if not report.not_graded:
                 partial = path.with_suffix(f".{os.getpid()}.part")

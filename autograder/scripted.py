@@ -1,4 +1,4 @@
-"""Objects that hidden tests hand to a student's function, built the same way in the grader and the sandbox.
+"""The scripted objects that hidden tests hand to a student's function, built alike in the grader and the sandbox.
 
 A test cannot send an object into the sandbox (only plain data crosses), so a
 fixture crosses as its name and constructor arguments and is rebuilt from this

@@ -1,0 +1,154 @@
+"""The training loop of ``make train``: the steps of one run, each on this process's share of the global batch.
+
+Every ``--log-every`` steps it logs the loss and the throughput (``metrics.jsonl`` and the progress bar);
+every ``--checkpoint-every`` steps, the validation loss and a checkpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import time
+import warnings
+from dataclasses import dataclass
+
+import torch
+from tqdm import tqdm
+
+from attention_course.checkpoints import Progress, save_checkpoint
+from attention_course.processes import Processes, global_indices, synchronize
+from attention_course.schedule import learning_rate
+from attention_course.tasks import DatesTask, LanguageModelTask
+
+
+@dataclass
+class Run:
+    """What a run trains with: its options, its processes, the task, the model (as built, for checkpoints,
+    evaluation and FLOPs; as trained, data-parallel where there are several processes; as stepped,
+    compiled with --compile), the optimizer and its learning-rate schedule, and the precision."""
+
+    args: argparse.Namespace
+    procs: Processes
+    task: DatesTask | LanguageModelTask
+    raw_model: torch.nn.Module
+    model: torch.nn.Module
+    step_model: torch.nn.Module
+    optimizer: torch.optim.Optimizer
+    schedule: torch.optim.lr_scheduler.LRScheduler
+    autocast: contextlib.AbstractContextManager
+    scaler: torch.amp.GradScaler
+
+    @property
+    def device(self) -> torch.device:
+        return self.procs.device
+
+
+def train(run: Run, progress: Progress, metrics) -> None:
+    """Train up to the last step (--steps, or --stop-after), or until --time-budget is spent; every
+    --log-every steps (and at the last) log the window since the previous log (:func:`log_window`)."""
+    args, procs = run.args, run.procs
+    bar = tqdm(
+        total=args.steps,
+        initial=progress.step,
+        desc=f"{run.task.name} on {run.device.type}",
+        file=sys.stderr,
+        disable=args.no_progress or not procs.main,
+        mininterval=1.0,
+        dynamic_ncols=True,
+    )
+    window_tokens, window_start = 0, time.perf_counter()
+    run.model.train()
+    last_step = min(args.steps, args.stop_after or args.steps)
+    while progress.step < last_step:
+        if (
+            args.time_budget is not None
+            and progress.train_seconds + (time.perf_counter() - window_start) >= args.time_budget
+        ):
+            break
+        loss, step_tokens = train_step(run, progress)
+        progress.step += 1
+        window_tokens += step_tokens * procs.world
+        progress.run_tokens += step_tokens
+        if progress.step % args.log_every == 0 or progress.step == last_step:
+            log_window(run, progress, loss, window_tokens, window_start, metrics, bar)
+            window_tokens, window_start = 0, time.perf_counter()
+    bar.close()
+    if window_tokens:
+        synchronize(run.device)
+        progress.train_seconds += time.perf_counter() - window_start
+        progress.tokens += window_tokens
+
+
+def train_step(run: Run, progress: Progress) -> tuple[torch.Tensor, int]:
+    """One optimizer step on this process's share of the step's global batch: its loss and tokens."""
+    args, procs = run.args, run.procs
+    share = args.batch_size // procs.world
+    indices = global_indices(progress.step, args, len(run.task.train_examples))[
+        procs.rank * share : (procs.rank + 1) * share
+    ]
+    b = run.task.batch(indices)
+    progress.run_flops += run.task.flops(run.raw_model, b)  # from the batch on the host: no wait for the device
+    b = {k: v.to(run.device, non_blocking=True) for k, v in b.items()}
+    with run.autocast:
+        loss, step_tokens = run.task.loss(run.step_model, b, args.label_smoothing)
+    run.optimizer.zero_grad(set_to_none=True)
+    run.scaler.scale(loss).backward()
+    if args.clip > 0:
+        run.scaler.unscale_(run.optimizer)
+        torch.nn.utils.clip_grad_norm_(run.model.parameters(), args.clip)
+    run.scaler.step(run.optimizer)  # skipped where fp16's scaled gradients overflowed
+    run.scaler.update()
+    with warnings.catch_warnings():  # a skipped first step is no mistake of order: LambdaLR need not say so
+        warnings.filterwarnings("ignore", r"Detected call of `lr_scheduler\.step\(\)` before `optimizer\.step\(\)`")
+        run.schedule.step()  # the next step's learning rate
+    return loss, step_tokens
+
+
+def log_window(run: Run, progress: Progress, loss, window_tokens: int, window_start: float, metrics, bar) -> None:
+    """The end of a window of steps: its time and tokens counted, its loss (averaged over the processes) and
+    throughput recorded, written to metrics.jsonl and shown; every --checkpoint-every steps, the validation
+    loss and a checkpoint."""
+    args, procs = run.args, run.procs
+    synchronize(run.device)
+    now = time.perf_counter()
+    progress.train_seconds += now - window_start
+    progress.tokens += window_tokens
+    rate = window_tokens / max(now - window_start, 1e-9)
+    mean_loss = procs.mean(loss.item())
+    record = {
+        "step": progress.step,
+        "loss": mean_loss,
+        "lr": learning_rate(progress.step - 1, args),
+        "tokens_per_second": rate,
+    }
+    progress.history.append(record)
+    if procs.main:
+        metrics.write(json.dumps(record) + "\n")
+        metrics.flush()
+        bar.set_postfix(loss=f"{mean_loss:.3f}", tok_s=f"{rate:,.0f}")
+    bar.update(progress.step - bar.n)
+    if progress.step % args.checkpoint_every == 0 and procs.main:
+        run.raw_model.eval()
+        progress.validation.append(
+            {"step": progress.step, "val_loss": run.task.validation_loss(run.raw_model, run.device)}
+        )
+        run.raw_model.train()
+        checkpoint(run, progress)
+    procs.barrier()
+
+
+def checkpoint(run: Run, progress: Progress) -> None:
+    """Save the run to --out/checkpoint.pt."""
+    save_checkpoint(
+        run.args.out / "checkpoint.pt",
+        run.raw_model,
+        run.optimizer,
+        progress.step,
+        run.args,
+        progress.history,
+        progress.validation,
+        progress.tokens,
+        progress.train_seconds,
+    )

@@ -1,0 +1,196 @@
+"""The checks of what attention may weigh and look at: weights that sum to one, none on masked keys, no look-ahead.
+
+Those of influence (:func:`check_causal`, :func:`check_ignores_masked`) change an input at chosen positions and
+watch which outputs move; the student's module is compared with itself, so no reference is needed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from autograder import specs
+from autograder.calls import Call, CallOptions, takes_options
+from autograder.checks.options import CompareOptions, compares
+from autograder.graded import graded
+from autograder.items import Item
+
+
+@graded()
+@takes_options()
+@compares(
+    "output",
+    atol=1e-5,
+    hint="each query's weights over the keys (the last axis) must be non-negative and sum to one",
+)
+def check_rows_sum_to_one(
+    item: Item, args, kwargs=None, *, options: CallOptions, compared: CompareOptions, dim: int = -1
+):
+    """The chosen output is non-negative and sums to one along ``dim``."""
+    output, atol = compared.output, compared.atol
+    call = options.call(item, f"{output or 'result'} sum to one along dim {dim}", args, kwargs, compared.hint)
+    name, got = call.select(call.run(), output)
+    if got.ndim == 0 or not -got.ndim <= dim < got.ndim:
+        call.fail(f"{name} has shape {got.shape}, which has no dimension {dim}")
+    if not np.isfinite(got).all():
+        call.fail(f"{name} contains NaN or inf", "the weights must stay finite for large scores, such as [1000, 1001]")
+    if (got < -atol).any():
+        call.fail(f"{name} has negative entries; weights from a softmax are never negative")
+    sums = got.sum(axis=dim)
+    if not np.allclose(sums, 1.0, atol=atol):
+        call.fail(f"{name} sums to values between {sums.min():.4g} and {sums.max():.4g} along dim {dim}")
+
+
+@graded()
+@takes_options()
+@compares(
+    output="weights",
+    atol=1e-7,
+    hint="keys where the mask is False must get exactly zero weight "
+    "(True in the mask means 'may attend'); a masked score set to "
+    "zero still gets a share",
+)
+def check_masked_get_zero_weight(
+    item: Item, args, kwargs=None, *, options: CallOptions, compared: CompareOptions, mask: int | str = "mask"
+):
+    """Where the mask is False the weight is zero, and every row still sums to one."""
+    atol = compared.atol
+    call = options.call(item, "masked keys get zero weight", args, kwargs, compared.hint)
+    name, got = call.select(call.run(), compared.output)
+    keep = np.asarray(call.input_value(mask))
+    try:
+        keep = np.broadcast_to(keep, got.shape)
+    except ValueError:
+        call.fail(f"{name} has shape {got.shape}, which the mask {keep.shape} does not broadcast to")
+    if not np.isfinite(got).all():
+        call.fail(f"{name} contains NaN or inf")
+    leaked = np.abs(np.where(keep, 0.0, got))
+    if leaked.max() > atol:
+        call.fail(
+            f"masked keys get weight up to {leaked.max():.3g}, "
+            f"in {(leaked > atol).mean() / max(1e-12, (~keep).mean()):.0%} of the masked positions"
+        )
+    sums = got.sum(axis=-1)
+    if not np.allclose(sums, 1.0, atol=1e-5):
+        call.fail(
+            f"with the mask applied, rows of {name} sum to values between {sums.min():.4g} and {sums.max():.4g}",
+            "the visible keys must share all of the weight: a masked key takes none of it",
+        )
+
+
+def _changed(value: torch.Tensor, where: torch.Tensor, seed: int) -> torch.Tensor:
+    """``value`` with the entries where ``where`` is True replaced by different ones of the same kind."""
+    generator = torch.Generator().manual_seed(seed)
+    if value.dtype in (torch.int64, torch.int32):
+        high = max(int(value.max()) + 1, 2)
+        offset = torch.randint(1, high, value.shape, generator=generator).to(value.dtype)
+        other = (value + offset) % high
+    else:
+        other = value + torch.randn(value.shape, generator=generator).to(value.dtype)
+    return torch.where(where, other, value)
+
+
+def _perturbation(call: Call, change: int | str, output: str | None, where_fn, seed: int):
+    """The student's output (as NumPy) before and after changing input ``change`` where ``where_fn`` says."""
+    target = call.item.obj if call.init is None else call.build(call.item.obj)
+    inputs, keywords = specs.materialize(call.args, call.kwargs, call.seed)
+    original = call.input_value(change)
+    if not isinstance(original, torch.Tensor):
+        raise ValueError(f"input {change!r} must be a tensor to be changed")
+    name, before = call.select(call.invoke(target, inputs, keywords), output)
+    results = []
+    for label, where in where_fn(original):
+        changed_inputs, changed_keywords = list(inputs), dict(keywords)
+        new = _changed(original, where, seed)
+        if isinstance(change, str):
+            changed_keywords[change] = new
+        else:
+            changed_inputs[change] = new
+        _, after = call.select(call.invoke(target, changed_inputs, changed_keywords), output)
+        if after.shape != before.shape:
+            call.fail(f"{name} has shape {after.shape} after the change, and {before.shape} before")
+        results.append((label, after))
+    return name, before, results
+
+
+@graded()
+@takes_options()
+@compares(
+    "output",
+    atol=1e-5,
+    hint="the output at position t must not depend on later inputs: the look-ahead mask "
+    "has to reach every attention over these positions",
+)
+def check_causal(item: Item, args, kwargs=None, *, options: CallOptions, compared: CompareOptions, change: int | str):
+    """Output position t (dim 1) does not change when input ``change`` changes after position t.
+
+    The output must also depend on that input at all, so that ignoring it does not pass.
+    """
+    atol = compared.atol
+    call = options.call(item, "causality", args, kwargs, compared.hint)
+    length = call.input_value(change).size(1)
+    cuts = sorted({0, length // 2, max(0, length - 2)})
+
+    def later_than(value):
+        for t in cuts:
+            where = torch.zeros_like(value, dtype=torch.bool)
+            where[:, t + 1 :] = True
+            yield t, where
+
+    name, before, results = _perturbation(call, change, compared.output, later_than, options.seed + 1)
+    changed = call.name_of(change)
+    depends = False
+    for t, after in results:
+        diff = np.abs(after[:, : t + 1] - before[:, : t + 1]).max()
+        if diff > atol:
+            call.fail(
+                f"changing {changed}[:, {t + 1}:] (later positions) changed {name}[:, :{t + 1}] "
+                f"(earlier positions) by up to {diff:.3g}"
+            )
+        depends = depends or np.abs(after - before).max() > atol
+    if not depends:
+        call.fail(
+            f"{name} does not change at all when {changed} changes",
+            f"the output at position t must be computed from {changed}[:, :t+1]",
+        )
+
+
+@graded()
+@takes_options()
+@compares(
+    "output",
+    atol=1e-5,
+    hint="masked (padding) positions must have no influence: the padding mask has "
+    "to reach every attention over these positions",
+)
+def check_ignores_masked(
+    item: Item,
+    args,
+    kwargs=None,
+    *,
+    options: CallOptions,
+    compared: CompareOptions,
+    change: int | str,
+    mask: int | str,
+):
+    """The output does not change when input ``change`` changes where ``mask`` is False (padding),
+    and does change when it changes where ``mask`` is True."""
+    call = options.call(item, "masked positions have no influence", args, kwargs, compared.hint)
+    keep = call.input_value(mask)
+
+    def masked_then_visible(value):
+        hidden = ~torch.as_tensor(keep).bool().expand_as(value)
+        yield "masked", hidden
+        yield "visible", ~hidden
+
+    name, before, results = _perturbation(call, change, compared.output, masked_then_visible, options.seed + 1)
+    changed, mask_name = call.name_of(change), call.name_of(mask)
+    (_, after_masked), (_, after_visible) = results
+    diff = np.abs(after_masked - before).max()
+    if diff > compared.atol:
+        call.fail(f"changing {changed} where {mask_name} is False changed {name} by up to {diff:.3g}")
+    if np.abs(after_visible - before).max() <= compared.atol:
+        call.fail(
+            f"{name} does not change when {changed} changes where {mask_name} is True",
+            f"the output must be computed from the visible positions of {changed}",
+        )

@@ -1,0 +1,132 @@
+"""A grading run's own state: the settings while it grades, its sandbox's packages and its store of reports.
+
+``make grade``, ``make check`` and the tests each make one :class:`Grader` and grade through it
+(:func:`autograder.grading.notebook.grade_notebook` takes it as ``grader=``; a grading given none
+grades with one of its own, :func:`default`, on the process's shared packages). What
+grading changes for the process is changed while a grading runs and put back after it, never when a
+module is imported:
+
+- torch's threads: one, for each thread while it grades. The grader's own computations (inputs,
+  references, stand-ins) are small: a pool of threads for them only spins against the sandboxes beside
+  it (two threads made grading a chapter 6 notebook take twice as long on two cores). Under OpenMP
+  (PyTorch's CPU builds) the count is each thread's own, so each thread that enters sets its own and
+  gets it back when it leaves, and when the last grading ends, the count from before the first is set
+  again (a thread started later takes the count set last);
+- the warnings of the reference solutions and their known mistakes (an overflow that a mistake makes on
+  purpose), which the grader runs: no concern of the instructor's terminal. Warnings' filters are the
+  process's, shared by its threads, so they are ignored from the first grading that starts to the last
+  that ends (:func:`warnings.catch_warnings`, entered and left once for all of them).
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from autograder import course, packages
+from autograder.grading.report import Report
+from autograder.grading.source import Source, submission_key
+
+if TYPE_CHECKING:
+    from autograder.sandbox.pool import WarmPool
+
+QUIET_MODULES = r"attention_course\.solutions\."  # the modules whose warnings grading does not show
+
+
+class Store(Protocol):
+    """Where a :class:`Grader` keeps reports by key (:func:`autograder.grading.source.submission_key`)."""
+
+    def report(self, key: str, grade: Callable[[], Report]) -> Report:
+        """The report stored under ``key``, or ``grade()``'s, stored unless the notebook was not graded."""
+
+
+class _Settings:
+    """The settings that grading changes, entered by each grading and left after it (see the module)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()  # every change of the settings is made under it
+        self._gradings = 0  # gradings running in the process
+        self._before = 0  # torch's threads before the first of them: what a thread started after they end gets
+        self._warnings: warnings.catch_warnings | None = None
+        self._threads = threading.local()  # each thread's count before it entered, and how deep it is
+
+    def enter(self) -> None:
+        import torch  # imported by the first grading, not by make grade's start (see autograder.cli.grade)
+
+        with self._lock:
+            if self._gradings == 0:
+                self._before = torch.get_num_threads()
+                self._warnings = warnings.catch_warnings()
+                self._warnings.__enter__()
+                warnings.filterwarnings("ignore", module=QUIET_MODULES)
+            self._gradings += 1
+            depth = getattr(self._threads, "depth", 0)
+            if depth == 0:
+                self._threads.before = torch.get_num_threads()
+                torch.set_num_threads(1)
+            self._threads.depth = depth + 1
+
+    def leave(self) -> None:
+        import torch
+
+        with self._lock:
+            self._threads.depth -= 1
+            if self._threads.depth == 0:
+                torch.set_num_threads(self._threads.before)
+            self._gradings -= 1
+            if self._gradings == 0:
+                # A thread's count is its own, but each thread started later takes the last one set: the
+                # process's from before grading (a thread started during it found one, not its own, before).
+                torch.set_num_threads(self._before)
+                self._warnings.__exit__(None, None, None)
+                self._warnings = None
+
+
+_SETTINGS = _Settings()  # the process's: torch's threads and warnings' filters are the process's too
+
+
+class Grader:
+    """Grades notebooks with its own packages for the sandbox (each release's written once) and, where it has
+    one, a store of reports (a notebook graded already is read from it); ``with grader:`` holds grading's
+    settings (see the module) until it ends, for every grading it does on the way."""
+
+    def __init__(self, store: Store | None = None, sandbox_packages: packages.SandboxPackages | None = None):
+        self.store = store
+        self._own_packages = sandbox_packages is None
+        self._packages = packages.SandboxPackages() if sandbox_packages is None else sandbox_packages
+
+    def packages(self, release: course.Release) -> Path:
+        """The folder of the students' packages under ``release`` that this grader's sandboxes mount."""
+        return self._packages.folder(release)
+
+    def __enter__(self) -> Grader:
+        _SETTINGS.enter()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _SETTINGS.leave()
+
+    def close(self) -> None:
+        """Remove the packages' folders it wrote (every sandbox that mounts one must have ended)."""
+        if self._own_packages:
+            self._packages.close()
+
+    def grade(self, assignment: str, nb, *, release: course.Release, only=None, pool: WarmPool | None = None) -> Report:
+        """:func:`~autograder.grading.notebook.grade_notebook` of the course's own notebook ``nb`` (a
+        NotebookNode) with this grader, or where it has a store, the stored report of the same key."""
+        from autograder.grading.notebook import DEFAULT_LIMITS, grade_notebook  # it imports this module
+
+        def graded() -> Report:
+            return grade_notebook(assignment, nb, release=release, only=only, pool=pool, grader=self)
+
+        if self.store is None:
+            return graded()
+        return self.store.report(submission_key(Source.load(assignment), nb, DEFAULT_LIMITS, release, only), graded)
+
+
+def default() -> Grader:
+    """The grader of a grading that is given none: no store, and the process's shared packages."""
+    return Grader(sandbox_packages=packages.shared())

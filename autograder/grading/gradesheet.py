@@ -1,0 +1,153 @@
+"""The class's grades: each student's result read from nbgrader's gradebook, the CSV and the summary.
+
+``grades/<assignment>.csv`` has one row per student and one column per test cell, then per written
+answer (graded by hand in formgrader), in the notebooks' order (:func:`column_order`), and the notes
+of the grading; the summary (:func:`summary`) is the table that ``make grade`` prints.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from attention_course import notebooks
+from attention_course.notebooks import COURSE_ROOT
+from autograder.grading.submissions import notebook_names
+from autograder.terminal import clean_text
+
+
+@dataclass
+class Result:
+    student: str
+    score: float | None = None  # None: not graded (the grader's failure), never a score
+    max_score: float = 0.0
+    tests: dict[str, tuple[float, float]] = field(default_factory=dict)  # grade_id -> (score, max)
+    note: str = ""
+    unanswered: bool = False  # every notebook as released (sandboxed.nothing_answered): the note says so
+    # the written answers, graded by hand (formgrader): grade_id -> (score, max); None: not graded yet
+    written: dict[str, tuple[float | None, float]] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> list[str]:
+        return [name for name, (score, most) in self.tests.items() if score < most]
+
+    @property
+    def awaiting(self) -> list[str]:
+        """The written answers that the instructor has not graded yet (an unanswered one scores 0 at once)."""
+        return [name for name, (score, _) in self.written.items() if score is None]
+
+    @property
+    def awaiting_points(self) -> float:
+        return sum(most for score, most in self.written.values() if score is None)
+
+
+def db_url(root: Path) -> str:
+    return f"sqlite:///{Path(root).resolve() / 'gradebook.db'}"
+
+
+def collect(assignment: str, students: list[str], root: Path = COURSE_ROOT) -> list[Result]:
+    """Each student's score and per-test scores, from the gradebook."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    results = []
+    with Gradebook(db_url(root)) as gradebook:
+        for student in students:
+            result = Result(student)
+            try:
+                submission = gradebook.find_submission(assignment, student)
+            except MissingEntry:  # no notebook nbgrader could grade: nothing earned
+                result.score = 0.0
+                result.max_score = sum(
+                    cell.max_score for nb in gradebook.find_assignment(assignment).notebooks for cell in nb.grade_cells
+                )
+                results.append(result)
+                continue
+            penalty = submission.late_submission_penalty or 0.0
+            result.score, result.max_score = max(0.0, submission.score - penalty), submission.max_score
+            if penalty:
+                result.note = f"late: {penalty:g} points deducted"
+            for notebook in submission.notebooks:
+                for grade in notebook.grades:
+                    if not grade.max_score:
+                        continue
+                    if grade.cell.cell_type == "markdown":  # a written answer: graded by hand
+                        graded = grade.manual_score is not None or grade.auto_score is not None
+                        result.written[grade.name] = (grade.score if graded else None, grade.max_score)
+                    else:
+                        result.tests[grade.name] = (grade.score or 0.0, grade.max_score)
+            results.append(result)
+    return results
+
+
+def awaiting_note(result: Result) -> str:
+    """The summary's note on a submission whose written answers are not graded yet."""
+    return f"awaiting manual grading: {', '.join(result.awaiting)}" if result.awaiting else ""
+
+
+def column_order(assignment: str, root: Path = COURSE_ROOT) -> list[str]:
+    """The CSV's columns of scores: the test cells', then the written answers', each in the notebooks' order."""
+    tests, written = [], []
+    for name in notebook_names(assignment, root):
+        cells = notebooks.read(Path(root) / "solutions" / assignment / f"{name}.ipynb").cells
+        tests += [notebooks.cell_id(c) for c in cells if notebooks.is_test(c)]
+        written += [notebooks.cell_id(c) for c in cells if notebooks.is_written(c)]
+    return tests + written
+
+
+def write_csv(path: Path, results: list[Result], order: list[str] | None = None) -> None:
+    """One row per student; the columns of the tests and the written answers in ``order`` (the notebook's),
+    others after them; a written answer not graded yet is empty."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    seen = {name for r in results for name in [*r.tests, *r.written]}
+    tests = [name for name in (order or []) if name in seen] + sorted(seen - set(order or []))
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["student", "score", "max_score", *tests, "note"])
+        for r in results:
+            writer.writerow(
+                [
+                    r.student,
+                    "" if r.score is None else r.score,
+                    r.max_score,
+                    *[_cell(r, t) for t in tests],
+                    r.note,
+                ]
+            )
+
+
+def _cell(result: Result, name: str):
+    score = (result.tests.get(name) or result.written.get(name) or ("", ""))[0]
+    return "" if score is None else score
+
+
+def summary(assignment: str, results: list[Result]) -> str:
+    width = max([7, *(len(clean_text(r.student, 80)) for r in results)])
+    lines = [
+        f"Grades for {assignment}: {len(results)} submission(s)",
+        f"{'student':<{width}}  {'score':>11}  failed tests / notes",
+    ]
+    for r in results:
+        score = "not graded" if r.score is None else f"{r.score:g} / {r.max_score:g}"
+        failed = "" if r.unanswered else ", ".join(r.failed)  # every test: the note says nothing was answered
+        notes = ", ".join(filter(None, [failed, r.note])) or "all passed"
+        notes = "; ".join(filter(None, [notes, awaiting_note(r)]))
+        notes = clean_text(notes, 1000).replace("\n", " ")
+        lines.append(f"{clean_text(r.student, 80):<{width}}  {score:>11}  {notes}")
+    graded = [r for r in results if r.score is not None]
+    if graded:
+        mean = sum(r.score for r in graded) / len(graded)
+        full = sum(r.score == r.max_score - r.awaiting_points for r in graded)
+        so_far = " so far (written answers await grading)" if any(r.awaiting for r in graded) else ""
+        lines.append(f"mean {mean:.2f} / {graded[0].max_score:g}; full marks{so_far}: {full} of {len(graded)}")
+    awaiting = [r for r in graded if r.awaiting]
+    if awaiting:
+        answers = sum(len(r.awaiting) for r in awaiting)
+        lines.append(
+            f"awaiting manual grading: {answers} written answer(s) of {len(awaiting)} student(s); grade them in "
+            f"formgrader, then write the CSV again: make grades ASSIGNMENT={assignment}"
+        )
+    missing = len(results) - len(graded)
+    if missing:
+        lines.append(f"not graded: {missing} (the grader's failure, see the notes; grade them again once fixed)")
+    return "\n".join(lines)

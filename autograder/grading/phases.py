@@ -1,0 +1,291 @@
+"""Grading a whole class on one assignment as ``make grade`` does: its six phases, in order (:func:`grade`).
+
+Each phase is a function of one :class:`Run`, which holds what the phases read and what each leaves for
+the next; :mod:`autograder.cli.grade` says what each does. ``make grades`` writes the CSV again from the
+gradebook (:func:`rewrite_csv`). torch and nbgrader's gradebook are imported where they are first
+needed, so that phase 1's nbgrader process starts before this one spends seconds importing them.
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from attention_course.notebooks import COURSE_ROOT
+from autograder import course
+from autograder.cli import exercises, run_nbgrader
+from autograder.grading.feedback import FEEDBACK_SECONDS, write_feedback_in_parallel
+from autograder.grading.feedback_pages import write_feedback_pages
+from autograder.grading.grader import Grader
+from autograder.grading.gradesheet import Result, collect, column_order, db_url, write_csv
+from autograder.grading.nbgrader_log import nbgrader_refused
+from autograder.grading.sandboxed import Precomputed, precompute, sandbox_score
+from autograder.grading.submissions import notebook_names, refusals, submitted_students
+from autograder.nbgrader.execute import NotGraded
+from autograder.terminal import clean_text
+
+
+class GradingUnavailable(SystemExit):
+    """Grading cannot start (the preflight failed): nothing was scored. Its one argument, the message,
+    says what to fix; :func:`autograder.cli.grade.main` prints it as one ``error:`` line and exits with
+    status 2 (a caller that does not catch it exits with the message, as for any SystemExit)."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+
+
+@dataclass
+class Run:
+    """One grading of a class: what its phases read, and what each phase leaves for the next."""
+
+    assignment: str
+    root: Path
+    students: list[str]
+    settings: course.Release
+    quiet: bool
+    jobs: int
+    feedback_seconds: float
+    allow_released: bool
+    found: Precomputed | None = None  # phases 2 and 3: notes, the refused, the not graded, nothing answered
+    excluded: list[str] = field(default_factory=list)  # phase 4: the students not given to nbgrader
+    refused_by_nbgrader: dict[str, str] = field(default_factory=dict)  # phase 4: student -> nbgrader's error
+    feedback_notes: dict[str, list[str]] = field(default_factory=dict)  # phase 5
+    stopped: dict[str, str] = field(default_factory=dict)  # phase 5: student -> the notebook stopped on
+
+    @property
+    def env(self) -> dict:
+        """The environment of nbgrader's processes: the same release as this grading's."""
+        return course.environment(self.settings)
+
+    def say(self, text: str) -> None:
+        if not self.quiet:
+            print(text, file=sys.stderr, flush=True)
+
+
+def grade(
+    assignment: str,
+    root: Path = COURSE_ROOT,
+    quiet: bool = False,
+    jobs: int = 1,
+    sandbox: bool = True,
+    settings: course.Release | None = None,
+    feedback_seconds: float = FEEDBACK_SECONDS,
+    allow_released: bool = False,
+    grader: Grader | None = None,
+) -> list[Result]:
+    """Grade every submission of ``assignment`` under ``root``; see :mod:`autograder.cli.grade`.
+
+    ``sandbox=False`` skips the parallel sandboxed pass and leaves execution to
+    whatever ``nbgrader autograde`` is configured with (for comparisons). ``settings``: the
+    release whose packages the sandbox offers (default: the course's ``term.yml`` and
+    environment); nbgrader's own run is given the same. ``feedback_seconds``: the most that
+    writing one notebook's feedback may take (:func:`~autograder.grading.feedback.write_feedback`).
+    ``grader``: the :class:`~autograder.grading.grader.Grader` of the sandboxed pass (default: one of its
+    own, for this grading). Raises :class:`GradingUnavailable` when the sandbox does not work; then
+    nothing is scored. Raises :class:`autograder.course.ReleasedRefusal` for a term's released
+    assignment unless ``allow_released`` (nbgrader's own run, through the course's plugin, is told the same).
+    """
+    run = _start(assignment, Path(root), quiet, jobs, settings, feedback_seconds, allow_released)
+    run.say(f"[1/6] recording the tests of {assignment} in the gradebook (in the background)")
+    with ThreadPoolExecutor(1) as background:  # leaving it waits for phase 1, whatever happened
+        recording = background.submit(_record_tests, assignment, run.root)
+        run.found = _grade_in_sandbox(run, sandbox, grader)  # phases 2 and 3
+        recording.result()
+    _autograde(run)  # phase 4
+    _write_feedback(run)  # phase 5
+    return _write_grades(run)  # phase 6
+
+
+def _start(
+    assignment: str,
+    root: Path,
+    quiet: bool,
+    jobs: int,
+    settings: course.Release | None,
+    feedback_seconds: float,
+    allow_released: bool,
+) -> Run:
+    """The run, once the release allows grading the assignment and there is something to grade."""
+    settings = settings or course.release(root)
+    refusal = course.grading_refusal(assignment, settings, allow_released)
+    if refusal:
+        raise course.ReleasedRefusal(refusal)
+    students = submitted_students(assignment, root)
+    if not students:
+        raise SystemExit(f"nothing to grade: no folder submitted/<student>/{assignment}/ under {root}")
+    return Run(assignment, root, students, settings, quiet, jobs, feedback_seconds, allow_released)
+
+
+def _record_tests(assignment: str, root: Path) -> None:
+    """Phase 1: the assignment's test cells into the gradebook; exercises/ is left alone."""
+    with tempfile.TemporaryDirectory() as tmp:
+        exercises.generate([assignment], into=Path(tmp), db_url=db_url(root), root=root, quiet=True)
+
+
+def _grade_in_sandbox(run: Run, sandbox: bool, grader: Grader | None) -> Precomputed:
+    """Phases 2 and 3: the preflight, then every submission graded in the sandbox (nothing without ``sandbox``)."""
+    if not sandbox:
+        return Precomputed({student: [] for student in run.students})
+    from autograder.grading.notebook import preflight
+
+    own = grader is None
+    grader = Grader() if own else grader
+    try:
+        with grader:
+            run.say("[2/6] checking that the sandbox works (a program known to be right)")
+            problem = preflight(run.settings, grader=grader)
+            if problem:
+                raise GradingUnavailable(f"grading cannot start, and nothing was scored: {problem}")
+            refused = refusals(run.assignment, run.students, run.root)
+            also = f" ({len(refused)} refused, see the summary)" if refused else ""
+            graded = len(run.students) - len(refused)
+            run.say(f"[3/6] grading {graded} submission(s) in the sandbox, {run.jobs} at a time{also}")
+            return precompute(
+                run.assignment,
+                run.students,
+                run.root,
+                run.jobs,
+                progress=not run.quiet,
+                settings=run.settings,
+                refused=refused,
+                grader=grader,
+            )
+    finally:
+        if own:
+            grader.close()
+
+
+def _autograde(run: Run) -> None:
+    """Phase 4: ``nbgrader autograde`` records the scores; what it refused, or left without a score, found."""
+    found = run.found
+    # nbgrader warns about every test cell with hidden tests (its checksum changes on release),
+    # so only its errors are shown; the summary lists what each student lost. Refused and
+    # not-graded submissions are not given to nbgrader: it would follow a link, or record a zero.
+    run.excluded = sorted({*found.refused, *found.not_graded})
+    exclude = [f"--CourseDirectory.student_id_exclude={','.join(run.excluded)}"] if run.excluded else []
+    if run.allow_released:
+        exclude.append("--SandboxedExecute.allow_released=True")
+    run.say("[4/6] recording the scores in the gradebook (nbgrader autograde)")
+    autograde = run_nbgrader.run(
+        "autograde",
+        run.assignment,
+        "--force",
+        *exclude,
+        root=run.root,
+        check=False,
+        quiet=run.quiet,
+        log_level="ERROR",
+        env=run.env,
+    )
+    given = [student for student in run.students if student not in run.excluded]
+    log = f"{autograde.stdout}\n{autograde.stderr}"
+    refused_by_nbgrader, unexplained = nbgrader_refused(run.assignment, given, run.root, log)
+    for student in unexplained:  # never a silent 0: the grader's failure, to grade again
+        found.not_graded[student] = (
+            "nbgrader autograde recorded no score for this submission, and its log names no error of its "
+            "(it may have stopped before it: see nbgrader's errors)"
+        )
+    for student, why in list(refused_by_nbgrader.items()):
+        if why.startswith(f"{NotGraded.__module__}.{NotGraded.__name__}:"):  # the grader's failure, not a refusal
+            found.not_graded[student] = why.split("not graded: ", 1)[-1]
+            del refused_by_nbgrader[student]
+    run.refused_by_nbgrader = refused_by_nbgrader
+
+
+def _write_feedback(run: Run) -> None:
+    """Phase 5: each student's feedback, by ``nbgrader generate_feedback``, each notebook within the time limit."""
+    run.say("[5/6] writing each student's feedback (nbgrader generate_feedback)")
+    run.feedback_notes, run.stopped = write_feedback_in_parallel(
+        run.assignment,
+        run.students,
+        run.root,
+        run.jobs,
+        exclude=[*run.excluded, *run.found.not_graded, *run.refused_by_nbgrader],
+        env=run.env,
+        quiet=run.quiet,
+        seconds=run.feedback_seconds,
+    )
+
+
+def _write_grades(run: Run) -> list[Result]:
+    """Phase 6: each student's result from the gradebook, with the notes of the phases (and the course's
+    feedback pages where nbgrader wrote none), into ``grades/<assignment>.csv``."""
+    run.say(f"[6/6] writing grades/{run.assignment}.csv")
+    if run.found.refused:  # in the gradebook, with no submission: nbgrader's export lists them with 0
+        from nbgrader.api import Gradebook
+
+        with Gradebook(db_url(run.root)) as gradebook:
+            for student in run.found.refused:
+                gradebook.update_or_create_student(student)
+    results = collect(run.assignment, run.students, run.root)
+    for result in results:
+        _settle(run, result)
+    write_csv(run.root / "grades" / f"{run.assignment}.csv", results, column_order(run.assignment, run.root))
+    return results
+
+
+def _settle(run: Run, result: Result) -> None:
+    """The student's ``result`` as the phases left it: not graded, refused (by the grader or by nbgrader), or
+    scored, with the notes of every phase; the course's own feedback pages where nbgrader wrote none."""
+    found, student = run.found, result.student
+    if student in found.not_graded:
+        result.score, result.tests, result.written = None, {}, {}
+        result.note = f"not graded: {found.not_graded[student]}"
+        return
+    refusal = found.refused.get(student, "")
+    if student in run.refused_by_nbgrader:
+        sandboxed = sandbox_score(run.root, run.assignment, student)
+        refusal = f"refused by nbgrader: {run.refused_by_nbgrader[student]}" + (
+            f" (the sandboxed grader's report gave {sandboxed}; nbgrader recorded no score)" if sandboxed else ""
+        )
+    if refusal:
+        result.score, result.tests, result.written = 0.0, {}, {}
+    blank = [] if refusal else found.unanswered.get(student, [])
+    result.unanswered = bool(blank) and set(blank) >= set(notebook_names(run.assignment, run.root))
+    unreleased = write_feedback_pages(
+        run.root, run.assignment, result, found.refused, run.refused_by_nbgrader, run.stopped, run.feedback_seconds
+    )
+    extra = [
+        refusal,
+        *(_unanswered_note(name) for name in blank),
+        *found.notes.get(student, []),
+        *run.feedback_notes.get(student, []),
+        unreleased,
+    ]
+    result.note = clean_text("; ".join(filter(None, [result.note, *extra])), 4000)
+
+
+def _unanswered_note(notebook: str) -> str:
+    """The note on a notebook that answers nothing (:func:`~autograder.grading.sandboxed.nothing_answered`),
+    for the CSV and the summary."""
+    return (
+        f"nothing answered: {notebook}.ipynb is as released (no answer cell written in, no code added), "
+        "so every test failed; was the right file submitted?"
+    )
+
+
+def rewrite_csv(assignment: str, root: Path = COURSE_ROOT) -> list[Result]:
+    """``grades/<assignment>.csv`` written again from the gradebook, with the scores that the instructor has
+    given the written answers since (formgrader): the tests' scores are as graded, each student keeps the notes
+    of the grading (a refusal, nothing answered, ...), and one who was not graded or was refused stays so."""
+    path = root / "grades" / f"{assignment}.csv"
+    if not path.is_file():
+        raise GradingUnavailable(f"no {path}: grade the class first (make grade ASSIGNMENT={assignment})")
+    with path.open(newline="") as f:
+        before = {row["student"]: row for row in csv.DictReader(f)}
+    results = collect(assignment, list(before), root)
+    for result in results:
+        row = before[result.student]
+        notes = [n for n in (row.get("note") or "").split("; ") if n]
+        if (row.get("score") or "") == "":  # not graded: the grader's failure, never a score
+            result.score, result.tests, result.written = None, {}, {}
+        elif any(n.startswith("refused") for n in notes):
+            result.score, result.tests, result.written = float(row["score"]), {}, {}
+        result.unanswered = any(n.startswith("nothing answered") for n in notes)
+        result.note = clean_text("; ".join(notes), 4000)
+    write_csv(path, results, column_order(assignment, root))
+    return results

@@ -1,0 +1,146 @@
+"""Phase 3 of ``make grade``: every submitted notebook of the class graded in the sandbox, ``jobs`` at a time.
+
+Each notebook's report is saved where nbgrader's grading step reads it
+(:func:`autograder.nbgrader.execute.report_path`); what the pass found for each student (notes, the
+refused, the not graded, the notebooks that answer nothing) is :class:`Precomputed`.
+"""
+
+from __future__ import annotations
+
+import sys
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tqdm import tqdm
+
+from attention_course import notebooks
+from autograder import course
+from autograder.grading.grader import Grader
+from autograder.grading.report import Report
+from autograder.grading.source import MAX_NOTEBOOK_BYTES, Source, unanswered
+from autograder.grading.submissions import names_list, notebook_names, refusals, submitted_notebooks
+from autograder.nbgrader.execute import report_path
+
+
+@dataclass
+class Precomputed:
+    """What the sandboxed pass found: notes per student, and the students that nbgrader must not grade."""
+
+    notes: dict[str, list[str]]
+    refused: dict[str, str] = field(default_factory=dict)  # student -> why (scored 0)
+    not_graded: dict[str, str] = field(default_factory=dict)  # student -> why (the grader's failure)
+    unanswered: dict[str, list[str]] = field(default_factory=dict)  # student -> notebooks with nothing answered
+
+
+def precompute(
+    assignment: str,
+    students: list[str],
+    root: Path,
+    jobs: int,
+    progress: bool = True,
+    isolation: str = "bwrap",
+    settings: course.Release | None = None,
+    refused: dict[str, str] | None = None,
+    grader: Grader | None = None,
+) -> Precomputed:
+    """Grade every submitted notebook in a sandbox, ``jobs`` at a time; save the reports. ``refused``:
+    the students not to grade, with why (default: :func:`~autograder.grading.submissions.refusals`).
+    ``grader``: the :class:`~autograder.grading.grader.Grader` that grades them (default: one each)."""
+    from autograder.grading.notebook import grade_notebook
+
+    refused = refusals(assignment, students, root) if refused is None else refused
+    found = Precomputed({student: [] for student in students}, dict(refused))
+    work = _notebooks_to_grade(assignment, students, root, found)
+
+    def run(student: str, name: str, path: Path) -> tuple[str, str, Report]:
+        report = grade_notebook(
+            assignment,
+            path,
+            notebook=name,
+            isolation=isolation,
+            release=settings or course.release(root),
+            grader=grader,
+        )
+        target = report_path(root, assignment, student, name)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(report.to_json())
+        return student, name, report
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = [pool.submit(run, *job) for job in work]
+        bar = tqdm(
+            as_completed(futures),
+            total=len(futures),
+            desc=f"grading {assignment}",
+            unit="notebook",
+            disable=not progress,
+            file=sys.stderr,
+        )
+        for future in bar:
+            student, name, report = future.result()
+            if report.not_graded:
+                found.not_graded[student] = report.not_graded
+                continue
+            if report.tests and report.score == 0 and nothing_answered(assignment, name, student, root):
+                found.unanswered.setdefault(student, []).append(name)
+            found.notes[student] += report.notes
+            found.notes[student] += [
+                f"{report.cell_name(i)}: {report.cell_errors[i].splitlines()[0][:160]}"
+                for i in sorted(report.cell_errors)
+                if i in report.skipped or report.cell_errors[i].startswith(("MemoryError", "BlockingIOError"))
+            ]
+    return found
+
+
+def _notebooks_to_grade(assignment: str, students: list[str], root: Path, found: Precomputed) -> list[tuple]:
+    """``(student, notebook, path)`` of each notebook of the assignment submitted by a student not refused;
+    a note in ``found`` on each notebook of the assignment missing, and on those of other names ignored."""
+    names = notebook_names(assignment, root)
+    work = []
+    for student in students:
+        if student in found.refused:
+            continue
+        folder = Path(root) / "submitted" / student / assignment
+        present = submitted_notebooks(root, student, assignment)
+        for name in names:
+            path = folder / f"{name}.ipynb"
+            if path.is_file():
+                work.append((student, name, path))
+            else:  # another of the assignment's notebooks is there (none at all is refused: misnamed)
+                others = f" (found: {names_list(present)}; rename it and grade again)" if present else ""
+                found.notes[student].append(f"missing {name}.ipynb{others}")
+        others = [name for name in present if name.removesuffix(".ipynb") not in names]
+        if others and student in {job[0] for job in work}:
+            found.notes[student].append(
+                f"ignored {names_list(others)}: grading reads {' and '.join(f'{n}.ipynb' for n in names)} only"
+            )
+    return work
+
+
+def nothing_answered(assignment: str, name: str, student: str, root: Path) -> bool:
+    """Whether the student's notebook ``name`` answers nothing: its code is the released notebook's
+    (``exercises/``), as :func:`autograder.grading.source.unanswered` compares them. False where either
+    cannot be read (the grader's report says why), or the submission is larger than the grader reads."""
+    submitted = Path(root) / "submitted" / student / assignment / f"{name}.ipynb"
+    released = Path(root) / "exercises" / assignment / f"{name}.ipynb"
+    try:
+        if submitted.is_symlink() or submitted.stat().st_size > MAX_NOTEBOOK_BYTES:
+            return False
+        return unanswered(Source.load(assignment, name, root), notebooks.read(submitted), notebooks.read(released))
+    except Exception:  # an unreadable notebook, or no released one: the report says what was graded
+        return False
+
+
+def sandbox_score(root: Path, assignment: str, student: str) -> str:
+    """What the sandboxed grader's reports give the student ('' if there are none)."""
+    try:
+        reports = [
+            Report.from_json(report_path(root, assignment, student, name).read_text())
+            for name in notebook_names(assignment, root)
+        ]
+    except (OSError, ValueError, TypeError, KeyError):
+        return ""
+    if not reports or any(r.not_graded for r in reports):
+        return ""
+    return f"{sum(r.score for r in reports):g} / {sum(r.max_score for r in reports):g}"
