@@ -356,7 +356,7 @@ def student_repo(
     dest = Path(dest)
     created = not dest.exists()
     files = write(dest, release, root, repo)
-    report = leaks.check(dest, root, release, published=published_tests(release, root))
+    report = leaks.scan(dest, root, release, published=published_tests(release, root))
     if not report.ok:
         shutil.rmtree(dest) if created else _clear(dest)
         raise LeakFound(

@@ -66,7 +66,7 @@ def is_internal(url: str) -> bool:
     return not parts.scheme and not parts.netloc
 
 
-def check(site: Path) -> tuple[int, list[BrokenLink]]:
+def scan(site: Path) -> tuple[int, list[BrokenLink]]:
     """Return the number of internal links checked and the broken ones."""
     site = Path(site).resolve()
     _parse.cache_clear()
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     if not (site / "index.html").is_file():
         print(f"{site}: no index.html; build the book first (make book)")
         return 2
-    checked, broken = check(site)
+    checked, broken = scan(site)
     for link in broken:
         print(link)
     print(f"{checked} internal links in {len(pages(site))} pages, {len(broken)} broken")

@@ -206,13 +206,13 @@ def test_every_page_of_the_table_of_contents_is_built(site):
 
 
 def test_internal_links_resolve(site):
-    checked, broken = links.check(site)
+    checked, broken = links.scan(site)
     assert checked > 500, f"only {checked} internal links found: is the site complete?"
     assert not broken, "broken internal links:\n" + "\n".join(map(str, broken))
 
 
 def test_site_holds_no_solution_or_hidden_test(site):
-    report = leaks.check(site)
+    report = leaks.scan(site)
     assert report.secrets > 100 and report.files > 50, "the check looked for almost nothing"
     assert report.ok, "the built site must not be published:\n" + "\n".join(map(str, report.problems))
 
@@ -689,7 +689,7 @@ def test_the_open_edition_shows_every_solution_after_its_exercise(site):
 
 
 def test_the_term_edition_holds_no_unreleased_solution(term_site):
-    report = leaks.check(term_site, COURSE_ROOT, TERM)
+    report = leaks.scan(term_site, COURSE_ROOT, TERM)
     assert report.regions > 10 and report.files > 50, "the check looked for almost nothing"
     assert report.ok, "the term site must not be published:\n" + "\n".join(map(str, report.problems))
     assert not (term_site / "_sources").exists(), "the term edition publishes no page sources"

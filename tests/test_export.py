@@ -89,7 +89,7 @@ def test_only_the_released_solutions_are_in_it(exported):
     # The capstone's models build on chapters 3 to 6: they wait for those releases.
     assert not (exported / "attention_course" / "model.py").exists()
     assert not (exported / "attention_course" / "trainer.py").exists()
-    assert leaks.check(exported, ROOT, TERM, published=export.published_tests(TERM, ROOT)).ok
+    assert leaks.scan(exported, ROOT, TERM, published=export.published_tests(TERM, ROOT)).ok
 
 
 def test_every_edition_exports_what_it_releases(tmp_path):
@@ -420,7 +420,7 @@ def test_the_colab_package_holds_only_released_solutions(exported, tmp_path):
     ):
         assert module in names, f"the package that Colab installs lacks {module}"
     assert not [n for n in names if n.startswith("attention_course/solutions/ch") and "ch01" not in n]
-    assert leaks.check(unpacked, ROOT, TERM).ok
+    assert leaks.scan(unpacked, ROOT, TERM).ok
     requirements = [
         line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Requires-Dist:")
     ]

@@ -274,7 +274,7 @@ def test_a_renamed_reformatted_solution_of_an_unreleased_chapter_is_found(tmp_pa
     folder = plant(tmp_path / "site", planted)
     for other in set(FORMS) - {name}:
         (folder / other).unlink()
-    report = leaks.check(folder, ROOT, TERM)
+    report = leaks.scan(folder, ROOT, TERM)
     found = [p for p in _code_problems(report) if p.path == name and p.assignment == assignment and p.item == item]
     assert found, [str(p) for p in report.problems]
     assert found[0].share >= index.THRESHOLD
@@ -297,7 +297,7 @@ def test_a_solution_kept_in_a_comment_or_a_string_is_found(tmp_path):
     commented = "\n".join("# " + line for line in RENAMED_FORWARD.splitlines())
     (folder / "old.py").write_text(f"x = 1\n{commented}\n")
     (folder / "quoted.py").write_text(f'SNIPPET = """{RENAMED_FORWARD}"""\n')
-    report = leaks.check(folder, ROOT, TERM)
+    report = leaks.scan(folder, ROOT, TERM)
     assert {(p.path, p.item) for p in _code_problems(report, {"ch03_multi_head"})} == {
         ("old.py", "MultiHeadAttention"),
         ("quoted.py", "MultiHeadAttention"),
@@ -316,7 +316,7 @@ def test_a_one_line_solution_is_found_and_an_honest_one_is_not(tmp_path):
     folder.mkdir()
     (folder / "copied.py").write_text(COPIED_CAUSAL)
     (folder / "own.py").write_text(OWN_CAUSAL)
-    assert [(p.path, p.item) for p in _code_problems(leaks.check(folder, ROOT, TERM))] == [("copied.py", "causal_mask")]
+    assert [(p.path, p.item) for p in _code_problems(leaks.scan(folder, ROOT, TERM))] == [("copied.py", "causal_mask")]
 
 
 def test_a_region_with_few_own_shingles_is_compared_whole(monkeypatch):
@@ -332,7 +332,7 @@ def test_a_region_with_few_own_shingles_is_compared_whole(monkeypatch):
 
 
 def test_the_report_says_which_regions_are_too_short_to_tell():
-    report = leaks.check(ROOT / "exercises", ROOT, TERM)
+    report = leaks.scan(ROOT / "exercises", ROOT, TERM)
     assert "ch04_masking/padding_mask" in report.unchecked  # `return tokens != pad_id`
     assert "ch03_multi_head/MultiHeadAttention" not in report.unchecked and report.regions >= 15
     assert "too short or too public" in leaks.summary(report) + _printed(report)
@@ -354,8 +354,8 @@ def _printed(report) -> str:
 @pytest.mark.parametrize("release", RELEASED, ids=lambda r: r.key)
 def test_the_same_plant_is_not_reported_once_its_chapter_is_released(tmp_path, release):
     folder = plant(tmp_path / "site", RENAMED_MHA + RENAMED_MASK)
-    assert _code_problems(leaks.check(folder, ROOT, TERM), {"ch03_multi_head"})
-    report = leaks.check(folder, ROOT, release)
+    assert _code_problems(leaks.scan(folder, ROOT, TERM), {"ch03_multi_head"})
+    report = leaks.scan(folder, ROOT, release)
     assert report.ok, [str(p) for p in report.problems]
 
 
@@ -387,7 +387,7 @@ def test_no_false_positive_on_the_exercises_and_the_students_packages(tmp_path):
     shutil.copytree(
         ROOT / "exercises", folder / "exercises", ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__")
     )
-    report = leaks.check(folder, ROOT, TERM)
+    report = leaks.scan(folder, ROOT, TERM)
     assert report.ok, [str(p) for p in report.problems]
     assert report.files > 30 and report.regions > 15
     assert _direct_hits(folder, TERM) == []
@@ -399,7 +399,7 @@ def test_no_false_positive_on_honest_code(tmp_path, name):
     for other in set(FORMS) - {name}:
         (folder / other).unlink()
     for release in (TERM, Release("term")):
-        report = leaks.check(folder, ROOT, release)
+        report = leaks.scan(folder, ROOT, release)
         assert report.ok, [str(p) for p in report.problems]
 
 
@@ -434,7 +434,7 @@ def test_hidden_test_lines_and_markers_are_found_in_every_edition(tmp_path, hidd
     folder.mkdir()
     (folder / "page.html").write_text(f"<pre>{_highlighted(line)}</pre>")
     (folder / "notes.md").write_text("### BEGIN HIDDEN TESTS\n")
-    problems = [str(p) for p in leaks.check(folder, ROOT, release).problems]
+    problems = [str(p) for p in leaks.scan(folder, ROOT, release).problems]
     assert any(p.startswith("page.html: ") and "hidden-test line" in p and cell in p for p in problems), problems
     assert "notes.md: line 1: holds the nbgrader marker 'BEGIN HIDDEN TESTS'" in problems
     assert all(line not in p for p in problems)
@@ -474,11 +474,11 @@ def copy(exported, tmp_path) -> Path:
 
 
 def _problems(directory: Path, release: Release | None = None) -> list[str]:
-    return [str(problem) for problem in leaks.check(directory, ROOT, release, published=PUBLISHED).problems]
+    return [str(problem) for problem in leaks.scan(directory, ROOT, release, published=PUBLISHED).problems]
 
 
 def test_check_passes_on_the_export(exported):
-    report = leaks.check(exported, ROOT, TERM, published=PUBLISHED)
+    report = leaks.scan(exported, ROOT, TERM, published=PUBLISHED)
     assert report.ok, report.problems
     assert report.has_solutions and report.secrets > 50 and report.notebooks >= 6 and report.regions > 10
 
@@ -501,7 +501,7 @@ def test_what_students_get_is_public_and_never_reported():
 
 def test_check_names_a_missing_dir(tmp_path):
     with pytest.raises(leaks.PublishError, match="DIR .* does not exist"):
-        leaks.check(tmp_path / "nowhere", ROOT)
+        leaks.scan(tmp_path / "nowhere", ROOT)
 
 
 @pytest.mark.parametrize("highlight", [False, True], ids=["plain", "highlighted"])
@@ -561,7 +561,7 @@ def test_check_fails_on_the_marker_alone(copy):
 def test_markers_are_allowed_only_in_the_files_that_explain_them(copy):
     # attention_course/notebooks.py explains the markers, and the export's copy is the repository's: allowed.
     explained = copy / "attention_course" / "notebooks.py"
-    assert "### BEGIN SOLUTION" in explained.read_text() and leaks.check(copy, ROOT, TERM, published=PUBLISHED).ok
+    assert "### BEGIN SOLUTION" in explained.read_text() and leaks.scan(copy, ROOT, TERM, published=PUBLISHED).ok
     # Once it differs from the repository's, it is checked like any other file.
     explained.write_text(explained.read_text() + "\n# extra\n")
     assert any(p.startswith("attention_course/notebooks.py: ") and "marker" in p for p in _problems(copy, TERM))
@@ -574,7 +574,7 @@ def test_the_instructor_guide_page_may_show_the_markers_and_no_other_page(tmp_pa
     assert "### BEGIN HIDDEN TESTS" in guide
     (site / "book" / "instructor_guide.html").write_text(f"<pre>{html.escape(guide)}</pre>")
     (site / "book" / "ch02_scaled_dot_product.html").write_text("<pre>### BEGIN SOLUTION</pre>")
-    report = leaks.check(site, ROOT, Release("open"))
+    report = leaks.scan(site, ROOT, Release("open"))
     assert [str(p) for p in report.problems] == [
         "book/ch02_scaled_dot_product.html: line 1: holds the nbgrader marker 'BEGIN SOLUTION'"
     ]
@@ -589,7 +589,7 @@ def test_check_in_a_repository_without_solutions_still_finds_markers(tmp_path):
     folder = tmp_path / "folder"
     folder.mkdir()
     (folder / "notes.md").write_text("### BEGIN SOLUTION\n")
-    report = leaks.check(folder, bare)
+    report = leaks.scan(folder, bare)
     assert not report.has_solutions and report.secrets == 0 and report.regions == 0
     assert [str(p) for p in report.problems] == ["notes.md: line 1: holds the nbgrader marker 'BEGIN SOLUTION'"]
 
@@ -645,7 +645,7 @@ def test_a_site_of_a_hundred_pages_of_public_code_is_clean(tmp_path):
     size = sum(p.stat().st_size for p in site.rglob("*"))
     assert size > 4_000_000
 
-    report = leaks.check(site, ROOT, TERM)
+    report = leaks.scan(site, ROOT, TERM)
     assert report.ok and report.files == 101, [str(p) for p in report.problems]
 
 
@@ -663,7 +663,7 @@ def test_the_export_ships_a_released_chapters_notebook_as_it_is_and_nothing_else
     shipped.write_text(as_exported.replace("BEGIN HIDDEN TESTS", "BEGIN HIDDEN TESTS ", 1))
     assert any(p.startswith("solutions/ch01_bahdanau/ch01_bahdanau.ipynb: ") for p in _problems(copy, TERM))
     with pytest.raises(leaks.PublishError, match="not the instructor notebook of a released assignment"):
-        leaks.check(copy, ROOT, TERM, published=export.published_tests(Release("term", {"ch02_scaled_dot_product"})))
+        leaks.scan(copy, ROOT, TERM, published=export.published_tests(Release("term", {"ch02_scaled_dot_product"})))
 
 
 def test_the_leak_check_skips_a_virtual_environment_inside_the_folder(copy):
@@ -700,12 +700,12 @@ def test_a_package_modules_docstring_that_quotes_an_answer_is_found_though_the_m
     folder = Path(shutil.copytree(exported, tmp_path / "copy"))
     for rel, text in planted.items():
         (folder / rel).write_text(text)
-    problems = [str(p) for p in leaks.check(folder, ROOT, TERM, published=PUBLISHED).problems]
+    problems = [str(p) for p in leaks.scan(folder, ROOT, TERM, published=PUBLISHED).problems]
     assert any(p.startswith("autograder/quoting.py: ") and "solutions/ch04_masking" in p for p in problems), problems
     assert any(p.startswith("autograder/example.py: ") and "ch03_multi_head" in p for p in problems), problems
     assert all(p.startswith(("autograder/quoting.py", "autograder/example.py")) for p in problems), problems
     # What a module's own docstrings are checked against is made once per course and release, then reused.
-    again = [str(p) for p in leaks.check(folder, ROOT, TERM, published=PUBLISHED).problems]
+    again = [str(p) for p in leaks.scan(folder, ROOT, TERM, published=PUBLISHED).problems]
     assert again == problems
     found = leaks.secrets(ROOT, TERM)
     assert found.without("autograder/quoting.py") is found.without("autograder/quoting.py") is not None

@@ -31,13 +31,13 @@ def small_site(tmp_path):
 
 
 def test_link_check_passes_a_sound_site(small_site):
-    checked, broken = links.check(small_site)
+    checked, broken = links.scan(small_site)
     assert checked == 9 and broken == []
 
 
 def test_link_check_finds_missing_pages_anchors_and_images(small_site):
     (small_site / "broken.html").write_text(BROKEN)
-    _, broken = links.check(small_site)
+    _, broken = links.scan(small_site)
     reasons = {(b.page, b.url): b.reason for b in broken}
     assert reasons == {
         ("broken.html", "missing.html"): "no such file",

@@ -22,7 +22,7 @@ and never prints an expected value (:mod:`autograder.compare` says how values di
 everything but the student's object is plain data, a check call can be recorded and replayed by a
 grader that runs the student's code in another process.
 
-Each check grades its item's own code (:mod:`autograder.graded`): graded in the sandbox, an item that
+Each check grades its item's own code (:mod:`autograder.isolation`): graded in the sandbox, an item that
 uses other graded items runs with the grader's stand-ins for them (:mod:`autograder.standins`), and a
 failure's hint says whose fault it is (:mod:`autograder.attribution`), naming one of the item's known
 mistakes where one explains it (:mod:`autograder.diagnosis`).

@@ -12,11 +12,11 @@ import torch
 from autograder import specs
 from autograder.calls import Call, CallOptions, takes_options
 from autograder.checks.options import CompareOptions, compares
-from autograder.graded import graded
+from autograder.isolation import isolated
 from autograder.items import Item
 
 
-@graded()
+@isolated()
 @takes_options()
 @compares(
     "output",
@@ -41,7 +41,7 @@ def check_rows_sum_to_one(
         call.fail(f"{name} sums to values between {sums.min():.4g} and {sums.max():.4g} along dim {dim}")
 
 
-@graded()
+@isolated()
 @takes_options()
 @compares(
     output="weights",
@@ -113,7 +113,7 @@ def _perturbation(call: Call, change: int | str, output: str | None, where_fn, s
     return name, before, results
 
 
-@graded()
+@isolated()
 @takes_options()
 @compares(
     "output",
@@ -155,7 +155,7 @@ def check_causal(item: Item, args, kwargs=None, *, options: CallOptions, compare
         )
 
 
-@graded()
+@isolated()
 @takes_options()
 @compares(
     "output",

@@ -15,11 +15,11 @@ import torch
 from autograder import specs
 from autograder.calls import CallOptions, parameter_names, seeded, takes_options
 from autograder.checks.options import CompareOptions, compares
-from autograder.graded import graded
+from autograder.isolation import isolated
 from autograder.items import CheckFailed, Item
 
 
-@graded()
+@isolated()
 @takes_options()
 @compares(hint="check the shape of each returned value against the assignment")
 def check_output_shapes(item: Item, args, kwargs=None, *, options: CallOptions, compared: CompareOptions, shapes):
@@ -35,7 +35,7 @@ def check_output_shapes(item: Item, args, kwargs=None, *, options: CallOptions, 
             call.fail(f"{name} has shape {got}; expected {shape}")
 
 
-@graded()
+@isolated()
 @takes_options()
 @compares(
     hint="every returned value must be finite: look for an exponential of a large number "
@@ -50,7 +50,7 @@ def check_finite(item: Item, args, kwargs=None, *, options: CallOptions, compare
             call.fail(f"{name} contains NaN or inf")
 
 
-@graded()
+@isolated()
 @takes_options("seed")
 @compares(
     hint="the arguments must be the same after the call: compute new arrays or "
@@ -72,7 +72,7 @@ def check_inputs_unchanged(item: Item, args, kwargs=None, *, options: CallOption
             call.fail(f"argument {name} was modified")
 
 
-@graded()
+@isolated()
 @takes_options()
 @compares(
     hint="the outputs must have the dtype of the inputs: a tensor made with a "
@@ -100,7 +100,7 @@ def check_dtype_follows_input(item: Item, args, kwargs=None, *, options: CallOpt
 NUMBERS = {"int": "an int", "float": "a float"}  # the kinds of number a contract names as a return type
 
 
-@graded()
+@isolated()
 @takes_options()
 @compares(hint="return the kind of number that the contract names")
 def check_returns_number(item: Item, args, kwargs=None, *, options: CallOptions, compared: CompareOptions, kind: str):
@@ -116,7 +116,7 @@ def check_returns_number(item: Item, args, kwargs=None, *, options: CallOptions,
         call.fail(f"it returned a {type(got).__name__}, not {NUMBERS[kind]}")
 
 
-@graded()
+@isolated()
 @takes_options()
 @compares(hint="make the result on the device you are given, not on the default one")
 def check_output_device(
@@ -132,7 +132,7 @@ def check_output_device(
             call.fail(f"{name} is on the device {value.device.type!r}")
 
 
-@graded(diagnose=False)
+@isolated(diagnose=False)
 @takes_options("init", required=("init",))
 @compares(hint="keep it as a buffer of the module: saved and moved with it, but not trained")
 def check_buffer(item: Item, name: str, *, options: CallOptions, compared: CompareOptions, shape=None):
@@ -156,7 +156,7 @@ def check_buffer(item: Item, name: str, *, options: CallOptions, compared: Compa
         call.fail(f"{name} has shape {tuple(value.shape)}; expected {tuple(shape)}")
 
 
-@graded(diagnose=False)
+@isolated(diagnose=False)
 @takes_options()
 @compares(hint="check the arguments first and raise an error that names the wrong one")
 def check_raises(

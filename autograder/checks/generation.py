@@ -15,12 +15,12 @@ from autograder import reference, specs
 from autograder.calls import CallOptions, takes_options
 from autograder.checks.options import CompareOptions, compares
 from autograder.compare import compare
-from autograder.graded import graded
+from autograder.isolation import isolated
 from autograder.items import Item
 from autograder.kv_cache import cache_pair, causal_block
 
 
-@graded()
+@isolated()
 @takes_options("seed", "init", "mode", required=("init",))
 @compares(
     atol=1e-5,
@@ -62,7 +62,7 @@ def check_incremental(item: Item, x, *, options: CallOptions, compared: CompareO
             )
 
 
-@graded()
+@isolated()
 @takes_options("seed", "init", required=("init",))
 @compares(atol=1e-5, hint="rotate the queries and the keys by the positions of the new tokens in the whole sequence")
 def check_relative_positions(item: Item, x, *, options: CallOptions, compared: CompareOptions, offset: int = 4):
@@ -98,7 +98,7 @@ def check_relative_positions(item: Item, x, *, options: CallOptions, compared: C
         )
 
 
-@graded()
+@isolated()
 @takes_options("seed", "init", required=("init",))
 @compares(
     rtol=1e-4,

@@ -14,11 +14,11 @@ from autograder import reference, specs, standins, torch_builtins
 from autograder.calls import CallOptions, seeded, takes_options
 from autograder.checks.options import CompareOptions, compares
 from autograder.compare import compare
-from autograder.graded import graded
+from autograder.isolation import isolated
 from autograder.items import CheckFailed, Item
 
 
-@graded()
+@isolated()
 @takes_options()
 @compares("outputs", "rtol", "atol", hint="compare your steps with the formula in the assignment")
 def check_matches_reference(item: Item, args, kwargs=None, *, options: CallOptions, compared: CompareOptions):
@@ -34,7 +34,7 @@ def check_matches_reference(item: Item, args, kwargs=None, *, options: CallOptio
         )
 
 
-@graded()
+@isolated()
 @takes_options("seed")
 @compares("output", "rtol", "atol", hint="compare your steps with the formula in the assignment")
 def check_matches(
@@ -62,7 +62,7 @@ def check_matches(
     compare(call, name, got, want, compared.rtol, compared.atol, against=other)
 
 
-@graded()
+@isolated()
 @takes_options(required=("init",))
 @compares("outputs", "rtol", "atol", hint="name the submodules as the assignment says and follow its formula")
 def check_matches_torch(item: Item, builtin: str, args, kwargs=None, *, options: CallOptions, compared: CompareOptions):
@@ -92,7 +92,7 @@ def check_matches_torch(item: Item, builtin: str, args, kwargs=None, *, options:
         )
 
 
-@graded()
+@isolated()
 @takes_options("init", "method", "mode")
 @compares("output", rtol=1e-6, atol=1e-8, hint="work the example by hand and compare each step")
 def check_equals(item: Item, args, expected, kwargs=None, *, options: CallOptions, compared: CompareOptions):
@@ -108,7 +108,7 @@ def check_equals(item: Item, args, expected, kwargs=None, *, options: CallOption
     compare(call, name, got, want, compared.rtol, compared.atol, against="the known answer")
 
 
-@graded()
+@isolated()
 @takes_options("seed")
 @compares("rtol", "atol", hint="hold only what the method needs at once, never the whole matrix of scores")
 def check_within_memory(

@@ -3,7 +3,7 @@
     python -m course_site.leaks DIR [--edition open|term] [--released "ch01_bahdanau ..."]
 
 ``make check-site`` runs it on the built site and ``make student-repo`` on the export.
-:func:`check` (:mod:`.scan`) reads every file under DIR and reports, without ever printing the secret
+:func:`scan` (:mod:`.scan`) reads every file under DIR and reports, without ever printing the secret
 text:
 
 - a file of ``solutions/``: one in a folder named ``solutions`` (but the package of released
@@ -46,7 +46,7 @@ source or to a third-party asset (``book/_static``, the files that Sphinx and it
 :mod:`.known`) is only checked for markers: it cannot hold more than its original.
 
 Where ``solutions/`` does not exist (a check run in the student repository itself) there is no
-secret to look for: ``check`` says so and checks the rest.
+secret to look for: ``scan`` says so and checks the rest.
 """
 
 from course_site.leaks.cache import secret_lines, secrets
@@ -54,7 +54,7 @@ from course_site.leaks.cli import main, print_report, summary
 from course_site.leaks.markers import MARKERS
 from course_site.leaks.regions import Region, Secret, solution_regions
 from course_site.leaks.report import LeakReport, Problem, PublishError
-from course_site.leaks.scan import check
+from course_site.leaks.scan import scan
 from course_site.leaks.sources import public_sources
 from course_site.leaks.targets import Secrets
 from course_site.leaks.views import text_views
@@ -67,7 +67,7 @@ __all__ = [
     "Region",
     "Secret",
     "Secrets",
-    "check",
+    "scan",
     "main",
     "print_report",
     "public_sources",

@@ -8,7 +8,7 @@ from pathlib import Path
 from attention_course.notebooks import COURSE_ROOT
 from course_site.leaks.release import add_release_options, release_from_options
 from course_site.leaks.report import LeakReport, PublishError
-from course_site.leaks.scan import check
+from course_site.leaks.scan import scan
 
 DESCRIPTION = (
     "The leak check: does a folder about to be published (a built site, the student export) hold\n"
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     add_release_options(parser)
     args = parser.parse_args(argv)
     try:
-        report = check(args.directory, args.root, release_from_options(args, args.root))
+        report = scan(args.directory, args.root, release_from_options(args, args.root))
     except PublishError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -26,7 +26,7 @@ class Problem:
 
 @dataclass
 class LeakReport:
-    """What :func:`course_site.leaks.check` found; ``ok`` when nothing."""
+    """What :func:`course_site.leaks.scan` found; ``ok`` when nothing."""
 
     directory: Path
     problems: list[Problem] = field(default_factory=list)

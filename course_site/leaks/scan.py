@@ -19,7 +19,7 @@ from course_site.leaks.shipped import Shipped
 from course_site.leaks.solution_files import SolutionFiles
 
 
-def check(
+def scan(
     directory: Path,
     root: Path = COURSE_ROOT,
     release: course.Release | None = None,

@@ -92,7 +92,7 @@ def text_views(text: str, suffix: str) -> list[str]:
     return views
 
 
-@functools.lru_cache(maxsize=128)  # check() meets the same modules in every folder it checks
+@functools.lru_cache(maxsize=128)  # scan() meets the same modules in every folder it checks
 def prose_of_python(text: str) -> str:
     """The comments and string literals (docstrings included) of Python source, a line each; the whole
     text where it does not tokenize."""

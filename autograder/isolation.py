@@ -1,6 +1,6 @@
-"""Running a check's calls of the student's code under the item's stand-ins.
+"""Each check runs its item in isolation: the student's calls under the item's stand-ins.
 
-Every check grades its item's own code (:func:`graded`): its calls of the student's code run under
+Every check grades its item's own code (:func:`isolated`): its calls of the student's code run under
 the item's stand-ins, bounded by what the reference asks of them on the check's inputs, and a failure
 says whose fault it is (:mod:`autograder.attribution`), naming one of the item's known mistakes where
 one explains it.
@@ -16,7 +16,7 @@ from autograder.calls import Call
 from autograder.items import CheckFailed, Item
 
 
-def graded(diagnose: bool = True):
+def isolated(diagnose: bool = True):
     """A check that grades its item's own code: its calls of the student's code run under the item's
     stand-ins (where they run in the sandbox), and a failure with the values of a known mistake names
     its cause (unless not ``diagnose``)."""
