@@ -26,10 +26,6 @@ import numpy as np
 from pygments import token
 from pygments.lexers import PythonLexer
 
-os.environ.setdefault("MPLBACKEND", "Agg")  # copydetect imports pyplot, to draw its report's plots
-from copydetect import CopyDetector  # noqa: E402
-from copydetect.utils import hashed_kgrams  # noqa: E402
-
 LANGUAGE = "python"
 PLACEHOLDER = "<name>"  # the class of every name that renaming changes
 _LEXER = PythonLexer(stripnl=False, ensurenl=False)
@@ -39,9 +35,25 @@ _FIRST_CODE = 0x100  # token classes are characters from here on
 _OTHER = "\x01"  # a token of a class met after the alphabet is frozen
 
 
+@functools.cache
+def _copydetect():
+    """copydetect's detector module, imported on first use. It imports pyplot to draw its report's plots:
+    where nothing has imported matplotlib yet, that import takes the Agg back end (no display needed), and
+    the environment is left as it was."""
+    before = os.environ.get("MPLBACKEND")
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    try:
+        import copydetect
+        import copydetect.utils
+    finally:
+        if before is None:
+            os.environ.pop("MPLBACKEND", None)
+    return copydetect
+
+
 def fingerprints(stream: str, k: int) -> np.ndarray:
     """copydetect's hashes of the k-grams of ``stream``, the k-gram starting at each position."""
-    return hashed_kgrams(stream, k) if len(stream) >= k else np.array([], dtype=np.int64)
+    return _copydetect().utils.hashed_kgrams(stream, k) if len(stream) >= k else np.array([], dtype=np.int64)
 
 
 def _is_quote(text: str) -> bool:
@@ -160,7 +172,7 @@ def compare_files(files: list[str], boilerplate: str, k: int, display: float, re
     """copydetect over ``files``, each against all the others, on its own streams and :func:`fingerprints`
     of ``k`` characters (every one kept); ``boilerplate``'s fingerprints discounted. Writes copydetect's
     HTML report to ``report`` and returns the detector (its similarity and token overlap matrices)."""
-    detector = CopyDetector(
+    detector = _copydetect().CopyDetector(
         noise_t=k,
         guarantee_t=k,  # equal to noise_t: a window of 1
         display_t=display,

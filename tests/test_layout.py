@@ -78,3 +78,43 @@ def test_architecture_lists_every_module_and_no_other(package):
     stale = sorted(names - existing)
     assert not missing, f"ARCHITECTURE.md's {package} table lacks: {', '.join(missing)}"
     assert not stale, f"ARCHITECTURE.md's {package} table names what does not exist: {', '.join(stale)}"
+
+
+IMPORT_ALL = """
+import importlib, json, os, sys, warnings
+import torch
+
+ours = []  # the warnings filters that the course's own modules set (libraries may set theirs)
+for name in ("filterwarnings", "simplefilter"):
+    def traced(*args, _set=getattr(warnings, name), **kwargs):
+        caller = sys._getframe(1).f_code.co_filename
+        if any(f"/{package}/" in caller for package in ("attention_course", "autograder", "course_site")):
+            ours.append(caller)
+        return _set(*args, **kwargs)
+    setattr(warnings, name, traced)
+before = (dict(os.environ), torch.get_num_threads(), torch.get_default_dtype())
+for name in sys.argv[1:]:
+    importlib.import_module(name)
+after = (dict(os.environ), torch.get_num_threads(), torch.get_default_dtype())
+changed = [what for what, a, b in zip(("environment", "threads", "dtype"), before, after) if a != b]
+print(json.dumps(changed + [f"warnings filters ({path})" for path in ours]))
+"""
+
+
+def test_importing_a_module_changes_no_setting_of_the_process():
+    """No module sets the environment, warnings' filters, torch's threads or default dtype when it is imported."""
+    import json
+    import subprocess
+    import sys
+
+    names = []
+    for package in PACKAGES:
+        for path in modules(package):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            if parts[-1] != "__main__":
+                names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORT_ALL, *names], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.splitlines()[-1]) == [], f"importing the packages changed: {done.stdout}"
