@@ -1,4 +1,4 @@
-"""End to end through nbgrader: a class of each assignment graded by `autograder.grade`.
+"""End to end through nbgrader: a class of each assignment graded by `make grade` (`autograder.grading.phases`).
 
 One course folder is graded once (module fixture); the tests read its gradebook results, its reports,
 its CSV and its feedback. Each class holds the reference, a blank notebook, notebooks whose test cells

@@ -1143,7 +1143,7 @@ def test_nothing_is_scored_when_the_sandbox_cannot_start(sandbox_that_cannot_sta
 def test_make_grade_stops_with_one_clear_error_when_the_sandbox_cannot_start(
     sandbox_that_cannot_start, monkeypatch, capsys
 ):
-    """Hole 11: `make grade` (autograder.grade.main) says what is wrong in one error line for the instructor,
+    """Hole 11: `make grade` (autograder.cli.grade.main) says what is wrong in one error line for the instructor,
     exits with status 2 and scores nobody."""
     course, _ = sandbox_that_cannot_start
     monkeypatch.setenv("RELEASED", "ch01_bahdanau")

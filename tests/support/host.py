@@ -8,7 +8,7 @@
 - it gives the run a temporary folder of its own (``tempfile.tempdir`` here and ``TMPDIR``
   for the programs it starts, nbgrader among them), so that the sandboxes' staging and home
   folders of this run are told apart from those of other runs;
-- it records every :class:`~autograder.sandbox.Sandbox` started in this process: its launcher's
+- it records every :class:`~autograder.sandbox.process.Sandbox` started in this process: its launcher's
   pid, its cgroups and its host uid.
 
 :meth:`Watch.leftovers` then says what is still there. Other people's grading runs on the same
