@@ -37,7 +37,7 @@ SOLUTIONS = "attention_course/solutions"
 # The instructor's tools: grading a class (make grade's phases, under grading/), nbgrader's plugins and
 # exchange, the similarity report and its clone detector (the leak check's too), generating the exercises.
 # No copy that students get holds them (nor needs them: make validate and make check do not), and they need
-# packages that students do not install.
+# packages that students do not install. An entry ending in "/" is a folder: every file under it.
 INSTRUCTOR_ONLY = frozenset(
     {
         "autograder/classroom.py",
@@ -54,21 +54,8 @@ INSTRUCTOR_ONLY = frozenset(
         "autograder/grading/phases.py",
         "autograder/grading/sandboxed.py",
         "autograder/grading/submissions.py",
-        "autograder/exchange/__init__.py",
-        "autograder/exchange/collect.py",
-        "autograder/exchange/copying.py",
-        "autograder/exchange/entries.py",
-        "autograder/exchange/layout.py",
-        "autograder/exchange/records.py",
-        "autograder/nbgrader/__init__.py",
-        "autograder/nbgrader/cell_roles.py",
-        "autograder/nbgrader/execute.py",
-        "autograder/nbgrader/feedback_html.py",
-        "autograder/nbgrader/files_prefix.py",
-        "autograder/nbgrader/hide_tests.py",
-        "autograder/nbgrader/limit_markdown.py",
-        "autograder/nbgrader/restore_cells.py",
-        "autograder/nbgrader/sanitize.py",
+        "autograder/exchange/",
+        "autograder/nbgrader/",
     }
 )
 SKIP_PARTS = frozenset({"__pycache__", ".ipynb_checkpoints"})
@@ -139,6 +126,11 @@ def requirements(root: Path | None = None, files: list[str] | None = None) -> di
     return {rel: visit(module) for module, rel in by_module.items()}
 
 
+def instructor_only(rel: str) -> bool:
+    """Whether the package file ``rel`` is one of the instructor's tools (:data:`INSTRUCTOR_ONLY`)."""
+    return any(rel == tool or (tool.endswith("/") and rel.startswith(tool)) for tool in INSTRUCTOR_ONLY)
+
+
 def allowed(release: course.Release, root: Path | None = None, files: list[str] | None = None) -> list[str]:
     """The package files that students get under ``release`` (generated solution modules aside)."""
     root = Path(root or course.COURSE_ROOT)
@@ -148,7 +140,7 @@ def allowed(release: course.Release, root: Path | None = None, files: list[str] 
     for rel in files:
         if rel.startswith(SOLUTIONS + "/") and rel != f"{SOLUTIONS}/__init__.py":
             continue  # a solution module is generated from its notebook, never copied
-        if rel in INSTRUCTOR_ONLY:
+        if instructor_only(rel):
             continue
         if all(release.is_released(a) for a in needs.get(rel, ())):
             kept.append(rel)
