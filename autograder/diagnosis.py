@@ -68,7 +68,7 @@ def _cause(item: Item, arguments: dict, known: tuple[Mistake, ...]) -> str | Non
     except Exception:  # the student's code cannot even be replayed: nothing to compare
         return None
     for mistake in known:
-        variant = _built(item, mistake)
+        variant = items.current_record().variant(item, mistake)
         if variant is None:
             continue
         try:
@@ -81,15 +81,6 @@ def _cause(item: Item, arguments: dict, known: tuple[Mistake, ...]) -> str | Non
         except Exception:  # the mistake's code fails on these inputs: it explains nothing here
             continue
     return None
-
-
-def _built(item: Item, mistake: Mistake):
-    """The variant of ``mistake``; where it cannot be built, a BrokenMistake in a strict record, else None."""
-    try:
-        return items.variant(item, mistake)
-    except items.BrokenMistake as broken:
-        items.current_record().leave_out(broken)
-        return None
 
 
 def _right(call: Call, solution, arguments: dict) -> dict:

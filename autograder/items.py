@@ -176,12 +176,17 @@ class KnownMistakes:
         self.broken: list[BrokenMistake] = []
         self._known: dict[tuple[str, str], tuple[Mistake, ...]] = {}
 
-    def leave_out(self, broken: BrokenMistake) -> None:
-        """Raise ``broken`` where this record is strict; else keep it, once, among the mistakes left out."""
-        if self.strict:
-            raise broken
-        if all(str(other) != str(broken) for other in self.broken):
-            self.broken.append(broken)
+    def variant(self, item: Item, mistake: Mistake):
+        """:func:`variant` of ``mistake``; where it cannot be built, its :class:`BrokenMistake` raised if this
+        record is strict, else kept, once, among the mistakes left out, and None returned."""
+        try:
+            return variant(item, mistake)
+        except BrokenMistake as broken:
+            if self.strict:
+                raise
+            if all(str(other) != str(broken) for other in self.broken):
+                self.broken.append(broken)
+            return None
 
     def declare(self, item: Item, known: tuple[Mistake, ...]) -> None:
         self._known[(item.assignment, item.name)] = tuple(known)
@@ -224,13 +229,6 @@ def mistakes(item: Item, *known: Mistake, also: tuple[str, str] | None = None) -
     if also is not None:
         known = tuple(Mistake(mistake.cause, *mistake.replacements, also) for mistake in known)
     record = current_record()
-    built = []
-    for mistake in known:
-        try:
-            variant(item, mistake)
-        except BrokenMistake as broken:
-            record.leave_out(broken)
-            continue
-        built.append(mistake)
-    record.declare(item, tuple(built))
-    return dataclasses.replace(item, known=tuple(built))
+    built = tuple(mistake for mistake in known if record.variant(item, mistake) is not None)
+    record.declare(item, built)
+    return dataclasses.replace(item, known=built)
