@@ -322,7 +322,7 @@ def test_a_one_line_solution_is_found_and_an_honest_one_is_not(tmp_path):
 def test_a_region_with_few_own_shingles_is_compared_whole(monkeypatch):
     monkeypatch.setattr(index, "MIN_SHINGLES", 10**6)  # every region is compared whole
     found = leaks.Secrets(ROOT, TERM)
-    assert found.fingerprints and all(f.whole for f in found.fingerprints) and not found.wanted
+    assert found.code.fingerprints and all(f.whole for f in found.code.fingerprints) and not found.code.wanted
 
     def items(code):
         return [(region.item, share) for region, share in found.find(found.forms([code])[0])]

@@ -48,7 +48,7 @@ class TextFile:
     def code_hits(self) -> dict[tuple[str, str], float]:
         """The unreleased solution regions whose code the file holds, by (notebook, item): the largest share."""
         hits: dict[tuple[str, str], float] = {}
-        if self.secrets.fingerprints:
+        if self.secrets.code.fingerprints:
             for region, share in self.secrets.find(self._forms[0]):
                 key = (region.notebook, region.item)
                 hits[key] = max(share, hits.get(key, 0.0))

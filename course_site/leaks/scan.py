@@ -42,8 +42,8 @@ def scan(
     report.has_solutions = solution_files.exists
     found = secrets(root, release)
     report.secrets, report.notebooks = len(found.lines), len({s.notebook for s in found.lines})
-    report.regions = len(found.fingerprints)
-    report.unchecked = sorted({f"{r.assignment}/{r.item}" for r in found.unchecked})
+    report.regions = len(found.code.fingerprints)
+    report.unchecked = sorted({f"{r.assignment}/{r.item}" for r in found.code.unchecked})
     reader = Reader(found, KnownFiles(root, found.public_digests), MarkerDocuments(root))
     shipped = Shipped(root, release, published)
     for path, rel in walk(directory):

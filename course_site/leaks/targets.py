@@ -8,7 +8,7 @@ from pathlib import Path, PurePosixPath
 from attention_course.notebooks import COURSE_ROOT
 from autograder import clones, course
 from course_site.leaks.files import digest
-from course_site.leaks.index import CodeIndex, Fingerprint, shingles
+from course_site.leaks.index import CodeIndex, shingles
 from course_site.leaks.markers import MARKERS
 from course_site.leaks.regions import Region, Secret, notebook_secrets, solution_notebooks, solution_regions
 from course_site.leaks.release import release_of
@@ -62,18 +62,6 @@ class Secrets:
             self.public_by_digest[digest(data)] = rel
         self._find_lines(found, sources)
         self._index_code(root, sources)
-
-    @property
-    def fingerprints(self) -> list[Fingerprint]:
-        return self.code.fingerprints
-
-    @property
-    def unchecked(self) -> list[Region]:
-        return self.code.unchecked
-
-    @property
-    def wanted(self) -> set[int]:
-        return self.code.wanted
 
     def _find_lines(self, found: list[tuple[str, str, object]], sources: list[tuple[str, str]]) -> None:
         """Secret lines: hidden tests always, solutions of the assignments that are not released."""
