@@ -68,6 +68,16 @@ def item_source(assignment: str, name: str, root: Path | None = None) -> str:
     raise ReferenceUnavailable(f"no solution cell of {assignment!r} defines {name!r}")
 
 
+def replaced(code: str, replacements, where: str) -> str:
+    """``code`` (the reference answer ``where``, "assignment/item") with each ``(old, new)`` replacement made in
+    turn; a ValueError where an ``old`` is not there."""
+    for old, new in replacements:
+        if old not in code:
+            raise ValueError(f"{where}: {old!r} is not in the reference solution")
+        code = code.replace(old, new)
+    return code
+
+
 _VARIANTS: dict[tuple, object] = {}
 _VARIANTS_LOCK = threading.Lock()
 
@@ -79,11 +89,7 @@ def variant(assignment: str, name: str, replacements: tuple[tuple[str, str], ...
     with _VARIANTS_LOCK:
         if key in _VARIANTS:
             return _VARIANTS[key]
-        code = item_source(assignment, name)
-        for old, new in key[2]:
-            if old not in code:
-                raise ValueError(f"{assignment}/{name}: {old!r} is not in the reference solution")
-            code = code.replace(old, new)
+        code = replaced(item_source(assignment, name), key[2], f"{assignment}/{name}")
         namespace = dict(vars(load(assignment)))
         exec(compile(code, f"<{assignment}/{name}, a known mistake>", "exec"), namespace)
         _VARIANTS[key] = namespace[name]

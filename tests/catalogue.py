@@ -12,6 +12,7 @@ import functools
 from dataclasses import dataclass
 
 from autograder.classroom import solution_bodies
+from autograder.reference import replaced
 
 # The catalogue makes dozens of answers from each notebook's reference: read it once.
 _bodies = functools.cache(solution_bodies)
@@ -26,12 +27,7 @@ class KnownAnswer:
 
 def variant(assignment: str, item: str, *replacements: tuple[str, str]) -> str:
     """The reference answer to ``item`` with each ``(old, new)`` replacement made; each ``old`` must be there."""
-    code = _bodies(assignment)[item]
-    for old, new in replacements:
-        if old not in code:
-            raise ValueError(f"{assignment}/{item}: {old!r} is not in the reference solution")
-        code = code.replace(old, new)
-    return code
+    return replaced(_bodies(assignment)[item], replacements, f"{assignment}/{item}")
 
 
 def reference_head(assignment: str, item: str, end: str) -> str:
