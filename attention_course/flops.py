@@ -48,11 +48,11 @@ def training_flops(model: torch.nn.Module, lengths, target_lengths=None) -> floa
     the rest of the decoder and the output layer. Self-attention spans a sequence's own length,
     cross-attention the source's.
     """
-    lengths = [int(n) for n in lengths]
+    lengths = torch.as_tensor(lengths, dtype=torch.int64).flatten()
     if isinstance(model, EncoderDecoder):
         if target_lengths is None or len(target_lengths) != len(lengths):
             raise ValueError("an EncoderDecoder needs one target length for each source length")
-        targets = [int(n) for n in target_lengths]
+        targets = torch.as_tensor(target_lengths, dtype=torch.int64).flatten()
         encoder, decoder = model.encoder_layers, model.decoder_layers
         cross_kv = sum(_matrix_weights(layer.cross_attn.W_k, layer.cross_attn.W_v) for layer in decoder)
         per_source = _matrix_weights(encoder) + cross_kv
@@ -60,19 +60,16 @@ def training_flops(model: torch.nn.Module, lengths, target_lengths=None) -> floa
         encoder_width = sum(layer.self_attn.W_q.out_features for layer in encoder)
         self_width = sum(layer.self_attn.W_q.out_features for layer in decoder)
         cross_width = sum(layer.cross_attn.W_q.out_features for layer in decoder)
-        return float(
-            sum(
-                6 * (s * per_source + t * per_target)
-                + 12 * (s * s * encoder_width + t * t * self_width + t * s * cross_width)
-                for s, t in zip(lengths, targets)
-            )
-        )
+        s, t = lengths, targets  # every sum exact: integers
+        matrices = 6 * (int(s.sum()) * per_source + int(t.sum()) * per_target)
+        scores = 12 * (int((s * s).sum()) * encoder_width + int((t * t).sum()) * self_width)
+        return float(matrices + scores + 12 * int((t * s).sum()) * cross_width)
     if isinstance(model, DecoderOnly):
         if target_lengths is not None:
             raise ValueError("a DecoderOnly model has one stream: give its lengths only")
         per_token = _matrix_weights(model.layers, model.generator)
         width = sum(layer.self_attn.W_q.out_features for layer in model.layers)
-        return float(sum(6 * n * per_token + 12 * n * n * width for n in lengths))
+        return float(6 * int(lengths.sum()) * per_token + 12 * int((lengths * lengths).sum()) * width)
     raise TypeError(f"training_flops counts EncoderDecoder and DecoderOnly models, not {type(model).__name__}")
 
 

@@ -88,11 +88,14 @@ def train_step(run: Run, progress: Progress) -> tuple[torch.Tensor, int]:
     indices = global_indices(progress.step, args, len(run.task.train_examples))[
         procs.rank * share : (procs.rank + 1) * share
     ]
-    b = run.task.batch(indices)
-    progress.run_flops += run.task.flops(run.raw_model, b)  # from the batch on the host: no wait for the device
-    b = {k: v.to(run.device, non_blocking=True) for k, v in b.items()}
+    # The batch is gathered on the device; its tokens and FLOPs are counted on the host, which never waits for
+    # the device inside a window of steps (only log_window does, to read its clock and loss).
+    b, step_tokens, flops = run.task.step_batch(run.raw_model, indices, run.device)
+    progress.run_flops += flops
+    if args.compile and args.compile_mode == "reduce-overhead":
+        torch.compiler.cudagraph_mark_step_begin()  # a new step: the last one's CUDA-graph outputs may be reused
     with run.autocast:
-        loss, step_tokens = run.task.loss(run.step_model, b, args.label_smoothing)
+        loss = run.task.loss(run.step_model, b, args.label_smoothing)
     run.optimizer.zero_grad(set_to_none=True)
     run.scaler.scale(loss).backward()
     if args.clip > 0:

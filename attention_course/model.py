@@ -25,7 +25,12 @@ import math
 import torch
 import torch.nn as nn
 
-from attention_course.fused_attention import FusedRotaryGroupedQueryAttention, use_fused_attention
+from attention_course.fused_attention import (
+    CAUSAL,
+    FusedRotaryGroupedQueryAttention,
+    mask_for,
+    use_fused_attention,
+)
 from attention_course.layers import EMBEDDINGS, TokenEmbedding, feed_forward, norm_layer, self_attention
 from attention_course.rope import ScaledRotary
 from attention_course.solutions.ch03_multi_head import split_heads
@@ -110,9 +115,11 @@ class EncoderDecoder(nn.Module):
         return self.encoder_norm(x)
 
     def decode(self, tgt_in, memory, tgt_mask=None, memory_mask=None):
+        """Next-token logits of ``tgt_in`` over ``memory``; ``tgt_mask`` may be
+        :data:`~attention_course.fused_attention.CAUSAL`, the look-ahead mask as the fused kernels' ``is_causal``."""
         x, memory_mask = self.tgt_embed(tgt_in), _key_padding(memory_mask)
         for layer in self.decoder_layers:
-            x = layer(x, memory, tgt_mask, memory_mask)
+            x = layer(x, memory, mask_for(layer.self_attn, tgt_mask, tgt_in.size(1), tgt_in.device), memory_mask)
         return self.generator(self.decoder_norm(x))
 
     def forward(self, src, tgt_in, src_mask=None, tgt_mask=None):
@@ -291,9 +298,10 @@ class DecoderOnly(nn.Module):
         new_cache = []
         for i, (layer, window) in enumerate(zip(self.layers, self.windows)):
             if window not in masks:
-                masks[window] = look_ahead(past, length, window, ids.device, mask)
+                masks[window] = look_ahead(past, length, window, ids.device, mask, marker=True)
             layer_cache = None if cache is None else cache[i]
-            x, layer_cache = layer(x, masks[window], layer_cache, positions)
+            layer_mask = mask_for(layer.self_attn, masks[window], length, ids.device)
+            x, layer_cache = layer(x, layer_mask, layer_cache, positions)
             new_cache.append(layer_cache)
         return self.norm(x), new_cache
 
@@ -341,11 +349,13 @@ def next_tokens(logits, temperature: float, generator: torch.Generator | None = 
     return torch.multinomial(torch.softmax(logits / temperature, dim=-1), 1, generator=generator)
 
 
-def look_ahead(past: int, length: int, window: int | None, device, mask=None) -> torch.Tensor | None:
+def look_ahead(past: int, length: int, window: int | None, device, mask=None, marker: bool = False):
     """The rows of the new positions ``past`` to ``past + length - 1`` of the look-ahead mask over all
     ``past + length`` positions, within ``window`` where it is given; None where the mask would hide
     nothing (a single new position that may see every position so far). A ``mask`` given replaces the
-    look-ahead mask, and is only narrowed to the window."""
+    look-ahead mask, and is only narrowed to the window. With ``marker``, the whole look-ahead mask (no
+    cache, no window) is :data:`~attention_course.fused_attention.CAUSAL`, which the fused kernels take as
+    ``is_causal`` (:func:`~attention_course.fused_attention.mask_for` builds it for other layers)."""
     size = past + length
     if mask is not None:
         if window is None or window >= size:
@@ -354,6 +364,8 @@ def look_ahead(past: int, length: int, window: int | None, device, mask=None) ->
         return mask & (key > query - window)
     if window is not None and window < size:
         return sliding_window_mask(size, window, device=device)[past:]
+    if marker and past == 0 and length > 1:
+        return CAUSAL
     return causal_mask(size, device=device)[past:] if length > 1 else None
 
 

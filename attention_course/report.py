@@ -60,6 +60,8 @@ def report(run: Run, progress: Progress, started: float) -> dict:
         "peak_source": peak_source,
         "precision": args.precision,
         "compile": args.compile,
+        "compile_mode": args.compile_mode if args.compile else None,
+        "without": list(args.without),
         "attention": args.attention,
         "tie_weights": args.tie_weights,
         "out": str(args.out),

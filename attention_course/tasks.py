@@ -9,6 +9,12 @@
 
 The two language models share :class:`LanguageModelTask`, and report their validation loss in bits per
 byte of text too, which compares them whatever their tokens.
+
+A training step's batch is gathered on the device from the task's examples, kept there whole
+(``step_batch``): the host sends the step's example numbers alone, through pinned memory, and never waits
+for the device. Its tokens and FLOPs are counted on the host. The dates task pads every batch to the longest
+date of its pool, so that each step has the same shapes (which compiled CUDA graphs need). A run given
+``--without device-batches`` builds each batch on the host and copies it, as a plain loop would.
 """
 
 from __future__ import annotations
@@ -23,8 +29,9 @@ from attention_course import tokenization
 from attention_course.corpora import course_text, tiny_shakespeare
 from attention_course.dates import SOURCE_VOCAB, TARGET_VOCAB, DateTask, batch
 from attention_course.flops import training_flops
+from attention_course.fused_attention import CAUSAL
 from attention_course.model import DecoderOnly, EncoderDecoder, ModelConfig
-from attention_course.solutions.ch04_masking import decoder_self_attention_mask
+from attention_course.solutions.ch04_masking import causal_mask, decoder_self_attention_mask
 from attention_course.solutions.ch06_transformer import greedy_decode
 from attention_course.training import exact_match
 
@@ -45,6 +52,19 @@ def model_config(args, fused: bool, max_len: int) -> ModelConfig:
     )
 
 
+def without(args, speedup: str) -> bool:
+    """Whether the run was asked to go without one of the speed-ups (``--without``), as a benchmark measures each."""
+    return speedup in (getattr(args, "without", None) or ())
+
+
+def to_device(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """``tensor`` copied to ``device`` without the host waiting: a copy from pageable memory to a GPU waits for
+    every kernel queued before it, one from pinned memory does not."""
+    if device.type == "cuda":
+        return tensor.pin_memory().to(device, non_blocking=True)
+    return tensor.to(device)
+
+
 class DatesTask:
     """Human-written dates -> ISO dates, with the encoder-decoder Transformer."""
 
@@ -58,6 +78,11 @@ class DatesTask:
         self.val_examples = task.examples("val", 2000)
         self.test_examples = task.examples("test", args.eval_examples)
         self.max_len = len(TARGET_VOCAB.encode("2000-01-01")) + 1  # the ISO date and eos
+        pool = batch(self.train_examples)  # padded to the pool's longest source and target
+        self.pool = {"src": pool["src"], "tgt": pool["tgt"]}
+        self.source_lengths = pool["src_mask"].sum(dim=1)
+        self.target_lengths = (pool["tgt"][:, 1:] != TARGET_VOCAB.pad_id).sum(dim=1)
+        self._device_pool, self._pool_device = None, None  # the pool on the device that trains
 
     def model(self, fused: bool) -> torch.nn.Module:
         return EncoderDecoder.from_config(len(SOURCE_VOCAB), len(TARGET_VOCAB), model_config(self.args, fused, 64))
@@ -65,27 +90,40 @@ class DatesTask:
     def batch(self, indices: torch.Tensor, examples=None) -> dict:
         return batch([(examples or self.train_examples)[i] for i in indices.tolist()])
 
-    def loss(self, model, b: dict, label_smoothing: float) -> tuple[torch.Tensor, int]:
+    def step_batch(self, model, indices: torch.Tensor, device: torch.device) -> tuple[dict, int, float]:
+        """The batch of the examples ``indices`` on ``device``, its real tokens (source and target) and its
+        model FLOPs, counted on the host."""
+        if without(self.args, "device-batches"):
+            b = {k: v.to(device, non_blocking=True) for k, v in self.batch(indices).items()}
+        else:
+            if self._pool_device != device:
+                self._device_pool, self._pool_device = {k: v.to(device) for k, v in self.pool.items()}, device
+            rows = to_device(indices, device)
+            src = self._device_pool["src"][rows]
+            b = {"src": src, "src_mask": src != SOURCE_VOCAB.pad_id, "tgt": self._device_pool["tgt"][rows]}
+        sources, targets = self.source_lengths[indices], self.target_lengths[indices]
+        return b, int(sources.sum() + targets.sum()), training_flops(model, sources, targets)
+
+    def loss(self, model, b: dict, label_smoothing: float) -> torch.Tensor:
         tgt_in, target = b["tgt"][:, :-1], b["tgt"][:, 1:]
-        tgt_mask = decoder_self_attention_mask(tgt_in, TARGET_VOCAB.pad_id)
+        # Padding comes after a target's tokens, where the look-ahead mask already hides it from every real
+        # query (the loss ignores the padded ones): the look-ahead mask alone, as the fused kernels' is_causal.
+        if without(self.args, "is-causal"):
+            tgt_mask = decoder_self_attention_mask(tgt_in, TARGET_VOCAB.pad_id)
+        else:
+            tgt_mask = CAUSAL
         logits = model(b["src"], tgt_in, b["src_mask"], tgt_mask)
-        loss = F.cross_entropy(
+        return F.cross_entropy(
             logits.flatten(0, 1).float(),
             target.flatten(),
             ignore_index=TARGET_VOCAB.pad_id,
             label_smoothing=label_smoothing,
         )
-        return loss, int(b["src_mask"].sum() + (target != TARGET_VOCAB.pad_id).sum())
-
-    def flops(self, model, b: dict) -> float:
-        """Model FLOPs of a training step on batch ``b``: its real source and target tokens."""
-        target_lengths = (b["tgt"][:, 1:] != TARGET_VOCAB.pad_id).sum(dim=1)
-        return training_flops(model, b["src_mask"].sum(dim=1).tolist(), target_lengths.tolist())
 
     @torch.no_grad()
     def validation_loss(self, model, device) -> float:
         b = {k: v.to(device) for k, v in batch(self.val_examples).items()}
-        return self.loss(model, b, 0.0)[0].item()
+        return self.loss(model, b, 0.0).item()
 
     def save(self, directory: Path) -> None:
         """Nothing to save beside the checkpoint: the vocabularies are the course's."""
@@ -129,6 +167,8 @@ class LanguageModelTask:
                 f"({len(self.val_data)} tokens of validation text)"
             )
         self.train_examples = range(len(self.train_data) - args.block_size - 1)
+        self._device_data = self._data_device = self._offsets = None  # the text on the device that trains
+        self._flops = self._flops_shape = None
 
     def tokenize(self, train_text: str, text: str) -> None:
         """Make the vocabulary from the training text (or the whole text): set ``token_bytes``, the UTF-8 bytes
@@ -158,6 +198,22 @@ class LanguageModelTask:
     def batch(self, indices: torch.Tensor) -> dict:
         return self._windows(self.train_data, indices)
 
+    def step_batch(self, model, indices: torch.Tensor, device: torch.device) -> tuple[dict, int, float]:
+        """The windows starting at ``indices`` on ``device`` (gathered there from the training text), their
+        tokens and their model FLOPs, counted on the host."""
+        if without(self.args, "device-batches"):
+            b = {k: v.to(device, non_blocking=True) for k, v in self.batch(indices).items()}
+        else:
+            if self._data_device != device:
+                self._device_data, self._data_device = self.train_data.to(device), device
+                self._offsets = torch.arange(self.args.block_size + 1, device=device)
+            windows = self._device_data[to_device(indices, device)[:, None] + self._offsets]
+            b = {"x": windows[:, :-1], "y": windows[:, 1:]}
+        shape = (len(indices), self.args.block_size)
+        if self._flops_shape != shape:  # the same for every batch of this size
+            self._flops, self._flops_shape = training_flops(model, [shape[1]] * shape[0]), shape
+        return b, shape[0] * shape[1], self._flops
+
     def validation_windows(self) -> dict:
         """The windows of the validation text that the validation loss is measured on: the same at every
         evaluation (seeded), at most 256 of them."""
@@ -167,19 +223,16 @@ class LanguageModelTask:
         )
         return self._windows(self.val_data, starts)
 
-    def loss(self, model, b: dict, label_smoothing: float) -> tuple[torch.Tensor, int]:
-        logits = model(b["x"])
-        loss = F.cross_entropy(logits.flatten(0, 1).float(), b["y"].flatten(), label_smoothing=label_smoothing)
-        return loss, b["x"].numel()
-
-    def flops(self, model, b: dict) -> float:
-        """Model FLOPs of a training step on batch ``b``: full windows of ``--block-size`` tokens."""
-        return training_flops(model, [b["x"].size(1)] * b["x"].size(0))
+    def loss(self, model, b: dict, label_smoothing: float) -> torch.Tensor:
+        # The model's own look-ahead mask is the fused kernels' is_causal; --without is-causal gives it as a tensor.
+        mask = causal_mask(b["x"].size(1), device=b["x"].device) if without(self.args, "is-causal") else None
+        logits = model(b["x"], mask)
+        return F.cross_entropy(logits.flatten(0, 1).float(), b["y"].flatten(), label_smoothing=label_smoothing)
 
     @torch.no_grad()
     def validation_loss(self, model, device) -> float:
         b = {k: v.to(device) for k, v in self.validation_windows().items()}
-        return self.loss(model, b, 0.0)[0].item()
+        return self.loss(model, b, 0.0).item()
 
     @torch.no_grad()
     def evaluate(self, model, device) -> dict:

@@ -43,6 +43,13 @@ from attention_course.report import report
 from attention_course.schedule import SCHEDULES, scheduler
 from attention_course.tasks import TASKS
 
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune-no-cudagraphs")
+# What makes a step fast, each of which a run can go without (--without) to measure it: the look-ahead mask as
+# the fused kernels' is_causal (FlashAttention takes no mask tensor), the query, key and value projections as
+# one matrix product, AdamW's fused CUDA kernel, TF32 for float32 matrix products on CUDA, and batches
+# gathered on the device.
+SPEEDUPS = ("is-causal", "fused-qkv", "fused-adamw", "tf32", "device-batches")
+
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
@@ -113,6 +120,21 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
     p.add_argument(
+        "--compile-mode",
+        choices=COMPILE_MODES,
+        default="default",
+        help="torch.compile's mode, with --compile: reduce-overhead replays each step's kernels as a CUDA graph "
+        "(on cuda; the dates task's batches have one shape for it)",
+    )
+    p.add_argument(
+        "--without",
+        nargs="+",
+        choices=SPEEDUPS,
+        default=[],
+        metavar="SPEEDUP",
+        help=f"train without these speed-ups, to measure each ({', '.join(SPEEDUPS)})",
+    )
+    p.add_argument(
         "--attention",
         choices=("course", "fused"),
         default="fused",
@@ -166,6 +188,15 @@ def check_options(args: argparse.Namespace, procs: Processes) -> None:
         raise SystemExit("--precision fp16 needs a cuda device; use bf16 on other devices")
 
 
+def allow_tf32(args: argparse.Namespace, device: torch.device) -> None:
+    """On cuda, unless --without tf32: float32 matrix products on the tensor cores in TF32 (10-bit mantissas,
+    float32's range), for a run in float32 or the float32 parts of a mixed-precision one. A setting of this
+    process, made by the program that trains (never on import)."""
+    if device.type == "cuda" and "tf32" not in args.without:
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+
+
 def build(args: argparse.Namespace, procs: Processes) -> tuple[Run, Progress]:
     """The task, the model, its optimizer (seeded; from --resume's checkpoint where given) and learning-rate
     schedule, wrapped for data parallelism and compiled as the options say, and the progress so far."""
@@ -173,7 +204,14 @@ def build(args: argparse.Namespace, procs: Processes) -> tuple[Run, Progress]:
     torch.manual_seed(args.seed)
     task = TASKS[args.task](args)
     model = task.model(fused=args.attention == "fused").to(device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01)
+    if "fused-qkv" in args.without:
+        for module in model.modules():
+            if hasattr(module, "fuse_projections"):
+                module.fuse_projections = False
+    fused = device.type == "cuda" and "fused-adamw" not in args.without  # one kernel for every parameter's update
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01, **({"fused": True} if fused else {})
+    )
     progress = Progress() if args.resume is None else resume(args.resume, model, optimizer, device)
     schedule = scheduler(optimizer, args.lr, args.steps, args.warmup, args.schedule, start=progress.step)
     raw_model = model
@@ -181,7 +219,7 @@ def build(args: argparse.Namespace, procs: Processes) -> tuple[Run, Progress]:
         model = torch.nn.parallel.DistributedDataParallel(
             model, device_ids=[device.index] if device.type == "cuda" else None
         )
-    step_model = torch.compile(model) if args.compile else model
+    step_model = torch.compile(model, mode=args.compile_mode) if args.compile else model
     autocast = (
         torch.autocast(device.type, dtype=torch.bfloat16 if args.precision == "bf16" else torch.float16)
         if args.precision != "fp32"
@@ -196,6 +234,7 @@ def main(argv=None) -> dict:
     started = time.perf_counter()
     procs = Processes(args.device)
     check_options(args, procs)
+    allow_tf32(args, procs.device)
     run, progress = build(args, procs)
     if procs.main:
         args.out.mkdir(parents=True, exist_ok=True)

@@ -42,6 +42,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from attention_course.trainer import SPEEDUPS
 from benchmarks.figures import ROOT, record
 from benchmarks.replicate import chapter_constant
 
@@ -73,8 +74,17 @@ QUICK_SHAKESPEARE = [
 LM_RESERVE = 45  # seconds of a language-model run outside its training steps: start, compiling, evaluation
 
 
-def steps(quick: bool, device: str) -> list[tuple[str, list[str], float]]:
-    """(name, command, time limit in seconds) of each step, in the order they run."""
+# The shape of the ablation and of the profiles: GPT-2 small's layers, where attention costs the most.
+GPT2_SHAPE = [
+    "--task", "chars", "--corpus", "shakespeare", "--layers", "12", "--d-model", "768", "--heads", "12",
+    "--d-ff", "3072", "--dropout", "0", "--block-size", "1024", "--batch-size", "16", "--tie-weights",
+    "--precision", "bf16",
+]  # fmt: skip
+
+
+def steps(quick: bool, device: str, nanogpt: Path | None = None) -> list[tuple[str, list[str], float]]:
+    """(name, command, time limit in seconds) of each step, in the order they run; nanoGPT's beside the
+    course's where a checkout of it is given."""
     train = ["--steps", "20", "--warmup", "2", "--eval-examples", "40"] if quick else []
     tests = [PYTHON, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfE", *DEVICE_TESTS]
     if quick:
@@ -87,11 +97,26 @@ def steps(quick: bool, device: str) -> list[tuple[str, list[str], float]]:
     bench_transformer = [PYTHON, "-m", "benchmarks.transformer", "--device", device, *transformer]
     attention = ["--lengths", "64", "128", "--repeats", "1", "--heads", "2"] if quick else []
     pretrained = ["--models", "gpt2", "--tokens", "4", "--rounds", "1"] if quick else []
+    side_by_side = [PYTHON, "-m", "benchmarks.nanogpt", "--nanogpt", str(nanogpt), *(["--quick"] if quick else [])]
+    ablation = [PYTHON, "-m", "benchmarks.nanogpt", "--ablation", "--eager", "--shapes", "gpt2"]
+    ablation += ["--quick"] if quick else ["--steps", "60"]
+    profile = [PYTHON, "-m", "benchmarks.profile_step", *(["--warmup-steps", "1", "--steps", "1"] if quick else [])]
+    tiny = ["--layers", "1", "--d-model", "64", "--heads", "2", "--block-size", "32"]
+    shape = [*GPT2_SHAPE, *(tiny if quick else [])]
+    all_off = ["--without", *SPEEDUPS]
     return [
-        ("tests", tests, 240),
+        *([("nanogpt", side_by_side, 420)] if nanogpt else []),
         ("train-fp32", [*TRAINER, "--precision", "fp32", *train], 150),
         ("train-bf16", [*TRAINER, "--precision", "bf16", *train], 150),
-        ("train-bf16-compile", [*TRAINER, "--precision", "bf16", "--compile", *train], 300),
+        (
+            "train-bf16-compile",
+            [*TRAINER, "--precision", "bf16", "--compile", "--compile-mode", "reduce-overhead", *train],
+            300,
+        ),  # fmt: skip
+        ("ablation", ablation, 240),
+        ("profile-before", [*profile, "--", *shape, *all_off], 120),
+        ("profile-after", [*profile, "--", *shape], 120),
+        ("tests", tests, 240),
         ("attention", [PYTHON, "-m", "benchmarks.attention", "--device", device, *attention], 150),
         ("shakespeare", [*TRAINER, *(QUICK_SHAKESPEARE if quick else SHAKESPEARE)], 240),
         ("transformer-fp32", bench_transformer, 120),
@@ -199,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a few steps of each program; records nothing")
     parser.add_argument("--out", type=Path, default=None, help="also write the record and the logs here")
     parser.add_argument("--only", nargs="+", default=None, help="run these steps only (by name)")
+    parser.add_argument("--nanogpt", type=Path, default=None, help="a checkout of nanoGPT, to train beside it")
     parser.add_argument("--deadline", type=float, default=None, help="seconds for all the steps together")
     parser.add_argument("--commit", default=None, help="the commit measured (default: git's, where there is one)")
     parser.add_argument("--record", type=Path, default=None, help="record this record.json of a GPU machine's run")
@@ -217,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    plan = steps(args.quick, device)
+    plan = steps(args.quick, device, args.nanogpt)
     unknown = set(args.only or ()) - {name for name, _, _ in plan}
     if unknown:
         parser.error(f"no step named {', '.join(sorted(unknown))}; the steps: {', '.join(n for n, _, _ in plan)}")
