@@ -26,15 +26,16 @@ from attention_course.tasks import DatesTask, LanguageModelTask
 @dataclass
 class Run:
     """What a run trains with: its options, its processes, the task, the model (as built, for checkpoints,
-    evaluation and FLOPs; as trained, data-parallel where there are several processes; as stepped,
-    compiled with --compile), the optimizer and its learning-rate schedule, and the precision."""
+    evaluation and FLOPs; as trained, data-parallel where there are several processes), the step's loss
+    (:class:`StepLoss`, compiled with --compile), the optimizer and its learning-rate schedule, and the
+    precision."""
 
     args: argparse.Namespace
     procs: Processes
     task: DatesTask | LanguageModelTask
     raw_model: torch.nn.Module
     model: torch.nn.Module
-    step_model: torch.nn.Module
+    step_loss: torch.nn.Module
     optimizer: torch.optim.Optimizer
     schedule: torch.optim.lr_scheduler.LRScheduler
     autocast: contextlib.AbstractContextManager
@@ -43,6 +44,18 @@ class Run:
     @property
     def device(self) -> torch.device:
         return self.procs.device
+
+
+class StepLoss(torch.nn.Module):
+    """A training step's loss: the task's loss of the model on a batch, as one module, so that --compile
+    compiles the loss with the model (the output layer and the cross-entropy in the same kernels)."""
+
+    def __init__(self, task, model: torch.nn.Module):
+        super().__init__()
+        self.task, self.model = task, model
+
+    def forward(self, b: dict, label_smoothing: float) -> torch.Tensor:
+        return self.task.loss(self.model, b, label_smoothing)
 
 
 def train(run: Run, progress: Progress, metrics) -> None:
@@ -95,7 +108,7 @@ def train_step(run: Run, progress: Progress) -> tuple[torch.Tensor, int]:
     if args.compile and args.compile_mode == "reduce-overhead":
         torch.compiler.cudagraph_mark_step_begin()  # a new step: the last one's CUDA-graph outputs may be reused
     with run.autocast:
-        loss = run.task.loss(run.step_model, b, args.label_smoothing)
+        loss = run.step_loss(b, args.label_smoothing)
     run.optimizer.zero_grad(set_to_none=True)
     run.scaler.scale(loss).backward()
     if args.clip > 0:

@@ -37,7 +37,7 @@ import torch
 
 from attention_course import tokenization
 from attention_course.checkpoints import Progress, resume
-from attention_course.loop import Run, train
+from attention_course.loop import Run, StepLoss, train
 from attention_course.processes import Processes
 from attention_course.report import report
 from attention_course.schedule import SCHEDULES, scheduler
@@ -219,14 +219,15 @@ def build(args: argparse.Namespace, procs: Processes) -> tuple[Run, Progress]:
         model = torch.nn.parallel.DistributedDataParallel(
             model, device_ids=[device.index] if device.type == "cuda" else None
         )
-    step_model = torch.compile(model, mode=args.compile_mode) if args.compile else model
+    step_loss = StepLoss(task, model)
+    step_loss = torch.compile(step_loss, mode=args.compile_mode) if args.compile else step_loss
     autocast = (
         torch.autocast(device.type, dtype=torch.bfloat16 if args.precision == "bf16" else torch.float16)
         if args.precision != "fp32"
         else contextlib.nullcontext()
     )
     scaler = torch.amp.GradScaler("cuda", enabled=args.precision == "fp16")
-    return Run(args, procs, task, raw_model, model, step_model, optimizer, schedule, autocast, scaler), progress
+    return Run(args, procs, task, raw_model, model, step_loss, optimizer, schedule, autocast, scaler), progress
 
 
 def main(argv=None) -> dict:

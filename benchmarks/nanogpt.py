@@ -158,9 +158,13 @@ def course_command(shape: dict, steps: int, out: str, without: list[str], quick:
     return command
 
 
-def run_course(shape: dict, steps: int, environment: dict, limit: float, quick: bool, without=(), eager=False) -> dict:
+def run_course(
+    shape: dict, steps: int, environment: dict, limit: float, quick: bool, without=(), eager=False, mode="default"
+) -> dict:
     out = tempfile.mkdtemp(prefix="course-")
     command = course_command(shape, steps, out, list(without), quick, compiled=not eager)
+    if "--compile" in command:
+        command += ["--compile-mode", mode]
     lines, status = timed_lines(command, ROOT, environment, limit)
     metrics = Path(out) / "metrics.jsonl"
     logged = metrics.read_text().splitlines() if metrics.exists() else []
@@ -190,6 +194,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=float, default=300, help="seconds that one training run may take")
     parser.add_argument("--quick", action="store_true", help="a tiny model for a few steps, uncompiled, in float32")
     parser.add_argument("--eager", action="store_true", help="the course's runs not compiled (an ablation's)")
+    parser.add_argument(
+        "--compile-mode", default="default", help="the course's torch.compile mode (make train's --compile-mode)"
+    )
     args = parser.parse_args(argv)
     if not args.ablation and args.nanogpt is None:
         parser.error("--nanogpt DIR is needed to run nanoGPT beside the course (or give --ablation)")
@@ -206,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         shape = {**SHAPES[name], **(QUICK if args.quick else {})}
         steps = args.steps or shape["steps"]
         row = {"steps": steps, **{k: v for k, v in shape.items() if k != "steps"}}
-        course = run_course(shape, steps, environment, args.limit, args.quick, eager=args.eager)
+        course = run_course(shape, steps, environment, args.limit, args.quick, eager=args.eager, mode=args.compile_mode)
         flops, peak = course.get("flops_per_token"), course.get("peak_tflops")
         row["course"] = with_mfu(course, flops, peak)
         print(f"{name}: course {json.dumps(row['course'])}", flush=True)
