@@ -181,8 +181,8 @@ bench-grading: venv sandbox  ## seconds per notebook, plain nbgrader vs sandboxe
 test-device: venv  ## the tests that compute on a device, on DEVICE (default cuda; benchmarks/gpu.py's DEVICE_TESTS)
 	COURSE_TEST_DEVICE=$(or $(DEVICE),cuda) $(PYTEST) $(PYTEST_ARGS) $$($(BIN)/python -c 'from benchmarks.gpu import DEVICE_TESTS; print(*DEVICE_TESTS)')
 
-bench-gpu: venv  ## chapter 8's measurements on a GPU (benchmarks.gpu), recorded for the chapter; ARGS="--help"
-	$(BIN)/python -m benchmarks.gpu $(ARGS)
+bench-gpu: venv  ## chapter 8's measurements on a GPU (benchmarks.gpu), recorded for the chapter; NANOGPT=DIR (a nanoGPT checkout) adds the side-by-side run; ARGS="--help"
+	$(BIN)/python -m benchmarks.gpu $(if $(NANOGPT),--nanogpt $(NANOGPT)) $(ARGS)
 
 train: venv  ## train the capstone Transformer (dates task, best device); options: ARGS="--help"
 	$(BIN)/python -m attention_course.trainer $(ARGS)

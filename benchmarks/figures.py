@@ -297,14 +297,32 @@ def _gpu_measurements(entry: dict) -> str:
     table = "\n".join(f"| {' | '.join(row)} |" for row in rows)
     header = "| run | steps | tokens/s | steady tokens/s | MFU | result | wall time |\n" + "| --- " * 7 + "|\n"
     note = (
-        " A run marked with a commit is from an earlier run of the same program, on the same kind of machine, "
-        "which the recorded run did not finish in its time."
+        " A run marked with a commit was measured at that commit, by another run of the same program on the same "
+        "kind of machine (one that the recorded run did not repeat, or did not finish in its time)."
         if earlier
         else ""
     )
     return (
         f"On {figures['device']} (PyTorch {figures['torch']}): the tests that compute on a device, {counts}.\n\n"
-        f"{header}{table}\n\n{_measured(entry)}.{note}\n"
+        f"{header}{table}\n\n{_beside_nanogpt(figures['steps'].get('nanogpt'))}{_measured(entry)}.{note}\n"
+    )
+
+
+def _beside_nanogpt(step: dict | None) -> str:
+    """The side-by-side table of the course's trainer and nanoGPT's (benchmarks/nanogpt.py), where it ran."""
+    if not step or not step.get("result"):
+        return ""
+    rows = []
+    for shape, row in step["result"]["shapes"].items():
+        ours, theirs = row["course"], row["nanogpt"]
+        rows.append(f"| {shape} ({row['layers']} × {row['d_model']}, {row['block']} × {row['batch']}) | "
+                    f"{ours['steady_tokens_per_second']:,.0f} | {theirs['steady_tokens_per_second']:,.0f} | "
+                    f"{row['ratio']:.2f}x | {ours['mfu']:.1%} / {theirs['mfu']:.1%} |")  # fmt: skip
+    at = f" (at {step['commit']})" if step.get("commit") else ""
+    return (
+        f"Beside nanoGPT, steady tokens/s at the same shapes{at}, `{step['command']}`:\n\n"
+        "| shape (layers × width, window × batch) | course | nanoGPT | ratio | MFU, course / nanoGPT |\n"
+        "| --- | --- | --- | --- | --- |\n" + "\n".join(rows) + "\n\n"
     )
 
 

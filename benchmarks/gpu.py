@@ -2,17 +2,27 @@
 
     python -m benchmarks.gpu                     # every step on the best device; records "gpu" in figures.json
     python -m benchmarks.gpu --out DIR           # also write the record and each step's log into DIR
+    python -m benchmarks.gpu --nanogpt DIR       # with nanoGPT's trainer beside the course's (a checkout of it)
     python -m benchmarks.gpu --quick             # a few steps of each, on any device: records nothing
     python -m benchmarks.gpu --record DIR/record.json --fill-from EARLIER/gpu.json COMMIT
                                                  # here: keep what a GPU machine recorded, with the steps
                                                  # that it did not finish taken from an earlier run
+                                                 # (--step NAME OUTPUT COMMIT COMMAND: a program run on its
+                                                 # own; --keep-recorded: the rest from figures.json's entry)
 
 The steps, each a program of the course run in a process of its own with a time limit, so that one that
 fails or runs out of time leaves the others' figures:
 
-- ``tests``: the tests that compute on a device (:data:`DEVICE_TESTS`), on this one;
+- ``nanogpt`` (given ``--nanogpt DIR``, a checkout of nanoGPT): ``benchmarks.nanogpt``, the course's trainer
+  beside nanoGPT's at its two shapes;
 - ``train-fp32``, ``train-bf16``, ``train-bf16-compile``: ``make train`` on the dates task with its
-  defaults, in float32, with bfloat16 autocast, and with bfloat16 and ``torch.compile``;
+  defaults, in float32, with bfloat16 autocast, and with bfloat16 and ``torch.compile`` replaying CUDA
+  graphs (``--compile-mode reduce-overhead``);
+- ``ablation``: the GPT-2-sized language model, not compiled, with every speed-up and without each
+  (``benchmarks.nanogpt --ablation``);
+- ``profile-before``, ``profile-after``: ``benchmarks.profile_step`` on that model without any speed-up
+  and with all of them;
+- ``tests``: the tests that compute on a device (:data:`DEVICE_TESTS`), on this one;
 - ``attention``: ``benchmarks.attention``, the course's attention against the fused kernels by length;
 - ``shakespeare``: the character language model at nanoGPT's shakespeare_char settings (its README reports a
   validation loss of 1.4697), its training stopped after its time limit less the time to start and evaluate;
@@ -34,6 +44,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import signal
 import statistics
 import subprocess
@@ -43,7 +54,7 @@ import time
 from pathlib import Path
 
 from attention_course.trainer import SPEEDUPS
-from benchmarks.figures import ROOT, record
+from benchmarks.figures import ROOT, load, record
 from benchmarks.replicate import chapter_constant
 
 # The test files whose tests compute on the device that $COURSE_TEST_DEVICE names (tests/support/devices.py).
@@ -202,19 +213,78 @@ def finished(step: dict | None) -> bool:
     return True
 
 
-def record_measured(path: Path, earlier: Path | None, earlier_commit: str | None, argv: list[str]) -> dict:
+# Options whose values are this machine's or the GPU machine's paths: the record shows a name in their place.
+PATH_OPTIONS = {"--out": "OUT", "--nanogpt": "NANOGPT"}
+
+
+def shown_command(argv: list[str]) -> str:
+    """``python -m benchmarks.gpu`` with ``argv`` as a record shows it: a folder given as an option's value
+    named for what it is (``--out OUT``), a file by its name alone, so that no machine's paths are recorded."""
+    parts = []
+    for before, part in zip(["", *argv], argv):
+        if before in PATH_OPTIONS:
+            part = PATH_OPTIONS[before]
+        elif "/" in part and Path(part).suffix:
+            part = Path(part).name
+        parts.append(part)
+    return " ".join(["python -m benchmarks.gpu", shlex.join(parts)]).rstrip()
+
+
+def scrubbed(step: dict) -> dict:
+    """A step as recorded: the folder that its training run wrote to (a temporary folder of the machine that
+    ran it) named ``OUT`` in its command, and left out of its result."""
+    step = dict(step)
+    if "command" in step:
+        words = step["command"].split()
+        step["command"] = " ".join("OUT" if before == "--out" else word for before, word in zip(["", *words], words))
+    if isinstance(step.get("result"), dict):
+        step["result"] = {key: value for key, value in step["result"].items() if key != "out"}
+    return step
+
+
+def step_from_output(output: Path, commit: str, command: str) -> dict:
+    """A step's record from a program's output that was run on its own (the JSON line it printed last), or, from
+    ``GPU_JSON:STEP``, from a step of another run (say, one measured before a change)."""
+    if ":" in output.name:
+        file, step = str(output).rsplit(":", 1)
+        result = json.loads(Path(file).read_text())["steps"][step].get("result")
+    else:
+        result = last_json(output.read_text())
+    if result is None:
+        raise SystemExit(f"{output} holds no JSON figures")
+    return {"command": command, "status": 0, "result": result, "commit": commit}
+
+
+def record_measured(
+    path: Path,
+    earlier: list[tuple[Path, str]],
+    argv: list[str],
+    steps_run: list[tuple[str, Path, str, str]] = (),
+    keep_recorded: bool = False,
+) -> dict:
     """Record the entry that a GPU machine wrote (``--out``'s record.json) in benchmarks/figures.json, with
-    each step that it did not finish taken from an earlier run's gpu.json (marked with that run's commit)."""
+    the steps of programs run on their own (``steps_run``: name, output, commit, command), then each step that
+    it did not finish taken from earlier runs' gpu.json in turn (marked with that run's commit), and, with
+    ``keep_recorded``, from the entry recorded now (each step with the commit it was measured at)."""
     entry = json.loads(path.read_text())
     figures = entry["figures"]
-    if earlier is not None:
-        before = json.loads(earlier.read_text())
+    for name, output, commit, command in steps_run:
+        figures["steps"][name] = step_from_output(output, commit, command)
+    sources = [(json.loads(gpu_json.read_text()), str(gpu_json), commit) for gpu_json, commit in earlier]
+    if keep_recorded and "gpu" in load():
+        recorded = load()["gpu"]
+        sources.append((recorded["figures"], "the recorded entry", recorded["commit"]))
+    for before, where, commit in sources:
         if before["device"] != figures["device"]:
-            raise SystemExit(f"{earlier} was measured on {before['device']}, not {figures['device']}")
+            raise SystemExit(f"{where} was measured on {before['device']}, not {figures['device']}")
         for name, step in before["steps"].items():
             if not finished(figures["steps"].get(name)) and finished(step):
-                figures["steps"][name] = {**step, "commit": earlier_commit}
-    command = f"{entry['command']}, then python -m benchmarks.gpu {' '.join(argv)}"
+                figures["steps"][name] = {"commit": commit, **step}  # a step recorded with its own keeps it
+    figures["steps"] = {name: scrubbed(step) for name, step in figures["steps"].items()}
+    for step in figures["steps"].values():
+        if step.get("commit") == entry["commit"]:  # measured at the record's own commit: nothing to mark
+            del step["commit"]
+    command = f"{shown_command(entry['command'].split()[3:])}, then {shown_command(argv)}"
     measured = {"day": entry["day"], "machine": entry["machine"]}
     return record("gpu", command, figures, commit=entry["commit"], measured=measured)
 
@@ -231,14 +301,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--fill-from",
         nargs=2,
+        action="append",
         metavar=("GPU_JSON", "COMMIT"),
-        default=None,
-        help="with --record: an earlier run's gpu.json, and its commit, for the steps not finished",
+        default=[],
+        help="with --record: an earlier run's gpu.json, and its commit, for the steps not finished (repeatable: "
+        "the first that finished a step gives it)",
+    )
+    parser.add_argument(
+        "--step",
+        nargs=4,
+        action="append",
+        metavar=("NAME", "OUTPUT", "COMMIT", "COMMAND"),
+        default=[],
+        help="with --record: the step NAME from the output of COMMAND, run on its own at COMMIT (OUTPUT: a file "
+        "of its output, or GPU_JSON:STEP for a step of another run)",
+    )
+    parser.add_argument(
+        "--keep-recorded",
+        action="store_true",
+        help="with --record: the steps finished by no other run from the entry that figures.json holds now",
     )
     args = parser.parse_args(argv)
     if args.record:
-        earlier, commit = (Path(args.fill_from[0]), args.fill_from[1]) if args.fill_from else (None, None)
-        record_measured(args.record, earlier, commit, argv if argv is not None else sys.argv[1:])
+        earlier = [(Path(gpu_json), commit) for gpu_json, commit in args.fill_from]
+        steps_run = [(name, Path(output), commit, command) for name, output, commit, command in args.step]
+        shown = argv if argv is not None else sys.argv[1:]
+        record_measured(args.record, earlier, shown, steps_run, args.keep_recorded)
         return 0
     import torch
 
@@ -274,8 +362,8 @@ def main(argv: list[str] | None = None) -> int:
     figures["seconds"] = round(time.perf_counter() - started, 1)
     (logs / "gpu.json").write_text(json.dumps(figures, indent=1) + "\n")
     if not args.quick:
-        shown = " ".join(["python -m benchmarks.gpu", *(argv if argv is not None else sys.argv[1:])])
-        entry = record("gpu", shown, figures, commit=args.commit)
+        figures["steps"] = {name: scrubbed(step) for name, step in figures["steps"].items()}
+        entry = record("gpu", shown_command(argv if argv is not None else sys.argv[1:]), figures, commit=args.commit)
         (logs / "record.json").write_text(json.dumps(entry, indent=1) + "\n")
     failed = [name for name, step in figures["steps"].items() if step.get("status") != 0]
     print(f"done in {figures['seconds']} s; " + (f"failed: {', '.join(failed)}" if failed else "every step passed"))

@@ -64,9 +64,11 @@ EVAL_LINE = re.compile(r"^step (\d+): train loss ([\d.]+), val loss ([\d.]+)")
 def nanogpt_folder(nanogpt: Path, text: str, work: Path) -> Path:
     """A folder to run nanoGPT's train.py in: links to its files, and ``data/shakespeare_char`` written from
     ``text`` in the format that its ``prepare.py`` writes (train.bin, val.bin, meta.pkl)."""
+    missing = [name for name in NANOGPT_FILES if not (nanogpt / name).exists()]
+    if missing:
+        raise SystemExit(f"{nanogpt} is not a nanoGPT checkout: it has no {', '.join(missing)}")
+    work.mkdir(parents=True, exist_ok=True)
     for name in NANOGPT_FILES:
-        if not (nanogpt / name).exists():
-            raise SystemExit(f"{nanogpt} is not a nanoGPT checkout: it has no {name}")
         (work / name).symlink_to((nanogpt / name).resolve())
     data = work / "data" / "shakespeare_char"
     data.mkdir(parents=True)

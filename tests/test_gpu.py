@@ -119,7 +119,9 @@ def test_a_gpu_machines_record_is_kept_with_its_unfinished_steps_from_an_earlier
     (tmp_path / "gpu.json").write_text(json.dumps({"device": "H200", "steps": before}))
     assert gpu.main(["--record", str(tmp_path / "record.json"), "--fill-from", str(tmp_path / "gpu.json"), "aaa"]) == 0
     (name, command, figures), kwargs = recorded[0]
-    assert name == "gpu" and command.startswith("python -m benchmarks.gpu, then python -m benchmarks.gpu --record")
+    assert name == "gpu" and command.startswith(
+        "python -m benchmarks.gpu, then python -m benchmarks.gpu --record record.json"
+    )
     assert kwargs == {"commit": "bbb", "measured": {"day": "2026-11-26", "machine": "1 × H200"}}
     steps = figures["steps"]
     assert steps["shakespeare"]["result"]["steps"] == 5000 and steps["shakespeare"]["commit"] == "aaa"
@@ -128,3 +130,69 @@ def test_a_gpu_machines_record_is_kept_with_its_unfinished_steps_from_an_earlier
     (tmp_path / "gpu.json").write_text(json.dumps({"device": "H100", "steps": before}))
     with pytest.raises(SystemExit, match="measured on H100, not H200"):
         gpu.main(["--record", str(tmp_path / "record.json"), "--fill-from", str(tmp_path / "gpu.json"), "aaa"])
+
+
+def test_a_record_names_no_machines_paths_and_takes_steps_run_on_their_own(tmp_path, monkeypatch):
+    recorded = []
+    monkeypatch.setattr(gpu, "record", lambda *args, **kwargs: recorded.append((args, kwargs)))
+    monkeypatch.setattr(gpu, "load", lambda: {"gpu": {"commit": "old", "figures": {"device": "H200", "steps": {
+        "generate": {"command": "g", "status": 0, "result": {"rate": 1}},
+        "pretrained": {"command": "p", "status": 0, "result": {"rate": 2}, "commit": "older"},
+    }}}})  # fmt: skip
+    train = "python -m attention_course.trainer --precision fp32 --out /tmp/train-fp32-x1y2"
+    now = {"train-fp32": {"command": train, "status": 0, "result": {"steps": 3, "out": "/tmp/train-fp32-x1y2"}}}
+    entry = {"command": "python -m benchmarks.gpu --out /root/out --nanogpt /home/me/nanoGPT --deadline 9",
+             "day": "2026-11-27", "commit": "bbb", "machine": "1 × H200"}  # fmt: skip
+    (tmp_path / "record.json").write_text(json.dumps({**entry, "figures": {"device": "H200", "steps": now}}))
+    (tmp_path / "side.log").write_text('warming up\n{"shapes": {"gpt2": {"ratio": 1.1}}}\n')
+    side_by_side = "python -m benchmarks.nanogpt --nanogpt NANOGPT"
+    argv = ["--record", str(tmp_path / "record.json"), "--keep-recorded",
+            "--step", "nanogpt", str(tmp_path / "side.log"), "ccc", side_by_side]  # fmt: skip
+    assert gpu.main(argv) == 0
+    (name, command, figures_), _ = recorded[0]
+    assert "/root" not in command and "/home" not in command and str(tmp_path) not in command
+    assert command.startswith("python -m benchmarks.gpu --out OUT --nanogpt NANOGPT --deadline 9, then ")
+    steps = figures_["steps"]
+    assert steps["train-fp32"]["command"].endswith("--out OUT") and "out" not in steps["train-fp32"]["result"]
+    assert steps["nanogpt"] == {"command": "python -m benchmarks.nanogpt --nanogpt NANOGPT", "status": 0,
+                                "result": {"shapes": {"gpt2": {"ratio": 1.1}}}, "commit": "ccc"}  # fmt: skip
+    assert steps["generate"]["commit"] == "old" and steps["pretrained"]["commit"] == "older"  # each its own
+    (tmp_path / "empty.log").write_text("no figures\n")
+    with pytest.raises(SystemExit, match="no JSON figures"):
+        gpu.main(["--record", str(tmp_path / "record.json"), "--step", "x", str(tmp_path / "empty.log"), "c", "x"])
+
+
+FAKE_NANOGPT = """
+import pickle, sys, time
+import numpy as np
+meta = pickle.load(open("data/shakespeare_char/meta.pkl", "rb"))
+train = np.fromfile("data/shakespeare_char/train.bin", dtype=np.uint16)
+assert meta["vocab_size"] == len(meta["itos"]) and train.max() < meta["vocab_size"]
+options = dict(arg[2:].split("=", 1) for arg in sys.argv[2:])
+steps = int(options["max_iters"])
+print("step 0: train loss 4.2000, val loss 4.2100")
+for step in range(0, steps + 1, 10):
+    time.sleep(0.02 if step < steps // 2 else 0.01)  # a slower first half: compiling and warming up
+    print(f"iter {step}: loss 2.0000, time 10.00ms, mfu 5.00%", flush=True)
+print(f"step {steps}: train loss 1.9000, val loss 2.0500")
+"""
+
+
+def test_nanogpt_runs_from_a_folder_of_its_own_and_is_timed_between_its_logs(tmp_path):
+    from benchmarks import nanogpt
+
+    checkout = tmp_path / "nanoGPT"
+    (checkout / "config").mkdir(parents=True)
+    (checkout / "train.py").write_text(FAKE_NANOGPT)
+    for name in ("model.py", "configurator.py", "config/train_shakespeare_char.py"):
+        (checkout / name).write_text("")
+    text = "To be, or not to be: that is the question.\n" * 50
+    folder = nanogpt.nanogpt_folder(checkout, text, tmp_path / "work")
+    shape = {**nanogpt.SHAPES["shakespeare_char"], "batch": 4, "block": 8}
+    result = nanogpt.run_nanogpt(folder, shape, 200, {}, limit=60, quick=False)
+    assert result["status"] == 0 and result["steps"] == 200 and result["val_loss"] == 2.05
+    # 10 steps of 32 tokens between logs 0.01 s apart in the second half: about 32,000 tokens/s, not the first
+    # half's 16,000
+    assert 20_000 < result["steady_tokens_per_second"] < 33_000
+    with pytest.raises(SystemExit, match="not a nanoGPT checkout"):
+        nanogpt.nanogpt_folder(tmp_path / "elsewhere", text, tmp_path / "work2")

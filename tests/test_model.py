@@ -5,12 +5,21 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attention_course.fused_attention import FusedMultiHeadAttention, use_fused_attention
+from attention_course.fused_attention import (
+    CAUSAL,
+    FusedGroupedQueryAttention,
+    FusedMultiHeadAttention,
+    FusedRotaryGroupedQueryAttention,
+    mask_for,
+    projections,
+    use_fused_attention,
+)
 from attention_course.interop import to_torch_encoder_layer
 from attention_course.model import DecoderOnly, EncoderDecoder, ModelConfig
 from attention_course.solutions.ch03_multi_head import MultiHeadAttention
 from attention_course.solutions.ch04_masking import causal_mask
 from attention_course.solutions.ch06_transformer import EncoderLayer
+from attention_course.solutions.ch07_efficient_attention import GroupedQueryAttention
 from tests.support.decoding import logits_fed_in_pieces
 
 
@@ -26,6 +35,69 @@ def test_the_fused_attention_computes_what_the_reference_computes(bias):
     output, no_weights = fused(query, memory, memory, keep)
     torch.testing.assert_close(output, mha(query, memory, memory, keep)[0])
     assert no_weights is None
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_the_causal_marker_and_one_qkv_product_compute_what_the_reference_computes(bias):
+    torch.manual_seed(3)
+    mha = MultiHeadAttention(24, 6, bias=bias)
+    fused = FusedMultiHeadAttention(24, 6, bias=bias)
+    fused.load_state_dict(mha.state_dict())
+    x, memory = torch.randn(3, 5, 24, requires_grad=True), torch.randn(3, 7, 24)
+    expected = mha(x, x, x, causal_mask(5))[0]
+    torch.testing.assert_close(fused(x, x, x, CAUSAL)[0], expected)
+    fused.fuse_projections = False  # the three products apart, as `make train --without fused-qkv` runs them
+    torch.testing.assert_close(fused(x, x, x, CAUSAL)[0], expected)
+    fused.fuse_projections = True
+    torch.testing.assert_close(fused(x, memory, memory)[0], mha(x, memory, memory)[0])  # keys and values fused
+    # the gradients reach each projection's own parameters as they do through three products
+    (grad_fused,) = torch.autograd.grad(fused(x, x, x, CAUSAL)[0].square().sum(), fused.W_k.weight)
+    (grad_reference,) = torch.autograd.grad(expected.square().sum(), mha.W_k.weight)
+    torch.testing.assert_close(grad_fused, grad_reference)
+
+
+def test_projections_stack_layers_with_and_without_biases():
+    torch.manual_seed(4)
+    layers = [torch.nn.Linear(8, 8), torch.nn.Linear(8, 4, bias=False), torch.nn.Linear(8, 4)]
+    x = torch.randn(2, 3, 8)
+    for got, layer in zip(projections(x, *layers), layers):
+        torch.testing.assert_close(got, layer(x))
+
+
+@pytest.mark.parametrize("num_kv_heads", [4, 2])
+def test_grouped_query_attention_takes_the_causal_marker_without_a_cache_only(num_kv_heads):
+    torch.manual_seed(5)
+    reference = GroupedQueryAttention(16, 4, num_kv_heads, bias=True)
+    for fused in (FusedGroupedQueryAttention(16, 4, num_kv_heads, bias=True),
+                  FusedRotaryGroupedQueryAttention(16, 4, num_kv_heads, bias=True)):  # fmt: skip
+        fused.load_state_dict(reference.state_dict())
+        x = torch.randn(2, 6, 16)
+        out, cache = fused(x, causal_mask(6))
+        torch.testing.assert_close(fused(x, CAUSAL)[0], out)
+        with pytest.raises(ValueError, match="CAUSAL"):
+            fused(x[:, :1], CAUSAL, cache)
+
+
+def test_the_causal_marker_becomes_a_mask_for_every_other_attention():
+    assert mask_for(FusedMultiHeadAttention(8, 2), CAUSAL, 4, "cpu") is CAUSAL
+    built = mask_for(MultiHeadAttention(8, 2), CAUSAL, 4, "cpu")  # the course's own attention, or a student's
+    assert torch.equal(built, causal_mask(4))
+    keep = torch.ones(2, 4, dtype=torch.bool)
+    assert mask_for(MultiHeadAttention(8, 2), keep, 4, "cpu") is keep
+
+
+def test_a_model_with_the_courses_own_attention_in_a_layer_gets_a_mask_tensor_there():
+    torch.manual_seed(6)
+    model = DecoderOnly(20, 16, 2, 2, 32, dropout=0.0, max_len=12, fused=True).eval()
+    ids = torch.randint(0, 20, (2, 9))
+    before = model(ids)
+    seen = []
+    own = GroupedQueryAttention(16, 2, 2, bias=True)
+    own.load_state_dict(model.layers[1].self_attn.state_dict())
+    own.register_forward_pre_hook(lambda _, args: seen.append(args[1]))
+    model.layers[1].self_attn = own
+    torch.testing.assert_close(model(ids), before)
+    assert torch.equal(seen[0], causal_mask(9))
 
 
 def test_use_fused_attention_changes_every_attention_and_keeps_the_weights():

@@ -14,13 +14,13 @@ import torch
 import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
-from attention_course import corpora
+from attention_course import corpora, trainer
 from attention_course.flops import PEAK_BF16_FLOPS, peak_flops, training_flops
 from attention_course.model import DecoderOnly, EncoderDecoder
 from attention_course.schedule import learning_rate, lr_factor, scheduler
 from attention_course.solutions.ch04_masking import causal_mask
 from attention_course.tokenization import train_bpe
-from attention_course.trainer import parse_args
+from attention_course.trainer import SPEEDUPS, parse_args
 from tests.support.devices import chosen_device
 
 pytestmark = pytest.mark.slow
@@ -204,6 +204,41 @@ def test_the_character_task_trains_on_a_text_file(tmp_path):
         assert 0 < final["mfu"] < 1 and "data sheet" in final["peak_source"]
     assert len(final["sample"]) == 200 and set(final["sample"]) <= set(text.read_text())
     assert final["val_bits_per_byte"] == pytest.approx(final["val_bits_per_char"]) and final["val_bytes_per_token"] == 1
+
+
+def step_losses(args, out: Path) -> list[float]:
+    """The training loss of every step of a short run of ``args``, in this process, on the tests' device."""
+    trainer.main([*args, "--log-every", "1", "--out", str(out), "--device", chosen_device()])
+    return [json.loads(line)["loss"] for line in (out / "metrics.jsonl").read_text().splitlines()]
+
+
+SPEEDUP_RUNS = {
+    "dates": [*TINY, "--dropout", "0", "--steps", "6", "--eval-examples", "8"],
+    "chars": ["--task", "chars", "--block-size", "16", *TINY, "--dropout", "0", "--steps", "6", "--eval-examples", "8"],
+}
+
+
+@pytest.fixture(scope="module")
+def with_every_speedup(tmp_path_factory):
+    return {task: step_losses(args, tmp_path_factory.mktemp(task)) for task, args in SPEEDUP_RUNS.items()}
+
+
+@pytest.mark.parametrize("speedup", SPEEDUPS)
+@pytest.mark.parametrize("task", SPEEDUP_RUNS)
+def test_each_speedup_changes_how_a_step_is_computed_not_its_loss(task, speedup, with_every_speedup, tmp_path):
+    """is_causal for the look-ahead mask, one QKV product, fused AdamW and TF32 (on CUDA), and batches gathered
+    on the device (the dates padded to the pool's longest): the same losses, step by step, without each."""
+    without = step_losses([*SPEEDUP_RUNS[task], "--without", speedup], tmp_path)
+    assert len(without) == 6
+    assert without == pytest.approx(with_every_speedup[task], rel=1e-4)
+
+
+def test_a_run_records_the_speedups_it_went_without_and_its_compile_mode(tmp_path):
+    args = [*SPEEDUP_RUNS["chars"], "--without", "is-causal", "tf32"]
+    final = trainer.main([*args, "--out", str(tmp_path), "--device", chosen_device()])
+    assert final["without"] == ["is-causal", "tf32"] and final["compile_mode"] is None
+    with pytest.raises(SystemExit):
+        parse_args(["--without", "flash"])
 
 
 POEM = (
