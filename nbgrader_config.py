@@ -59,8 +59,10 @@ c.LimitOutput.max_traceback = 50
 # without nbgrader's warning about the hidden tests that the released cells lack.
 c.OverwriteCells.add_missing_cells = True
 # Every cell's nbgrader metadata is first made the instructor's (from the gradebook), or removed
-# from a cell the instructor's notebook does not have: a student's metadata ("task": true on a code
-# cell, a broken grade_id) would make nbgrader refuse the notebook and quote the cell in its log.
+# from a cell the instructor's notebook does not have and from every later copy of a cell (Jupyter's
+# copy and paste keeps the grade_id; the first copy keeps the role): a student's metadata ("task": true
+# on a code cell, a broken or copied grade_id) would make nbgrader refuse the notebook and quote the
+# cell in its log.
 c.Autograde.sanitize_preprocessors = [
     "autograder.nbgrader.cell_roles.InstructorCellRoles",
     "nbgrader.preprocessors.ClearOutput",
@@ -76,9 +78,19 @@ c.Autograde.sanitize_preprocessors = [
 # is copied, so no link can bring in solutions/ or another student's notebook), files are read
 # without following links, and the submission time is when the kernel last saw the submission
 # change, not what the student's timestamp.txt says; see autograder/exchange/.
+# Every user may create folders in the exchange, named for any student: a folder counts as a
+# student's submission only when that student's account owns it (nbgrader's check_owner, on by
+# default, which nbgrader's own collect only warns about). Another folder is collected for nobody,
+# and `make grade` lists it with its owner. Turn check_owner off only where every student shares
+# one system user (then a folder counts for whoever its name says).
 c.ExchangeFactory.collect = "autograder.exchange.collect.SafeCollect"
+# The class list: only its students are collected and graded (`make grade` lists the rest); one
+# student id a line, or the CSV that `nbgrader db student import` reads (an "id" column), from this
+# folder. Unset, every student with a submission is (on a hub: every account that submits).
+# c.SafeCollect.class_list = "class_list.txt"
 
-# New students are added to the gradebook the first time they are graded.
+# New students (on the class list, where one is given) are added to the gradebook the first time
+# they are graded.
 c.Autograde.create_student = True
 
 # Feedback shows which tests passed and each check's message, never the hidden

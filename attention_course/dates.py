@@ -150,11 +150,14 @@ def batch(
     """
     if not examples:
         raise ValueError("examples must not be empty")
-    sources = [source_vocab.encode(e.source) for e in examples]
-    targets = [target_vocab.encode(e.target, bos=True, eos=True) for e in examples]
-    src = torch.full((len(examples), max(map(len, sources))), source_vocab.pad_id, dtype=torch.long)
-    tgt = torch.full((len(examples), max(map(len, targets))), target_vocab.pad_id, dtype=torch.long)
-    for i, (s, t) in enumerate(zip(sources, targets)):
-        src[i, : len(s)] = torch.tensor(s)
-        tgt[i, : len(t)] = torch.tensor(t)
+    src = _padded([source_vocab.encode(e.source) for e in examples], source_vocab.pad_id)
+    tgt = _padded([target_vocab.encode(e.target, bos=True, eos=True) for e in examples], target_vocab.pad_id)
     return {"src": src, "src_mask": src != source_vocab.pad_id, "tgt": tgt}
+
+
+def _padded(rows: list[list[int]], pad_id: int) -> torch.Tensor:
+    """(len(rows), longest row): each row's ids from the left, then ``pad_id``."""
+    lengths = torch.tensor([len(row) for row in rows])
+    out = torch.full((len(rows), int(lengths.max())), pad_id, dtype=torch.long)
+    out[torch.arange(out.size(1)) < lengths[:, None]] = torch.tensor([i for row in rows for i in row], dtype=torch.long)
+    return out

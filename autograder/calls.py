@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from autograder import global_rng, layouts, reference, specs, standins
-from autograder.items import CheckFailed, Item
+from autograder.items import CheckFailed, Item, quoted_error
 from autograder.keywords import gathered
 
 
@@ -162,7 +162,7 @@ class Call:
         except CheckFailed:
             raise
         except Exception as exc:
-            self.fail(f"{name}({', '.join(map(repr, self.init))}) raised {type(exc).__name__}: {exc}")
+            self.fail(f"{name}({', '.join(map(repr, self.init))}) raised {quoted_error(exc)}")
         if self.weights is not None:
             self._load_weights(instance, students=cls is self.item.obj)
         try:
@@ -170,7 +170,7 @@ class Call:
         except Exception as exc:
             if self.mode is not None:
                 self.fail(
-                    f"{name}.train() raised {type(exc).__name__}: {exc}",
+                    f"{name}.train() raised {quoted_error(exc)}",
                     f"{name} must be an nn.Module (class {name}(nn.Module)) that calls super().__init__()",
                 )
         return instance
@@ -190,7 +190,7 @@ class Call:
             unexpected = [str(key) for key in unexpected]
         except Exception as exc:
             self.fail(
-                f"loading the weights into it with load_state_dict failed: {exc}",
+                f"loading the weights into it with load_state_dict failed: {quoted_error(exc)}",
                 "give the submodules the shapes the assignment says",
             )
         if unexpected:
@@ -206,7 +206,7 @@ class Call:
         try:
             state = instance.state_dict()
         except Exception as exc:
-            self.fail(f"{self.item.name}.state_dict() raised {type(exc).__name__}: {exc}")
+            self.fail(f"{self.item.name}.state_dict() raised {quoted_error(exc)}")
         if not isinstance(state, dict):
             self.fail(f"{self.item.name}.state_dict() returned a {type(state).__name__}, not a dict of tensors")
         return state
@@ -248,7 +248,7 @@ class Call:
         except CheckFailed:
             raise
         except Exception as exc:  # the student's error, reported as a failed property
-            self.fail(f"it raised {type(exc).__name__}: {exc}")
+            self.fail(f"it raised {quoted_error(exc)}")
 
     # ------------------------------------------------------------------ reporting
 

@@ -32,6 +32,10 @@ from attention_course.notebooks import COURSE_ROOT
 # The course's local MathJax (make book fetches it: course_site.mathjax): the component that feedback
 # pages carry inline, so that their mathematics renders where the page is opened, offline too.
 FEEDBACK_MATHJAX = COURSE_ROOT / "book" / "_static" / "mathjax" / "tex-svg.js"
+# What that component loads on demand, carried inline beside it (its loader fetches nothing): MathJax's safe
+# mode, and the TeX extensions it autoloads for their macros, all but html's (links, styles, classes, ids).
+_TEX_AUTOLOADED = "action amscd bbox boldsymbol braket bussproofs cancel color enclose extpfeil mhchem unicode verb"
+FEEDBACK_MATHJAX_PARTS = ("ui/safe", *(f"input/tex/extensions/{name}" for name in _TEX_AUTOLOADED.split()))
 SETTINGS_FILE = "term.yml"
 EDITIONS = ("open", "term")
 

@@ -68,6 +68,29 @@ def _indented(failure: CheckFailed) -> str:
     return textwrap.indent(str(failure), "  ").replace("  ", "- ", 1)
 
 
+# A failed check quotes the student's error (what it raised, in their code or ours) this far: its type and the first
+# line of its message. Its message is whatever the student's code chose, and code that records its arguments would
+# print the inputs of every hidden check it was called by before; a first line keeps the hint a real error gives.
+# A stand-in's refusal that the student's code let through word for word is the grader's text, and longer.
+QUOTED_ERROR_CHARS = 200
+QUOTED_GRADER_CHARS = 500
+
+
+def quoted_error(exc: BaseException) -> str:
+    """``"Type: message"`` of ``exc``, cut to the first line of its message and :data:`QUOTED_ERROR_CHARS`
+    characters (:data:`QUOTED_GRADER_CHARS` where the grader wrote it, ``exc.grader_wrote``: a stand-in's
+    refusal, :mod:`autograder.grading.session`), with a note where more was left out."""
+    try:
+        lines = str(exc).strip().splitlines()
+    except Exception:  # a student's __str__ that fails
+        lines = ["(its message could not be read)"]
+    most = QUOTED_GRADER_CHARS if getattr(exc, "grader_wrote", False) is True else QUOTED_ERROR_CHARS
+    quoted = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+    if len(lines) <= 1 and len(quoted) <= most:
+        return quoted
+    return f"{quoted[:most]} [the rest of its message is not shown]"
+
+
 SHOWN_WIDTH = 80
 
 

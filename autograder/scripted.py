@@ -4,11 +4,30 @@ A test cannot send an object into the sandbox (only plain data crosses), so a
 fixture crosses as its name and constructor arguments and is rebuilt from this
 module on the other side. The grader runs the reference with its own copy, so
 a fixture changed inside the sandbox changes only the student's result.
+
+A fixture whose state is part of what its test checks (:class:`CallLimitedTranslator`, which counts its calls)
+never enters the sandbox: it declares :class:`Held`, and the student's code gets a proxy with its public
+attributes whose calls of its methods the grader answers with the fixture it holds (:mod:`autograder.standins`),
+so that the code can call the fixture but never read or change its state. The grader holds each such fixture
+for the check that sent it (:func:`holding`, :func:`hold`, :func:`held`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+from collections.abc import Callable, Iterator
+from typing import NamedTuple
+
 import torch
+
+
+class Held(NamedTuple):
+    """What the student's code gets of a fixture that the grader holds: the ``methods`` it may call (answered
+    in the grader) and the ``attributes`` it may read (plain values, copied)."""
+
+    methods: tuple[str, ...]
+    attributes: tuple[str, ...] = ()
 
 
 class ScriptedTranslator(torch.nn.Module):
@@ -95,7 +114,11 @@ class ScriptedDraft(ScriptedTranslator):
 class CallLimitedTranslator(ScriptedTranslator):
     """:class:`ScriptedTranslator` for ``calls`` calls of ``decode``; from the next call on, it predicts other
     words. A decoder that calls it more often than its task needs (speculative decoding with a draft that
-    guesses right: one call per ``lookahead + 1`` tokens) writes other tokens than the reference."""
+    guesses right: one call per ``lookahead + 1`` tokens) writes other tokens than the reference.
+
+    Its count of calls is what its test checks: the grader holds it, and counts the calls it answers."""
+
+    __wire_held__ = Held(methods=("encode", "decode"), attributes=("vocab_size", "bos_id", "eos_id"))
 
     def __init__(self, vocab_size: int = 16, bos_id: int = 1, eos_id: int = 2, calls: int = 1):
         super().__init__(vocab_size, bos_id, eos_id)
@@ -138,7 +161,74 @@ FIXTURES = {
 
 
 def build(name: str, args):
-    """The fixture ``name`` built with ``args``; only the classes of this module."""
+    """The fixture ``name`` built with ``args``; only the classes of this module. While :func:`noting`, each
+    call of a held fixture's methods is noted first."""
     if name not in FIXTURES:
         raise ValueError(f"unknown fixture {name!r}")
-    return FIXTURES[name](*args)
+    fixture = FIXTURES[name](*args)
+    note = _NOTING.get()
+    if note is not None and held_by_grader(fixture):
+        for method in fixture.__wire_held__.methods:
+            setattr(fixture, method, _noted(note, fixture, method, getattr(fixture, method)))
+    return fixture
+
+
+def held_by_grader(fixture) -> bool:
+    """Whether the grader holds ``fixture`` while the student's code uses it (its class declares :class:`Held`)."""
+    return isinstance(getattr(type(fixture), "__wire_held__", None), Held)
+
+
+# ---------------------------------------------------------------------- the fixtures the grader holds
+
+_HELD: contextvars.ContextVar[list | None] = contextvars.ContextVar("held_fixtures", default=None)
+_NOTING: contextvars.ContextVar[Callable | None] = contextvars.ContextVar("noting_fixtures", default=None)
+
+
+@contextlib.contextmanager
+def holding() -> Iterator[None]:
+    """The grader holds the fixtures that cross to the sandbox in this block (one check's), and answers for
+    them (:func:`held`) until it ends."""
+    token = _HELD.set([])
+    try:
+        yield
+    finally:
+        _HELD.reset(token)
+
+
+def hold(fixture) -> int:
+    """The number by which the student's code reaches ``fixture``, which the grader holds (:func:`holding`)."""
+    fixtures = _HELD.get()
+    if fixtures is None:
+        raise RuntimeError(f"{type(fixture).__name__} is held by the grader: it crosses only while a check runs")
+    for number, known in enumerate(fixtures, 1):
+        if known is fixture:
+            return number
+    fixtures.append(fixture)
+    return len(fixtures)
+
+
+def held(number) -> object | None:
+    """The fixture held under ``number`` for the check being run, or None."""
+    fixtures = _HELD.get()
+    if fixtures is None or isinstance(number, bool) or not isinstance(number, int) or not 0 < number <= len(fixtures):
+        return None
+    return fixtures[number - 1]
+
+
+@contextlib.contextmanager
+def noting(note: Callable[[object, str, tuple, dict], None]) -> Iterator[None]:
+    """In this block, every held fixture that :func:`build` makes calls ``note(fixture, method, args, kwargs)``
+    before each call of its methods (how large the reference's own calls are)."""
+    token = _NOTING.set(note)
+    try:
+        yield
+    finally:
+        _NOTING.reset(token)
+
+
+def _noted(note, fixture, method: str, function):
+    def noted(*args, **kwargs):
+        note(fixture, method, args, kwargs)
+        return function(*args, **kwargs)
+
+    return noted

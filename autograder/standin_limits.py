@@ -5,7 +5,10 @@ helpers on the same inputs (:func:`recording` notes it): every argument of a sta
 that can stand for an integer, a NumPy int or the values of an integer tensor as well as an int; a
 tensor's size, largest dimension and number of dimensions; in lists, tuples, sets and dicts) may be at
 most a few times what the reference passed for that argument (:meth:`Size.within`), so nothing is
-computed on sizes the student chose.
+computed on sizes the student chose. A mask is bounded by what the contract allows it to be instead
+(:func:`broadcasts`): anything broadcastable to the scores of its call, at any rank up to theirs, so a
+valid call is never refused for a mask that the reference happened to pass smaller or not at all; the
+scores are bounded by their own arguments.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -105,6 +109,67 @@ def _largest_integer(array) -> int:
     return max(abs(int(array.max())), abs(int(array.min())))
 
 
+def _shape(value) -> tuple[int, ...]:
+    if not isinstance(value, (torch.Tensor, np.ndarray)):
+        raise TypeError("not a tensor")
+    return tuple(value.shape)
+
+
+def _heads(built: dict) -> int:
+    heads = built["num_heads"]
+    if isinstance(heads, bool) or not isinstance(heads, (int, np.integer)):
+        raise TypeError("num_heads is not an int")
+    return int(heads)
+
+
+# The scores that a stand-in's mask broadcasts to, as the contract (../shared/COURSE_SPEC.md) says, from
+# (the call's arguments, the arguments its module was built with): (name, call kind, parameter) -> shape.
+MASKS: dict[tuple[str, str, str], Callable[[dict, dict], tuple[int, ...]]] = {
+    ("masked_softmax", "call", "mask"): lambda a, built: _shape(a["scores"]),
+    ("AdditiveAttention", "forward", "mask"): lambda a, built: _shape(a["keys"])[:2],
+    ("MultiHeadAttention", "forward", "mask"): lambda a, built: (
+        _shape(a["query"])[0],
+        _heads(built),
+        _shape(a["query"])[-2],
+        _shape(a["key"])[-2],
+    ),
+    ("EncoderLayer", "forward", "mask"): lambda a, built: (
+        _shape(a["x"])[0],
+        _heads(built),
+        _shape(a["x"])[1],
+        _shape(a["x"])[1],
+    ),
+    ("DecoderLayer", "forward", "tgt_mask"): lambda a, built: (
+        _shape(a["x"])[0],
+        _heads(built),
+        _shape(a["x"])[1],
+        _shape(a["x"])[1],
+    ),
+    ("DecoderLayer", "forward", "memory_mask"): lambda a, built: (
+        _shape(a["x"])[0],
+        _heads(built),
+        _shape(a["x"])[1],
+        _shape(a["memory"])[1],
+    ),
+}
+
+
+def broadcasts(key: tuple[str, str, str], value, arguments: dict, built: dict | None = None) -> bool:
+    """Whether ``value``, the argument ``key`` (name, call kind, parameter) of a stand-in's call with these
+    ``arguments`` (by parameter name; ``built``: those its module was built with), is a mask that the contract
+    allows: a tensor or array broadcastable to the scores of the call (:data:`MASKS`), so no larger than they
+    are, whatever its rank up to theirs."""
+    scores = MASKS.get(key)
+    if scores is None or not isinstance(value, (torch.Tensor, np.ndarray)):
+        return False
+    try:
+        target = tuple(int(n) for n in scores(arguments, built or {}))
+    except (KeyError, IndexError, TypeError, ValueError):
+        return False
+    shape = tuple(value.shape)
+    return len(shape) <= len(target) and all(n in (1, m) for n, m in zip(reversed(shape), reversed(target)))
+
+
 def bound_arguments(signature: inspect.Signature, args, kwargs) -> inspect.BoundArguments:
     """The arguments bound to their parameters, defaults included; a TypeError where they do not fit."""
     bound = signature.bind(*args, **kwargs)
@@ -124,14 +189,30 @@ def is_module(obj) -> bool:
     return isinstance(obj, type) and issubclass(obj, torch.nn.Module)
 
 
+def _note(records: dict, name: str, kind: str, signature: inspect.Signature, args, kwargs) -> None:
+    """The size of every argument of a call of ``name`` (its ``kind``), noted into ``records``."""
+    with contextlib.suppress(TypeError):
+        for parameter, value in bound_arguments(signature, args, kwargs).arguments.items():
+            key = (name, kind, parameter)
+            records[key] = records.get(key, Size()) | size_of(value)
+
+
+def fixture_recording(records: dict):
+    """A note for :func:`autograder.scripted.noting`: the size of every argument of a call of a held fixture's
+    method into ``records``, under ("<fixture>.<method>", "call", parameter)."""
+
+    def note_fixture(fixture, method: str, args, kwargs) -> None:
+        name = f"{fixture.__wire_fixture__[0]}.{method}"
+        _note(records, name, "call", signature_of(type(fixture), method), args, kwargs)
+
+    return note_fixture
+
+
 def recording(name: str, helper, records: dict):
     """``helper``, noting the size of every argument it gets into ``records``."""
 
     def note(kind: str, signature: inspect.Signature, args, kwargs) -> None:
-        with contextlib.suppress(TypeError):
-            for parameter, value in bound_arguments(signature, args, kwargs).arguments.items():
-                key = (name, kind, parameter)
-                records[key] = records.get(key, Size()) | size_of(value)
+        _note(records, name, kind, signature, args, kwargs)
 
     if not is_module(helper):
         signature = signature_of(helper)

@@ -23,9 +23,15 @@ on the arguments the student's code passed.
 
 What the grader computes for a stand-in is bounded by what the reference item itself asks of its
 helpers on the same inputs (:meth:`Scope.limits`, with :mod:`autograder.standin_limits`): every argument
-of a stand-in's call may be at most a few times what the reference passed for that argument, so nothing
-is computed on sizes the student chose; a call past that, or of a name the item does not use, raises an
-error in the student's code that says so.
+of a stand-in's call may be at most a few times what the reference passed for that argument (a mask:
+anything broadcastable to the scores of its call, as the contract allows), so nothing is computed on
+sizes the student chose; a call past that, or of a name the item does not use, raises an error in the
+student's code that says so.
+
+A fixture whose state its test checks (:mod:`autograder.scripted`'s call-limited translator, which counts
+its calls) is held the same way: the student's code gets a proxy, and each call of its methods is answered
+here with the fixture the grader holds for the check (:meth:`Scope.answer`, kind ``fixture``), bounded by
+the reference's own calls of it, so the code can call it but never read or change its count.
 The stand-ins of an item answer only while that item's checks run (:func:`grading`); which helpers
 they replace, and so whose fault a failure is, :mod:`autograder.attribution` decides.
 """
@@ -41,9 +47,18 @@ from dataclasses import dataclass, field
 
 import torch
 
-from autograder import global_rng, reference
+from autograder import global_rng, reference, scripted
 from autograder.sandbox import values, wire
-from autograder.standin_limits import Size, bound_arguments, is_module, recording, signature_of, size_of
+from autograder.standin_limits import (
+    Size,
+    bound_arguments,
+    broadcasts,
+    fixture_recording,
+    is_module,
+    recording,
+    signature_of,
+    size_of,
+)
 
 _LIMITS: dict[tuple, dict] = {}  # limits_key -> limits, for this process (the reference does not change)
 
@@ -100,7 +115,8 @@ class Scope:
             records: dict[tuple[str, str, str], Size] = {}
             helpers = {name: recording(name, self.helper(name), records) for name in self.uses}
             if self.run_reference is not None:
-                with contextlib.suppress(Exception):  # it may raise on purpose (a check that wants an error)
+                # it may raise on purpose (a check that wants an error)
+                with contextlib.suppress(Exception), scripted.noting(fixture_recording(records)):
                     self.run_reference(helpers)
             self._limits = records
             if self.limits_key is not None:
@@ -112,17 +128,32 @@ class Scope:
             self._fallback = self.inputs_size() if self.inputs_size is not None else Size()
         return self._fallback
 
-    def _checked(self, name: str, kind: str, signature: inspect.Signature, args, kwargs) -> inspect.BoundArguments:
+    def _checked(
+        self,
+        name: str,
+        kind: str,
+        signature: inspect.Signature,
+        args,
+        kwargs,
+        built: dict | None = None,
+        held: bool = False,
+    ) -> inspect.BoundArguments:
+        """The arguments of a call, bound; :class:`Refused` where one is larger than :meth:`limits` allows (a
+        mask: than its contract allows, :func:`~autograder.standin_limits.broadcasts`; ``built``: the
+        arguments that a module's stand-in was built with; ``held``: a call of a fixture's method)."""
         try:
             arguments = bound_arguments(signature, args, kwargs)
         except TypeError as exc:
             raise Refused(f"{name}: {exc}") from None
         limits = self.limits()
         for parameter, value in arguments.arguments.items():
+            if broadcasts((name, kind, parameter), value, arguments.arguments, built):
+                continue
             too_large = size_of(value).within(limits.get((name, kind, parameter)) or self.fallback())
             if too_large:
+                what = f"{name}, which the grader holds," if held else f"the grader's {name}, which stands in for yours"
                 raise Refused(
-                    f"the grader's {name}, which stands in for yours while this item is graded, takes "
+                    f"{what} while this item is graded, takes "
                     f"arguments as large as those the assignment's own solution passes on these inputs; "
                     f"here {parameter} {too_large}"
                 )
@@ -134,6 +165,8 @@ class Scope:
         """The grader's answer to a stand-in's call (both as plain data)."""
         try:
             name, kind = callback.get("name"), callback.get("kind")
+            if kind == "fixture":
+                return self._fixture(callback)
             if not isinstance(name, str) or name not in self.uses:
                 raise Refused(f"{str(name)[:80]!r} is not one of the items this item is graded with")
             helper = self.helper(name)
@@ -165,6 +198,27 @@ class Scope:
                 "error_type": "RuntimeError",
                 "error": f"the call could not be answered ({exc})"[:2000],
             }
+
+    def _fixture(self, callback: dict) -> dict:
+        """A call of a method of a fixture that the grader holds for this check (:mod:`autograder.scripted`),
+        made on that fixture here: its state, a count of calls, stays in the grader."""
+        fixture = scripted.held(callback.get("held"))
+        if fixture is None:
+            raise Refused("no such fixture is in use now")
+        name, method = fixture.__wire_fixture__[0], callback.get("name")
+        if method not in type(fixture).__wire_held__.methods:
+            raise Refused(f"{name} has no method {str(method)[:80]!r} to call")
+        try:
+            args, kwargs = values.decode(callback.get("args")), values.decode(callback.get("kwargs"))
+        except Exception:
+            raise Refused(f"{name}.{method}: its arguments could not be read") from None
+        if not isinstance(args, list) or not isinstance(kwargs, dict):
+            raise Refused(f"{name}.{method}: its arguments could not be read")
+        signature = signature_of(type(fixture), method)
+        arguments = self._checked(f"{name}.{method}", "call", signature, args, kwargs, held=True)
+        with torch.no_grad():  # a scripted fixture draws nothing at random
+            value = _run(lambda: getattr(fixture, method)(*arguments.args, **arguments.kwargs))
+        return {"ok": True, "value": values.encode(value)}
 
     def _built_module(self, name: str, helper, args, kwargs, rng: torch.Tensor | None):
         """The reference module built with these (checked) arguments, and the generator state after."""
@@ -214,7 +268,8 @@ class Scope:
             module.to(floating[0])
         _run(lambda: module.load_state_dict(state))
         module.train(bool(callback.get("training")))
-        arguments = self._checked(name, "forward", signature_of(helper, "forward"), args, kwargs)
+        built = bound_arguments(signature_of(helper, "__init__"), init_args, init_kwargs).arguments
+        arguments = self._checked(name, "forward", signature_of(helper, "forward"), args, kwargs, built)
         rng = _rng_state(callback.get("rng"))
         with global_rng.private(rng) as generator, torch.no_grad():
             value = _run(lambda: module(*arguments.args, **arguments.kwargs))
@@ -312,7 +367,8 @@ def grading(assignment: str, uses: tuple[str, ...]) -> Iterator[Scope]:
     scope = Scope(assignment, tuple(uses))
     token = _CURRENT.set(scope)
     try:
-        yield scope
+        with scripted.holding():  # the fixtures that cross while the check runs, which its stand-ins answer for
+            yield scope
     finally:
         _CURRENT.reset(token)
 

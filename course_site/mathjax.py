@@ -18,7 +18,7 @@ import urllib.request
 from pathlib import Path
 
 from attention_course.notebooks import COURSE_ROOT
-from autograder.course import FEEDBACK_MATHJAX
+from autograder.course import FEEDBACK_MATHJAX, FEEDBACK_MATHJAX_PARTS
 
 VERSION = "3.2.2"
 TARBALL = f"https://registry.npmjs.org/mathjax/-/mathjax-{VERSION}.tgz"
@@ -26,7 +26,8 @@ SHA512 = "Bt+SSVU8eBG27zChVewOicYs7Xsdt40qm4+UpHyX7k0/O9NliPc+x77k1/FEsPsjKPZGJv
 TARGET = FEEDBACK_MATHJAX.parent
 ENTRY = "tex-mml-chtml.js"  # the component the book loads (TeX in, CommonHTML out)
 # The component that feedback pages inline (TeX in, SVG out: its fonts are in it, so a page that travels
-# alone renders its mathematics offline): autograder.nbgrader.feedback_html.FeedbackHTMLExporter.
+# alone renders its mathematics offline), with the parts it loads (safe mode, TeX extensions), inlined too:
+# autograder.nbgrader.feedback_html.FeedbackHTMLExporter.
 FEEDBACK_ENTRY = FEEDBACK_MATHJAX.name
 
 
@@ -43,6 +44,7 @@ def installed(target: Path = TARGET) -> bool:
     return (
         (target / ENTRY).is_file()
         and (target / FEEDBACK_ENTRY).is_file()
+        and all((target / f"{part}.js").is_file() for part in FEEDBACK_MATHJAX_PARTS)
         and (target / "VERSION").is_file()
         and (target / "VERSION").read_text().strip() == VERSION
     )

@@ -787,3 +787,16 @@ def _forge():
 
 threading.Thread(target=_forge, daemon=True).start()
 """
+
+# ch02 (hidden inputs in the student's own error): softmax records every input it is given, numbered, and from its
+# tenth call on raises an error that prints them all (the hidden checks' among them), on one line and then one a line.
+RECORDED_INPUTS = r"""
+_recorded = []
+
+def softmax(x, axis=-1):
+    _recorded.append(f"#{len(_recorded) + 1}={np.asarray(x).tolist()!r}")
+    if len(_recorded) >= 10:
+        raise ValueError("recorded " + " ".join(_recorded) + "\n" + "\n".join(_recorded))
+    exps = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return exps / np.sum(exps, axis=axis, keepdims=True)
+"""

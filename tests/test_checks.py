@@ -297,6 +297,42 @@ def test_not_implemented_and_exceptions_become_messages():
     assert "it raised AttributeError" in msg
 
 
+def test_a_students_error_is_quoted_to_the_first_line_of_its_message():
+    """The student's error text is theirs to choose (code that records its arguments would print the hidden
+    checks' inputs): a failed check quotes its type and the first line of its message, at most 200 characters,
+    and says where it cut more; a real error's one line is quoted whole."""
+    seen = []
+
+    def recorder(x, axis=-1):
+        seen.append(np.asarray(x).tolist())
+        raise ValueError("inputs so far:\n" + "\n".join(map(repr, seen)))
+
+    msg = failure(check_rows_sum_to_one, softmax_item(recorder), [array(3)])
+    assert "it raised ValueError: inputs so far: [the rest of its message is not shown]" in msg
+    assert repr(seen[0]) not in msg
+
+    def wide(x, axis=-1):
+        raise RuntimeError("x" * 1000)
+
+    msg = failure(check_rows_sum_to_one, softmax_item(wide), [array(3)])
+    assert (
+        f"it raised RuntimeError: {'x' * (200 - len('RuntimeError: '))} [the rest of its message is not shown]" in msg
+    )
+    msg = failure(check_rows_sum_to_one, softmax_item(lambda x, axis=-1: x @ np.ones((4, 2))), [array(3)])
+    assert "it raised ValueError: matmul: Input operand 1 has a mismatch in its core dimension 0" in msg
+    assert "[the rest" not in msg
+
+    class Unreadable(Exception):
+        def __str__(self):
+            raise RuntimeError("no")
+
+    def unreadable(x, axis=-1):
+        raise Unreadable()
+
+    msg = failure(check_rows_sum_to_one, softmax_item(unreadable), [array(3)])
+    assert "it raised Unreadable: (its message could not be read)" in msg
+
+
 def test_wrong_library_is_named():
     msg = failure(
         check_rows_sum_to_one, softmax_item(lambda x, axis=-1: torch.softmax(torch.from_numpy(x), -1)), [array(3)]

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 from nbconvert.filters.strings import strip_files_prefix as nbconvert_strip_files_prefix
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
@@ -44,7 +45,7 @@ from nbgrader.nbgraderformat import MetadataValidator, ValidationError
 
 from attention_course import notebooks
 from attention_course.notebooks import COURSE_ROOT
-from autograder import course
+from autograder import course, specs
 from autograder.classroom import fill, make_course, submit
 from autograder.cli import run_nbgrader
 from autograder.grading.feedback_pages import _releasable, feedback_page, write_feedback_page
@@ -189,8 +190,9 @@ def test_feedback_keeps_the_courses_markdown_as_written_and_sanitises_the_studen
 
 
 def test_a_feedback_page_carries_the_courses_mathjax_in_place_of_the_cdn(tmp_path):
-    """The CDN block of nbconvert's template becomes the course's MathJax, inline and closed where it should
-    be; without the course's copy the page is left as it was."""
+    """The CDN block of nbconvert's template becomes the course's MathJax and the parts it loads (safe mode
+    first), inline and closed where they should be; without all of the course's copy the page is left as it was
+    (nbconvert's MathJax 2, in its safe mode)."""
     from autograder.nbgrader.feedback_html import inline_mathjax
 
     page = (
@@ -199,17 +201,25 @@ def test_a_feedback_page_carries_the_courses_mathjax_in_place_of_the_cdn(tmp_pat
     )
     script = tmp_path / "tex-svg.js"
     script.write_text('var a = "</script>"; var b = /<!--.*?-->/g;')
+    for part in course.FEEDBACK_MATHJAX_PARTS:
+        (tmp_path / f"{part}.js").parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f"{part}.js").write_text(f'var part = "{part}</script>";')
     inlined = inline_mathjax(page, script)
-    assert "cdnjs" not in inlined and "init_mathjax" not in inlined and "window.MathJax = {tex:" in inlined
+    assert "cdnjs" not in inlined and "init_mathjax" not in inlined and "window.MathJax = {" in inlined
+    assert "safeOptions: {allow: {URLs: 'none'" in inlined and course.FEEDBACK_MATHJAX_PARTS[0] == "ui/safe"
     assert 'var a = "<\\/script>"; var b = /<\\!--.*?-->/g;' in inlined
+    for part in course.FEEDBACK_MATHJAX_PARTS:
+        assert f"'mathjax/{part}.js': function () {{\nvar part = \"{part}<\\/script>\";\n}}" in inlined, part
     assert inlined.count("</script>") == 2 and inlined.endswith("</head><body>$x$</body>")
+    (tmp_path / "ui" / "safe.js").unlink()
+    assert inline_mathjax(page, script) == page
     assert inline_mathjax(page, tmp_path / "absent.js") == page
 
 
 def _feedback_page_in_chromium(tmp_path, markdown: str, inspect: str):
     """A feedback page of one markdown cell, as nbgrader's template and the course's exporter write it, opened in
-    Chromium with no network once MathJax has typeset it: what the script ``inspect`` returns, and the page's
-    errors."""
+    Chromium with no network once MathJax has typeset it: what the script ``inspect`` returns, the page's
+    errors, and the URL of every request it made."""
     import nbgrader.converters.generate_feedback as nbgrader_feedback
     from playwright.sync_api import sync_playwright
 
@@ -231,7 +241,8 @@ def _feedback_page_in_chromium(tmp_path, markdown: str, inspect: str):
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
         page = browser.new_context(offline=True).new_page()
-        errors = []
+        errors, requests = [], []
+        page.on("request", lambda request: requests.append(request.url))
         page.on("pageerror", lambda error: errors.append(str(error)))
         page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
         page.goto(path.as_uri())
@@ -239,19 +250,42 @@ def _feedback_page_in_chromium(tmp_path, markdown: str, inspect: str):
         page.evaluate("MathJax.startup.promise")
         found = page.evaluate(inspect)
         browser.close()
-    return found, errors
+    return found, errors, requests
 
 
 @pytest.mark.slow
 @pytest.mark.browser
 def test_a_feedback_page_renders_its_mathematics_offline(tmp_path):
     """Every formula is typeset by the inlined MathJax, without an error, with no network."""
-    (typeset, text), errors = _feedback_page_in_chromium(
+    (typeset, text), errors, requests = _feedback_page_in_chromium(
         tmp_path,
         "Scores $q \\cdot k / \\sqrt{d_k}$, weights $$\\sum_j w_j = 1$$",
         "[document.querySelectorAll('mjx-container').length, document.body.innerText]",
     )
     assert typeset == 2 and "$" not in text and errors == [], (typeset, errors)
+    assert [url for url in requests if not url.startswith(("file:", "data:"))] == []
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_a_feedback_page_typesets_the_tex_extensions_mathjax_loads_offline_in_safe_mode(tmp_path):
+    """The TeX extensions that MathJax loads when a formula uses them (\\boldsymbol, \\cancel, \\bbox, \\color,
+    ...) come with the page: typeset without an error, nothing fetched, colours by name or #hex kept."""
+    markdown = (
+        "$\\boldsymbol{q}^\\top \\cancel{k}$ $\\bbox[yellow,5px]{w}$ $\\color{blue}{x} + \\color[rgb]{1,0,0}{y}$ "
+        "$\\bra{a}\\ket{b}$ $\\enclose{circle}{e}$ $\\xmapsto{f}$ $\\unicode{x41}$ "
+        '$\\mmlToken{mi}[mathcolor="#0a0"]{g}$'
+    )
+    inspect = """[
+        document.querySelectorAll('mjx-container').length,
+        document.querySelectorAll('mjx-container [data-mml-node="merror"], mjx-container [fill="red"]').length,
+        [...document.querySelectorAll('mjx-container svg [fill]')].map(e => e.getAttribute('fill'))
+            .filter(fill => !['currentColor', 'none'].includes(fill)),
+    ]"""
+    (typeset, failed, colours), errors, requests = _feedback_page_in_chromium(tmp_path, markdown, inspect)
+    assert (typeset, failed, errors) == (8, 0, []), (typeset, failed, errors)
+    assert sorted(colours) == ["#0a0", "#ff0000", "blue", "yellow"], colours
+    assert [url for url in requests if not url.startswith(("file:", "data:"))] == []
 
 
 @pytest.mark.slow
@@ -274,10 +308,56 @@ def test_a_students_tex_makes_no_link_and_no_style_on_a_feedback_page(tmp_path):
         document.querySelectorAll('mjx-container .modal, mjx-container #header').length,
         document.querySelectorAll('mjx-container [data-mml-node="mtext"][fill="red"]').length,
     ]"""
-    (typeset, links, fixed, classed, undefined), errors = _feedback_page_in_chromium(tmp_path, markdown, inspect)
+    (typeset, links, fixed, classed, undefined), errors, _ = _feedback_page_in_chromium(tmp_path, markdown, inspect)
     assert typeset == 5 and (links, fixed, classed) == (0, 0, 0), (typeset, links, fixed, classed)
     assert errors == [], errors
     assert undefined == 6, undefined  # \\href, \\style, \\class, \\cssId, \\require, \\href, shown as written in red
+
+
+BEACON = "http://beacon.invalid"
+# TeX that puts the student's attributes on the page, in MathJax's base package (\mmlToken, the html extension's
+# macros, \require), then in the extensions it loads when a formula uses them (\bbox's CSS, \unicode).
+TEX_WITH_ATTRIBUTES = (
+    f'$\\mmlToken{{mtext}}[href="javascript:window.owned=1",mathsize="3em"]{{your grade}}$ '
+    f'$\\mmlToken{{mi}}[style="position:fixed;top:0;left:0;width:100vw;height:100vh;z-index:9;'
+    f'background:url({BEACON}/style)"]{{over}}$ '
+    '$\\mmlToken{mi}[class="modal",id="header"]{x}$ '
+    f'$\\mmlToken{{mglyph}}[src="{BEACON}/glyph.png",width="1em",height="1em"]{{}}$ '
+    f'$\\mmlToken{{mi}}[mathcolor="url({BEACON}/fill)",mathbackground="url({BEACON}/rect)"]{{c}}$ '
+    "$\\href{javascript:window.owned=1}{\\text{your grade}}$ "
+    "$\\style{position:fixed;top:0;left:0;width:100vw;height:100vh;z-index:9}{\\text{over}}$ "
+    "$\\class{modal}{x} + \\cssId{header}{y}$ "
+    f"$\\require{{html}}\\href{{{BEACON}}}{{z}}$ "
+    "$q \\cdot k$",
+    f"$\\bbox[background:url({BEACON}/bbox)]{{y}}$ $\\bbox[yellow,5px]{{w}}$ $\\unicode{{x41}}$",
+)
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.parametrize("extensions", [False, True], ids=["base", "with-extensions"])
+def test_a_students_tex_makes_no_link_no_style_and_no_request_through_mathjaxs_own_attributes(tmp_path, extensions):
+    """MathJax's safe mode filters what any TeX gives the page (\\mmlToken's attributes, colours, \\bbox's CSS,
+    the html extension's macros, \\unicode, \\require): no link but the page's own, no element placed or named by
+    the student's CSS, class or id, and no request but the page's own file (a beacon in CSS, a colour or an
+    image, fetched when the page is opened)."""
+    base, more = TEX_WITH_ATTRIBUTES
+    markdown = f"{base} {more}" if extensions else base
+    inspect = """[
+        document.querySelectorAll('mjx-container').length,
+        [...document.querySelectorAll('mjx-container *')].filter(e => e.localName === 'a'
+            || [...e.attributes].some(a => a.localName === 'href' && !a.value.startsWith('#'))).length,
+        [...document.querySelectorAll('a')].filter(a => !(a.getAttribute('href') || '#').startsWith('#')).length,
+        [...document.querySelectorAll('mjx-container *')].filter(e => getComputedStyle(e).position === 'fixed'
+            || /z-index|url\\(|100vw/.test(e.getAttribute('style') || '')).length,
+        document.querySelectorAll('.modal, #header').length,
+    ]"""
+    (typeset, mathjax_links, links, placed, named), errors, requests = _feedback_page_in_chromium(
+        tmp_path, markdown, inspect
+    )
+    assert typeset == (13 if extensions else 10), typeset
+    assert (mathjax_links, links, placed, named) == (0, 0, 0, 0), (mathjax_links, links, placed, named)
+    assert [url for url in requests if not url.startswith(("file:", "data:"))] == []
 
 
 # ----------------------------------------------------------------------------- cell roles
@@ -287,8 +367,11 @@ def _gradebook_notebook(assignment: str):
     """The instructor notebook's cells as the gradebook records them (what InstructorCellRoles reads)."""
     nb = notebooks.read(course.notebook_path(assignment, "solutions"))
     cells = [(notebooks.cell_id(c), notebooks.nbgrader_meta(c)) for c in nb.cells if notebooks.cell_id(c)]
+    kinds = {notebooks.cell_id(c): c.cell_type for c in nb.cells if notebooks.cell_id(c)}
     return SimpleNamespace(
-        source_cells=[SimpleNamespace(name=name, locked=meta.get("locked", False)) for name, meta in cells],
+        source_cells=[
+            SimpleNamespace(name=name, locked=meta.get("locked", False), cell_type=kinds[name]) for name, meta in cells
+        ],
         grade_cells=[SimpleNamespace(name=name, max_score=meta["points"]) for name, meta in cells if meta.get("grade")],
         solution_cells=[SimpleNamespace(name=name) for name, meta in cells if meta.get("solution")],
         task_cells=[],
@@ -500,6 +583,17 @@ def unreadable(course_folder: Path, student: str) -> None:
 needs_bwrap = pytest.mark.skipif(not bwrap_available(), reason="bubblewrap is not installed")
 
 
+# An honest mistake that raises: the values multiplied by the transpose of v (torch's error names the shapes).
+SDPA_SHAPE_ERROR = """
+def scaled_dot_product_attention(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v.transpose(-2, -1), weights
+"""
+
+
 @pytest.fixture(scope="module")
 def protected(tmp_path_factory):
     """A class graded with the course's configuration."""
@@ -511,6 +605,8 @@ def protected(tmp_path_factory):
     bomb = fill(A)
     bomb.cells.insert(1, new_markdown_cell(attacks.BRACKET_BOMB))
     submit(folder, "mallory_brackets", A, bomb)
+    recorder = {"softmax": attacks.RECORDED_INPUTS, "scaled_dot_product_attention": SDPA_SHAPE_ERROR}
+    submit(folder, "mallory_recorder", A, fill(A, recorder))
     unreadable(folder, "broken_json")
     return folder, make_grade(folder)
 
@@ -565,6 +661,34 @@ def test_a_markdown_cell_of_brackets_leaves_the_feedback_phase_fast(protected):
     for student in ("alice", "bob_zeros", "mallory_task", "mallory_schema"):
         page = feedback(folder, student)
         assert "Note from the grader" not in page and "test_sdpa_values" in page, student
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_a_students_error_is_quoted_to_its_first_line_so_it_carries_no_hidden_input(protected):
+    """softmax records its inputs and, from its tenth call on, raises an error that prints them all: each failed
+    check quotes its first line, cut to 200 characters with a note, so neither the feedback page nor the CSV and
+    the summary hold a number of the hidden checks' inputs. An honest error (a shape mistake in
+    scaled_dot_product_attention) is quoted whole, with the check's hint."""
+    folder, run = protected
+    page = " ".join(feedback(folder, "mallory_recorder").split())  # its lines as wrapped, joined
+    hidden = [
+        specs.materialize([spec], {}, seed)[0][0]
+        for spec, seed in ((specs.array(7), 1), (specs.array(2, 3, 4), 2), (specs.array(4, 6, scale=10.0), 3))
+    ]
+    numbers = {repr(float(number)) for value in hidden for number in np.ravel(value)}
+    assert len(numbers) == 7 + 24 + 24
+    csv_text = (folder / "grades" / f"{A}.csv").read_text()
+    for shown in (page, csv_text, run.stdout):
+        assert [number for number in numbers if number in shown] == []
+    quoted = page.split("it raised ValueError: ")[1:]
+    assert len(quoted) == 3  # softmax's three test cells
+    for error in quoted:
+        assert error.startswith("recorded #1=[1.0, 2.0, 3.0]") and " [the rest of its message is not shown]" in error
+        assert len(error.split(" [the rest of its message is not shown]")[0]) <= 200 - len("ValueError: "), error
+    honest = "it raised RuntimeError: Expected size for first two dimensions of batch2 tensor to be: [2, 7] but got"
+    assert f"{honest}: [2, 6]. hint: output is (..., Lq, dv)" in page
+    assert float(csv_rows(folder)["mallory_recorder"]["score"]) < FULL
 
 
 # What plain nbgrader does: cells keep the roles a student wrote, nbconvert's own filter, no markdown cut.

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from autograder import reference, standins
+from autograder import reference, scripted, standins
 from autograder.grading.source import Source
 from autograder.sandbox import values, wire
 from autograder.standin_limits import Size, size_of
 from autograder.standins import Scope
 
-CH03, CH04, CH06 = "ch03_multi_head", "ch04_masking", "ch06_transformer"
+CH03, CH04, CH06, CH07 = "ch03_multi_head", "ch04_masking", "ch06_transformer", "ch07_efficient_attention"
 
 
 def decoded(answer: dict, key: str = "value"):
@@ -131,6 +131,63 @@ def test_the_reference_raising_on_the_students_arguments_raises_the_same_error_t
     assert answer["ok"] is False and answer["error_type"] == "ValueError" and "num_heads" in answer["error"]
 
 
+def softmax_scope() -> Scope:
+    """The stand-in of masked_softmax in a check whose reference passes it no mask (chapter 7's
+    check_relative_positions replays the item on x alone, with no mask)."""
+    scope = Scope(CH07, ("masked_softmax",))
+    scope.run_reference = lambda helpers: helpers["masked_softmax"](torch.randn(2, 4, 6, 6), None)
+    scope.inputs_size = lambda: size_of([torch.zeros(2, 6, 32)])
+    return scope
+
+
+def test_a_mask_is_bounded_by_the_scores_it_broadcasts_to_at_any_rank_up_to_theirs():
+    """Issue 56: a per-head loop passes masked_softmax each head's 3-D scores and mask[:, h], as the contract
+    allows (a mask broadcastable to the scores); the stand-in refused it ("mask has dimensions: 3, more than the
+    2 allowed"), its bound taken from the reference's own calls, which passed no mask."""
+    scope = softmax_scope()
+    scores, mask = torch.randn(2, 6, 6), torch.rand(2, 6, 6) < 0.7
+    mask[..., 0] = True
+    got = decoded(scope.answer(callback("call", "masked_softmax", scores, mask)))
+    assert torch.equal(got, reference.get("ch04_masking", "masked_softmax")(scores, mask))
+    for fits in (torch.ones(2, 4, 6, 6, dtype=torch.bool), torch.ones(1, 6, dtype=torch.bool), torch.tensor(True)):
+        assert scope.answer(callback("call", "masked_softmax", torch.randn(2, 4, 6, 6), fits))["ok"]
+    # A mask that does not broadcast to its scores is held to the reference's bound, and large scores to theirs.
+    answer = scope.answer(callback("call", "masked_softmax", torch.randn(2, 4, 6, 6), torch.ones(1, 1, 1, 1, 1, 6)))
+    assert not answer["ok"] and "mask has dimensions: 6, more than the 2 allowed" in answer["error"], answer
+    answer = scope.answer(callback("call", "masked_softmax", torch.randn(2, 4, 6, 6), torch.ones(2, 4, 6, 70) > 0))
+    assert not answer["ok"] and "mask has elements: 3360" in answer["error"], answer
+    answer = scope.answer(callback("call", "masked_softmax", torch.randn(4, 100, 100), torch.ones(100, 100) > 0))
+    assert not answer["ok"] and "scores has elements: 40000" in answer["error"], answer
+
+
+def test_a_module_stand_ins_mask_may_be_one_for_every_head():
+    """MultiHeadAttention's mask is broadcastable to (B, H, Lq, Lk) (H: the heads it was built with): a layer
+    that gives it one mask per head is answered, though the reference passed one (Lq, Lk) mask."""
+    scope = Scope(CH06, ("MultiHeadAttention",))
+    x, look_ahead = torch.randn(2, 16, 16), torch.ones(16, 16, dtype=torch.bool).tril()
+    scope.run_reference = lambda helpers: helpers["MultiHeadAttention"](16, 4)(x, x, x, look_ahead)
+    built = scope.answer(
+        {**callback("construct", "MultiHeadAttention", 16, 4), "rng": values.encode(torch.get_rng_state())}
+    )
+
+    def forward(mask):
+        return scope.answer(
+            {
+                **callback("forward", "MultiHeadAttention", x, x, x, mask),
+                "init": built["init"],
+                "state": built["state"],
+                "rng": values.encode(torch.get_rng_state()),
+            }
+        )
+
+    per_head = look_ahead.expand(2, 4, 16, 16).clone()  # crosses as 2,048 values: the reference's 256, times 8
+    want = reference.get(CH06, "MultiHeadAttention")(16, 4)
+    want.load_state_dict(decoded(built, "state"))
+    assert torch.allclose(decoded(forward(per_head))[0], want.eval()(x, x, x, look_ahead)[0], atol=1e-6)
+    answer = forward(torch.ones(2, 5, 16, 16, dtype=torch.bool))  # 5 heads' masks, for 4 heads
+    assert not answer["ok"] and "mask has elements: 2560" in answer["error"], answer
+
+
 def layer_scope(dropout: float) -> Scope:
     """The stand-ins of a check of EncoderLayer(16, 4, 32, dropout) in train mode."""
     scope = Scope(CH06, ("MultiHeadAttention", "FeedForward"))
@@ -191,6 +248,64 @@ def test_a_module_stand_in_refuses_a_state_it_was_not_built_with_and_a_forged_ra
     assert not forged["ok"] and "random generator" in forged["error"]
     huge = scope.answer({**callback("construct", "FeedForward", 16, 100_000), "rng": rng})
     assert not huge["ok"] and "d_ff is 100000" in huge["error"]
+
+
+class InProcess:
+    """The worker's way back to the grader (autograder.sandbox.worker), answered by ``scope`` in this process."""
+
+    def __init__(self, scope: Scope):
+        self.scope, self.message_bytes = scope, wire.MAX_MESSAGE
+
+    def encode(self, what: str, value):
+        return values.encode(value)
+
+    def ask(self, callback: dict):
+        answer = self.scope.answer(callback)
+        if not answer["ok"]:
+            raise RuntimeError(answer["error"])
+        return wire.CallbackResult(0, **answer)
+
+
+def test_a_fixture_whose_calls_a_test_counts_stays_in_the_grader():
+    """Issue 56: the call-limited model of chapter 6's test of speculative decoding was rebuilt in the sandbox,
+    where the student's code could raise its budget, reset its count or call its parent class's decode. The
+    grader holds it now: the student's code gets a proxy that can call it, and each call is made and counted in
+    the grader, on arguments no larger than the reference's calls."""
+    from autograder.sandbox.stand_ins import StandIns
+
+    src, visible = torch.tensor([[7, 3, 9]]), torch.ones(1, 3, dtype=torch.bool)
+    with standins.grading(CH06, ("causal_mask",)) as scope:
+        scope.run_reference = lambda helpers: reference.get(CH06, "greedy_decode")(
+            scripted.build("CallLimitedTranslator", [16, 1, 2, 2]), src, visible, 1, 2, 8
+        )
+        scope.inputs_size = lambda: size_of([src, visible, 8])
+        model = scripted.build("CallLimitedTranslator", [16, 1, 2, 2])
+        sent = values.encode(model)
+        assert set(sent) == {"held"} and "calls" not in repr(sent)  # the budget does not cross
+        proxy = values.decode(sent, held=StandIns(InProcess(scope), values).held_fixture)
+        assert (proxy.vocab_size, proxy.bos_id, proxy.eos_id) == (16, 1, 2)
+        assert not hasattr(proxy, "calls") and not hasattr(proxy, "made")
+        assert not any("decode" in vars(cls) for cls in type(proxy).__mro__[1:])  # no parent's decode to call
+        proxy.calls, proxy.made = 10**9, 0  # the proxy's own attributes: the grader's count is not there
+        memory = proxy.encode(src, visible)
+        tgt = torch.tensor([[1, 5]])
+        first = proxy.decode(tgt, memory, torch.ones(2, 2, dtype=torch.bool).tril(), visible)
+        assert torch.equal(first, scripted.ScriptedTranslator().decode(tgt, memory, torch.ones(2, 2).tril() > 0))
+        proxy.decode(tgt, memory, torch.ones(2, 2, dtype=torch.bool).tril(), visible)
+        third = proxy.decode(tgt, memory, torch.ones(2, 2, dtype=torch.bool).tril(), visible)
+        assert model.made == 3 and torch.equal(third, first.roll(1, dims=-1))  # counted here: past the budget
+        with pytest.raises(RuntimeError, match="more than the"):  # no larger than the reference's calls
+            proxy.decode(torch.ones(1, 5000, dtype=torch.long), memory, None, visible)
+        for forged in ({"held": 9, "name": "decode"}, {"held": 1, "name": "__init__"}, {"held": 1, "name": "made"}):
+            answer = scope.answer({"kind": "fixture", "args": values.encode([]), "kwargs": values.encode({}), **forged})
+            assert not answer["ok"], answer
+        assert model.made == 3
+    with pytest.raises(RuntimeError, match="no such fixture"):  # the check is over: nothing holds it
+        proxy.decode(tgt, memory, None, visible)
+    with pytest.raises(RuntimeError, match="only while a check runs"):
+        values.encode(model)
+    with pytest.raises(wire.WireError, match="cannot be used here"):  # a fixture held by the grader is never rebuilt
+        values.decode(sent)
 
 
 def test_devices_and_dtypes_cross_by_name_and_nothing_else_does():

@@ -16,7 +16,7 @@ from autograder import specs
 from autograder.calls import CallOptions, parameter_names, seeded, takes_options
 from autograder.checks.options import CompareOptions, compares
 from autograder.isolation import isolated
-from autograder.items import CheckFailed, Item
+from autograder.items import CheckFailed, Item, quoted_error
 
 
 @isolated()
@@ -184,8 +184,8 @@ def check_raises(
     except expected as exc:
         missing = [word for word in mentions if word not in str(exc)]
         if missing:
-            call.fail(f"the {exception} message {str(exc)!r} does not mention {', '.join(missing)}")
+            call.fail(f"its error ({quoted_error(exc)}) does not mention {', '.join(missing)}")
         return
     except Exception as exc:
-        call.fail(f"it raised {type(exc).__name__}: {exc}; expected {exception}")
+        call.fail(f"it raised {quoted_error(exc)}; expected {exception}")
     call.fail(f"it raised no error; expected {exception}")

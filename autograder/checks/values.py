@@ -109,7 +109,7 @@ def check_equals(item: Item, args, expected, kwargs=None, *, options: CallOption
 
 
 @isolated()
-@takes_options("seed")
+@takes_options("seed", "init")
 @compares("rtol", "atol", hint="hold only what the method needs at once, never the whole matrix of scores")
 def check_within_memory(
     item: Item,
@@ -133,8 +133,11 @@ def check_within_memory(
     lift it); beside the student's own code, in a notebook, it cannot be, and only the values are
     checked. ``queries`` names the inputs (by position or keyword) that hold one row per query along
     dimension -2 (the queries, a mask with a row per query); the result holds one row per query too.
+    A class item is built with ``init`` and the reference's weights, as the reference is.
     """
     call = options.call(item, f"a result within {budget_mb} MiB of memory", args, kwargs, compared.hint)
+    if options.init is not None:
+        call.use_reference_weights()
     scope = standins.current()
     if scope is not None:
         scope.memory_mb = budget_mb
@@ -165,8 +168,11 @@ def check_within_memory(
         if got.ndim < 2 or got.shape[-2] != length:
             call.fail(f"{name} has shape {got.shape}: expected one row per query ({length} along dimension -2)")
         solution = reference.get(item.assignment, item.name)
-        with seeded(options.seed):
-            want = call.as_numpy(call.outputs(solution(*inputs, **keywords))[name], name)
+        if options.init is not None:
+            want = call.as_numpy(call.outputs(call.run(solution, (inputs, keywords)))[name], name)
+        else:
+            with seeded(options.seed):
+                want = call.as_numpy(call.outputs(solution(*inputs, **keywords))[name], name)
         call.hint = values_hint
         compare(
             call,

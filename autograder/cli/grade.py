@@ -6,8 +6,9 @@
    background while phases 2 and 3 run (nothing before phase 4 reads the gradebook);
 2. checks that the sandbox works at all, with a program known to be right (the
    preflight): if it does not, it stops with what to fix, and no student is scored;
-3. grades every ``submitted/<student>/<assignment>/`` in a sandbox, ``--jobs`` at a
-   time, with a progress bar, leaving a report per notebook in ``grades/reports/``.
+3. grades every ``submitted/<student>/<assignment>/`` of a student on the class list
+   (``c.SafeCollect.class_list`` in ``nbgrader_config.py``; every student where it names none) in a
+   sandbox, ``--jobs`` at a time, with a progress bar, leaving a report per notebook in ``grades/reports/``.
    A submission is refused (it scores nothing, and nbgrader is not given it) when the course's
    collect refused it, or when it holds anything but plain folders and files (a symbolic or hard
    link, a named pipe, ...) in ``submitted/`` or, where the exchange is found, in any of the
@@ -29,7 +30,10 @@
    cell, in the notebook's order) and prints a summary table with each student's
    failed tests and notes (for a notebook that answers nothing, "nothing answered" in place of
    every test). A refused notebook gets a feedback page of the course's that says why (for a
-   misnamed one, what to rename it).
+   misnamed one, what to rename it). The summary then names the class list and lists what counts
+   for nobody: a submitted folder of a student not on it, and each folder of the assignment in the
+   exchange that the course's collect does not collect, with why (owned by another account than the
+   student it names, or not on the class list; :func:`autograder.grading.submissions.class_of`).
 
 Every phase says what it is doing. No text from a submission reaches the terminal without
 going through :func:`autograder.terminal.clean_text` (no escape sequence, no control
@@ -56,6 +60,7 @@ from autograder.grading.grader import Grader
 from autograder.grading.gradesheet import summary
 from autograder.grading.phases import GradingUnavailable, grade, rewrite_csv
 from autograder.grading.source import unreleased_prerequisites_note
+from autograder.grading.submissions import class_of
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -134,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         grader.close()
     print()
     print(summary(args.assignment, results))
+    print("\n".join(class_of(args.assignment, args.root).summary()))
     print(f"\nFeedback: {args.root / 'feedback'}/<student>/{args.assignment}/")
     print(f"Grades:   {args.root / 'grades' / (args.assignment + '.csv')}")
     return 0

@@ -4,6 +4,12 @@
 button) with none of the trust that :mod:`autograder.exchange` describes; ``nbgrader_config.py`` plugs
 it in (``c.ExchangeFactory.collect``):
 
+- a folder counts as a student's submission only when that student's account owns it (nbgrader's
+  ``check_owner`` rule, which nbgrader only warns about: :mod:`autograder.exchange.owners`), and, where
+  ``c.SafeCollect.class_list`` names a class list, only for a student on it. Any other folder is
+  collected for nobody, logged as an error (another account's) or a warning (not on the list), and never
+  changes the verdict of the student it names: a folder planted under another student's name is
+  neither chosen as their newest submission nor looked at for their refusal;
 - a student any of whose submissions of the assignment in the exchange holds anything but plain
   folders and plain files with one link each (a symbolic or hard link, a named pipe, a socket, a
   device), at any depth or as the submission folder itself, is **refused**: nothing of theirs is
@@ -36,20 +42,31 @@ from pathlib import Path
 from dateutil.tz import gettz
 from nbgrader.exchange.default.collect import ExchangeCollect, groupby
 from nbgrader.utils import parse_utc
+from traitlets import Unicode
 
 from autograder.exchange.copying import Refused, copy_tree
 from autograder.exchange.entries import describe, unsafe_entries
+from autograder.exchange.owners import ClassListError, foreign_owner, not_on_list, read_class_list
 from autograder.exchange.records import REFUSAL, SECRET, TIMESTAMP, claimed_time, submission_secret
+from autograder.terminal import clean_text
 
 
 class SafeCollect(ExchangeCollect):
     """nbgrader's collect, trusting nothing in the students' folders of the exchange; see the module."""
 
+    class_list = Unicode(
+        "",
+        help="The class list, from the course folder: one student id a line, or the CSV of 'nbgrader db student "
+        "import' (an 'id' column). Only its students are collected (and graded by make grade); empty: no class "
+        "list, every student whose account owns their folder.",
+    ).tag(config=True)
+
     def init_src(self):
         """nbgrader's choice of each student's submission (the newest, or with ``--before-duedate`` the
         newest before the due date, by the time in the folder's name), keeping all of each student's
-        submissions of the assignment, so that every one is checked. A folder whose name does not parse
-        is skipped with an error, instead of stopping the collect of the whole class."""
+        submissions of the assignment, so that every one is checked; only folders that count for the
+        student they name do (their account owns it, they are on the class list). A folder whose name does
+        not parse is skipped with an error, instead of stopping the collect of the whole class."""
         if self.coursedir.course_id == "":
             self.fail("No course id specified. Re-run with --course flag.")
         self.course_path = os.path.join(self.root, self.coursedir.course_id)
@@ -59,12 +76,25 @@ class SafeCollect(ExchangeCollect):
         wanted = self.coursedir.student_id  # "*" (nbgrader's default) or one student
         student = glob.escape(wanted) if wanted and wanted != "*" else "*"
         pattern = os.path.join(self.inbound_path, f"{student}+{glob.escape(self.coursedir.assignment_id)}+*")
+        class_list = self._class_list()
+        owners = self.check_owner and sys.platform != "win32"  # nbgrader checks no owner on Windows
+        if not owners:
+            self.log.warning("check_owner is off: each folder in the exchange counts for the student its name says")
         records = []
         for path in sorted(glob.glob(pattern)):
             try:
-                records.append(self._path_to_record(path))
+                record = self._path_to_record(path)
             except Exception as error:  # noqa: BLE001 (a student's folder name: anything may be wrong with it)
                 self.log.error("Skipping %s: its name is not <student>+<assignment>+<timestamp>+... (%s)", path, error)
+                continue
+            student, shown = record["username"], clean_text(record["filename"], 300).replace("\n", " ")
+            foreign = foreign_owner(Path(path), student) if owners else None
+            if foreign:  # a student's names: cleaned for the terminal
+                self.log.error("Not collecting %s, for anyone: it is %s", shown, clean_text(foreign, 600))
+            elif not_on_list(student, class_list):
+                self.log.warning("Not collecting %s: %s", shown, clean_text(not_on_list(student, class_list), 600))
+            else:
+                records.append(record)
         self.all_records = groupby(records, lambda item: item["username"])
         self.duedate = duedate = self._duedate() if self.before_duedate else None  # read only when needed
         self.src_records = []
@@ -72,6 +102,16 @@ class SafeCollect(ExchangeCollect):
             ordered = self._sort_by_timestamp(group)
             before = [r for r in ordered if duedate is not None and r["timestamp"] <= duedate]
             self.src_records.append(before[0] if before else ordered[0])
+
+    def _class_list(self) -> frozenset[str] | None:
+        """The students of ``class_list`` (None: no class list); an unreadable one stops the collect."""
+        if not self.class_list:
+            self.log.info("No class list (c.SafeCollect.class_list): every student with a submission is collected")
+            return None
+        try:
+            return read_class_list(Path(self.coursedir.root) / self.class_list)
+        except ClassListError as error:
+            self.fail(str(error))
 
     def _duedate(self):
         from nbgrader.api import Gradebook, MissingEntry
@@ -98,7 +138,6 @@ class SafeCollect(ExchangeCollect):
         inbound = Path(self.inbound_path)
         source = inbound / record["filename"]
         dest = Path(self.coursedir.format_path(self.coursedir.submitted_directory, student, assignment))
-        self._check_owner(student, source)
         found = [
             entry
             for other in self.all_records[student]
@@ -150,25 +189,6 @@ class SafeCollect(ExchangeCollect):
         else:
             self.log.info("Submission already exists, use --update to update: %s %s", student, assignment)
         return False
-
-    def _check_owner(self, student: str, source: Path) -> None:
-        """nbgrader's warning when the folder's owner is not the student it names (``check_owner``)."""
-        if not self.check_owner or sys.platform == "win32":
-            return
-        import pwd
-
-        try:
-            owner = pwd.getpwuid(os.lstat(source).st_uid).pw_name
-        except (KeyError, OSError):
-            owner = "unknown id"
-        if owner != student:
-            self.log.warning(
-                "%s claims to be submitted by %s but is owned by %s; cheating attempt? You may disable this "
-                "warning by unsetting the option CollectApp.check_owner",
-                source,
-                student,
-                owner,
-            )
 
     def _keep(self, relative: str, size: int | None, budget: list[int]) -> bool:
         """nbgrader's ``CourseDirectory.ignore``, ``include``, ``max_file_size`` and ``max_dir_size`` (in KB),

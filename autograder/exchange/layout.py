@@ -1,8 +1,11 @@
-"""Where nbgrader, run from a course folder, finds the exchange, its submissions, and which collect it runs."""
+"""Where nbgrader, run from a course folder, finds the exchange, its submissions, its collect and class list.
+
+Also whether its collect checks the owner of a folder there (nbgrader's ``check_owner``)."""
 
 from __future__ import annotations
 
 import glob
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,10 +23,13 @@ def submissions_in_exchange(inbound: Path, student: str, assignment: str) -> lis
 
 @dataclass
 class ExchangeSettings:
-    """Where nbgrader, run from a course folder, finds the exchange, and which collect it runs."""
+    """Where nbgrader, run from a course folder, finds the exchange, which collect it runs, and whose folders
+    there count (:mod:`autograder.exchange.owners`)."""
 
     inbound: Path | None  # <exchange>/<course_id>/inbound; None: no course id, or no such folder here
     collect: str  # the collect plugin's dotted name
+    check_owner: bool = True  # nbgrader's check_owner: a folder counts only for the account that owns it
+    class_list: Path | None = None  # c.SafeCollect.class_list, from the course folder; None: no class list
 
     @property
     def collect_is_safe(self) -> bool:
@@ -67,4 +73,11 @@ def exchange_settings(root: Path) -> ExchangeSettings:
     exchange = setting("root", ("SafeCollect", "ExchangeCollect", "Exchange"), ExchangeCollect.root.default_value)
     course_id = setting("course_id", ("CourseDirectory",), "")
     inbound = Path(exchange) / course_id / "inbound" if course_id else None
-    return ExchangeSettings(inbound if inbound is not None and inbound.is_dir() else None, collect)
+    check_owner = setting("check_owner", ("SafeCollect", "ExchangeCollect", "Exchange"), True)
+    class_list = setting("class_list", ("SafeCollect",), "")
+    return ExchangeSettings(
+        inbound if inbound is not None and inbound.is_dir() else None,
+        collect,
+        bool(check_owner) and sys.platform != "win32",  # nbgrader checks no owner on Windows
+        Path(root) / class_list if class_list else None,
+    )

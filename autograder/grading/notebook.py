@@ -26,6 +26,7 @@ import inspect
 import time
 from collections.abc import Collection
 from pathlib import Path
+from typing import NamedTuple
 
 import nbformat
 import torch
@@ -36,7 +37,15 @@ from autograder.grading import grader as graders
 from autograder.grading import timings
 from autograder.grading.report import Report, TestResult
 from autograder.grading.session import MAX_MESSAGE_CHARS, Remote, Session
-from autograder.grading.source import MAX_NOTEBOOK_BYTES, Source, program_key, student_program, tampered_tests
+from autograder.grading.source import (
+    MAX_NOTEBOOK_BYTES,
+    Source,
+    copied_answers,
+    copy_labels,
+    program_key,
+    student_program,
+    tampered_tests,
+)
 from autograder.items import CheckFailed, PartlyRight, share
 from autograder.sandbox import values, wire
 from autograder.sandbox.errors import SandboxError, SandboxUnavailable
@@ -173,13 +182,14 @@ def _grade(assignment, submission, notebook, limits, isolation, release, as_subm
     with timings.recording(report.phases):
         with timings.phase("reading"):
             program = _program(source, tests, submission, as_submitted, report)
-        if program is not None:
-            report.key = program_key(source, program[0], limits, release, only)
+        if program is not None:  # a notebook refused once read has the key too: nbgrader's copy is refused alike
+            report.key = program_key(source, program.pieces, limits, release, only)
+        if program is not None and program.runs:
             if pool is None:
                 sandboxes = functools.partial(Sandbox, limits, isolation, grader.packages(release))
             else:
                 sandboxes = pool.sandbox
-            session = Session(*program, report, limits, started + TOTAL_SECONDS, sandboxes)
+            session = Session(program.pieces, program.where, report, limits, started + TOTAL_SECONDS, sandboxes)
             try:
                 with items.known_mistakes():
                     _run_tests(source, tests, session, report)
@@ -191,24 +201,38 @@ def _grade(assignment, submission, notebook, limits, isolation, release, as_subm
     return report
 
 
-def _program(source: Source, tests: list, submission, as_submitted, report: Report):
-    """The student's program and where each piece is in the submission (:func:`student_program`), or None
-    for a submission that is not run (its tests failed in ``report``, with why)."""
+class _Program(NamedTuple):
+    """The student's program (:func:`student_program`), where each piece is in the submission, and whether it runs."""
+
+    pieces: list[str]
+    where: list[int]
+    runs: bool
+
+
+def _program(source: Source, tests: list, submission, as_submitted, report: Report) -> _Program | None:
+    """The student's program, or None for a submission that cannot be read; one that is not run (read, but
+    with too many code cells) has ``runs`` false. A submission that is not run has its tests failed in
+    ``report``, with why."""
     try:
         nb = _read_submission(submission, tests, report)
         if nb is None:
             return None
+        pieces, where = student_program(source, nb)
         code_cells = sum(1 for cell in nb.cells if cell.get("cell_type") == "code")
         if code_cells > MAX_CODE_CELLS:
             _refused(tests, report, f"the notebook has {code_cells} code cells, more than the {MAX_CODE_CELLS} allowed")
-            return None
-        program, where = student_program(source, nb)
-        report.cell_names = {index: notebooks.cell_label(nb, index) for index in where if index >= 0}
-        report.notes += tampered_tests(source, nb if as_submitted is None else as_submitted)
+            return _Program(pieces, where, False)
+        copies = copy_labels(source, nb)
+        report.cell_names = {i: copies.get(i) or notebooks.cell_label(nb, i) for i in where if i >= 0}
+        submitted = nb if as_submitted is None else as_submitted
+        report.notes += tampered_tests(source, submitted)
+        # nbgrader's copy has its copied cells' grade ids removed (cell_roles): the notes come from the submission
+        report.cell_notes = copied_answers(source, submitted)
+        report.notes += list(report.cell_notes.values())
     except Exception as exc:
         _refused(tests, report, clean_text(f"could not read the notebook: {type(exc).__name__}: {exc}", 500))
         return None
-    return program, where
+    return _Program(pieces, where, True)
 
 
 def _run_tests(source: Source, tests: list, session: Session, report: Report) -> None:
@@ -248,7 +272,7 @@ def _run_tests(source: Source, tests: list, session: Session, report: Report) ->
                 gid,
                 points,
                 False,
-                clean_text(f"{gid}: the test could not run: {type(exc).__name__}: {exc}", MAX_MESSAGE_CHARS),
+                clean_text(f"{gid}: the test could not run: {items.quoted_error(exc)}", MAX_MESSAGE_CHARS),
             )
         # the cell's own time: not the sandboxes it (re)started, nor the warm-up it waited for
         own = max(0.0, time.monotonic() - begun - (_elsewhere(report) - before))

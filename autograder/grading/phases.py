@@ -18,14 +18,15 @@ from pathlib import Path
 from attention_course.notebooks import COURSE_ROOT
 from autograder import course
 from autograder.cli import exercises, run_nbgrader
+from autograder.exchange import ClassListError
 from autograder.grading.feedback import FEEDBACK_SECONDS, write_feedback_in_parallel
 from autograder.grading.feedback_pages import write_feedback_pages
 from autograder.grading.grader import Grader
 from autograder.grading.gradesheet import Result, collect, column_order, db_url, write_csv
 from autograder.grading.nbgrader_log import nbgrader_refused
-from autograder.grading.sandboxed import Precomputed, precompute, sandbox_score
-from autograder.grading.submissions import notebook_names, refusals, submitted_students
-from autograder.nbgrader.execute import NotGraded
+from autograder.grading.sandboxed import Precomputed, grade_again, precompute, sandbox_score
+from autograder.grading.submissions import class_of, notebook_names, refusals
+from autograder.nbgrader.execute import GradeAgain, NotGraded
 from autograder.terminal import clean_text
 
 
@@ -50,6 +51,7 @@ class Run:
     jobs: int
     feedback_seconds: float
     allow_released: bool
+    not_listed: list[str] = field(default_factory=list)  # with a submission, not on the class list: never graded
     found: Precomputed | None = None  # phases 2 and 3: notes, the refused, the not graded, nothing answered
     excluded: list[str] = field(default_factory=list)  # phase 4: the students not given to nbgrader
     refused_by_nbgrader: dict[str, str] = field(default_factory=dict)  # phase 4: student -> nbgrader's error
@@ -95,7 +97,7 @@ def grade(
         recording = background.submit(_record_tests, assignment, run.root)
         run.found = _grade_in_sandbox(run, sandbox, grader)  # phases 2 and 3
         recording.result()
-    _autograde(run)  # phase 4
+    _autograde(run, sandbox, grader)  # phase 4
     _write_feedback(run)  # phase 5
     return _write_grades(run)  # phase 6
 
@@ -109,15 +111,21 @@ def _start(
     feedback_seconds: float,
     allow_released: bool,
 ) -> Run:
-    """The run, once the release allows grading the assignment and there is something to grade."""
+    """The run, once the release allows grading the assignment and there is something to grade: the students
+    on the class list, if one is given (:func:`~autograder.grading.submissions.class_of`)."""
     settings = settings or course.release(root)
     refusal = course.grading_refusal(assignment, settings, allow_released)
     if refusal:
         raise course.ReleasedRefusal(refusal)
-    students = submitted_students(assignment, root)
+    try:
+        found = class_of(assignment, root)
+    except ClassListError as error:
+        raise GradingUnavailable(f"grading cannot start, and nothing was scored: {error}") from None
+    students = found.students
     if not students:
-        raise SystemExit(f"nothing to grade: no folder submitted/<student>/{assignment}/ under {root}")
-    return Run(assignment, root, students, settings, quiet, jobs, feedback_seconds, allow_released)
+        unlisted = f" of a student on the class list {found.class_list}" if found.not_listed else ""
+        raise SystemExit(f"nothing to grade: no folder submitted/<student>/{assignment}/{unlisted} under {root}")
+    return Run(assignment, root, students, settings, quiet, jobs, feedback_seconds, allow_released, found.not_listed)
 
 
 def _record_tests(assignment: str, root: Path) -> None:
@@ -159,41 +167,96 @@ def _grade_in_sandbox(run: Run, sandbox: bool, grader: Grader | None) -> Precomp
             grader.close()
 
 
-def _autograde(run: Run) -> None:
-    """Phase 4: ``nbgrader autograde`` records the scores; what it refused, or left without a score, found."""
+_NOT_GRADED = f"{NotGraded.__module__}.{NotGraded.__name__}:"  # how nbgrader's log names the grader's exceptions
+_GRADE_AGAIN = f"{GradeAgain.__module__}.{GradeAgain.__name__}:"
+
+
+def _autograde(run: Run, sandbox: bool = True, grader: Grader | None = None) -> None:
+    """Phase 4: ``nbgrader autograde`` records the scores; what it refused, or left without a score, found.
+
+    nbgrader grades nothing itself (``SandboxedExecute.grade_here`` off): a notebook whose phase-3 report does
+    not fit nbgrader's copy of it is graded again in the sandbox as phase 3 grades (``JOBS`` at a time, each
+    within its time limit) and given to nbgrader again, once (:func:`_grade_again`)."""
     found = run.found
     # nbgrader warns about every test cell with hidden tests (its checksum changes on release),
     # so only its errors are shown; the summary lists what each student lost. Refused and
-    # not-graded submissions are not given to nbgrader: it would follow a link, or record a zero.
-    run.excluded = sorted({*found.refused, *found.not_graded})
-    exclude = [f"--CourseDirectory.student_id_exclude={','.join(run.excluded)}"] if run.excluded else []
+    # not-graded submissions are not given to nbgrader: it would follow a link, or record a zero; nor are
+    # those of students not on the class list.
+    run.excluded = sorted({*found.refused, *found.not_graded, *run.not_listed})
+    options = ["--SandboxedExecute.grade_here=False"] if sandbox else []
     if run.allow_released:
-        exclude.append("--SandboxedExecute.allow_released=True")
+        options.append("--SandboxedExecute.allow_released=True")
     run.say("[4/6] recording the scores in the gradebook (nbgrader autograde)")
-    autograde = run_nbgrader.run(
-        "autograde",
-        run.assignment,
-        "--force",
-        *exclude,
-        root=run.root,
-        check=False,
-        quiet=run.quiet,
-        log_level="ERROR",
-        env=run.env,
-    )
     given = [student for student in run.students if student not in run.excluded]
-    log = f"{autograde.stdout}\n{autograde.stderr}"
-    refused_by_nbgrader, unexplained = nbgrader_refused(run.assignment, given, run.root, log)
+    refused_by_nbgrader, unexplained = _run_autograde(run, given, options)
+    again = sorted(student for student, why in refused_by_nbgrader.items() if why.startswith(_GRADE_AGAIN))
+    if again:
+        for student in again:
+            del refused_by_nbgrader[student]
+        failed = _grade_again(run, again, grader)
+        for student, why in failed.items():
+            found.not_graded[student] = why
+        again = [student for student in again if student not in failed]
+    if again:
+        refused_again, unexplained_again = _run_autograde(run, again, options)
+        refused_by_nbgrader.update(refused_again)
+        unexplained += unexplained_again
     for student in unexplained:  # never a silent 0: the grader's failure, to grade again
         found.not_graded[student] = (
             "nbgrader autograde recorded no score for this submission, and its log names no error of its "
             "(it may have stopped before it: see nbgrader's errors)"
         )
     for student, why in list(refused_by_nbgrader.items()):
-        if why.startswith(f"{NotGraded.__module__}.{NotGraded.__name__}:"):  # the grader's failure, not a refusal
+        if why.startswith(_NOT_GRADED):  # the grader's failure, not a refusal
             found.not_graded[student] = why.split("not graded: ", 1)[-1]
             del refused_by_nbgrader[student]
+        elif why.startswith(_GRADE_AGAIN):  # graded again, and nbgrader's copy changed again: never a 0
+            found.not_graded[student] = (
+                "nbgrader's copy of the notebook did not fit the report of grading it twice in a row; grade again"
+            )
+            del refused_by_nbgrader[student]
     run.refused_by_nbgrader = refused_by_nbgrader
+
+
+def _run_autograde(run: Run, students: list[str], options: list[str]) -> tuple[dict[str, str], list[str]]:
+    """``nbgrader autograde`` of ``students`` (the excluded and the rest of the class left out): what it refused,
+    with its reasons, and the students it left without a score and without a reason
+    (:func:`~autograder.grading.nbgrader_log.nbgrader_refused`)."""
+    others = sorted({*run.excluded, *(set(run.students) - set(students))})
+    exclude = [f"--CourseDirectory.student_id_exclude={','.join(others)}"] if others else []
+    autograde = run_nbgrader.run(
+        "autograde",
+        run.assignment,
+        "--force",
+        *exclude,
+        *options,
+        root=run.root,
+        check=False,
+        quiet=run.quiet,
+        log_level="ERROR",
+        env=run.env,
+    )
+    log = f"{autograde.stdout}\n{autograde.stderr}"
+    return nbgrader_refused(run.assignment, students, run.root, log)
+
+
+def _grade_again(run: Run, students: list[str], grader: Grader | None) -> dict[str, str]:
+    """The notebooks of ``students`` whose phase-3 reports did not fit nbgrader's copies, graded in the sandbox
+    (:func:`~autograder.grading.sandboxed.grade_again`): student -> why, for those the grader could not grade."""
+    run.say(
+        f"grading {run.assignment} again for {len(students)} student(s), {run.jobs} at a time: nbgrader's copy of "
+        "their notebook runs other code than the one graded in phase 3"
+    )
+    own = grader is None
+    grader = Grader() if own else grader
+    try:
+        with grader:
+            return grade_again(
+                run.assignment, students, run.root, run.jobs, run.settings, grader, progress=not run.quiet
+            )
+    finally:
+        if own:
+            grader.close()
 
 
 def _write_feedback(run: Run) -> None:

@@ -31,6 +31,7 @@ class Report:
     cell_names: dict[int, str] = field(default_factory=dict)  # submission cell index -> how a student finds it
     skipped: list[int] = field(default_factory=list)  # submission cells that hung or killed the process
     notes: list[str] = field(default_factory=list)
+    cell_notes: dict[str, str] = field(default_factory=dict)  # grade_id -> a note shown under that cell's output
     output: str = ""
     seconds: float = 0.0
     phases: dict[str, float] = field(default_factory=dict)  # seconds per phase (autograder.grading.timings)

@@ -2,7 +2,8 @@
 
 Each notebook's report is saved where nbgrader's grading step reads it
 (:func:`autograder.nbgrader.execute.report_path`); what the pass found for each student (notes, the
-refused, the not graded, the notebooks that answer nothing) is :class:`Precomputed`.
+refused, the not graded, the notebooks that answer nothing) is :class:`Precomputed`. Phase 4 grades the
+same way (:func:`grade_again`) a notebook whose report does not fit the copy that nbgrader grades.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from autograder.grading.grader import Grader
 from autograder.grading.report import Report
 from autograder.grading.source import MAX_NOTEBOOK_BYTES, Source, unanswered
 from autograder.grading.submissions import names_list, notebook_names, refusals, submitted_notebooks
-from autograder.nbgrader.execute import report_path
+from autograder.nbgrader.execute import as_submitted, pending_path, report_path
 
 
 @dataclass
@@ -62,9 +63,7 @@ def precompute(
             release=settings or course.release(root),
             grader=grader,
         )
-        target = report_path(root, assignment, student, name)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(report.to_json())
+        _save(report, root, assignment, student, name)
         return student, name, report
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
@@ -91,6 +90,66 @@ def precompute(
                 if i in report.skipped or report.cell_errors[i].startswith(("MemoryError", "BlockingIOError"))
             ]
     return found
+
+
+def _save(report: Report, root: Path, assignment: str, student: str, name: str) -> None:
+    target = report_path(root, assignment, student, name)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(report.to_json())
+
+
+def grade_again(
+    assignment: str,
+    students: list[str],
+    root: Path,
+    jobs: int,
+    settings: course.Release,
+    grader: Grader,
+    progress: bool = True,
+) -> dict[str, str]:
+    """Phase 4's: each notebook of ``students`` that nbgrader saved for grading again (its copy, which the
+    phase-3 report does not fit: :func:`~autograder.nbgrader.execute.pending_path`) graded in the sandbox as
+    phase 3 grades, ``jobs`` at a time, each within its time limit, its report saved where nbgrader reads it.
+    Returns student -> why, for those whose notebook could not be graded (the grader's failure)."""
+    from autograder.grading.notebook import grade_notebook
+
+    work = [
+        (student, name, pending_path(root, assignment, student, name))
+        for student in students
+        for name in notebook_names(assignment, root)
+    ]
+    work = [job for job in work if job[2].is_file()]
+
+    def run(student: str, name: str, path: Path) -> tuple[str, Report]:
+        submitted = Path(root) / "submitted" / student / assignment / f"{name}.ipynb"
+        report = grade_notebook(
+            assignment,
+            path,
+            notebook=name,
+            release=settings,
+            grader=grader,
+            as_submitted=as_submitted(submitted),
+        )
+        _save(report, root, assignment, student, name)
+        path.unlink()
+        return student, report
+
+    failed = {}
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = [pool.submit(run, *job) for job in work]
+        bar = tqdm(
+            as_completed(futures),
+            total=len(futures),
+            desc=f"grading {assignment} again",
+            unit="notebook",
+            disable=not progress,
+            file=sys.stderr,
+        )
+        for future in bar:
+            student, report = future.result()
+            if report.not_graded:
+                failed[student] = report.not_graded
+    return failed
 
 
 def _notebooks_to_grade(assignment: str, students: list[str], root: Path, found: Precomputed) -> list[tuple]:

@@ -6,6 +6,7 @@ to the sandbox by value, results come back as plain data."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 import keyword
 import time
@@ -52,6 +53,7 @@ class Session:
         self.restarts = 0
         self.generation = 0  # counts the sandboxes started; objects from an earlier one are gone
         self.stuck: dict[str, tuple[type, str]] = {}  # item -> (the error, why) that refuses its calls
+        self.refusals: set[str] = set()  # the errors the grader's stand-ins answered during the last request
 
     def start(self) -> Sandbox:
         while self.sandbox is None:
@@ -130,7 +132,8 @@ class Session:
             raise SandboxError(f"{label}: this object was lost when the notebook was restarted after a failure")
         timeout = max(0.1, self.deadline - time.monotonic())
         scope = standins.current()  # the check calling: the stand-ins of its item, and the call's seed
-        callbacks = None if scope is None else scope.answer
+        self.refusals = set()
+        callbacks = None if scope is None else functools.partial(_noting_refusals, scope.answer, self.refusals)
         try:
             sandbox.stand_in(*(scope.kinds() if scope else ((), ())), timeout=timeout)
             if _passes_meta(args, kwargs) and not sandbox.warm:
@@ -176,6 +179,8 @@ class Session:
         if isinstance(reply, wire.Raised):
             exc = _student_exception(reply.error_type, reply.error)
             exc.raised_in = reply.raised_in  # the student's function whose own code raised it
+            # a stand-in's error that the student's code let through word for word: the grader's text (quoted_error)
+            exc.grader_wrote = reply.error in self.refusals
             raise exc
         # The arguments as they are after the call: an array argument whose state is missing or does
         # not fit fails the call (the worker always reports it; only tampering with it would not).
@@ -302,6 +307,14 @@ def _copy_back(original, after) -> bool:
         original[...] = changed
         return True
     return False
+
+
+def _noting_refusals(answer: Callable[[dict], dict], refusals: set[str], callback: dict) -> dict:
+    """The stand-ins' ``answer`` to ``callback``; an error it answers with is added to ``refusals``."""
+    answered = answer(callback)
+    if not answered.get("ok"):
+        refusals.add(clean_text(str(answered.get("error")), MAX_MESSAGE_CHARS))
+    return answered
 
 
 def _student_exception(name: str, message: str) -> Exception:

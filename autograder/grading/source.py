@@ -1,8 +1,8 @@
 """What the grader takes from the instructor notebook and from a submission, and the key of a report.
 
-From the assignment: the instructor notebook's setup and test cells and the graded items' names
-(:class:`Source`); from a submission: the student's program and the test cells it changed or
-deleted."""
+From the assignment: the instructor notebook's setup and test cells, the graded items' names and each
+cell's type (:class:`Source`); from a submission: its cells' roles as they are graded (:func:`roles`), the
+student's program, the test cells it changed or deleted and the answer cells it holds copies of."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import ast
 import hashlib
 import json
 import re
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from attention_course import notebooks, syntax
@@ -32,6 +33,7 @@ class Source:
     tests: list[tuple[str, str, float]]  # (grade_id, source, points)
     items: tuple[str, ...]
     digest: str
+    kinds: dict[str, str] = field(default_factory=dict)  # grade_id -> its cell's type, for every cell that has one
 
     @classmethod
     def load(cls, assignment: str, notebook: str | None = None, root: Path | None = None) -> Source:
@@ -50,11 +52,19 @@ class Source:
             if notebooks.is_test(c)
         ]
         items = tuple(name for c in nb.cells if notebooks.is_solution(c) for name in notebooks.defined_names(c.source))
-        source = cls(assignment, notebook, setup, tests, items, hashlib.sha256(path.read_bytes()).hexdigest())
+        kinds = {notebooks.cell_id(c): c.cell_type for c in nb.cells if notebooks.cell_id(c) and _recorded(c)}
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        source = cls(assignment, notebook, setup, tests, items, digest, kinds)
         problems = source.order_problems()
         if problems:
             raise ValueError(f"{path}: {'; '.join(problems)}")
         return source
+
+    @property
+    def cell_types(self) -> dict[str, str]:
+        """grade_id -> the type of the instructor's cell that has it (:func:`roles` reads it): ``kinds``, or
+        where a Source was made without them, its setup and test cells, which are code."""
+        return {**dict.fromkeys([*self.setup, *(gid for gid, _, _ in self.tests)], "code"), **self.kinds}
 
     def graded_in(self, gid: str) -> set[str]:
         """The graded items whose checks test cell ``gid`` runs (the items it builds an ``Item`` of)."""
@@ -105,13 +115,112 @@ class Source:
         return problems
 
 
+def _recorded(cell) -> bool:
+    """Whether nbgrader's gradebook records the instructor's cell (and so gives its role to a submission's)."""
+    return any(notebooks.nbgrader_meta(cell).get(flag) for flag in ("grade", "solution", "locked", "task"))
+
+
+@dataclass(frozen=True)
+class Role:
+    """A submission's cell as it is graded (:func:`roles`)."""
+
+    grade_id: str | None  # the instructor's grade_id that the cell holds; None: a cell of the student's own
+    cell_type: str  # the type of the instructor's cell of that grade_id, else the cell's own
+    copy_of: int | None = None  # a later copy of a cell of the instructor's: the index of the cell that keeps the role
+
+
+def roles(nb, kinds: Mapping[str, str]) -> list[Role]:
+    """Each cell of the submission ``nb`` as it is graded: the cell that holds one of the instructor's grade_ids
+    (``kinds``: grade_id -> its cell's type in the instructor's notebook) has that cell's role and type, and
+    every other cell is the student's own, of its own type. Jupyter's copy and paste keeps a cell's metadata,
+    so two cells can hold one grade_id: the first keeps the role, and each later copy is a cell of the
+    student's own (``copy_of`` names the first).
+
+    ``make grade``'s sandboxed pass (:func:`student_program`) and nbgrader's
+    (:class:`~autograder.nbgrader.cell_roles.InstructorCellRoles`, which writes these roles into the
+    notebook before nbgrader reads it) both read a submission so: moving, copying or retyping a cell's
+    metadata cannot make the program that one grades differ from the other's."""
+    first: dict[str, int] = {}
+    found = []
+    for index, cell in enumerate(nb.cells):
+        gid = notebooks.cell_id(cell)
+        own_type = cell.get("cell_type")
+        if gid is None or gid not in kinds:
+            found.append(Role(None, own_type))
+        elif gid in first:
+            found.append(Role(None, own_type, first[gid]))
+        else:
+            first[gid] = index
+            found.append(Role(gid, kinds[gid]))
+    return found
+
+
+def copied_answers(source: Source, nb) -> dict[str, str]:
+    """grade_id -> a note, for each answer cell (code, or a written answer) that ``nb`` holds copies of whose
+    texts differ from the first's (:func:`roles`): what was graded, so that nothing is lost silently."""
+    found = roles(nb, source.cell_types)
+    fixed = {*source.setup, *(gid for gid, _, _ in source.tests)}  # graded as the instructor wrote them
+    notes = {}
+    for places in _copies(found).values():
+        gid, copies = found[places[0]].grade_id, len(places)
+        if gid in fixed or len({_text(nb.cells[i]).strip() for i in places}) == 1:
+            continue
+        if found[places[0]].cell_type == "code":
+            notes[gid] = (
+                f"cell '{gid}' is in the notebook {copies} times, with different code (a copy made by copy and "
+                "paste keeps the cell's grade id): every copy ran, top to bottom, as in the notebook, so where they "
+                f"define the same name, the last ({_copy_label(gid, copies)}) is the one the tests used"
+            )
+        else:
+            notes[gid] = (
+                f"written answer '{gid}' is in the notebook {copies} times, with different texts (a copy made by "
+                "copy and paste keeps the cell's grade id): the first is the one graded by hand; the other "
+                f"{'copy is' if copies == 2 else 'copies are'} kept below it as text of the student's own"
+            )
+    return notes
+
+
+def copy_labels(source: Source, nb) -> dict[int, str]:
+    """cell index -> how a student finds it, for each later copy of a cell of the instructor's (its grade id is
+    the first's: ``copy 2 of cell 'softmax'``)."""
+    found = roles(nb, source.cell_types)
+    return {
+        index: _copy_label(found[places[0]].grade_id, ordinal)
+        for places in _copies(found).values()
+        for ordinal, index in enumerate(places[1:], start=2)
+    }
+
+
+def _copies(found: list[Role]) -> dict[int, list[int]]:
+    """The index of each cell that has copies -> its index and its copies', in order."""
+    copies: dict[int, list[int]] = {}
+    for index, role in enumerate(found):
+        if role.copy_of is not None:
+            copies.setdefault(role.copy_of, [role.copy_of]).append(index)
+    return copies
+
+
+def _copy_label(gid: str, ordinal: int) -> str:
+    """How a student finds the ``ordinal``-th of the cells that hold ``gid``."""
+    return f"cell '{gid}'" if ordinal == 1 else f"copy {ordinal} of cell '{gid}'"
+
+
+def _text(cell) -> str:
+    source = cell.get("source", "")
+    return source if isinstance(source, str) else "".join(source)
+
+
 def tampered_tests(source: Source, nb) -> list[str]:
     """Notes on test cells a submission deleted or changed (grading uses the instructor's anyway).
 
     A test cell as released, or as the instructor wrote it (``nbgrader autograde`` puts that
-    back before grading), is untouched.
+    back before grading), is untouched. Of a test cell's copies, the first is the test cell (:func:`roles`).
     """
-    found = {notebooks.cell_id(c): c.source for c in nb.cells if c.get("cell_type") == "code"}
+    found = {
+        role.grade_id: _text(cell)
+        for cell, role in zip(nb.cells, roles(nb, source.cell_types))
+        if role.grade_id is not None and role.cell_type == "code"
+    }
     notes = []
     for gid, code, _ in source.tests:
         if gid not in found:
@@ -154,19 +263,21 @@ def grader_digest(root: Path | None = None) -> str:
 def student_program(source: Source, nb) -> tuple[list[str], list[int]]:
     """The code to run for the student, and each piece's index among the submission's cells.
 
-    Cells tagged ``ungraded`` (optional training runs) are left out; no test may need them.
+    The cells are read as they are graded (:func:`roles`): the setup cells are the instructor's, the
+    test cells are left out, and every other code cell (a copy of an answer cell too) is the student's, in
+    the notebook's order. Cells tagged ``ungraded`` (optional training runs) are left out; no test may need them.
     """
     program, where = [], []
     seen_setup = set()
-    for index, cell in enumerate(nb.cells):
-        if cell.get("cell_type") != "code" or UNGRADED in notebooks.tags(cell):
+    tests = {gid for gid, _, _ in source.tests}
+    for index, (cell, role) in enumerate(zip(nb.cells, roles(nb, source.cell_types))):
+        if role.cell_type != "code" or UNGRADED in notebooks.tags(cell):
             continue
-        gid = notebooks.cell_id(cell)
-        if gid in source.setup:
-            program.append(source.setup[gid])
-            seen_setup.add(gid)
-        elif gid not in {t[0] for t in source.tests}:
-            program.append(cell.source if isinstance(cell.source, str) else "".join(cell.source))
+        if role.grade_id in source.setup:
+            program.append(source.setup[role.grade_id])
+            seen_setup.add(role.grade_id)
+        elif role.grade_id not in tests:
+            program.append(_text(cell))
         else:
             continue
         where.append(index)

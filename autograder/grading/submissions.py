@@ -1,6 +1,7 @@
 """Finding a class's submissions of an assignment, and refusing those that cannot be graded safely or by name.
 
-A submission is ``submitted/<student>/<assignment>/``. It is refused (it scores nothing, and nbgrader is
+A submission is ``submitted/<student>/<assignment>/``, graded when the student is on the class list
+(every student, where none is given: :func:`class_of`). It is refused (it scores nothing, and nbgrader is
 not given it) when the course's collect refused it, when it holds anything but plain folders and files
 (in ``submitted/`` or in the student's submissions in the exchange), or when it holds no notebook of
 the assignment's name (:func:`refusals`).
@@ -8,6 +9,7 @@ the assignment's name (:func:`refusals`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from attention_course.notebooks import COURSE_ROOT
@@ -19,6 +21,52 @@ def submitted_students(assignment: str, root: Path = COURSE_ROOT) -> list[str]:
     return sorted(
         p.parent.name for p in (Path(root) / "submitted").glob(f"*/{assignment}") if p.is_dir() or p.is_symlink()
     )
+
+
+@dataclass
+class Class:
+    """Whose submissions of an assignment ``make grade`` grades, and what it leaves out (its summary lists it)."""
+
+    assignment: str
+    students: list[str]  # with submitted/<student>/<assignment>/, on the class list (all, where none is given)
+    class_list: Path | None  # the class list (c.SafeCollect.class_list); None: none is given
+    not_listed: list[str] = field(default_factory=list)  # with submitted/<student>/<assignment>/, not on it
+    in_exchange: list[tuple[str, str]] = field(default_factory=list)  # (folder in the exchange, why it is nobody's)
+
+    def summary(self) -> list[str]:
+        """The summary's lines on the class list, and on every folder that counts for nobody of the class."""
+        if self.class_list is None:
+            lines = ["Class list: none given (c.SafeCollect.class_list), so every student with a submission was graded"]
+        else:
+            lines = [f"Class list: {self.class_list}"]
+        left_out = [
+            *(f"  submitted/{name}/{self.assignment}/: {name} is not on the class list" for name in self.not_listed),
+            *(f"  {folder} in the exchange: {why}" for folder, why in self.in_exchange),
+        ]
+        if left_out:
+            lines.append(f"Not collected or graded, for anyone ({len(left_out)}):")
+        return [clean_text(line, 400).replace("\n", " ") for line in [*lines, *left_out]]
+
+
+def class_of(assignment: str, root: Path = COURSE_ROOT) -> Class:
+    """The students whose ``submitted/<student>/<assignment>/`` is graded: those on the class list that
+    ``nbgrader_config.py`` names (``c.SafeCollect.class_list``), or all where it names none; and what counts
+    for nobody: a submitted folder of a student not on the list, and each folder of the assignment in the
+    exchange (as ``nbgrader collect`` finds it from ``root``) that the course's collect does not collect:
+    owned by another account than the student it names (where nbgrader's ``check_owner`` is on), or of a
+    student not on the list. Raises :class:`autograder.exchange.ClassListError` for a class list that does
+    not read as one."""
+    settings = exchange.exchange_settings(root)
+    listed = None if settings.class_list is None else exchange.read_class_list(settings.class_list)
+    found = Class(assignment, [], settings.class_list)
+    for student in submitted_students(assignment, root):
+        (found.not_listed if exchange.not_on_list(student, listed) else found.students).append(student)
+    for folder, student in exchange.folders_in_exchange(settings.inbound, assignment) if settings.inbound else []:
+        foreign = exchange.foreign_owner(folder, student) if settings.check_owner else None
+        why = foreign or exchange.not_on_list(student, listed)
+        if why:
+            found.in_exchange.append((folder.name, why))
+    return found
 
 
 def notebook_names(assignment: str, root: Path = COURSE_ROOT) -> list[str]:
@@ -49,19 +97,21 @@ def refusals(assignment: str, students: list[str], root: Path) -> dict[str, str]
     refused it; when ``submitted/<student>/<assignment>/`` holds anything but plain folders and files
     (nbgrader would read what a link points at, or wait on a named pipe); when the exchange, as
     ``nbgrader collect`` finds it from ``root``, holds such a thing in any of the student's
-    submissions of the assignment, whatever collected them (a collect that follows links may already
-    have copied a link's target); or when it holds none of the assignment's notebooks by name
+    submissions of the assignment (those their account owns, where nbgrader's ``check_owner`` is on: a
+    folder another student put there under their name is never theirs), whatever collected them (a
+    collect that follows links may already have copied a link's target); or when it holds none of the
+    assignment's notebooks by name
     (:func:`misnamed`: nbgrader would stop on it with a traceback, and a notebook of another name is
     never graded in its place).
     """
-    inbound = exchange.exchange_settings(root).inbound
+    settings = exchange.exchange_settings(root)
     names = notebook_names(assignment, root)
     refused = {}
     for student in students:
         reason = (
             exchange.refusal_reason(Path(root) / "submitted" / student / assignment)
             or _unsafe_reason(root, student, assignment)
-            or _unsafe_in_exchange_reason(inbound, student, assignment)
+            or _unsafe_in_exchange_reason(settings, student, assignment)
             or misnamed(names, submitted_notebooks(root, student, assignment))
         )
         if reason:
@@ -80,14 +130,16 @@ def _unsafe_reason(root: Path, student: str, assignment: str) -> str | None:
     )
 
 
-def _unsafe_in_exchange_reason(inbound: Path | None, student: str, assignment: str) -> str | None:
-    """Why the student's submissions in the exchange (``inbound``, None where it is not found) refuse the
-    collected one, or None."""
+def _unsafe_in_exchange_reason(settings: exchange.ExchangeSettings, student: str, assignment: str) -> str | None:
+    """Why the student's submissions in the exchange (none where it is not found; only those their account
+    owns, where ``check_owner`` is on) refuse the collected one, or None."""
+    inbound = settings.inbound
     if inbound is None:
         return None
     found = [
         entry
         for folder in exchange.submissions_in_exchange(inbound, student, assignment)
+        if not (settings.check_owner and exchange.foreign_owner(folder, student))
         for entry in exchange.unsafe_entries(folder, inbound)
     ]
     if not found:

@@ -13,6 +13,8 @@ import copy
 from nbgrader.api import Gradebook
 from nbgrader.preprocessors import NbGraderPreprocessor
 
+from autograder.grading.source import roles as graded_roles
+
 
 def instructor_metadata(notebook) -> dict[str, dict]:
     """grade_id -> the nbgrader metadata of that cell of the instructor's notebook, as the gradebook
@@ -29,6 +31,7 @@ def instructor_metadata(notebook) -> dict[str, dict]:
             "locked": bool(cell.locked),
             "task": cell.name in task,
             "grade_id": cell.name,
+            "cell_type": cell.cell_type,
         }
         if cell.name in grade or cell.name in task:
             meta["points"] = grade.get(cell.name, task.get(cell.name))
@@ -37,37 +40,53 @@ def instructor_metadata(notebook) -> dict[str, dict]:
 
 
 def give_instructor_roles(nb, roles: dict[str, dict]) -> int:
-    """Give each cell of ``nb`` the nbgrader metadata of the instructor's cell whose grade_id it holds,
-    and a cell whose grade_id is not the instructor's (or that has none) no nbgrader metadata at all.
-    Returns how many cells' metadata changed.
+    """Give each cell of ``nb`` that holds one of the instructor's grade_ids the nbgrader metadata and the type of
+    the instructor's cell, and every other cell (one whose grade_id is not the instructor's, or that has none,
+    and each later copy of a cell, which Jupyter's copy and paste makes with the same grade_id) no nbgrader
+    metadata at all: :func:`autograder.grading.source.roles` decides which. Returns how many cells changed.
 
     A cell's role is the instructor's to decide, and the grader already decides it so: its program
-    (:func:`autograder.grading.source.student_program`) runs the instructor's setup and test cells,
-    found by grade_id, and everything else as the student's code, whatever else the metadata says.
-    Left as the student wrote it, that metadata is an instruction to nbgrader: ``"task": true`` on a
-    code cell, a duplicated, missing or malformed grade_id, an unknown schema version each make
-    nbgrader refuse the notebook (it quotes the cell's source in its log on the way) or stop grading
-    the class. Made the instructor's, nbgrader grades the notebook as the sandbox did, and the
-    program the grader runs is the same before and after (the grade_ids it reads are kept), so the
-    report made before ``nbgrader autograde`` is still the one used.
+    (:func:`autograder.grading.source.student_program`) reads the cells' roles with the same function, and
+    runs the instructor's setup and test cells, found by grade_id, and everything else as the student's code,
+    whatever else the metadata says. Left as the student wrote it, that metadata is an instruction to
+    nbgrader: ``"task": true`` on a code cell, a missing or malformed grade_id, an unknown schema version each
+    make nbgrader refuse the notebook (it quotes the cell's source in its log on the way) or stop grading the
+    class, and a grade_id that two cells hold (a copied cell) makes it empty one and then fail on it
+    (``KeyError: 'grade_id'``). Made the instructor's, nbgrader grades the notebook as the sandbox did: the
+    first copy of a cell keeps its role, the others are the student's own cells (an answer cell's copies
+    all run, top to bottom), and the program the grader runs is the same before and after, so the report
+    made before ``nbgrader autograde`` is still the one used.
     """
+    kinds = {grade_id: meta["cell_type"] for grade_id, meta in roles.items()}
     changed = 0
-    for cell in nb.cells:
+    for cell, role in zip(nb.cells, graded_roles(nb, kinds)):
         metadata = cell.get("metadata")
-        if not isinstance(metadata, dict) or "nbgrader" not in metadata:
+        if role.grade_id is None:
+            if isinstance(metadata, dict) and "nbgrader" in metadata:
+                del metadata["nbgrader"]
+                changed += 1
             continue
-        meta = metadata["nbgrader"]
-        grade_id = meta.get("grade_id") if isinstance(meta, dict) else None
-        wanted = roles.get(grade_id) if isinstance(grade_id, str) else None
-        if wanted is None:
-            del metadata["nbgrader"]
-            changed += 1
-            continue
-        changed += _role(meta) != _role(wanted)
-        # Replaced even when the role is the same: the other keys (a checksum, the cell's type when
-        # released) are nbgrader's to recompute, and a malformed one would fail its validation.
+        wanted = roles[role.grade_id]
+        changed += _role(metadata["nbgrader"]) != _role(wanted) or cell.cell_type != role.cell_type
+        # Replaced even when the role is the same: the other keys (a checksum) are nbgrader's to recompute,
+        # and a malformed one would fail its validation.
         metadata["nbgrader"] = copy.deepcopy(wanted)
+        _retype(cell, role.cell_type)
     return changed
+
+
+def _retype(cell, cell_type: str) -> None:
+    """The cell made a ``cell_type`` cell, its source kept (as nbgrader's ``OverwriteCells`` does, which then
+    finds nothing to change), with no key that a cell of that type may not have."""
+    if cell.cell_type == cell_type:
+        return
+    cell.cell_type = cell_type
+    if cell_type == "code":
+        cell.pop("attachments", None)
+        cell.outputs, cell.execution_count = [], None
+    else:
+        cell.pop("outputs", None)
+        cell.pop("execution_count", None)
 
 
 def _role(meta: dict) -> tuple:

@@ -11,7 +11,14 @@ each student cell's error, if any. nbgrader then reads the scores from those out
 ``make grade`` grades the submissions in parallel first and leaves a report per
 notebook under ``grades/reports/``; a report whose key matches (the same
 student code, instructor notebook, limits and release) is used instead of grading
-again, and a report that cannot be used is said so in nbgrader's log.
+again, and a report that cannot be used is said so in nbgrader's log. Both read a
+submission's cells as :func:`autograder.grading.source.roles` does, so moving or copying
+a cell's metadata leaves the key as it was. Where a report cannot be used all the same,
+plain ``nbgrader autograde`` grades the notebook here; ``make grade`` turns that off
+(``grade_here``): the notebook as nbgrader is about to grade it is saved beside the report
+(:func:`pending_path`) and :class:`GradeAgain` raised, and ``make grade`` grades the saved
+notebooks in the sandbox, ``JOBS`` at a time, each within its time limit, then gives them
+to nbgrader again (:mod:`autograder.grading.phases`): one notebook never holds up the class.
 
 A notebook that is a symbolic link (nbgrader would have read its target: perhaps a
 file of ``solutions/``) is refused: its cells are replaced by a note, so that
@@ -44,8 +51,18 @@ class NotGraded(RuntimeError):
     """The grader could not grade this notebook (its failure, not the student's)."""
 
 
+class GradeAgain(RuntimeError):
+    """``make grade``'s report does not fit the notebook that nbgrader grades: ``make grade`` grades the notebook
+    saved at :func:`pending_path` in the sandbox, then gives it to nbgrader again (no score is recorded now)."""
+
+
 def report_path(root: Path, assignment: str, student: str, notebook: str) -> Path:
     return Path(root) / REPORTS / assignment / student / f"{notebook}.json"
+
+
+def pending_path(root: Path, assignment: str, student: str, notebook: str) -> Path:
+    """Where :class:`SandboxedExecute` saves a notebook, as nbgrader grades it, for ``make grade`` to grade again."""
+    return Path(root) / REPORTS / assignment / student / f"{notebook}.to-grade.ipynb"
 
 
 def error_output(ename: str, message: str):
@@ -77,8 +94,22 @@ def apply_report(nb, report: Report) -> None:
         elif index in report.cell_errors:
             name, _, message = report.cell_errors[index].partition(": ")
             cell.outputs = [error_output(name if name.isidentifier() else "Error", message or name)]
+        if not is_test(cell) and gid in report.cell_notes:  # a copied answer cell: which copy the tests used
+            note = new_output("stream", name="stdout", text=f"Note from the grader: {report.cell_notes[gid]}\n")
+            cell.outputs = [note, *cell.outputs]
     if report.notes:
         nb.metadata["autograder"] = {"notes": report.notes}
+
+
+def as_submitted(path: Path):
+    """The notebook at ``path`` as the student submitted it (nbgrader's copy has its test cells back, its copied
+    cells' grade ids removed), where it can be read; else None."""
+    try:
+        if path.is_file() and not path.is_symlink() and path.stat().st_size <= MAX_NOTEBOOK_BYTES:
+            return nbformat.read(str(path), as_version=4)
+    except Exception:  # an unreadable notebook: nbgrader's own copy is graded, without notes on it
+        return None
+    return None
 
 
 class SandboxedExecute(NbGraderPreprocessor):
@@ -88,6 +119,11 @@ class SandboxedExecute(NbGraderPreprocessor):
     allow_released = Bool(
         False,
         help="grade a term's assignment whose solutions are released (make grade's --allow-released)",
+    ).tag(config=True)
+    grade_here = Bool(
+        True,
+        help="grade here a notebook that has no saved report of its key; make grade turns it off: such a "
+        "notebook is saved for make grade to grade in the sandbox, JOBS at a time (GradeAgain)",
     ).tag(config=True)
 
     def preprocess(self, nb, resources):
@@ -113,6 +149,11 @@ class SandboxedExecute(NbGraderPreprocessor):
             nb.cells = [new_markdown_cell(why)]
             return nb, resources
         report = self._saved_report(nb, assignment, notebook, student)
+        if report is None and not self.grade_here:  # make grade: graded in the sandbox, beside the others
+            pending = pending_path(Path.cwd(), assignment, student, notebook)
+            pending.parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(nb, str(pending))
+            raise GradeAgain(f"{student}/{assignment}/{notebook}: no report of the notebook as nbgrader grades it")
         if report is None:  # plain nbgrader autograde, not make grade: graded here
             from autograder.grading.notebook import grade_notebook  # torch, imported only to grade
 
@@ -122,7 +163,7 @@ class SandboxedExecute(NbGraderPreprocessor):
                 notebook=notebook,
                 isolation=self.isolation,
                 release=settings,
-                as_submitted=self._as_submitted(submitted / assignment / f"{notebook}.ipynb"),
+                as_submitted=as_submitted(submitted / assignment / f"{notebook}.ipynb"),
             )
         if report.not_graded:
             raise NotGraded(f"{student}/{assignment}/{notebook}: not graded: {report.not_graded}")
@@ -130,16 +171,6 @@ class SandboxedExecute(NbGraderPreprocessor):
             self.log.warning("%s/%s: %s", student, assignment, clean_text(note, 500))
         apply_report(nb, report)
         return nb, resources
-
-    @staticmethod
-    def _as_submitted(path: Path):
-        """The notebook as submitted (nbgrader has put its test cells back in ``nb``), where it can be read."""
-        try:
-            if path.is_file() and not path.is_symlink() and path.stat().st_size <= MAX_NOTEBOOK_BYTES:
-                return nbformat.read(str(path), as_version=4)
-        except Exception:  # an unreadable notebook: nbgrader's own copy is graded, without notes on it
-            return None
-        return None
 
     def _saved_report(self, nb, assignment: str, notebook: str, student: str) -> Report | None:
         path = report_path(Path.cwd(), assignment, student, notebook)

@@ -24,7 +24,8 @@ class Client(Channel):
 
     def _prepare(self, limits: Limits) -> None:
         super()._prepare(limits)
-        self.stand_ins: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # (functions, modules) in place
+        # (functions, modules) in place; None before the first request, which says how large a call may be
+        self.stand_ins: tuple[tuple[str, ...], tuple[str, ...]] | None = None
         self.unbounded = False  # a call's memory budget could not be enforced (see call)
         # Before any of the student's code ran: (bytes the sandbox held, or None without a memory cgroup;
         # the largest address space of one of its processes). Memory budgets are counted from there (see call).
@@ -157,7 +158,7 @@ class Client(Channel):
             return
 
         def request(seq: int) -> wire.StandIn:
-            return wire.StandIn(seq, list(functions), list(modules))
+            return wire.StandIn(seq, list(functions), list(modules), self.limits.message_kb * 1024)
 
         reply = self._request(request, timeout, "putting the grader's stand-ins in place", 0, set())
         if not isinstance(reply, wire.Returned) or reply.value is not None or reply.args_after or reply.kwargs_after:

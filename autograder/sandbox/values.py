@@ -8,7 +8,10 @@ bytes; the receiving side builds a new, plain ``np.ndarray`` or ``torch.Tensor``
 them, never an object of the sender's choosing (no pickle, no subclasses, no code).
 
 A fixture of :mod:`autograder.scripted` (a scripted model that a test hands to
-the student's function) crosses as its name and arguments and is rebuilt there.
+the student's function) crosses as its name and arguments and is rebuilt there;
+one that the grader holds (its state is what its test checks) crosses as its
+number, name, methods and public attributes, ``{"held": ...}``, and ``decode``
+asks ``held(number, name, methods, attributes)`` for the proxy that stands for it.
 
 Any other object (a student's ``nn.Module``, a bound method) stays where it was
 made and crosses as a *handle*, ``{"handle": n, "type": name}``: ``encode`` asks
@@ -39,6 +42,16 @@ def encode(value, depth: int = 0, make_handle=None):
     if handle is not None:
         return {"handle": {"id": int(handle.__get__(value)), "type": ""}}
     fixture = getattr(value, "__wire_fixture__", None) if not isinstance(value, (torch.Tensor, np.ndarray)) else None
+    if isinstance(fixture, tuple) and len(fixture) == 2 and scripted.held_by_grader(value):
+        kept = type(value).__wire_held__
+        return {
+            "held": {
+                "id": scripted.hold(value),
+                "name": str(fixture[0]),
+                "methods": list(kept.methods),
+                "attributes": encode({name: getattr(value, name) for name in kept.attributes}, depth + 1),
+            }
+        }
     if isinstance(fixture, tuple) and len(fixture) == 2:
         return {"fixture": {"name": str(fixture[0]), "args": encode(list(fixture[1]), depth + 1)}}
     if value is None or isinstance(value, (bool, str)):
@@ -98,7 +111,7 @@ def encode(value, depth: int = 0, make_handle=None):
     raise WireError(f"a {type(value).__name__} cannot be returned; return tensors, arrays, numbers or tuples of them")
 
 
-def decode(data, depth: int = 0, resolve=None):
+def decode(data, depth: int = 0, resolve=None, held=None):
     if depth > MAX_DEPTH:
         raise WireError("the value is nested too deeply")
     if data is None or isinstance(data, (bool, str)):
@@ -138,18 +151,25 @@ def decode(data, depth: int = 0, resolve=None):
         tensor = torch.from_numpy(np.array(array))
         return tensor.view(torch.bfloat16) if dtype == "bfloat16" else tensor
     if kind in ("list", "tuple"):
-        items = [decode(v, depth + 1, resolve) for v in body]
+        items = [decode(v, depth + 1, resolve, held) for v in body]
         return items if kind == "list" else tuple(items)
     if kind in ("set", "frozenset"):
-        items = [decode(v, depth + 1, resolve) for v in body]
+        items = [decode(v, depth + 1, resolve, held) for v in body]
         try:
             return set(items) if kind == "set" else frozenset(items)
         except TypeError:
             raise WireError("a set can only hold what can be hashed") from None
     if kind == "dict":
-        return {str(k): decode(v, depth + 1, resolve) for k, v in body.items()}
+        return {str(k): decode(v, depth + 1, resolve, held) for k, v in body.items()}
     if kind == "fixture":  # rebuilt from autograder.scripted, never from the sender's code
         return scripted.build(str(body["name"]), decode(body["args"], depth + 1))
+    if kind == "held":  # a fixture the grader holds: the proxy that calls it
+        if held is None:
+            raise WireError("a fixture that the grader holds cannot be used here")
+        attributes = decode(body["attributes"], depth + 1)
+        if not isinstance(attributes, dict):
+            raise WireError("malformed fixture")
+        return held(int(body["id"]), str(body["name"])[:80], [str(m)[:80] for m in body["methods"]], attributes)
     if kind == "handle":
         if resolve is None:
             raise WireError("an object handle cannot be used here")

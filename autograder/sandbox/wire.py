@@ -91,9 +91,10 @@ class Raised(FromWorker, tag="raised"):
 
 
 class StandInCall(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
-    """A call of one of the grader's stand-ins (:mod:`autograder.standins` answers it)."""
+    """A call of one of the grader's stand-ins (:mod:`autograder.standins` answers it); ``fixture``: of the method
+    ``name`` of the fixture that the grader holds under the number ``held``."""
 
-    kind: Literal["call", "construct", "forward"]
+    kind: Literal["call", "construct", "forward", "fixture"]
     name: str
     args: Value
     kwargs: Value
@@ -101,6 +102,7 @@ class StandInCall(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     init: Value = None
     state: Value = None
     training: bool = False
+    held: Annotated[int, msgspec.Meta(ge=1, lt=2**31)] | None = None
 
 
 class Callback(FromWorker, tag="callback"):
@@ -160,9 +162,13 @@ class GetAttr(FromGrader, tag="getattr"):
 
 
 class StandIn(FromGrader, tag="stand_in"):
+    """Put the stand-ins of these names in place; ``message_bytes``: the largest message the grader takes (a
+    stand-in's call larger than that is refused in the sandbox, as an error in the student's code)."""
+
     seq: Seq
     functions: list[str]
     modules: list[str]
+    message_bytes: Annotated[int, msgspec.Meta(ge=0, le=MAX_MESSAGE)] = MAX_MESSAGE
 
 
 class WarmUp(FromGrader, tag="warm_up"):

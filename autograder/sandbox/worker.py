@@ -19,15 +19,18 @@ Requests, and what it answers:
   reply ``Returned`` (the value, and the array arguments as they are after the call, so the grader sees
   in-place changes) or ``Raised`` (the error, and the function whose own frame raised it). Values that
   are not plain data (a module the student's class built, a bound method) stay here and are returned as
-  handles.
+  handles. A fixture that the grader holds arrives as a proxy: its public attributes, and methods whose
+  calls are sent to the grader as a stand-in's are (``Callback``), answered and counted there.
 * :class:`~autograder.sandbox.wire.GetAttr`: an attribute of a handle; reply ``Returned`` or ``Raised``.
 * :class:`~autograder.sandbox.wire.StandIn`: put the grader's stand-ins in place of the notebook's objects
   of these names (and of every other name bound to the same object), after putting back those of the
   last one; reply ``Returned`` with the value None. A stand-in computes nothing here: a call of it, while
   a request is served, sends a ``Callback`` and waits for the grader's ``CallbackResult``, whose values
-  it returns (or whose error it raises). A stand-in module holds real parameters and buffers, laid out
-  as the grader's answer to ``construct`` says, and sends them with every ``forward``, with the random
-  generator's state, which comes back advanced as if the module had run here.
+  it returns (or whose error it raises); a call larger than the grader takes in one message
+  (``message_bytes``) raises an error in the student's code instead, before its arrays are encoded. A
+  stand-in module holds real parameters and buffers, laid out as the grader's answer to ``construct``
+  says, and sends them with every ``forward``, with the random generator's state, which comes back
+  advanced as if the module had run here.
 
 Every reply carries its request's ``seq``. The grader checks every message against its declaration and
 what it expects at that point, and ends the conversation at the first that does not fit, so a message
@@ -42,6 +45,7 @@ import sys
 import time
 
 from autograder.sandbox import wire
+from autograder.sandbox.stand_ins import Grader, StandIns
 
 
 def _private_channels():
@@ -109,8 +113,8 @@ def serve(requests, replies, values) -> None:
     _seed_everything()
     shell = _shell()
     handles = _Handles()
-    grader = _Grader(requests, replies)
-    stand_ins = _StandIns(grader, values)
+    grader = Grader(requests, replies, values)
+    stand_ins = StandIns(grader, values)
     wire.send(replies, wire.Ready())
     while True:
         request = wire.receive(requests, wire.FromGraderMessage)
@@ -129,8 +133,9 @@ def serve(requests, replies, values) -> None:
         if isinstance(request, (wire.Call, wire.GetAttr)):
             if isinstance(request, wire.Call) and request.seed is not None:
                 _seed_everything(request.seed)
-            wire.send(replies, _call(shell.user_ns, request, values, handles))
+            wire.send(replies, _call(shell.user_ns, request, values, handles, stand_ins))
         elif isinstance(request, wire.StandIn):
+            grader.message_bytes = request.message_bytes
             stand_ins.install(shell.user_ns, request.functions, request.modules)
             wire.send(replies, wire.Returned(request.seq, None))
         elif isinstance(request, wire.WarmUp):
@@ -139,137 +144,6 @@ def serve(requests, replies, values) -> None:
         else:  # a CallbackResult, while no stand-in waits for one
             wire.send(replies, wire.Raised(request.seq, "ProtocolError", f"an unexpected {wire.kind(request)!r}"))
         grader.serving = None
-
-
-class _Grader:
-    """The way back to the grader while it waits for the reply to a request: the stand-ins' calls."""
-
-    def __init__(self, requests, replies):
-        import threading
-
-        self.requests, self.replies = requests, replies
-        self.serving = None  # the seq of the request being served, if any
-        self.lock = threading.Lock()
-
-    def ask(self, callback: dict) -> wire.CallbackResult:
-        with self.lock:
-            if self.serving is None:
-                raise RuntimeError("the grader's stand-ins answer only while the grader is calling your code")
-            wire.send(self.replies, wire.Callback(self.serving, wire.StandInCall(**callback)))
-            answer = wire.receive(self.requests, wire.FromGraderMessage)
-        if not isinstance(answer, wire.CallbackResult) or answer.seq != self.serving:
-            raise RuntimeError("the grader did not answer the stand-in's call")
-        if not answer.ok:
-            raise _builtin_error(answer.error_type)(answer.error[:2000])
-        return answer
-
-
-def _builtin_error(name: str) -> type:
-    import builtins
-
-    cls = getattr(builtins, name, None)
-    return cls if isinstance(cls, type) and issubclass(cls, Exception) else RuntimeError
-
-
-class _StandIns:
-    """The grader's stand-ins for the notebook's graded items, put in place while an item that uses
-    them is graded, and the notebook's own objects they replaced."""
-
-    def __init__(self, grader: _Grader, values):
-        self.grader, self.values = grader, values
-        self.replaced: dict[str, object] = {}  # name -> the notebook's object
-
-    MISSING = object()  # a name the notebook did not define: taken away again afterwards
-
-    def install(self, namespace: dict, functions: list, modules: list) -> None:
-        for key, original in self.replaced.items():
-            if original is self.MISSING:
-                namespace.pop(key, None)
-            else:
-                namespace[key] = original
-        self.replaced = {}
-        wanted = [(str(name), self._function(str(name))) for name in functions]
-        wanted += [(str(name), self._module(str(name))) for name in modules]
-        for name, stand_in in wanted:
-            original = namespace.get(name, self.MISSING)
-            keys = [name]
-            if original is not self.MISSING:  # another name for the same object: `sh = split_heads`
-                keys += [k for k, v in list(namespace.items()) if v is original and k != name and not k.startswith("_")]
-            for key in keys:
-                self.replaced.setdefault(key, namespace.get(key, self.MISSING))
-                namespace[key] = stand_in
-
-    def _function(self, name: str):
-        grader, values = self.grader, self.values
-
-        def stand_in(*args, **kwargs):
-            answer = grader.ask(
-                {
-                    "kind": "call",
-                    "name": name,
-                    "args": values.encode(list(args)),
-                    "kwargs": values.encode(dict(kwargs)),
-                }
-            )
-            return values.decode(answer.value)
-
-        stand_in.__name__ = stand_in.__qualname__ = name
-        return stand_in
-
-    def _module(self, name: str):
-        import torch
-
-        grader, values = self.grader, self.values
-
-        class StandIn(torch.nn.Module):
-            def __init__(self, *args, **kwargs):
-                super().__init__()
-                answer = grader.ask(
-                    {
-                        "kind": "construct",
-                        "name": name,
-                        "args": values.encode(list(args)),
-                        "kwargs": values.encode(dict(kwargs)),
-                        "rng": values.encode(torch.get_rng_state()),
-                    }
-                )
-                self.__dict__["_stand_in_init"] = answer.init
-                parameters = set(values.decode(answer.parameters))
-                for key, value in values.decode(answer.state).items():
-                    owner, path = self, key.split(".")
-                    for part in path[:-1]:
-                        if part not in owner._modules:
-                            owner.add_module(part, torch.nn.Module())
-                        owner = owner._modules[part]
-                    if key in parameters:
-                        owner.register_parameter(path[-1], torch.nn.Parameter(value))
-                    else:
-                        owner.register_buffer(path[-1], value)
-                for attr, value in values.decode(answer.attributes).items():
-                    setattr(self, attr, value)
-                torch.set_rng_state(values.decode(answer.rng))
-
-            def forward(self, *args, **kwargs):
-                answer = grader.ask(
-                    {
-                        "kind": "forward",
-                        "name": name,
-                        "init": self._stand_in_init,
-                        "state": values.encode(dict(self.state_dict())),
-                        "training": bool(self.training),
-                        "args": values.encode(list(args)),
-                        "kwargs": values.encode(dict(kwargs)),
-                        "rng": values.encode(torch.get_rng_state()),
-                    }
-                )
-                torch.set_rng_state(values.decode(answer.rng))
-                return values.decode(answer.value)
-
-            def extra_repr(self):
-                return "the grader's stand-in"
-
-        StandIn.__name__ = StandIn.__qualname__ = name
-        return StandIn
 
 
 class _Handles:
@@ -292,7 +166,9 @@ class _Handles:
         return self.objects[number]
 
 
-def _call(namespace: dict, request: wire.Call | wire.GetAttr, values, handles: _Handles) -> wire.Reply:
+def _call(
+    namespace: dict, request: wire.Call | wire.GetAttr, values, handles: _Handles, stand_ins: StandIns
+) -> wire.Reply:
     name = request.name if isinstance(request, wire.Call) else None
     if name is not None and name not in namespace:
         return wire.Raised(request.seq, "NameError", f"name {name!r} is not defined")
@@ -302,8 +178,9 @@ def _call(namespace: dict, request: wire.Call | wire.GetAttr, values, handles: _
             target = getattr(target, request.attr)
         if isinstance(request, wire.GetAttr):
             return wire.Returned(request.seq, values.encode(target, make_handle=handles.number))
-        args = [values.decode(a, resolve=handles.get) for a in request.args]
-        kwargs = {k: values.decode(v, resolve=handles.get) for k, v in request.kwargs.items()}
+        held = stand_ins.held_fixture
+        args = [values.decode(a, resolve=handles.get, held=held) for a in request.args]
+        kwargs = {k: values.decode(v, resolve=handles.get, held=held) for k, v in request.kwargs.items()}
         value = target(*args, **kwargs)
         return wire.Returned(
             request.seq,

@@ -24,6 +24,9 @@ SHAPE = "(batch_size, num_heads, tgt_len, src_len)"
 TOP_K_RETURN = 'return torch.softmax(logits.masked_fill(logits < kth, float("-inf")), dim=-1)'
 MIN_P_KEEP = "kept = probs.masked_fill(probs < min_p * probs.amax(dim=-1, keepdim=True), 0.0)"
 SPEC_TOKEN = "token = chosen[:, j].masked_fill(done, eos_id)"
+SPEC_GREEDY = ("for _ in range(min(lookahead, max_len - (ys.size(1) - 1) - 1)):", "for _ in range(0):")
+SPEC_ENCODE = "    memory, draft_memory = model.encode(src, src_mask), draft.encode(src, src_mask)\n"
+SPEC_DECODE = "logits = model.decode(guess, memory, causal_mask(guess.size(1), device=src.device), src_mask)"
 
 TESTS = {
     "FeedForward": ["test_feed_forward"],
@@ -212,9 +215,45 @@ BUGS = [
     bug(
         "speculative_without_guesses",
         "speculative_decode",
-        ("for _ in range(min(lookahead, max_len - (ys.size(1) - 1) - 1)):", "for _ in range(0):"),
+        SPEC_GREEDY,
         why="never uses the draft's guesses: one call of the model per token, greedy decoding in disguise",
         cause="call model.decode once per round",
+    ),
+    # Greedy decoding in disguise, made to pass for speculative decoding by reaching into the call-limited model (a
+    # fixture that the grader holds: the student's code only calls it, and each call is counted in the grader).
+    bug(
+        "speculative_raises_call_budget",
+        "speculative_decode",
+        SPEC_GREEDY,
+        (SPEC_ENCODE, "    model.calls = 10**9  # as many calls as it likes\n" + SPEC_ENCODE),
+        why="one call of the model per token, after raising the call-limited model's budget",
+        cause="call model.decode once per round",
+        only="test_speculative_calls",
+    ),
+    bug(
+        "speculative_resets_call_count",
+        "speculative_decode",
+        SPEC_GREEDY,
+        ("        " + SPEC_DECODE, "        model.made = 0  # the count of calls made so far\n        " + SPEC_DECODE),
+        why="one call of the model per token, resetting the call-limited model's count of calls before each",
+        cause="call model.decode once per round",
+        only="test_speculative_calls",
+    ),
+    bug(
+        "speculative_calls_parent_decode",
+        "speculative_decode",
+        SPEC_GREEDY,
+        (
+            SPEC_ENCODE,
+            SPEC_ENCODE
+            + "    # the decode of the class the model's class builds on, where there is one: no limit on its calls\n"
+            "    base = next((c for c in type(model).__mro__[1:] if 'decode' in vars(c)), None)\n"
+            "    decode = model.decode if base is None else (lambda *args: base.decode(model, *args))\n",
+        ),
+        (SPEC_DECODE, SPEC_DECODE.replace("model.decode(", "decode(")),
+        why="one call of the model per token, through the decode of the call-limited model's parent class",
+        cause="call model.decode once per round",
+        only="test_speculative_calls",
     ),
     bug(
         "speculative_drops_bonus_token",

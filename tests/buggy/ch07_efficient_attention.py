@@ -570,6 +570,27 @@ BUGS += [
         cause="rotary part of the scores is left out",
     ),
     bug(
+        "mla_absorb_ignored",
+        "MultiHeadLatentAttention",
+        ("if absorb:", "if False:"),
+        why="absorb=True takes the plain path: every head's keys and values made from all the latents, the same "
+        "output at the memory that absorbing saves",
+        cause="make no head's keys or values",
+        only="test_mla_values",
+    ),
+    bug(
+        "mla_absorb_keys_per_head",
+        "MultiHeadLatentAttention",
+        (
+            "scores = (q @ W_uk) @ latent.transpose(-2, -1) + rope_scores",
+            "keys = [c_kv @ W_uk[h].T for h in range(self.num_heads)]  # head h's keys, one head at a time\n"
+            "            scores = torch.stack([q[:, h] @ k.transpose(-2, -1) for h, k in enumerate(keys)], 1) + rope_scores",
+        ),
+        why="with absorb=True, W_uv absorbed but each head's keys made from the latents, one head at a time",
+        cause="make no head's keys or values",
+        only="test_mla_values",
+    ),
+    bug(
         "mla_rotate_half",
         "MultiHeadLatentAttention",
         (

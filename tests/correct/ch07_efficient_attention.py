@@ -1,6 +1,9 @@
 """Correct answers to ch07_efficient_attention in other idioms than the reference's."""
 
+from tests.catalogue import reference_head
 from tests.correct import Answer, fill_in
+
+A = "ch07_efficient_attention"
 
 # Every idiom of MultiHeadLatentAttention builds the seven layers the assignment names; CHECKS (the checks of its
 # arguments and what it keeps of them) and REST (the rest of the class) are its own.
@@ -587,6 +590,42 @@ def turn(x, start, base):
         ),
         "the scores and the average in float64 with matmul and reshape/permute; the up-projections as weight "
         "matrices in both ways; the rotary key rotated as a head of its own",
+    ),
+    Answer(
+        "mla_heads_loop_masked_softmax",
+        "MultiHeadLatentAttention",
+        reference_head(A, "MultiHeadLatentAttention", "    def forward")
+        + """
+    def forward(self, x, mask=None, cache=None, absorb=False):
+        B, L, _ = x.shape
+        H, dh, dr = self.num_heads, self.head_dim, self.rope_dim
+        past = 0 if cache is None else cache[0].size(1)
+        positions = torch.arange(past, past + L, device=x.device)
+        c_kv = self.W_dkv(x)
+        k_rope = apply_rotary(self.W_kr(x), positions, self.base)
+        if cache is not None:
+            c_kv, k_rope = torch.cat([cache[0], c_kv], dim=1), torch.cat([cache[1], k_rope], dim=1)
+        q = split_heads(self.W_q(x), H)
+        q_rope = apply_rotary(split_heads(self.W_qr(x), H), positions, self.base)
+        if mask is not None:  # one mask per head, so that head h's is mask[:, h]
+            mask = torch.broadcast_to(mask, (B, H, L, c_kv.size(1)))
+        heads = []
+        for h in range(H):
+            rows = slice(h * dh, (h + 1) * dh)
+            if absorb:
+                content = (q[:, h] @ self.W_uk.weight[rows]) @ c_kv.transpose(1, 2)
+            else:
+                content = q[:, h] @ self.W_uk(c_kv)[..., rows].transpose(1, 2)
+            scores = (content + q_rope[:, h] @ k_rope.transpose(1, 2)) / math.sqrt(dh + dr)
+            weights = masked_softmax(scores, None if mask is None else mask[:, h])  # (B, L, L_past + L) each
+            if absorb:
+                heads.append((weights @ c_kv) @ self.W_uv.weight[rows].T)
+            else:
+                heads.append(weights @ self.W_uv(c_kv)[..., rows])
+        return self.W_o(torch.cat(heads, dim=-1)), (c_kv, k_rope)
+""",
+        "a loop over the heads, each head's 3-D scores and its own mask, mask[:, h] of the mask broadcast to every "
+        "head, through masked_softmax",
     ),
     # ------------------------------------------------------------------ sliding_window_mask
     Answer(
