@@ -163,7 +163,7 @@ similarity: venv  ## report near-identical submissions of ASSIGNMENT, and copies
 grading-accuracy: venv sandbox  ## correct answers at full marks, wrong ones caught in their item, per assignment
 	$(BIN)/python -m tests.grading_accuracy $(ARGS)
 
-bench-attacks: venv sandbox $(MATHJAX)  ## a class of chapters 2-7 with an attacker each, graded by make grade's command: verdicts, grader's peak memory vs an honest class; ARGS="--help"
+bench-attacks: venv sandbox $(MATHJAX)  ## a class of 20 in each of chapters 2-7 with its attackers, graded by make grade's command: verdicts, the grader's peak memory and time vs an honest class; ARGS="--help"
 	$(BIN)/python -m tests.attacked_class $(ARGS)
 
 bench-suite: venv  ## time make test and make test-fast in a fresh clone of HEAD, as CI runs them; record the figures

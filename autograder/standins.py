@@ -170,12 +170,7 @@ class Scope:
             if not isinstance(name, str) or name not in self.uses:
                 raise Refused(f"{str(name)[:80]!r} is not one of the items this item is graded with")
             helper = self.helper(name)
-            try:
-                args, kwargs = values.decode(callback.get("args")), values.decode(callback.get("kwargs"))
-            except Exception:
-                raise Refused(f"{name}: its arguments could not be read") from None
-            if not isinstance(args, list) or not isinstance(kwargs, dict):
-                raise Refused(f"{name}: its arguments could not be read")
+            args, kwargs = _arguments(name, callback)
             if kind == "call" and not is_module(helper):
                 arguments = self._checked(name, kind, signature_of(helper), args, kwargs)
                 with global_rng.private():
@@ -208,12 +203,7 @@ class Scope:
         name, method = fixture.__wire_fixture__[0], callback.get("name")
         if method not in type(fixture).__wire_held__.methods:
             raise Refused(f"{name} has no method {str(method)[:80]!r} to call")
-        try:
-            args, kwargs = values.decode(callback.get("args")), values.decode(callback.get("kwargs"))
-        except Exception:
-            raise Refused(f"{name}.{method}: its arguments could not be read") from None
-        if not isinstance(args, list) or not isinstance(kwargs, dict):
-            raise Refused(f"{name}.{method}: its arguments could not be read")
+        args, kwargs = _arguments(f"{name}.{method}", callback)
         signature = signature_of(type(fixture), method)
         arguments = self._checked(f"{name}.{method}", "call", signature, args, kwargs, held=True)
         with torch.no_grad():  # a scripted fixture draws nothing at random
@@ -280,6 +270,18 @@ class _ReferenceRaised(Exception):
     def __init__(self, exc: Exception):
         super().__init__(str(exc))
         self.type_name, self.message = type(exc).__name__, str(exc)[:2000]
+
+
+def _arguments(name: str, callback: dict) -> tuple[list, dict]:
+    """The positional and keyword arguments of a stand-in's call of ``name``, decoded; refused where they
+    cannot be read as a list and a dict."""
+    try:
+        args, kwargs = values.decode(callback.get("args")), values.decode(callback.get("kwargs"))
+    except Exception:
+        raise Refused(f"{name}: its arguments could not be read") from None
+    if not isinstance(args, list) or not isinstance(kwargs, dict):
+        raise Refused(f"{name}: its arguments could not be read")
+    return args, kwargs
 
 
 def _run(function):

@@ -1,25 +1,33 @@
-"""A class under attack, graded to the end: issue 37's attacks, one in each of chapters 2 to 7.
+r"""A class under attack, graded to the end: the attacks of issues 37 and 56, in chapters 2 to 7.
 
-    make bench-attacks                                   # 10 students a chapter, JOBS 2
-    make bench-attacks ARGS="--per-chapter 4 --jobs 1"
+    make bench-attacks                                   # 20 students a chapter, JOBS 2
+    make bench-attacks ARGS="--per-chapter 6 --jobs 1"
     make bench-attacks ARGS="--code /path/to/an/older/checkout --only attacked"
 
 Each chapter's class is graded twice by the command that ``make grade`` runs (``python -m autograder.cli.grade``,
-in a process of its own): once with every student honest (the reference answers), once with one student of the
-class attacking in place of an honest one. It prints, per chapter, the grader's peak memory (its own process's
-largest resident set; the sandboxes are not the grader) for both classes and the difference, and checks:
+in a process of its own): once with every student honest (the reference answers), once with each of the
+chapter's attacks made by one student of the class in place of an honest one. It prints, per chapter, the
+grader's peak memory (its own process's largest resident set; the sandboxes are not the grader) and seconds for
+both classes, and checks:
 
 - every honest student gets full marks, in both classes;
-- the attacker's attacked test cells score 0 (the MathJax attacker, whose code is right, gets full marks and a
-  feedback page whose MathJax leaves out the extension that makes links);
-- the difference in the grader's peak memory is at most 250 MB.
+- each attacker's attacked test cells score 0 (an attacker whose code is right gets full marks: the MathJax
+  attacker, with a feedback page whose MathJax runs in its safe mode, and the one whose notebook moves the setup
+  cell's metadata);
+- the grader's peak memory grows by at most 10% over the honest class's;
+- the attacked class takes at most the attackers' own time limits (:data:`TOTAL_SECONDS` each), divided by
+  ``JOBS``, longer than the honest one.
 
 The attacks: sizes handed to the grader's stand-ins as a NumPy int (ch04), a 0-d tensor (ch05) and a
 one-element tensor (ch06), each asking the grader for a table or mask of gigabytes; stand-in calls queued all at
 once, ahead of the grader's answers (ch03); a "ballast" that the notebook holds, frees during the memory-checked
-call and takes back (ch07); and a student's TeX that would make a ``javascript:`` link over the whole page on
-the feedback page (ch02). ``--code`` grades with another checkout's grader (a git worktree of an older commit,
-in this environment): the figures before a fix.
+call and takes back (ch07); a student's TeX that would make a ``javascript:`` link over the whole page, a live
+link and student CSS through ``\mmlToken``'s attributes, and requests from ``\bbox`` and colours on the
+feedback page (ch02); a softmax that records its inputs and prints them in its error (ch02); a speculative
+decoder that raises the call-limited model's budget (ch06); and the setup cell's nbgrader metadata moved onto a
+markdown cell at the end, which once made ``nbgrader autograde`` grade the notebook again, unbounded (ch03).
+``--code`` grades with another checkout's grader (a git worktree of an older commit, in this environment): the
+figures before a fix.
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,8 +48,10 @@ from nbformat.v4 import new_markdown_cell
 
 from attention_course.notebooks import COURSE_ROOT
 from autograder.classroom import fill, make_course, solution_bodies, submit
+from tests.attacks import RECORDED_INPUTS
 
-LIMIT_MB = 250  # the grader's peak memory, attacked class over honest class
+MEMORY_GROWTH = 0.10  # the grader's peak memory, attacked class over honest class
+TOTAL_SECONDS = 600.0  # one submission's whole grading (autograder.grading.notebook.TOTAL_SECONDS)
 
 # Finds the worker's serve() (its channel to the grader) from inside the student's code, as a forger would.
 WORKER = """
@@ -133,7 +144,28 @@ MATHJAX_LINK = (
     r"My notes: $\href{javascript:alert(document.cookie)}{\style{position:fixed;top:0;left:0;width:100%;"
     r"height:100%;opacity:0.01}{\text{attention}}}$ is all you need."
 )
-SAFE_MATHJAX = "autoload: {html: []}"  # in the feedback page's MathJax configuration
+MATHJAX_TOKENS = (
+    r"My notes: $\mmlToken{mtext}[href='javascript:alert(document.domain)',mathsize='3em']{attention}$, "
+    r"$\mmlToken{mi}[style='position:fixed;top:0;left:0;width:100%;height:100%']{x}$, "
+    r"$\bbox[background:url(https://example.com/beacon)]{y}$ and "
+    r"$\mmlToken{mi}[mathbackground='url(https://example.com/beacon)']{z}$."
+)
+SAFE_MATHJAX = "safeOptions: {allow: {URLs: 'none'"  # in the feedback page's MathJax configuration
+
+
+def moved_setup(nb):
+    """``nb`` with the setup cell's nbgrader metadata moved onto a markdown cell at the end."""
+    setup = next(cell for cell in nb.cells if cell.metadata.get("nbgrader", {}).get("grade_id") == "setup")
+    notes = new_markdown_cell("My notes")
+    notes.metadata["nbgrader"] = setup.metadata.pop("nbgrader")
+    nb.cells.append(notes)
+    return nb
+
+
+def bug_code(assignment: str, name: str) -> str:
+    """The code of the wrong answer ``name`` of ``tests/buggy``'s module of ``assignment``."""
+    bugs = importlib.import_module(f"tests.buggy.{assignment}").BUGS
+    return next(bug.code for bug in bugs if bug.name == name)
 
 
 @dataclass(frozen=True)
@@ -143,14 +175,27 @@ class Attack:
     item: str | None  # the solution cell replaced (None: the code is the reference's)
     code: str | None
     cells: tuple[str, ...] | None = None  # the test cells it must lose (None: all of its item's, tests/buggy's map)
+    markdown: str | None = None  # a markdown cell of the student's, added at the end
+    reshape: Callable | None = None  # what the attacker does to the notebook's cells
 
 
 ATTACKS = [
-    Attack("ch02_scaled_dot_product", "a javascript: link in the student's TeX", None, None),
+    Attack("ch02_scaled_dot_product", "a javascript: link in the student's TeX", None, None, markdown=MATHJAX_LINK),
+    Attack("ch02_scaled_dot_product", "links, CSS and beacons in TeX's tokens", None, None, markdown=MATHJAX_TOKENS),
+    # its first calls are right: the cells it loses depend on how many calls each makes, so none is required
+    Attack("ch02_scaled_dot_product", "inputs recorded, printed in an error", "softmax", RECORDED_INPUTS, cells=()),
     Attack("ch03_multi_head", "400 stand-in calls queued at once", "MultiHeadAttention", queued_callbacks()),
+    Attack("ch03_multi_head", "the setup cell's metadata moved", None, None, reshape=moved_setup),
     Attack("ch04_masking", "a size as a NumPy int", "decoder_self_attention_mask", NUMPY_SIZE),
     Attack("ch05_positional_encoding", "a size as a 0-d tensor", "PositionalEncoding", ZERO_D_SIZE),
     Attack("ch06_transformer", "a size as a one-element tensor", "greedy_decode", ONE_ELEMENT_SIZE),
+    Attack(
+        "ch06_transformer",
+        "the call-limited model's budget raised",
+        "speculative_decode",
+        bug_code("ch06_transformer", "speculative_raises_call_budget"),
+        cells=("test_speculative_calls",),
+    ),
     Attack(
         "ch07_efficient_attention",
         "a ballast freed during the call",
@@ -173,18 +218,20 @@ def attacker_notebook(attack: Attack):
     if attack.item is not None:
         assert attack.item in solution_bodies(attack.assignment), attack.item
     nb = fill(attack.assignment, answers)
-    if attack.item is None:
-        nb.cells.append(new_markdown_cell(MATHJAX_LINK))
-    return nb
+    if attack.markdown is not None:
+        nb.cells.append(new_markdown_cell(attack.markdown))
+    return nb if attack.reshape is None else attack.reshape(nb)
 
 
-def grade_class(folder: Path, attack: Attack, students: int, attacked: bool, jobs: int, code: Path) -> dict:
-    """Grade one chapter's class in a process of its own: its peak memory, seconds and grades (rows by student)."""
+def grade_class(folder: Path, attacks: list[Attack], students: int, attacked: bool, jobs: int, code: Path) -> dict:
+    """Grade one chapter's class in a process of its own, ``attacks[i]`` made by student ``i`` where ``attacked``:
+    its peak memory, seconds, grades (rows by student) and the attackers' feedback pages."""
     course = make_course(folder)
-    honest = fill(attack.assignment)
+    assignment = attacks[0].assignment
+    honest = fill(assignment)
     for i in range(students):
-        nb = attacker_notebook(attack) if attacked and i == 0 else honest
-        submit(course, f"student{i:02d}", attack.assignment, nb)
+        nb = attacker_notebook(attacks[i]) if attacked and i < len(attacks) else honest
+        submit(course, f"student{i:02d}", assignment, nb)
     measured = (
         "import resource, runpy, sys\n"
         "code = 0\n"
@@ -195,7 +242,7 @@ def grade_class(folder: Path, attack: Attack, students: int, attacked: bool, job
         "print('PEAK_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
         "sys.exit(code)\n"
     )
-    argv = [attack.assignment, "--root", str(course), "--jobs", str(jobs)]
+    argv = [assignment, "--root", str(course), "--jobs", str(jobs)]
     started = time.monotonic()
     run = subprocess.run(
         [sys.executable, "-c", measured, *argv],
@@ -207,75 +254,95 @@ def grade_class(folder: Path, attack: Attack, students: int, attacked: bool, job
     seconds = time.monotonic() - started
     peak = next((int(line.split()[1]) for line in run.stderr.splitlines() if line.startswith("PEAK_KB")), None)
     rows = {}
-    grades = course / "grades" / f"{attack.assignment}.csv"
+    grades = course / "grades" / f"{assignment}.csv"
     if grades.exists():
         with grades.open() as f:
             rows = {row["student"]: row for row in csv.DictReader(f)}
-    feedback = sorted((course / "feedback" / "student00" / attack.assignment).glob("*.html"))
+    pages = [sorted((course / "feedback" / f"student{i:02d}" / assignment).glob("*.html")) for i in range(students)]
     return {
         "exit": run.returncode,
         "peak_mb": None if peak is None else peak / 1024,
         "seconds": seconds,
         "rows": rows,
-        "feedback": feedback[0].read_text() if feedback else "",
+        "feedback": [page[0].read_text() if page else "" for page in pages],
         "tail": run.stderr[-1500:],
     }
 
 
-def verdicts(attack: Attack, graded: dict, attacked: bool, students: int) -> list[str]:
-    """What is wrong with a class's grading (nothing: an empty list)."""
+def verdicts(attacks: list[Attack], graded: dict, attacked: bool, students: int, full: float | None) -> list[str]:
+    """What is wrong with a class's grading (nothing: an empty list). Full marks are the honest students' score
+    (the reference answers'; ``full``, from the honest class, where it was graded): the written answers await the
+    instructor, and the CSV counts them in max_score."""
     problems = []
     rows = graded["rows"]
     if graded["exit"] != 0 or len(rows) != students:
         return [f"grading ended with exit {graded['exit']} and {len(rows)} of {students} grades: {graded['tail']}"]
-    for student, row in sorted(rows.items()):
-        attacker = attacked and student == "student00"
-        if attacker and attack.item is not None:
+    ordered = sorted(rows.items())
+    if full is None:  # the honest students' best
+        full = max(float(row["score"] or 0) for i, (_, row) in enumerate(ordered) if not attacked or i >= len(attacks))
+    for i, (student, row) in enumerate(ordered):
+        attack = attacks[i] if attacked and i < len(attacks) else None
+        if attack is not None and attack.item is not None:
             kept = {cell: row[cell] for cell in zeroed_cells(attack) if float(row[cell] or 0) != 0}
             if kept:
-                problems.append(f"the attacker kept points in {kept}")
-        elif float(row["score"] or 0) != float(row["max_score"]):
-            problems.append(f"{student}{' (attacker)' if attacker else ''}: {row['score']} of {row['max_score']}")
-    if attacked and attack.item is None and SAFE_MATHJAX not in graded["feedback"]:
-        problems.append("the attacker's feedback page has no MathJax configuration that leaves out links")
+                problems.append(f"the attacker ({attack.what}) kept points in {kept}")
+        elif float(row["score"] or 0) != full:
+            who = f" (attacker: {attack.what})" if attack else ""
+            problems.append(f"{student}{who}: {row['score']}, not the reference's {full:g}")
+        if attack is not None and attack.markdown is not None and SAFE_MATHJAX not in graded["feedback"][i]:
+            problems.append(f"{student}'s feedback page has no MathJax in its safe mode")
     return problems
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--per-chapter", type=int, default=10, help="students in each chapter's class")
+    parser.add_argument("--per-chapter", type=int, default=20, help="students in each chapter's class")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--code", type=Path, default=COURSE_ROOT, help="the checkout whose grader grades")
     parser.add_argument("--only", choices=("attacked", "honest"), help="grade one of the two classes only")
     parser.add_argument("--chapters", nargs="*", help="assignments to grade (default: chapters 2 to 7)")
     args = parser.parse_args()
-    chosen = [a for a in ATTACKS if not args.chapters or a.assignment in args.chapters]
+    chapters = {}
+    for attack in ATTACKS:
+        if not args.chapters or attack.assignment in args.chapters:
+            chapters.setdefault(attack.assignment, []).append(attack)
+    if any(len(attacks) >= args.per_chapter for attacks in chapters.values()):
+        parser.error(f"--per-chapter must leave honest students beside the attackers (up to {len(ATTACKS)} a class)")
     kinds = [k for k in (False, True) if args.only is None or args.only == ("attacked" if k else "honest")]
     failed = False
-    print(f"{'assignment':<27} {'attack':<40} {'honest MB':>9} {'attacked MB':>11} {'diff':>6} {'s':>5}  verdict")
-    for attack in chosen:
-        peaks, seconds, problems = {}, 0.0, []
+    print(f"{'assignment':<25} {'attacks':>7} {'honest MB':>9} {'attacked MB':>11} {'growth':>6} "
+          f"{'honest s':>8} {'attacked s':>10}  verdict")  # fmt: skip
+    for assignment, attacks in chapters.items():
+        peaks, seconds, problems, full = {}, {}, [], None
         for attacked in kinds:
             with tempfile.TemporaryDirectory(prefix="attacked-class-", dir="/var/tmp") as folder:
-                graded = grade_class(Path(folder), attack, args.per_chapter, attacked, args.jobs, args.code)
-            peaks[attacked], seconds = graded["peak_mb"], seconds + graded["seconds"]
+                graded = grade_class(Path(folder), attacks, args.per_chapter, attacked, args.jobs, args.code)
+            peaks[attacked], seconds[attacked] = graded["peak_mb"], graded["seconds"]
             problems += [
                 f"{'attacked' if attacked else 'honest'} class: {p}"
-                for p in verdicts(attack, graded, attacked, args.per_chapter)
+                for p in verdicts(attacks, graded, attacked, args.per_chapter, full)
             ]
-        diff = None if len(peaks) < 2 or None in peaks.values() else peaks[True] - peaks[False]
-        if diff is not None and diff > LIMIT_MB:
-            problems.append(f"the grader's peak grew by {diff:.0f} MB, more than {LIMIT_MB}")
+            if not attacked and graded["rows"]:  # the reference's score, full marks
+                full = max(float(row["score"] or 0) for row in graded["rows"].values())
+        growth = None if len(peaks) < 2 or None in peaks.values() else peaks[True] / peaks[False] - 1
+        if growth is not None and growth > MEMORY_GROWTH:
+            problems.append(f"the grader's peak grew by {growth:.0%}, more than {MEMORY_GROWTH:.0%}")
+        allowed = len(attacks) * TOTAL_SECONDS / args.jobs
+        if len(seconds) == 2 and seconds[True] - seconds[False] > allowed:
+            problems.append(f"the attacks cost {seconds[True] - seconds[False]:.0f} s, more than {allowed:.0f} s")
         failed = failed or bool(problems)
 
-        def shown(value):
-            return "-" if value is None else f"{value:.0f}"
+        def shown(value, form=".0f"):
+            return "-" if value is None else format(value, form)
 
         print(
-            f"{attack.assignment:<27} {attack.what:<40} {shown(peaks.get(False)):>9} {shown(peaks.get(True)):>11} "
-            f"{shown(diff):>6} {seconds:>5.0f}  {'ok' if not problems else '; '.join(problems)}",
+            f"{assignment:<25} {len(attacks):>7} {shown(peaks.get(False)):>9} {shown(peaks.get(True)):>11} "
+            f"{shown(growth, '.1%'):>6} {shown(seconds.get(False)):>8} {shown(seconds.get(True)):>10}  "
+            f"{'ok' if not problems else '; '.join(problems)}",
             flush=True,
         )
+        for attack in attacks:
+            print(f"    {attack.what}")
     return 1 if failed else 0
 
 

@@ -66,29 +66,18 @@ def precompute(
         _save(report, root, assignment, student, name)
         return student, name, report
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = [pool.submit(run, *job) for job in work]
-        bar = tqdm(
-            as_completed(futures),
-            total=len(futures),
-            desc=f"grading {assignment}",
-            unit="notebook",
-            disable=not progress,
-            file=sys.stderr,
-        )
-        for future in bar:
-            student, name, report = future.result()
-            if report.not_graded:
-                found.not_graded[student] = report.not_graded
-                continue
-            if report.tests and report.score == 0 and nothing_answered(assignment, name, student, root):
-                found.unanswered.setdefault(student, []).append(name)
-            found.notes[student] += report.notes
-            found.notes[student] += [
-                f"{report.cell_name(i)}: {report.cell_errors[i].splitlines()[0][:160]}"
-                for i in sorted(report.cell_errors)
-                if i in report.skipped or report.cell_errors[i].startswith(("MemoryError", "BlockingIOError"))
-            ]
+    for student, name, report in _in_parallel(run, work, jobs, f"grading {assignment}", progress):
+        if report.not_graded:
+            found.not_graded[student] = report.not_graded
+            continue
+        if report.tests and report.score == 0 and nothing_answered(assignment, name, student, root):
+            found.unanswered.setdefault(student, []).append(name)
+        found.notes[student] += report.notes
+        found.notes[student] += [
+            f"{report.cell_name(i)}: {report.cell_errors[i].splitlines()[0][:160]}"
+            for i in sorted(report.cell_errors)
+            if i in report.skipped or report.cell_errors[i].startswith(("MemoryError", "BlockingIOError"))
+        ]
     return found
 
 
@@ -134,22 +123,18 @@ def grade_again(
         path.unlink()
         return student, report
 
-    failed = {}
+    results = _in_parallel(run, work, jobs, f"grading {assignment} again", progress)
+    return {student: report.not_graded for student, report in results if report.not_graded}
+
+
+def _in_parallel(run, work: list[tuple], jobs: int, description: str, progress: bool):
+    """``run(*job)`` for each job of ``work``, ``jobs`` at a time, each result as it comes, with a progress bar."""
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = [pool.submit(run, *job) for job in work]
-        bar = tqdm(
-            as_completed(futures),
-            total=len(futures),
-            desc=f"grading {assignment} again",
-            unit="notebook",
-            disable=not progress,
-            file=sys.stderr,
-        )
+        bar = tqdm(as_completed(futures), total=len(futures), desc=description, unit="notebook",
+                   disable=not progress, file=sys.stderr)  # fmt: skip
         for future in bar:
-            student, report = future.result()
-            if report.not_graded:
-                failed[student] = report.not_graded
-    return failed
+            yield future.result()
 
 
 def _notebooks_to_grade(assignment: str, students: list[str], root: Path, found: Precomputed) -> list[tuple]:
