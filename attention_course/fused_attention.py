@@ -20,6 +20,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from attention_course.solutions.ch03_multi_head import MultiHeadAttention, merge_heads, split_heads
+from attention_course.solutions.ch04_masking import causal_mask
 from attention_course.solutions.ch05_positional_encoding import apply_rotary
 from attention_course.solutions.ch07_efficient_attention import (
     GroupedQueryAttention,
@@ -44,7 +45,7 @@ def mask_for(attention: nn.Module, mask, length: int, device):
     """``mask`` as ``attention`` takes it: :data:`CAUSAL` stays a marker for the fused layers of this module
     and becomes the boolean (length, length) look-ahead mask for any other layer (the course's own)."""
     if mask is CAUSAL and not isinstance(attention, FUSED):
-        return torch.ones(length, length, dtype=torch.bool, device=device).tril()
+        return causal_mask(length, device=device)
     return mask
 
 

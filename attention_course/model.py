@@ -27,6 +27,7 @@ import torch.nn as nn
 
 from attention_course.fused_attention import (
     CAUSAL,
+    FUSED,
     FusedRotaryGroupedQueryAttention,
     mask_for,
     use_fused_attention,
@@ -118,8 +119,12 @@ class EncoderDecoder(nn.Module):
         """Next-token logits of ``tgt_in`` over ``memory``; ``tgt_mask`` may be
         :data:`~attention_course.fused_attention.CAUSAL`, the look-ahead mask as the fused kernels' ``is_causal``."""
         x, memory_mask = self.tgt_embed(tgt_in), _key_padding(memory_mask)
+        masks = {}  # whether a layer's attention is fused -> the mask it takes
         for layer in self.decoder_layers:
-            x = layer(x, memory, mask_for(layer.self_attn, tgt_mask, tgt_in.size(1), tgt_in.device), memory_mask)
+            fused = isinstance(layer.self_attn, FUSED)
+            if fused not in masks:
+                masks[fused] = mask_for(layer.self_attn, tgt_mask, tgt_in.size(1), tgt_in.device)
+            x = layer(x, memory, masks[fused], memory_mask)
         return self.generator(self.decoder_norm(x))
 
     def forward(self, src, tgt_in, src_mask=None, tgt_mask=None):
@@ -297,11 +302,12 @@ class DecoderOnly(nn.Module):
         masks = {}
         new_cache = []
         for i, (layer, window) in enumerate(zip(self.layers, self.windows)):
-            if window not in masks:
-                masks[window] = look_ahead(past, length, window, ids.device, mask, marker=True)
+            key = (window, isinstance(layer.self_attn, FUSED))  # a layer's window, and whether it takes CAUSAL
+            if key not in masks:
+                ahead = look_ahead(past, length, window, ids.device, mask, marker=True)
+                masks[key] = mask_for(layer.self_attn, ahead, length, ids.device)
             layer_cache = None if cache is None else cache[i]
-            layer_mask = mask_for(layer.self_attn, masks[window], length, ids.device)
-            x, layer_cache = layer(x, layer_mask, layer_cache, positions)
+            x, layer_cache = layer(x, masks[key], layer_cache, positions)
             new_cache.append(layer_cache)
         return self.norm(x), new_cache
 

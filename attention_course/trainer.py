@@ -209,8 +209,9 @@ def build(args: argparse.Namespace, procs: Processes) -> tuple[Run, Progress]:
             if hasattr(module, "fuse_projections"):
                 module.fuse_projections = False
     fused = device.type == "cuda" and "fused-adamw" not in args.without  # one kernel for every parameter's update
+    # fused None, not False: without the fused kernel, AdamW's default implementation (foreach where it can)
     optimizer = torch.optim.AdamW(
-        model.parameters(), lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01, **({"fused": True} if fused else {})
+        model.parameters(), lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01, fused=True if fused else None
     )
     progress = Progress() if args.resume is None else resume(args.resume, model, optimizer, device)
     schedule = scheduler(optimizer, args.lr, args.steps, args.warmup, args.schedule, start=progress.step)

@@ -122,35 +122,21 @@ def _heads(built: dict) -> int:
     return int(heads)
 
 
+def _scores(query, key, built: dict) -> tuple[int, ...]:
+    """(B, H, Lq, Lk): the scores of a multi-head attention of ``query`` (B, Lq, d) over ``key`` (B, Lk, d), with
+    the heads its module was built with."""
+    return (_shape(query)[0], _heads(built), _shape(query)[-2], _shape(key)[-2])
+
+
 # The scores that a stand-in's mask broadcasts to, as the contract (../shared/COURSE_SPEC.md) says, from
 # (the call's arguments, the arguments its module was built with): (name, call kind, parameter) -> shape.
 MASKS: dict[tuple[str, str, str], Callable[[dict, dict], tuple[int, ...]]] = {
     ("masked_softmax", "call", "mask"): lambda a, built: _shape(a["scores"]),
     ("AdditiveAttention", "forward", "mask"): lambda a, built: _shape(a["keys"])[:2],
-    ("MultiHeadAttention", "forward", "mask"): lambda a, built: (
-        _shape(a["query"])[0],
-        _heads(built),
-        _shape(a["query"])[-2],
-        _shape(a["key"])[-2],
-    ),
-    ("EncoderLayer", "forward", "mask"): lambda a, built: (
-        _shape(a["x"])[0],
-        _heads(built),
-        _shape(a["x"])[1],
-        _shape(a["x"])[1],
-    ),
-    ("DecoderLayer", "forward", "tgt_mask"): lambda a, built: (
-        _shape(a["x"])[0],
-        _heads(built),
-        _shape(a["x"])[1],
-        _shape(a["x"])[1],
-    ),
-    ("DecoderLayer", "forward", "memory_mask"): lambda a, built: (
-        _shape(a["x"])[0],
-        _heads(built),
-        _shape(a["x"])[1],
-        _shape(a["memory"])[1],
-    ),
+    ("MultiHeadAttention", "forward", "mask"): lambda a, built: _scores(a["query"], a["key"], built),
+    ("EncoderLayer", "forward", "mask"): lambda a, built: _scores(a["x"], a["x"], built),
+    ("DecoderLayer", "forward", "tgt_mask"): lambda a, built: _scores(a["x"], a["x"], built),
+    ("DecoderLayer", "forward", "memory_mask"): lambda a, built: _scores(a["x"], a["memory"], built),
 }
 
 
