@@ -24,7 +24,7 @@ BOOK_OUT ?= .
 SITE ?= _build/html
 DEST ?=
 
-.PHONY: help venv lock lint test-fast sandbox browser book linkcheck check-site student-repo test test-exhaustive exercises check-exercises grade grades check validate similarity bench-suite bench-book figures bench-grading bench-attacks grading-accuracy train generate bench-transformer bench-generate bench-pretrained test-device bench-gpu clean
+.PHONY: help venv lock lint test-fast sandbox browser book linkcheck check-site student-repo test test-exhaustive exercises check-exercises grade grades formgrader check validate similarity bench-suite bench-book figures bench-grading bench-attacks grading-accuracy train generate bench-transformer bench-generate bench-pretrained test-device bench-gpu clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -106,9 +106,10 @@ linkcheck: venv $(MATHJAX)  ## check the book's external links (needs a network;
 	mkdir -p _build/linkcheck && mv -f _build/html/output.txt _build/html/output.json _build/linkcheck/ 2>/dev/null; \
 	echo "Report: _build/linkcheck/output.txt"; exit $$status
 
-check-site: venv  ## fail if the built site (SITE) has a broken link, a hidden test, a marker or an unreleased solution
+check-site: venv  ## fail if the built site (SITE) has a broken link, a hidden test, a marker, an unreleased solution or a machine's path
 	$(BIN)/python -m course_site.links $(SITE)
 	$(BIN)/python -m course_site.leaks $(SITE)
+	$(BIN)/python -m course_site.paths $(SITE)
 
 student-repo: venv  ## write the students' repository (exercises, packages, released solutions only) into DEST, for term.yml's students_repository
 	@test -n "$(DEST)" || { echo "usage: make student-repo DEST=../attention-course-student [RELEASED=\"ch01_bahdanau ...\"] [STUDENTS_RELEASE=week-2]   (a new or empty folder outside this repository, or the checkout of an earlier export)"; exit 2; }
@@ -124,7 +125,7 @@ lint: venv  ## ruff (code and notebooks: lint and format) and import-linter (the
 # only waits for the other worker's (a fifth of make test-fast's CPU time went to that).
 PYTEST := OMP_NUM_THREADS=1 $(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadscope --no-loadscope-reorder
 
-test-fast: venv  ## the unit tests: no book build, no browser, no class graded end to end (under a minute)
+test-fast: venv  ## the unit tests: no book build, no browser, no class graded end to end (about a minute)
 	$(PYTEST) -m "not slow and not browser" $(PYTEST_ARGS)
 
 test: venv sandbox browser lint $(MATHJAX)  ## everything: lint, book build and site in Chromium, grading end to end, unit tests
@@ -143,12 +144,18 @@ grade: venv sandbox $(MATHJAX)  ## autograde (sandboxed, JOBS at a time) submitt
 	@test -n "$(ASSIGNMENT)" || { echo "usage: make grade ASSIGNMENT=ch02_scaled_dot_product"; exit 2; }
 	$(BIN)/python -m autograder.cli.grade $(ASSIGNMENT) --jobs $(JOBS) $(ARGS)
 
-# check and validate fail unless every test passed: make's "Error 1" is a failed test, "Error 2" a notebook
-# that could not be checked (the commands' own exit status: autograder/cli/check.py, validate.py).
+# check and validate fail unless every test passed: make's "Error 1" is a failed test (for check, or a written
+# answer left as released), "Error 2" a notebook that could not be checked (the commands' own exit status:
+# autograder/cli/check.py, validate.py; validate warns of a written answer left as released, and passes).
 grades: venv  ## write grades/$(ASSIGNMENT).csv again from the gradebook, with the written answers' scores given in formgrader
 	$(BIN)/python -m autograder.cli.grade $(ASSIGNMENT) --csv-only
 
-check: venv sandbox  ## check NOTEBOOK=path against the hidden tests, as grading would; fails unless all pass
+# From the repository root, where nbgrader_config.py and gradebook.db are; --allow-root where it runs as root
+# (a container), and nbgrader's exchange folder made where it is missing (autograder/nbgrader/formgrader.py).
+formgrader: venv  ## grade written answers by hand: JupyterLab with nbgrader's formgrader, each answer beside its rubric; ARGS="--no-browser --port 8890"
+	$(BIN)/python -m autograder.nbgrader.formgrader $(ARGS)
+
+check: venv sandbox  ## check NOTEBOOK=path against the hidden tests, as grading would; fails unless all pass and every written answer is written
 	@test -n "$(NOTEBOOK)" || { echo "usage: make check NOTEBOOK=exercises/ch02_scaled_dot_product/ch02_scaled_dot_product.ipynb"; exit 2; }
 	@$(BIN)/python -m autograder.cli.check $(NOTEBOOK)
 

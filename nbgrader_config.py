@@ -93,20 +93,33 @@ c.ExchangeFactory.collect = "autograder.exchange.collect.SafeCollect"
 # they are graded.
 c.Autograde.create_student = True
 
+# `nbgrader export` (every assignment and student in one CSV) leaves an assignment that a student never
+# submitted without a score and notes "not submitted", where nbgrader's own plugin writes 0.0; a refused
+# submission gets make grade's 0 and its reason, and written answers not graded yet are named.
+c.ExportApp.plugin_class = "autograder.nbgrader.export.CourseCsvExport"
+
 # Feedback shows which tests passed and each check's message, never the hidden
 # test code or a traceback through it.
 # Markdown and raw cells too long to show are cut, with a note (LimitMarkdown, which also tells
 # `make grade` which notebook it is on, so that one that takes too long is stopped).
 # The feedback page carries the course's MathJax (book/_static/mathjax, which make book and make grade
-# fetch), so that its mathematics renders wherever the student opens it, offline too.
+# fetch), so that its mathematics renders wherever the student opens it, offline too. A written answer
+# that you have not graded yet shows "awaiting grading" (AwaitingGrading), not a score of 0, and the
+# page's total says that it is partial.
 c.GenerateFeedback.exporter_class = "autograder.nbgrader.feedback_html.FeedbackHTMLExporter"
 c.GenerateFeedback.preprocessors = [
     "autograder.nbgrader.limit_markdown.LimitMarkdown",
     "nbgrader.preprocessors.GetGrades",
+    "autograder.nbgrader.feedback_html.AwaitingGrading",
     "autograder.nbgrader.hide_tests.HideHiddenTests",
     "autograder.nbgrader.sanitize.SanitizeStudentHTML",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
+# The formgrader shows each written answer with its rubric right below it, read from the instructor
+# notebook in solutions/ (ShowRubric: on the formgrader's page only; the feedback's exporter, a kind of
+# HTMLExporter, runs without it, so students never see it).
+c.HTMLExporter.preprocessors = ["autograder.nbgrader.rubric.ShowRubric"]
+c.FeedbackHTMLExporter.preprocessors = []
 # Markdown and raw cells that a submission holds are escaped (bleach, through nbconvert), never
 # rendered as live HTML, in the autograded notebook and in the feedback (where the course's own
 # markdown, identical to the released notebook's, is shown as written: SanitizeStudentHTML).

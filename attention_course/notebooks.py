@@ -16,6 +16,7 @@ to import).
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from pathlib import Path
 
 from attention_course import syntax
@@ -29,6 +30,9 @@ QUESTION = "question"  # the tag of an understanding question's answer cell
 SOLUTION = ("BEGIN SOLUTION", "END SOLUTION")
 HIDDEN_TESTS = ("BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
 MARKERS = (*SOLUTION, *HIDDEN_TESTS)
+# What nbgrader puts in place of a written answer's rubric in the released notebook (its ClearSolutions'
+# ``text_stub``): a written answer that still holds it, and nothing else, is not answered.
+WRITTEN_PLACEHOLDER = "YOUR ANSWER HERE"
 
 
 def nbgrader_meta(cell) -> dict:
@@ -74,6 +78,61 @@ def is_written(cell) -> bool:
     (nbgrader's manually graded answer). The instructor notebook holds its rubric; students get
     nbgrader's "YOUR ANSWER HERE" in its place."""
     return cell.get("cell_type") == "markdown" and _readable(cell) and _flag(cell, "solution") and _flag(cell, "grade")
+
+
+@dataclass(frozen=True)
+class WrittenAnswer:
+    """A written answer of a notebook: its grade id, its points and whether the student wrote in it."""
+
+    grade_id: str
+    points: float
+    answered: bool
+
+
+def _text(cell) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else source if isinstance(source, str) else ""
+
+
+def _points_of(cell) -> float:
+    points = nbgrader_meta(cell).get("points", 0)
+    return float(points) if isinstance(points, (int, float)) and not isinstance(points, bool) else 0.0
+
+
+def written_answers(nb, released=None) -> list[WrittenAnswer]:
+    """The written answers of ``nb`` (:func:`is_written`; the first cell of each grade id, as graders read
+    them), each answered or left as released: blank, nbgrader's :data:`WRITTEN_PLACEHOLDER` and nothing
+    else, or the text of its cell in ``released`` (the notebook as students received it, where the caller
+    has it). With ``released``, its written answers are the ones that count, with its points: one that
+    ``nb`` lacks (the cell deleted, or its metadata changed) is listed, unanswered, where it was.
+
+    The one rule of what a written answer left as released is, for `make validate`, `make check` and
+    `make grade`'s summary: nothing checks a written answer's content (the instructor grades it by hand),
+    so each of them says which are still to write, or they are lost silently."""
+    found: dict[str, object] = {}
+    for cell in nb.cells:
+        if is_written(cell) and cell_id(cell) and cell_id(cell) not in found:
+            found[cell_id(cell)] = cell
+    if released is None:
+        expected = found
+    else:
+        expected = {}
+        for cell in released.cells:
+            if is_written(cell) and cell_id(cell) and cell_id(cell) not in expected:
+                expected[cell_id(cell)] = cell
+    answers = []
+    for gid, model in expected.items():
+        cell = found.get(gid)
+        text = "" if cell is None else _text(cell)
+        blank = not text.replace(WRITTEN_PLACEHOLDER, "").strip()
+        unchanged = released is not None and text.strip() == _text(model).strip()
+        answers.append(WrittenAnswer(gid, _points_of(model), not (blank or unchanged)))
+    return answers
+
+
+def unanswered_written(nb, released=None) -> list[WrittenAnswer]:
+    """The written answers of ``nb`` still left as released (:func:`written_answers`), in the notebook's order."""
+    return [answer for answer in written_answers(nb, released) if not answer.answered]
 
 
 def is_test(cell) -> bool:
@@ -179,3 +238,10 @@ def without_hidden_tests(source: str, placeholder: str | None = None) -> str:
 def released_source(code: str) -> str:
     """A test cell as students receive it (hidden tests removed), stripped, for comparisons."""
     return without_hidden_tests(code).strip()
+
+
+def written_named(answers: list[WrittenAnswer]) -> str:
+    """``answers`` named for a student, each with its points: "the written answer explain_x (2 points)"."""
+    named = [f"{answer.grade_id} ({answer.points:g} point{'' if answer.points == 1 else 's'})" for answer in answers]
+    listed = named[0] if len(named) == 1 else f"{', '.join(named[:-1])} and {named[-1]}"
+    return f"the written answer{'' if len(named) == 1 else 's'} {listed}"

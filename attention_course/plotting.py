@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
+
+# Tick labels of a heatmap are at least this many of their font's sizes apart, as the figure is drawn: a
+# label's height and a gap along the y axis, and across a label slanted at 45 degrees along the x axis.
+# Closer, the labels of 48 positions ran together into a smear.
+TICK_SPACING = 1.6
 
 
 def _as_matrix(weights) -> np.ndarray:
@@ -47,9 +53,10 @@ def plot_attention(
         _, ax = plt.subplots(figsize=(1.0 + 0.55 * n_keys, 0.8 + 0.5 * n_queries))
     image = ax.imshow(matrix, cmap=cmap, vmin=0.0, vmax=max(1e-12, float(matrix.max())))
     ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
-    ax.set_xticks(range(n_keys), labels=keys if keys is not None else range(n_keys))
-    ax.set_yticks(range(n_queries), labels=queries if queries is not None else range(n_queries))
-    if keys is not None and max((len(str(k)) for k in keys), default=0) > 3:
+    slanted = keys is not None and max((len(str(k)) for k in keys), default=0) > 3
+    label_ticks(ax.xaxis, keys if keys is not None else range(n_keys), slanted=slanted)
+    label_ticks(ax.yaxis, queries if queries is not None else range(n_queries))
+    if slanted:
         ax.tick_params(axis="x", labelrotation=45)
     ax.set_xlabel("key")
     ax.set_ylabel("query")
@@ -64,6 +71,47 @@ def plot_attention(
                 colour = "black" if matrix[i, j] > threshold else "white"
                 ax.text(j, i, f"{matrix[i, j]:.2f}", ha="center", va="center", color=colour, fontsize=8)
     return ax
+
+
+def tick_step(count: int, length_pt: float, spacing_pt: float, *, numbers: bool = False) -> int:
+    """Label every ``step``-th of ``count`` positions along an axis ``length_pt`` points long (as drawn), so
+    that labels are at least ``spacing_pt`` points apart: 1 where they all fit. Positions that are numbers
+    themselves take a round step (1, 2, 5, 10, 20, 50, ...), so that the labels read 0, 5, 10, ..."""
+    if count <= 1 or length_pt <= 0:
+        return 1
+    step = max(1, math.ceil(spacing_pt * count / length_pt))
+    if numbers:
+        step = min(r * 10**e for e in range(len(str(step)) + 1) for r in (1, 2, 5) if r * 10**e >= step)
+    return step
+
+
+def label_ticks(axis, labels: Sequence, *, slanted: bool = False) -> None:
+    """Label the positions 0, 1, ... of a heatmap's ``axis`` (``ax.xaxis`` or ``ax.yaxis``) with ``labels``,
+    every k-th of them: as many as can be read at the size the figure is drawn (:func:`tick_step`), chosen
+    again whenever the figure is drawn (after ``tight_layout``, a colorbar, a figure size of its own)."""
+    from matplotlib.ticker import FuncFormatter, Locator
+
+    labels = [str(label) for label in labels]
+    numbers = all(label.lstrip("-").isdigit() for label in labels)
+
+    class EveryKth(Locator):
+        def __call__(self):
+            ax, vertical = self.axis.axes, self.axis.axis_name == "y"
+            box = ax.get_window_extent()
+            length_pt = (box.height if vertical else box.width) * 72 / ax.figure.dpi
+            size = self.axis.majorTicks[0].label1.get_size()  # the labels' font, in points
+            widest = max((len(label) for label in labels), default=1)
+            if vertical or slanted:
+                spacing = TICK_SPACING * size * (1.0 if vertical else math.sqrt(2))
+            else:  # side by side: the widest label and a gap
+                spacing = max(TICK_SPACING * size, (0.6 * widest + 0.8) * size)
+            return list(range(0, len(labels), tick_step(len(labels), length_pt, spacing, numbers=numbers)))
+
+        def tick_values(self, vmin, vmax):
+            return self()
+
+    axis.set_major_locator(EveryKth())
+    axis.set_major_formatter(FuncFormatter(lambda x, _: labels[int(round(x))] if 0 <= round(x) < len(labels) else ""))
 
 
 def show_figure(fig, name: str, alt: str, caption: str) -> None:
@@ -134,14 +182,30 @@ class AttentionMaps:
             }
             for i, label in enumerate(self.maps)
         ]
+        # Above the map, one row each (pixels from the figure's top), so that none covers another in a window
+        # as narrow as a phone's: plotly's toolbar (at the top right, its own), the title, the menu.
+        top, bottom, title_at, menu_at = 104, 50, 34, 62
+        height = top + bottom + 26 + 22 * rows
+        plot_height = height - top - bottom
         figure = go.Figure(traces)
         figure.update_layout(
-            title={"text": self._title(next(iter(self.maps))), "x": 0.0, "xanchor": "left", "font": {"size": 14}},
-            updatemenus=[{"buttons": menu, "x": 1.0, "xanchor": "right", "y": 1.12, "yanchor": "bottom"}],
+            title={
+                "text": self._title(next(iter(self.maps))),
+                "x": 0.0,
+                "xanchor": "left",
+                "xref": "paper",
+                "y": 1 - title_at / height,
+                "yanchor": "top",
+                "yref": "container",
+                "font": {"size": 14},
+            },
+            updatemenus=[
+                {"buttons": menu, "x": 0.0, "xanchor": "left", "y": 1 + (top - menu_at) / plot_height, "yanchor": "top"}
+            ],
             xaxis={"tickvals": list(range(columns)), "ticktext": self.keys, "title": "key", "tickangle": 0},
             yaxis={"tickvals": list(range(rows)), "ticktext": self.queries, "title": "query", "autorange": "reversed"},
-            height=180 + 22 * rows,
-            margin={"l": 60, "r": 20, "t": 80, "b": 50},
+            height=height,
+            margin={"l": 60, "r": 20, "t": top, "b": bottom},
         )
         return figure
 

@@ -1,7 +1,9 @@
-"""How a returned value differs from the expected one, in words that never give it away.
+"""How a returned value differs from the expected one, in words that never give it away unless it is public.
 
 Comparing what an item returned with what it should have: :func:`compare` fails a call with a
-message that says how the values differ (never what they should be), :func:`same` only answers."""
+message that says how the values differ (never what they should be, unless the check says the expected
+value is public: a visible test's known answer, :func:`autograder.items.known_answers_shown`; then both
+values are shown, in short), :func:`same` only answers."""
 
 from __future__ import annotations
 
@@ -18,7 +20,12 @@ def compare(
     rtol: float,
     atol: float,
     against: str = "the reference solution",
+    public: bool = False,
 ) -> None:
+    """Fail ``call`` where ``got`` differs from ``want`` beyond the tolerances, saying how; where ``want`` is
+    ``public``, the message shows both values too (:func:`shown`)."""
+    if public:
+        call = _Showing(call, got, want, against, rtol, atol)
     if got.shape != want.shape:
         call.fail(f"{name} has shape {got.shape}, but {against} gives shape {want.shape}")
     if want.dtype == bool:
@@ -62,3 +69,51 @@ def same(call: Call, got: dict, want: dict, rtol: float, atol: float) -> bool:
         if not (np.array_equal(a, b) if b.dtype == bool else np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True)):
             return False
     return True
+
+
+# A value shown in a failure's message: whole up to this many entries, else its shape and its first entries.
+SHOWN_ENTRIES = 12
+
+
+class _Showing:
+    """A call whose failures end with the value returned and the expected one (public: a visible test's known
+    answer), each in short (:func:`shown`), and where they differ first."""
+
+    def __init__(self, call: Call, got: np.ndarray, want: np.ndarray, against: str, rtol: float, atol: float):
+        self._call, self._got, self._want, self._against = call, got, want, against
+        self._tolerances = {"rtol": rtol, "atol": atol}
+
+    def fail(self, problem: str, hint: str | None = None):
+        lines = [problem, f"returned: {shown(self._got)}", f"{self._against}: {shown(self._want)}"]
+        if self._got.shape == self._want.shape and self._got.size > SHOWN_ENTRIES:
+            if self._want.dtype == bool or self._got.dtype == bool:
+                differ = self._got != self._want
+            else:
+                differ = ~np.isclose(self._got, self._want, equal_nan=True, **self._tolerances)
+            if differ.any():
+                where = tuple(int(i) for i in np.argwhere(differ)[0])
+                lines.append(
+                    f"first difference at index {where}: returned {_entry(self._got[where])}, "
+                    f"{self._against} {_entry(self._want[where])}"
+                )
+        self._call.fail("\n    ".join(lines), hint)
+
+
+def shown(value: np.ndarray) -> str:
+    """``value`` in a line: whole where it has at most :data:`SHOWN_ENTRIES` entries, else its shape and its
+    first entries (four significant digits)."""
+    value = np.asarray(value)
+    if value.size <= SHOWN_ENTRIES:
+        return _nested(value)
+    first = ", ".join(_entry(entry) for entry in value.reshape(-1)[:6])
+    return f"shape {value.shape}, first entries (flattened) [{first}, ...]"
+
+
+def _nested(value: np.ndarray) -> str:
+    return _entry(value[()]) if value.ndim == 0 else f"[{', '.join(_nested(part) for part in value)}]"
+
+
+def _entry(value) -> str:
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    return str(int(value)) if isinstance(value, (int, np.integer)) else f"{float(value):.4g}"

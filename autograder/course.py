@@ -27,6 +27,7 @@ from pathlib import Path
 
 import yaml
 
+from attention_course import notebooks
 from attention_course.notebooks import COURSE_ROOT
 
 # The course's local MathJax (make book fetches it: course_site.mathjax): the component that feedback
@@ -49,6 +50,16 @@ def assignments(root: Path | None = None) -> list[str]:
 def exercise_path(assignment: str) -> str:
     """The released notebook of an assignment, relative to the course folder."""
     return f"exercises/{assignment}/{assignment}.ipynb"
+
+
+def released_notebook(assignment: str, root: Path | None = None):
+    """The notebook of ``assignment`` as students received it (:func:`exercise_path` under ``root``, default
+    the course folder; a students' copy holds it too), read; None where there is none, or it cannot be read."""
+    path = Path(root or COURSE_ROOT) / exercise_path(assignment)
+    try:
+        return notebooks.read(path) if path.is_file() else None
+    except Exception:  # not a notebook's JSON: compared with nothing, as a copy that has none
+        return None
 
 
 def notebook_path(assignment: str, folder: str = "solutions", root: Path | None = None) -> Path:

@@ -255,3 +255,26 @@ def mistakes(item: Item, *known: Mistake, also: tuple[str, str] | None = None) -
     built = tuple(mistake for mistake in known if record.variant(item, mistake) is not None)
     record.declare(item, built)
     return dataclasses.replace(item, known=built)
+
+
+# Whether the test cells being run hold hidden tests: the grader's do (it runs the instructor's cells whole),
+# a notebook's kernel runs only the visible tests that students have. A known answer of a visible test is
+# public (its cell prints it), one of a hidden test is the grader's secret; the grader cannot tell one check
+# of a cell from another, so where hidden tests run, no check shows a known answer (see known_answers_shown).
+_HIDDEN: contextvars.ContextVar[bool] = contextvars.ContextVar("hidden_tests", default=False)
+
+
+@contextlib.contextmanager
+def hidden_tests() -> Iterator[None]:
+    """The test cells run inside hold hidden tests (the grader's): their failures show no known answer."""
+    token = _HIDDEN.set(True)
+    try:
+        yield
+    finally:
+        _HIDDEN.reset(token)
+
+
+def known_answers_shown() -> bool:
+    """Whether a failed check may show its known answer beside the value returned: only where no hidden test
+    runs (a notebook's kernel, `make validate`), whose test cells students have, known answers and all."""
+    return not _HIDDEN.get()

@@ -54,6 +54,7 @@ INSTRUCTOR_ONLY = frozenset(
         "autograder/grading/phases.py",
         "autograder/grading/sandboxed.py",
         "autograder/grading/submissions.py",
+        "autograder/written_similarity.py",
         "autograder/exchange/",
         "autograder/nbgrader/",
     }

@@ -2,12 +2,16 @@
 ran on, and written into the pages by this module, never typed by hand.
 
     python -m benchmarks.figures            # write every page's marked blocks from benchmarks/figures.json
-    python -m benchmarks.figures --check    # exit 1 where a page's block differs from what the record gives
+    python -m benchmarks.figures --check    # exit 1 where a page's block differs from what the record gives,
+                                            # or a record holds a machine's paths
     python -m benchmarks.figures --run transformer --d-model 128   # run a measuring program, record its lines
 
 A measuring command (``make bench-book``, ``make bench-suite``, ``make bench-grading``, ...) calls
 :func:`record` with its figures; the record keeps, beside them, the command, the day, the commit and
-the machine (CPU, cores, load while it ran, Python, PyTorch). A page holds a block per figure::
+the machine (CPU, cores, load while it ran, Python, PyTorch), and no machine's paths (:mod:`benchmarks.scrub`:
+a folder that the command names is ``OUT`` there and in its output). A timed run records what its time
+includes (``setting``: a fresh clone, the venv created or not, the cache), and the page says it. A page holds a
+block per figure::
 
     <!-- figures: book-build -->
     ... written by this module ...
@@ -29,6 +33,8 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+
+from benchmarks import scrub
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORD = ROOT / "benchmarks" / "figures.json"
@@ -80,24 +86,39 @@ def load() -> dict:
     return json.loads(RECORD.read_text()) if RECORD.is_file() else {}
 
 
+def _write(records: dict) -> None:
+    RECORD.write_text(json.dumps(records, indent=2, sort_keys=True) + "\n")
+
+
+def unscrubbed(records: dict | None = None) -> dict[str, list[str]]:
+    """The machine's paths that each record still holds (one made before records were scrubbed as they were
+    written): ``make figures`` scrubs them, ``--check`` fails on them."""
+    records = load() if records is None else records
+    return {name: found for name, entry in records.items() if (found := scrub.machine_paths(entry))}
+
+
 def record(name: str, command: str, figures: dict, *, commit: str | None = None, measured: dict | None = None) -> dict:
     """Keep ``figures`` of the measurement ``name`` with its command and machine, in benchmarks/figures.json.
     ``measured`` (``day`` and ``machine``) is for figures measured elsewhere, by a program that recorded its
-    own (benchmarks.gpu, on a GPU machine); by default they are this machine's, today."""
+    own (benchmarks.gpu, on a GPU machine); by default they are this machine's, today. The command and the
+    figures are kept without any machine's paths (:func:`benchmarks.scrub.scrubbed`): a folder that the command
+    names (``--out /tmp/x``) is ``OUT`` in the command and wherever its output quotes it."""
     if name not in RENDER:
         raise ValueError(f"no page shows figures named {name!r}; known: {', '.join(sorted(RENDER))}")
     today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
     measured = measured or {"day": today, "machine": machine()}
-    entry = {
-        "command": command,
-        "day": measured["day"],
-        "commit": commit or _commit(),
-        "machine": measured["machine"],
-        "figures": figures,
-    }
+    entry = scrub.scrubbed(
+        {
+            "command": command,
+            "day": measured["day"],
+            "commit": commit or _commit(),
+            "machine": measured["machine"],
+            "figures": figures,
+        }
+    )
     records = load()
     records[name] = entry
-    RECORD.write_text(json.dumps(records, indent=2, sort_keys=True) + "\n")
+    _write(records)
     print(f"Recorded {name} in {RECORD}; `python -m benchmarks.figures` writes it into the pages")
     return entry
 
@@ -111,38 +132,55 @@ def _measured(entry: dict) -> str:
     return f"Measured by `{entry['command']}` on {entry['day']} at commit {entry['commit']}, on {entry['machine']}"
 
 
+def _setting(entry: dict, program: str) -> str:
+    """What a timed run included (a fresh clone, the venv created or not, the cache), as its record says; a
+    record made before records said so gives what ``program`` (benchmarks.book or benchmarks.suite) did then and
+    does now, its :data:`SETTING`."""
+    import importlib
+
+    return "; ".join(entry["figures"].get("setting") or importlib.import_module(program).SETTING)
+
+
+def _load(figures: dict, what: str) -> str:
+    if "load_mean" not in figures:
+        return ""
+    return f"The load average over {what} was {figures['load_mean']:.1f} ({figures['load_peak']:.1f} at most). "
+
+
 def _book_build(entry: dict) -> str:
     figures = entry["figures"]
     chapters = sorted(figures["chapters"].items(), key=lambda item: -item[1])
     slowest = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in chapters[:4])
     if "jobs" in figures:  # executed by course_site.execute, jobs chapters at a time, before the build
-        return (
-            f"A cold build (no cache) took {_minutes(figures['total_seconds'])}, of which executing the "
-            f"chapters' code, {figures['jobs']} at a time, took {_minutes(figures['execute_seconds'])} "
-            f"({_minutes(sum(figures['chapters'].values()))} of the chapters' times added up); the slowest "
-            f"chapters: {slowest}. {_measured(entry)}.\n"
+        executing = (
+            f"executing the chapters' code, {figures['jobs']} at a time, took {_minutes(figures['execute_seconds'])} "
+            f"({_minutes(sum(figures['chapters'].values()))} of the chapters' times added up)"
         )
+    else:
+        executing = f"executing the chapters' code took {_minutes(sum(figures['chapters'].values()))}"
+    again = (
+        f"A second build in the same clone, nothing changed (every chapter from the cache), took "
+        f"{_minutes(figures['rebuild_seconds'])}. "
+        if "rebuild_seconds" in figures
+        else ""
+    )
     return (
-        f"A cold build (no cache) took {_minutes(figures['total_seconds'])}, of which executing the "
-        f"chapters' code took {_minutes(sum(figures['chapters'].values()))}; the slowest chapters: {slowest}. "
-        f"{_measured(entry)}.\n"
+        f"A cold `make book` took {_minutes(figures['total_seconds'])} ({_setting(entry, 'benchmarks.book')}), "
+        f"of which "
+        f"{executing}; the slowest chapters: {slowest}. {again}{_load(figures, 'the builds')}{_measured(entry)}.\n"
     )
 
 
 def _suite(entry: dict) -> str:
     figures = entry["figures"]
     slowest = "; ".join(f"`{name}` {seconds:.0f} s" for name, seconds in figures["slowest_files"][:5])
+    workers = f" on {figures['workers']} pytest workers" if "workers" in figures else ""
     return (
-        f"`make test` from a fresh clone took {_minutes(figures['total_seconds'])} in all "
-        f"({_minutes(figures['setup_seconds'])} to install and lint, {_minutes(figures['pytest_seconds'])} for "
-        f"{figures['tests']} tests on 2 pytest workers), and `make test-fast` {_minutes(figures['fast_seconds'])} "
-        f"for {figures['fast_tests']} tests. The longest test files (time on their worker): {slowest}. "
-        + (
-            f"The load average over the run was {figures['load_mean']:.1f} ({figures['load_peak']:.1f} at most). "
-            if "load_mean" in figures
-            else ""
-        )
-        + f"{_measured(entry)}.\n"
+        f"`make test` took {_minutes(figures['total_seconds'])} in all ({_setting(entry, 'benchmarks.suite')}): "
+        f"{_minutes(figures['setup_seconds'])} to create the venv, install and lint, "
+        f"{_minutes(figures['pytest_seconds'])} for {figures['tests']:,} tests{workers}; `make test-fast` took "
+        f"{_minutes(figures['fast_seconds'])} for {figures['fast_tests']:,} tests. The longest test files (time on "
+        f"their worker): {slowest}. {_load(figures, 'the run')}{_measured(entry)}.\n"
     )
 
 
@@ -378,8 +416,9 @@ def run_and_record(name: str, arguments: list[str]) -> int:
         print(f"{PROGRAMS[name]} failed (exit {run.returncode}): nothing recorded")
         return run.returncode
     lines = [line for line in run.stdout.splitlines() if line.strip() and "\r" not in line]
-    shown = " ".join(["python -m", PROGRAMS[name], *arguments])
-    record(name, shown, {"output": "\n".join(lines[-LAST_LINES:])})
+    shown = scrub.shown_command(f"python -m {PROGRAMS[name]}", arguments)
+    folders = scrub.named_folders([" ".join(arguments)])  # named in its output as in its command: --out OUT
+    record(name, shown, scrub.scrubbed({"output": "\n".join(lines[-LAST_LINES:])}, folders))
     return 0
 
 
@@ -395,11 +434,19 @@ def main(argv: list[str] | None = None) -> int:
         if status:
             return status
     records = load()
+    with_paths = unscrubbed(records)
+    if with_paths and not args.check:  # the records as record() now writes them: the same scrubber
+        records = scrub.scrubbed(records)
+        _write(records)
+        print(f"Scrubbed the machine's paths from {', '.join(sorted(with_paths))} in {RECORD.name}")
     stale = stale_pages(records)
     if args.check:
+        for name, found in sorted(with_paths.items()):
+            paths = ", ".join(found)
+            print(f"{RECORD.name}: {name} holds a machine's paths ({paths}); run `python -m benchmarks.figures`")
         for page in stale:
             print(f"{page}: its figures differ from benchmarks/figures.json; run `python -m benchmarks.figures`")
-        return 1 if stale else 0
+        return 1 if stale or with_paths else 0
     for page in stale:
         path = ROOT / page
         path.write_text(written(path.read_text(), records))

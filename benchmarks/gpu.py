@@ -44,7 +44,6 @@ import argparse
 import json
 import os
 import re
-import shlex
 import signal
 import statistics
 import subprocess
@@ -54,6 +53,7 @@ import time
 from pathlib import Path
 
 from attention_course.trainer import SPEEDUPS
+from benchmarks import scrub
 from benchmarks.figures import ROOT, load, record
 from benchmarks.replicate import chapter_constant
 
@@ -213,33 +213,20 @@ def finished(step: dict | None) -> bool:
     return True
 
 
-# Options whose values are this machine's or the GPU machine's paths: the record shows a name in their place.
-PATH_OPTIONS = {"--out": "OUT", "--nanogpt": "NANOGPT"}
-
-
 def shown_command(argv: list[str]) -> str:
-    """``python -m benchmarks.gpu`` with ``argv`` as a record shows it: a folder given as an option's value
-    named for what it is (``--out OUT``), a file by its name alone, so that no machine's paths are recorded."""
-    parts = []
-    for before, part in zip(["", *argv], argv):
-        if before in PATH_OPTIONS:
-            part = PATH_OPTIONS[before]
-        elif "/" in part and Path(part).suffix:
-            part = Path(part).name
-        parts.append(part)
-    return " ".join(["python -m benchmarks.gpu", shlex.join(parts)]).rstrip()
+    """``python -m benchmarks.gpu`` with ``argv`` as a record shows it (:func:`benchmarks.scrub.shown_command`:
+    ``--out OUT``, ``--nanogpt NANOGPT``, a file by its name alone), so that no machine's paths are recorded."""
+    return scrub.shown_command("python -m benchmarks.gpu", argv)
 
 
 def scrubbed(step: dict) -> dict:
     """A step as recorded: the folder that its training run wrote to (a temporary folder of the machine that
-    ran it) named ``OUT`` in its command, and left out of its result."""
+    ran it) named ``OUT`` in its command, and left out of its result; any other machine's path scrubbed as
+    every record's is (:func:`benchmarks.scrub.scrubbed`)."""
     step = dict(step)
-    if "command" in step:
-        words = step["command"].split()
-        step["command"] = " ".join("OUT" if before == "--out" else word for before, word in zip(["", *words], words))
     if isinstance(step.get("result"), dict):
         step["result"] = {key: value for key, value in step["result"].items() if key != "out"}
-    return step
+    return scrub.scrubbed(step)
 
 
 def step_from_output(output: Path, commit: str, command: str) -> dict:

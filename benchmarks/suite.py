@@ -8,7 +8,8 @@ test-fast`` in the same clone, and prints the seconds of each, of pytest's part,
 every group of tests that one worker runs whole (tests/conftest.py) and of the slowest tests (from
 pytest's JUnit XML: set-up, call and tear-down of each test), with the machine's load average over the run
 (sampled every 10 s). The figures are recorded for the pages (:mod:`benchmarks.figures`, block ``suite``;
-tests/conftest.py starts the longest groups first by them); a red run records nothing.
+tests/conftest.py starts the longest groups first by them), with what they include (:data:`SETTING`: the clone,
+the venv created, whether its packages came from uv's cache); a red run records nothing.
 """
 
 from __future__ import annotations
@@ -29,6 +30,20 @@ from benchmarks import figures
 
 ROOT = figures.ROOT
 SUMMARY = re.compile(r"(?P<passed>\d+) passed.* in (?P<seconds>[0-9.]+)s")
+WORKERS = re.compile(r"^PYTEST :=.* -n (?P<workers>\d+)\b", re.M)  # the Makefile's pytest workers
+# What the recorded times include, in the words the pages give them (benchmarks.figures); "packages" is
+# settled as the run starts (package_source).
+SETTING = ("in a fresh clone of HEAD", "its .venv created by make test and counted")
+
+
+def package_source() -> str:
+    """Where the fresh venv's packages come from: uv's cache on this machine (no download), or the index."""
+    uv = Path(sys.executable).with_name("uv")
+    found = subprocess.run([str(uv), "cache", "dir"], capture_output=True, text=True) if uv.exists() else None
+    cache = Path(found.stdout.strip()) if found and found.returncode == 0 and found.stdout.strip() else None
+    if cache and cache.is_dir() and any(cache.iterdir()):
+        return "the packages from uv's cache on this machine, none downloaded"
+    return "the packages downloaded, uv's cache empty"
 
 
 def _make(clone: Path, target: str, junit: Path, log: Path) -> tuple[float, str]:
@@ -109,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-record", action="store_true", help="print the figures without recording them")
     args = parser.parse_args(argv)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    setting = [*SETTING, package_source()]
     with tempfile.TemporaryDirectory() as tmp:
         os.chmod(tmp, 0o755)
         clone = Path(tmp) / "course"
@@ -121,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         tests = slowest_tests(Path(tmp) / "junit.xml", 15)
         fast, fast_text = _make(clone, "test-fast", Path(tmp) / "junit-fast.xml", Path(tmp) / "fast.log")
         fast_found = SUMMARY.search(fast_text)
+        found_workers = WORKERS.search((clone / "Makefile").read_text())
     if not found or not fast_found:
         raise SystemExit("pytest's summary line was not found in the output of make test or make test-fast")
     result = {
@@ -130,12 +147,14 @@ def main(argv: list[str] | None = None) -> int:
         "tests": int(found["passed"]),
         "fast_seconds": round(fast, 1),
         "fast_tests": int(fast_found["passed"]),
+        **({"workers": int(found_workers["workers"])} if found_workers else {}),
         "load_mean": round(load.mean, 2),
         "load_peak": round(max(load.samples), 2),
         "slowest_files": [[name, round(seconds, 1)] for name, seconds in per_file[:8]],
         "file_seconds": {name: round(seconds, 1) for name, seconds in per_file},
         "group_seconds": {name: round(seconds, 1) for name, seconds in per_group},
         "slowest_tests": tests,
+        "setting": setting,
     }
     print(f"make test: {total:.0f} s ({result['tests']} tests, pytest {result['pytest_seconds']:.0f} s)")
     print(f"make test-fast: {fast:.0f} s ({result['fast_tests']} tests)")

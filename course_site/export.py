@@ -368,9 +368,21 @@ def student_repo(
 
 def next_steps(dest: Path, repo: course.Repository, release: course.Release, update: bool) -> str:
     """The commands that publish the export: commit it, tag it with the release that its cells install
-    (a term's), and push both."""
-    tag = f" && git tag {repo.ref}" if release.edition == "term" else ""
-    pushed = f"main {repo.ref}" if tag else "main"
+    (a term's), and push both to the term's students' repository. The open edition names no students'
+    repository: its notebooks install from ``_config.yml``'s repository (``repo``), the course's own public one,
+    which the export would overwrite; its copy goes to a new repository of the instructor's choosing."""
+    if release.edition != "term":
+        where = "" if update else " && git remote add origin https://github.com/<you>/<new-repository>.git"
+        first = "" if update else " && git init -b main"
+        return (
+            f"cd {dest}{first} && git add -A && git commit -m 'Open edition'{where} && git push -u origin main\n"
+            f"  (the open edition has no students' repository: its README and notebooks send students to "
+            f"{repo.url}, the course's own (_config.yml's repository), whose packages they install at {repo.ref}. Push "
+            f"this copy to a new repository of your own, never to {repo.url}, which it would replace; for a term, set "
+            f"{course.STUDENTS_REPOSITORY} in {course.SETTINGS_FILE} and EDITION=term.)"
+        )
+    tag = f" && git tag {repo.ref}"
+    pushed = f"main {repo.ref}"
     if update:
         return f"cd {dest} && git add -A && git commit -m 'Release {repo.ref}'{tag} && git push origin {pushed}"
     return (

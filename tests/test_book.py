@@ -10,6 +10,7 @@ screenshots of the landing page and of a chapter are saved beside it (the path i
 """
 
 import ast
+import contextlib
 import html
 import os
 import re
@@ -30,7 +31,7 @@ from autograder import colab, course, reference
 from autograder.classroom import fill
 from autograder.course import exercise_path, repository
 from autograder.grading.notebook import grade_notebook
-from course_site import leaks, links, logo
+from course_site import leaks, links, logo, paths
 from tests.support import browser
 
 pytestmark = [pytest.mark.slow]
@@ -217,6 +218,14 @@ def test_site_holds_no_solution_or_hidden_test(site):
     assert report.ok, "the built site must not be published:\n" + "\n".join(map(str, report.problems))
 
 
+def test_nothing_published_names_a_machines_path(site):
+    """The site's pages, sources and search index, README.md and benchmarks/figures.json (the records the book
+    and README quote) hold no absolute path of the machine that built or measured them (course_site/paths.py)."""
+    checked, found = paths.scan_site(site)
+    assert checked > 30, f"only {checked} files read: is the site complete?"
+    assert not found, "paths of a machine in what the course publishes:\n" + "\n".join(map(str, found))
+
+
 def test_logo_is_generated(site):
     assert logo.main(["--check"]) == 0, "run `python -m course_site.logo` and commit book/_static/logo.svg"
 
@@ -263,19 +272,35 @@ def visits(chromium, site) -> dict[str, Visit]:
     return found
 
 
-# A phone's window (a 6.1-inch phone in portrait, CSS pixels) and a desktop's.
+# A phone's window (a 6.1-inch phone in portrait, CSS pixels) and a desktop's: width and height.
 PHONE, DESKTOP = 390, 1440
-# On a phone a figure is drawn at least this wide (36rem; or its own width, if less), scrolling in its own box
-# where that is wider than the window: shrunk to the window, a figure's labels were too small to read.
-READABLE_FIGURE = 576
+HEIGHT = {PHONE: 844, DESKTOP: 900}
+
+
+# Every result figure drawn smaller than its own size can be opened (course.js), and no other.
+SETTLED = """() => Array.from(document.querySelectorAll('article div.cell_output img'))
+    .filter(img => img.naturalWidth > 0 && img.getClientRects().length)
+    .every(img => (img.getBoundingClientRect().width < img.naturalWidth - 1)
+                  === img.classList.contains('course-zoomable'))"""
+
+
+def next_frame(page) -> None:
+    """Wait until the page has been laid out and drawn again (its ResizeObservers and resize handlers have run)."""
+    page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
 
 
 def resize_to(page, width: int) -> dict:
     """The page (loaded, its mathematics typeset) in a window ``width`` pixels wide: its width against the
-    window's (browser.page_overflow) and its figures as drawn (browser.figures). The page is laid out again,
-    not loaded again: what decides its width is the style sheets' rules for that width."""
-    page.set_viewport_size({"width": width, "height": 900})
-    return {**browser.page_overflow(page), "figures": browser.figures(page)}
+    window's (browser.page_overflow), its figures (browser.figures) and its tables (browser.tables) as drawn. The
+    page is laid out again, not loaded again: what decides its width is the style sheets' rules for that width."""
+    page.set_viewport_size({"width": width, "height": HEIGHT.get(width, 900)})
+    next_frame(page)
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    # course.js has marked the figures drawn smaller than their own size (the tests then check that it did)
+    with contextlib.suppress(PlaywrightTimeout):
+        page.wait_for_function(SETTLED, timeout=5_000)
+    return {**browser.page_overflow(page), "figures": browser.figures(page), "tables": browser.tables(page)}
 
 
 def chapter_outline(page) -> dict:
@@ -344,19 +369,93 @@ def test_no_page_is_wider_than_the_window(visits, width):
     )
 
 
-def test_figures_keep_a_readable_size_on_a_phone(visits):
-    small, unscrolled, seen = [], [], 0
+@pytest.mark.parametrize("width", [PHONE, DESKTOP])
+def test_figures_fit_their_column_and_open_at_full_size(visits, width):
+    """Every result figure is drawn whole within its column: at its own size where that fits, else scaled down to
+    the column's width, and then a reader can open it at its full size (a button: click, tap, Enter or Space)."""
+    wide, small, closed, seen = [], [], [], 0
     for name, visit in visits.items():
-        found = visit.widths[PHONE]
-        for figure in found["figures"]:
+        for figure in visit.widths[width]["figures"]:
             seen += 1
-            if figure["shown"] < min(figure["natural"], READABLE_FIGURE) - 1:
-                small.append(f"{name}: {figure['src']} drawn {figure['shown']:.0f} px wide of {figure['natural']}")
-            if figure["shown"] > found["view"] and not figure["scrolls"]:
-                unscrolled.append(f"{name}: {figure['src']}")
+            where = f"{name}: {figure['src']} drawn {figure['shown']:.0f} px wide of {figure['natural']}"
+            if (
+                figure["shown"] > figure["column"] + 1
+                or figure["left"] < figure["column_left"] - 1
+                or figure["right"] > figure["column_right"] + 1
+            ):
+                wide.append(f"{where}, past its column of {figure['column']:.0f} px")
+            if figure["shown"] < min(figure["natural"], figure["room"]) - 1:
+                small.append(f"{where}, with {figure['room']:.0f} px of room")
+            if figure["shown"] < figure["natural"] - 1 and not figure["opens"]:
+                closed.append(where)
     assert seen >= len(CHAPTERS), f"only {seen} figures measured"
-    assert not small, "figures shrunk below a readable width on a phone:\n" + "\n".join(small)
-    assert not unscrolled, "figures wider than a phone whose box does not scroll:\n" + "\n".join(unscrolled)
+    assert not wide, f"figures wider than their column at {width} px:\n" + "\n".join(wide)
+    assert not small, f"figures drawn smaller than their column needs at {width} px:\n" + "\n".join(small)
+    assert not closed, f"figures scaled down that cannot be opened at full size at {width} px:\n" + "\n".join(closed)
+
+
+def zoom_open(page) -> bool:
+    return page.evaluate("() => Boolean(document.querySelector('dialog.course-zoom')?.open)")
+
+
+def test_a_figure_opens_at_full_size_on_a_phone_and_closes(chromium):
+    """On a phone a figure of chapter 10 is scaled to the column; a tap opens it at its own size over the page
+    (scrolling sideways where it is wider than the window), and Escape or a tap closes it. The keyboard does the
+    same: the figure takes the focus, Enter opens it, and the focus comes back to it when it closes."""
+    base, chrome = chromium
+    url = base + "book/ch10_what_heads_learn.html"
+    with browser.open_page(chrome, url, width=PHONE, height=HEIGHT[PHONE]) as (page, visit):
+        figure = page.locator("article div.cell_output img.course-zoomable").first
+        figure.wait_for(timeout=10_000)
+        figure.scroll_into_view_if_needed()
+        natural = figure.evaluate("img => img.naturalWidth")
+        assert figure.bounding_box()["width"] <= PHONE and natural > PHONE, "the figure is not scaled to the phone"
+        assert not zoom_open(page)
+        figure.click()
+        page.wait_for_function("() => document.querySelector('dialog.course-zoom')?.open", timeout=5_000)
+        full = page.locator("dialog.course-zoom img")
+        full.wait_for(state="visible")
+        page.wait_for_function("() => document.querySelector('dialog.course-zoom img').complete")
+        assert abs(full.bounding_box()["width"] - natural) <= 1, "the figure is not shown at its full size"
+        assert full.get_attribute("alt") == figure.get_attribute("alt")
+        dialog = page.locator("dialog.course-zoom")
+        sizes = dialog.evaluate("d => [d.clientWidth, d.scrollWidth, getComputedStyle(d).overflowX]")
+        assert sizes[0] <= PHONE and sizes[1] >= natural and sizes[2] in ("auto", "scroll"), sizes
+        close = page.get_by_role("button", name="Close")
+        assert close.is_visible() and close.evaluate("b => b === document.activeElement")
+        page.keyboard.press("Escape")
+        page.wait_for_function("() => !document.querySelector('dialog.course-zoom').open", timeout=5_000)
+        assert figure.evaluate("img => img === document.activeElement"), "the focus did not come back to the figure"
+        page.keyboard.press("Enter")  # the figure has the focus
+        page.wait_for_function("() => document.querySelector('dialog.course-zoom')?.open", timeout=5_000)
+        full.click()
+        page.wait_for_function("() => !document.querySelector('dialog.course-zoom').open", timeout=5_000)
+        assert figure.get_attribute("role") == "button" and figure.get_attribute("tabindex") == "0"
+    assert not visit.problems, visit.problems
+
+
+@pytest.mark.parametrize("width", [PHONE, DESKTOP])
+def test_tables_break_names_between_words_and_show_their_last_column(visits, width):
+    """A code name in a table breaks across lines only between its words, never inside one ("ch05_positio /
+    nal_encoding"), and every table's last column (the exercises' points) is in the window, or the table's box
+    scrolls sideways and says so."""
+    broken, cut, seen = [], [], 0
+    for name, visit in visits.items():
+        for table in visit.widths[width]["tables"]:
+            seen += 1
+            broken += [f"{name}: {code}" for code in table["broken"]]
+            if not table["last_visible"] and not (table["scrolls"] and table["says_it_scrolls"]):
+                cut.append(f"{name}: the table {table['first']!r}")
+    assert seen >= 10, f"only {seen} tables measured"
+    assert not broken, f"code names broken inside a word at {width} px:\n" + "\n".join(broken)
+    assert not cut, f"tables whose last column is out of reach at {width} px:\n" + "\n".join(cut)
+
+
+def test_the_exercises_table_shows_its_points_on_a_phone(visits):
+    """The table of the exercises on "Working on the exercises" fits a phone whole: its points column is seen."""
+    tables = visits["book/working_on_exercises.html"].widths[PHONE]["tables"]
+    exercises = [table for table in tables if table["first"].startswith("exercise")]
+    assert exercises and all(table["last_visible"] for table in exercises), exercises
 
 
 def dialog_open(page, selector: str) -> bool:
@@ -406,6 +505,16 @@ def test_the_menu_button_hides_and_shows_the_chapters_on_a_desktop(chromium):
     assert not visit.problems, visit.problems
 
 
+def overlap(a: dict, b: dict) -> bool:
+    """Whether two bounding boxes (Playwright's: x, y, width, height) share any area."""
+    return (
+        a["x"] < b["x"] + b["width"]
+        and b["x"] < a["x"] + a["width"]
+        and a["y"] < b["y"] + b["height"]
+        and b["y"] < a["y"] + a["height"]
+    )
+
+
 # The interactive maps of trained models' attention: page, element id, the maps in its menu, a token on its axes.
 ATTENTION_MAPS = [
     ("book/ch06_transformer.html", "attention-maps-ch06-cross-attention", 8, "<bos>"),
@@ -430,6 +539,39 @@ def test_an_attention_map_draws_offline_and_its_menu_chooses_the_head(chromium, 
         assert entries.count() == count, f"{element}: {entries.count()} entries in the menu, not {count}"
         entries.nth(count - 1).click()
         page.wait_for_function(f"() => ({shown})().indexOf(true) === {count - 1}", timeout=5_000)
+    assert not visit.problems, visit.problems
+
+
+@pytest.mark.parametrize("width", [PHONE, DESKTOP])
+@pytest.mark.parametrize("page_name, element", [(page, element) for page, element, _, _ in ATTENTION_MAPS])
+def test_an_attention_maps_menu_and_toolbar_leave_its_title_clear(chromium, page_name, element, width):
+    """Above the map, its toolbar (shown while the pointer is over the map), its title and its menu each have a
+    row of their own: none covers another, in a phone's window as in a desktop's, and all are within the map."""
+    base, chrome = chromium
+    with browser.open_page(chrome, base + page_name, width=width, height=HEIGHT[width]) as (page, visit):
+        maps = page.locator(f"#{element}")
+        maps.locator("svg.main-svg").first.wait_for(timeout=10_000)
+        maps.scroll_into_view_if_needed()
+        maps.locator(".nsewdrag").first.hover()
+        page.wait_for_function(
+            "id => getComputedStyle(document.querySelector('#' + id + ' .modebar')).opacity === '1'",
+            arg=element,
+            timeout=5_000,
+        )
+        title = maps.locator(".gtitle").bounding_box()
+        controls = {
+            "menu": maps.locator(".updatemenu-header-group").bounding_box(),
+            "toolbar": maps.locator(".modebar").bounding_box(),
+        }
+        whole = maps.bounding_box()
+        assert title["width"] > 50, f"{element}: no title drawn"
+        for name, box in {"title": title, **controls}.items():
+            assert whole["x"] - 1 <= box["x"] and box["x"] + box["width"] <= whole["x"] + whole["width"] + 1, (
+                f"{element}: its {name} reaches past the map at {width} px ({box} in {whole})"
+            )
+        for name, box in controls.items():
+            assert not overlap(title, box), f"{element}: the {name} covers the title at {width} px ({box}, {title})"
+        assert not overlap(*controls.values()), f"{element}: the menu and the toolbar overlap at {width} px"
     assert not visit.problems, visit.problems
 
 
@@ -489,6 +631,69 @@ def test_cells_that_draw_a_figure_fold_their_code():
                 unfolded.append(f"book/{chapter}.md:{cell.line}")
     assert not unfolded, "cells that draw a figure and show their code (tag them hide-input):\n" + "\n".join(unfolded)
     assert folded >= 40, f"only {folded} figure cells found"
+
+
+def plumbing(statement: ast.stmt) -> bool:
+    """Whether a statement of a cell only serves the build: a ``glue(...)`` call, an ``assert``, or a loop of them."""
+    if isinstance(statement, ast.Assert):
+        return True
+    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+        return getattr(statement.value.func, "id", None) == "glue"
+    if isinstance(statement, (ast.For, ast.If)):
+        return all(plumbing(s) for s in statement.body + statement.orelse)
+    return False
+
+
+def cell_tree(cell: CodeCell) -> ast.Module:
+    """A cell's code as Python (a line of IPython's, ``%magic`` or ``!command``, left out)."""
+    return ast.parse("\n".join("" if line.lstrip().startswith(("%", "!")) else line for _, line in cell.code))
+
+
+def glues_or_asserts(cell: CodeCell) -> bool:
+    """Whether a cell hands values to the text (``glue``) or checks what the text says (``assert``)."""
+    tree = cell_tree(cell)
+    return any(
+        isinstance(node, ast.Assert) or getattr(getattr(node, "func", None), "id", None) == "glue"
+        for node in ast.walk(tree)
+    )
+
+
+def shown(cell: CodeCell) -> bool:
+    """Whether a reader sees a cell's code: not removed, and executed (Colab's cells are not)."""
+    return not re.search(r"\bremove-(cell|input)\b", cell.options) and "skip-execution" not in cell.options
+
+
+def test_cells_that_only_glue_and_assert_are_hidden():
+    """A cell whose code only hands values to the text and checks them (glue, assert, and the names they need) is
+    the build's plumbing: tagged remove-cell (or remove-input), it still runs in the build. A cell that computes,
+    prints or draws what the reader reads stays shown, and keeps its plumbing in a hidden cell of its own where it
+    has much (chapter 8's GPU sections: the records of a GPU, read and checked)."""
+    shown_plumbing, hidden = [], 0
+    for chapter in CHAPTERS:
+        for cell in code_cells((COURSE_ROOT / "book" / f"{chapter}.md").read_text()):
+            if not shown(cell):
+                hidden += bool(glues_or_asserts(cell)) if "skip-execution" not in cell.options else 0
+                continue
+            body = cell_tree(cell).body
+            gluing = any(plumbing(s) and "glue" in ast.unparse(s) for s in body)
+            if gluing and all(plumbing(s) or isinstance(s, (ast.Assign, ast.Import, ast.ImportFrom)) for s in body):
+                shown_plumbing.append(f"book/{chapter}.md:{cell.line}")
+    assert not shown_plumbing, "cells that only glue and assert, shown to readers:\n" + "\n".join(shown_plumbing)
+    assert hidden >= 10, f"only {hidden} hidden cells glue or assert"
+
+
+def test_chapter_8s_gpu_sections_show_no_glue_or_assert():
+    """From "On a GPU" to "Several GPUs", the cells shown print what was measured; what hands the figures to the
+    text and checks them is hidden."""
+    text = (COURSE_ROOT / "book" / "ch08_training_fast.md").read_text()
+    start, end = text.index("\n### On a GPU\n"), text.index("\n## Several GPUs")
+    cells = [cell for cell in code_cells(text) if start < sum(map(len, text.splitlines(True)[: cell.line])) < end]
+    assert len(cells) >= 8, f"only {len(cells)} cells found in chapter 8's GPU sections"
+    shown_plumbing = [
+        f"book/ch08_training_fast.md:{cell.line}" for cell in cells if shown(cell) and glues_or_asserts(cell)
+    ]
+    assert not shown_plumbing, "cells of the GPU sections that glue or assert, shown:\n" + "\n".join(shown_plumbing)
+    assert any(not shown(cell) for cell in cells), "no hidden cell in the GPU sections"
 
 
 def test_code_cells_keep_to_the_line_length():

@@ -11,12 +11,15 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbformat.v4 import new_code_cell, new_notebook
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from attention_course import notebooks
 from attention_course.notebooks import COURSE_ROOT
 from autograder import course
+from autograder.classroom import fill
 from autograder.cli import check, validate
 from autograder.grading import report as graded
+from autograder.grading.notebook import grade_notebook
 
 A = "ch02_scaled_dot_product"
 STUDENTS_MAKEFILE = COURSE_ROOT / "course_site" / "templates" / "student" / "Makefile"
@@ -44,10 +47,26 @@ def _report(*passed: bool, message: str = "softmax: rows sum to 1 failed") -> gr
     return report
 
 
+def _answered(path: Path, assignment: str = A, **answers) -> Path:
+    """The released notebook of ``assignment`` with every cell answered (``answers`` by grade id: a written
+    answer's text, or None to leave it as released), written at ``path``."""
+    nb = fill(assignment, {gid: text for gid, text in answers.items() if text is not None})
+    for cell in nb.cells:
+        if notebooks.cell_id(cell) in answers and answers[notebooks.cell_id(cell)] is None:
+            cell.source = notebooks.WRITTEN_PLACEHOLDER
+    nbformat.write(nb, str(path))
+    return path
+
+
 @pytest.mark.parametrize(
     "report,status,verdict",
     [
-        (_report(True, True), 0, "Verdict: full marks (2 / 2). Ready to submit."),
+        (
+            _report(True, True),
+            0,
+            "Verdict: every test passes (2 / 2); the written answer explain_saturated_attention (2 points) awaits "
+            "your instructor's grading. Ready to submit.",
+        ),
         (_report(True, False), 1, "Verdict: 1 / 2; 1 test fails."),
         (
             _report(False, False, message="no test ran: could not read the notebook: NotJSONError: not JSON"),
@@ -60,8 +79,7 @@ def _report(*passed: bool, message: str = "softmax: rows sum to 1 failed") -> gr
 def test_check_exits_0_for_full_marks_1_for_a_failed_test_and_2_for_a_notebook_not_run(
     report, status, verdict, tmp_path, monkeypatch, capsys
 ):
-    path = tmp_path / f"{A}.ipynb"
-    shutil.copy(course.notebook_path(A, "exercises"), path)
+    path = _answered(tmp_path / f"{A}.ipynb")
     monkeypatch.setattr(check, "grade_notebook", lambda *args, **kwargs: report)
     assert check.main([str(path)]) == status
     assert capsys.readouterr().out.strip().splitlines()[-1].startswith(verdict)
@@ -149,19 +167,158 @@ def test_a_partly_right_question_is_marked_part_with_its_share(tmp_path, monkeyp
     assert lines[-1].startswith("Verdict: 1.67 / 2; 1 test fails.")
 
 
-def test_a_written_answer_is_left_to_the_instructor_and_its_rubric_shown(tmp_path, monkeypatch, capsys):
-    """make check does not grade a written answer: it says so and prints its points and rubric from the
-    instructor notebook (which a students' copy holds once the chapter is released), and the verdict and exit
-    status are those of the tests."""
+def test_a_written_answer_is_left_to_the_instructor_and_its_rubric_shown_as_plain_text(tmp_path, monkeypatch, capsys):
+    """make check does not grade a written answer: it says so and prints its points and rubric, as plain text,
+    from the instructor notebook (which a students' copy holds once the chapter is released); written in, it
+    awaits the instructor, and full marks on the tests are ready to submit."""
     a = "ch10_what_heads_learn"
     report = graded.Report(a, a)
     report.tests["test_0"] = graded.TestResult("test_0", 2.0, True, "")
-    path = tmp_path / f"{a}.ipynb"
-    shutil.copy(course.notebook_path(a, "exercises"), path)
+    path = _answered(tmp_path / f"{a}.ipynb", a, explain_split_prefix_score="The score averages 1/k.")
     monkeypatch.setattr(check, "grade_notebook", lambda *args, **kwargs: report)
     assert check.main([str(path)]) == 0
     out = capsys.readouterr().out
-    assert "Written answers: graded by your instructor, not here." in out
-    assert "  explain_split_prefix_score (2 points)" in out and "        **Rubric (2 points).**" in out
-    assert out.splitlines()[-1] == "Verdict: full marks (2 / 2). Ready to submit."
+    assert "Written answers: graded by hand by your instructor, not here." in out
+    assert "  explain_split_prefix_score (2 points): written, awaiting your instructor's grading" in out
+    assert "        Rubric (2 points). One point for each of:" in out
+    assert " 1/k;" in out and "(1 + 1/2)/2 = 0.75" in out
+    rubrics = out[out.index("Written answers:") : out.index("Verdict:")]
+    assert "$" not in rubrics and "**" not in rubrics and "\\" not in rubrics
+    assert out.splitlines()[-1] == (
+        "Verdict: every test passes (2 / 2); the written answer explain_split_prefix_score (2 points) awaits "
+        "your instructor's grading. Ready to submit."
+    )
     assert "  explain_saturated_attention (2 points)" in check.written_rubrics(A)
+
+
+@pytest.mark.parametrize("left", ["YOUR ANSWER HERE", "", "deleted"])
+def test_check_is_never_ready_to_submit_with_a_written_answer_left_as_released(left, tmp_path, monkeypatch, capsys):
+    """Every test passing, a written answer still as released (placeholder, blank, or its cell deleted) is not
+    ready to submit: the verdict names it with its points, and make check fails (status 1)."""
+    a = "ch10_what_heads_learn"
+    report = graded.Report(a, a)
+    report.tests["test_0"] = graded.TestResult("test_0", 2.0, True, "")
+    path = _answered(tmp_path / f"{a}.ipynb", a, explain_split_prefix_score=None)
+    nb = nbformat.read(str(path), as_version=4)
+    for cell in nb.cells:
+        if notebooks.cell_id(cell) == "explain_split_prefix_score":
+            cell.source = left
+    nb.cells = [c for c in nb.cells if left != "deleted" or notebooks.cell_id(c) != "explain_split_prefix_score"]
+    nbformat.write(nb, str(path))
+    monkeypatch.setattr(check, "grade_notebook", lambda *args, **kwargs: report)
+    assert check.main([str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "Ready to submit" not in out
+    assert "  explain_split_prefix_score (2 points): NOT WRITTEN yet" in out
+    assert out.splitlines()[-1] == (
+        "Verdict: every test passes (2 / 2), but the written answer explain_split_prefix_score (2 points) is still "
+        "as released (YOUR ANSWER HERE or blank): write it before you submit. Not ready to submit."
+    )
+    report.tests["test_0"] = graded.TestResult("test_0", 2.0, False, "softmax: rows sum to 1 failed")
+    assert check.main([str(path)]) == 1
+    assert (
+        capsys.readouterr()
+        .out.splitlines()[-1]
+        .endswith(
+            "fix that item, and check again. And the written answer explain_split_prefix_score (2 points) is still "
+            "as released: write it too."
+        )
+    )
+
+
+def test_the_verdict_of_a_notebook_without_written_answers_is_full_marks():
+    assert check.verdict(_report(True, True)) == "Verdict: full marks (2 / 2). Ready to submit."
+    answered = [notebooks.WrittenAnswer("a", 1.0, True), notebooks.WrittenAnswer("b", 2.0, True)]
+    assert check.verdict(_report(True, True), answered) == (
+        "Verdict: every test passes (2 / 2); the written answers a (1 point) and b (2 points) await your "
+        "instructor's grading. Ready to submit."
+    )
+
+
+def test_make_check_shows_no_known_answer_as_the_grader_runs_hidden_tests():
+    """The grader runs the instructor's test cells whole, hidden tests and all: no failure there shows a known
+    answer (nor the value returned beside it), visible or hidden, as a notebook's kernel does."""
+    wrong = (
+        "import numpy as np\n"
+        "def softmax(x, axis=-1):\n"
+        "    e = np.exp((x - x.max(axis=axis, keepdims=True)) / 2)\n"
+        "    return e / e.sum(axis=axis, keepdims=True)\n"
+    )
+    report = grade_notebook(A, fill(A, {"softmax": wrong}), isolation="none", only=["softmax"])
+    message = report.tests["test_softmax_values"].message
+    assert "a known answer failed" in message and "differs from the known answer" in message, message
+    assert "\n    returned:" not in message and "\n    the known answer:" not in message, message
+
+
+def _validated(tmp_path: Path, name: str, *cells) -> tuple[int, list[str]]:
+    path = tmp_path / name
+    nbformat.write(new_notebook(cells=list(cells)), str(path))
+    status = validate.main([str(path)])
+    return status, path
+
+
+def _written(text: str, gid: str = "explain_x", points: float = 2) -> nbformat.NotebookNode:
+    meta = {"grade": True, "solution": True, "locked": False, "points": points, "grade_id": gid}
+    return new_markdown_cell(text, metadata={"nbgrader": {**meta, "schema_version": 3}})
+
+
+def _test(source: str, gid: str = "test_0") -> nbformat.NotebookNode:
+    meta = {"grade": True, "solution": False, "locked": True, "points": 1, "grade_id": gid}
+    return new_code_cell(source, metadata={"nbgrader": {**meta, "schema_version": 3}})
+
+
+def test_validate_names_a_written_answer_left_as_released_and_not_one_written(tmp_path, capsys):
+    """make validate warns of a written answer still as released, with its points, and that the instructor grades
+    it by hand; its last line never says all is done alone. It is not a test: the status stays 0."""
+    status, _ = _validated(
+        tmp_path, "left.ipynb", new_code_cell("x = 1"), _test("assert x == 1"), _written("YOUR ANSWER HERE")
+    )
+    out = capsys.readouterr().out.splitlines()
+    assert status == 0
+    assert "Written answers: graded by hand by your instructor, with a rubric; not checked here" in out
+    assert any(line.startswith("  NOT WRITTEN  explain_x (2 points): its cell is as released") for line in out), out
+    assert out[-1] == (
+        "All visible tests passed, but the written answer explain_x (2 points) is not written yet: write it before "
+        "you submit. Hidden tests run when your work is graded."
+    )
+    status, _ = _validated(
+        tmp_path, "written.ipynb", new_code_cell("x = 1"), _test("assert x == 1"), _written("Because the gaps grow.")
+    )
+    out = capsys.readouterr().out.splitlines()
+    assert status == 0
+    assert "  written      explain_x (2 points): awaits your instructor's grading" in out
+    assert not any("NOT WRITTEN" in line for line in out)
+    assert out[-1] == "All visible tests passed. Hidden tests run when your work is graded."
+    status, _ = _validated(tmp_path, "both.ipynb", new_code_cell("x = 1"), _test("assert x == 2"), _written(""))
+    out = capsys.readouterr().out.splitlines()
+    assert status == 1
+    assert out[-1] == (
+        "Some visible tests failed or a cell raised an error: see above. And the written answer explain_x "
+        "(2 points) is not written yet."
+    )
+
+
+def test_validate_compares_written_answers_with_the_released_notebook(tmp_path, capsys):
+    """A copy of an exercise (named after it) is compared with its released notebook: a written answer whose cell
+    was deleted is still to write, with the released notebook's points."""
+    folder = tmp_path / "ch10_what_heads_learn"
+    folder.mkdir()
+    status, _ = _validated(folder, "my copy.ipynb", new_code_cell("x = 1"), _test("assert x == 1"))
+    out = capsys.readouterr().out
+    assert status == 0
+    assert "  NOT WRITTEN  explain_split_prefix_score (2 points)" in out
+
+
+def test_validate_shows_the_value_returned_beside_a_visible_known_answer(tmp_path, capsys):
+    """A visible test's known answer is public: where it fails, make validate shows what the code returned."""
+    source = (
+        "import numpy as np\n"
+        "from autograder import Item, check_equals, literal\n"
+        "item = Item('ch02_scaled_dot_product', 'softmax', lambda x, axis=-1: np.exp(x) / 3)\n"
+        "check_equals(item, [literal([1.0, 2.0, 3.0])], [0.09, 0.2447, 0.6652])\n"
+    )
+    status, _ = _validated(tmp_path, "values.ipynb", _test(source))
+    out = capsys.readouterr().out
+    assert status == 1
+    assert "softmax: a known answer failed" in out, out
+    assert "returned: [0.9061, 2.463, 6.695]" in out and "the known answer: [0.09, 0.2447, 0.6652]" in out, out

@@ -151,15 +151,36 @@ def test_matches_builtin_with_renamed_keyword():
     assert f"differs from {SDPA}" in msg
 
 
-def test_equals_does_not_print_the_expected_values():
+def test_equals_shows_a_visible_known_answer_and_the_value_returned_but_never_a_hidden_one():
+    """A visible test's known answer is public (its cell prints it): in a notebook's kernel, where only visible
+    tests run, a failure shows it beside the value returned. Where hidden tests run (the grader, which runs the
+    instructor's cells whole), no failure shows a known answer, nor the value returned beside it."""
     expected = [0.09003057317038046, 0.24472847105479767, 0.6652409557748219]
     check_equals(softmax_item(good_softmax), [literal([1.0, 2.0, 3.0])], expected=expected)
-    msg = failure(
-        check_equals, softmax_item(lambda x, axis=-1: np.exp(x) / 3), [literal([1.0, 2.0, 3.0])], expected=expected
-    )
-    assert_well_formed(msg, "softmax", "a known answer", "(3,)")
+    wrong = softmax_item(lambda x, axis=-1: np.exp(x) / 3)
+    visible = failure(check_equals, wrong, [literal([1.0, 2.0, 3.0])], expected=expected)
+    assert_well_formed(visible, "softmax", "a known answer", "(3,)")
+    assert "\n    returned: [0.9061, 2.463, 6.695]\n    the known answer: [0.09003, 0.2447, 0.6652]\n" in visible
+    with items.hidden_tests():
+        hidden = failure(check_equals, wrong, [literal([1.0, 2.0, 3.0])], expected=expected)
+    assert_well_formed(hidden, "softmax", "a known answer", "(3,)")
+    assert "\n    returned:" not in hidden and "\n    the known answer:" not in hidden
     for value in expected:
-        assert f"{value:.3f}"[:5] not in msg
+        assert f"{value:.3f}"[:5] not in hidden
+    assert items.known_answers_shown()  # left as it was
+
+
+def test_a_large_known_answer_is_shown_in_short_with_its_first_difference():
+    expected = np.eye(5, dtype=bool)
+    wrong = Item("ch04_masking", "causal_mask", lambda n: torch.ones(n, n, dtype=torch.bool).tril())
+    message = failure(check_equals, wrong, [5], expected=expected.tolist())
+    assert "differs from the known answer: 10 entries are True where they should be False" in message
+    assert "returned: shape (5, 5), first entries (flattened) [True, False, False, False, False, True, ...]" in message
+    assert (
+        "the known answer: shape (5, 5), first entries (flattened) [True, False, False, False, False, False, ...]"
+        in message
+    )
+    assert "first difference at index (1, 0): returned True, the known answer False" in message
 
 
 OPTIONS = ("no mask", "causal", "padding of the keys")

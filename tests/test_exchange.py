@@ -515,7 +515,7 @@ def test_make_grade_prints_each_phase_and_the_summary(term):
     assert -1 not in where and where == sorted(where), dict(zip(PHASES, where))
     assert f"Grades for {A}: 7 submission(s)" in out
     lines = {line.split()[0]: line for line in out.splitlines() if line.split()[:1] in [[name] for name in ANSWERS]}
-    assert f"{FULL:g} / {MAX:g}  all passed; awaiting manual grading: " in lines["alice"]
+    assert f"{FULL:g} / {MAX:g}  all tests passed; awaiting manual grading: " in lines["alice"]
     assert f"0 / {MAX:g}" in lines["bob"]
     assert all(f"0 / {MAX:g}  refused: the submission in the exchange holds" in lines[name] for name in REFUSED)
     assert "mean " in out and f"Grades:   {term.course / 'grades' / (A + '.csv')}" in out

@@ -143,3 +143,24 @@ def test_at_least_half_of_the_questions_ask_to_predict_then_check(assignment):
     assert asked and 2 * len(predicted) >= len(asked), (
         f"{assignment}: {len(predicted)} of its {len(asked)} questions ask to predict, then check ({predicted})"
     )
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_the_chapters_exercise_section_names_its_written_answer_graded_by_hand(assignment):
+    """A student reads of the hand-graded written answer before the notebook: the chapter's Exercise section names
+    it with its points (as the notebook has them), says the instructor grades it by hand with a rubric, and that
+    `make check` does not grade it."""
+    from attention_course.notebooks import COURSE_ROOT
+
+    text = (COURSE_ROOT / "book" / f"{assignment}.md").read_text()
+    anchor = f"({assignment[:4]}-exercise)="
+    assert anchor in text, f"book/{assignment}.md has no Exercise section ({anchor})"
+    section = text[text.index(anchor) + len(anchor) :].lstrip().removeprefix("## Exercise")
+    section = " ".join(section.split("\n## ")[0].split())  # up to the next section
+    released = course.notebook_path(assignment, "exercises")
+    written = notebooks.written_answers(notebooks.read(released))
+    assert written, f"{assignment} has no written answer"
+    for answer in written:
+        assert f"`{answer.grade_id}` ({answer.points:g} points)" in section, section[-600:]
+    for words in ("written answer", "grades it by hand, with a rubric", "`make check` does not grade it"):
+        assert words in section, (words, section[-600:])

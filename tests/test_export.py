@@ -213,7 +213,8 @@ def test_the_students_repository_checks_a_notebook_as_the_instructors_checkout_d
             if kind != "right":
                 assert f"{target}] Error 1" in student.stderr, said
             if target == "check":
-                assert ("Verdict: full marks" in student.stdout) == (kind == "right"), said
+                assert ("Verdict: every test passes" in student.stdout) == (kind == "right"), said
+                assert ("Ready to submit." in student.stdout) == (kind == "right"), said
 
 
 @pytest.mark.slow
@@ -514,6 +515,27 @@ def test_the_export_refuses_the_instructors_own_repository(tmp_path, capsys, mon
     assert export.main([str(dest)]) == 2
     assert "'main', a branch, which changes with every push" in capsys.readouterr().err
     assert not dest.exists()
+
+
+def test_the_open_editions_export_says_to_push_it_to_a_new_repository_never_the_courses(tmp_path, capsys, monkeypatch):
+    """The open edition names no students' repository: its export's notebooks install the packages from
+    _config.yml's repository, the course's own, so "Next:" never sends the export there; a term's export goes to
+    its students' repository, tagged with its release."""
+    monkeypatch.setenv("EDITION", "open")
+    for name in ("RELEASED", "STUDENTS_REPOSITORY", "STUDENTS_RELEASE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(export, "student_repo", lambda dest, release, root, repo: (["README.md"], None))
+    own = course.repository(ROOT)
+    assert export.main([str(tmp_path / "copy")]) == 0
+    said = capsys.readouterr().out
+    steps = said.split("Next: ", 1)[1]
+    assert f"git remote add origin {own.url}" not in steps and f"push to {own.url}" not in steps
+    assert "git remote add origin https://github.com/<you>/<new-repository>.git" in steps, steps
+    assert f"never to {own.url}, which it would replace" in steps and "git tag" not in steps
+
+    term = export.next_steps(tmp_path / "copy", STUDENTS, TERM, update=False)
+    assert f"git remote add origin {STUDENTS.url}.git" in term and f"git tag {STUDENTS.ref}" in term
+    assert f"git push -u origin main {STUDENTS.ref}" in term
 
 
 def _git(dest: Path, *args: str) -> str:

@@ -624,9 +624,9 @@ def test_a_task_cell_full_of_escapes_is_graded_as_the_sandbox_graded_it(protecte
     assert rows["alice"]["score"] == rows["mallory_task"]["score"] == str(FULL), rows["mallory_task"]
     assert float(rows["bob_zeros"]["score"]) < FULL
     assert "refused" not in rows["mallory_task"]["note"]
-    assert "all passed" in summary_line(run, "mallory_task")
+    assert "all tests passed" in summary_line(run, "mallory_task")
     # A schema version nbgrader does not know stopped its autograde for the class: mallory_task, after it, is graded.
-    assert rows["mallory_schema"]["score"] == str(FULL) and "all passed" in summary_line(run, "mallory_schema")
+    assert rows["mallory_schema"]["score"] == str(FULL) and "all tests passed" in summary_line(run, "mallory_schema")
     assert (folder / "autograded" / "mallory_task" / A / f"{A}.ipynb").is_file()
     assert "test_softmax_values" in feedback(folder, "mallory_task")
 

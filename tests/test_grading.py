@@ -261,12 +261,14 @@ def test_a_written_answer_awaits_the_instructor_and_the_score_given_reaches_the_
     results = graded[1][a]
     assert results["reference"].written == {written: (None, 2.0)} and results["reference"].awaiting_points == 2
     assert results["blank"].written == {written: (0.0, 2.0)} and not results["blank"].awaiting
+    assert results["blank"].blank == [written] and results["reference"].blank == []
     before = _rows(folder, a)
     assert before["reference"][written] == "" and before["blank"][written] == "0.0"
+    assert f"written answer {written} left blank: 0 of 2 points" in before["blank"]["note"]
     said = grade.summary(a, list(results.values()))
-    assert f"make grades ASSIGNMENT={a}" in said and "full marks so far" in said
+    assert f"make grades ASSIGNMENT={a}" in said and "full marks: counted once no written answer awaits" in said
     line = next(line for line in said.splitlines() if line.startswith("reference "))
-    assert line.endswith(f"all passed; awaiting manual grading: {written}"), line
+    assert line.endswith(f"all tests passed; awaiting manual grading: {written}"), line
 
     with Gradebook(db_url(folder)) as gradebook:
         gradebook.find_grade(written, a, a, "reference").manual_score = 1.5

@@ -151,3 +151,46 @@ def test_reading_a_notebooks_cells_imports_no_nbgrader():
     )
     ran = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
     assert ran.stdout.strip() == "[]", ran.stdout
+
+
+def test_a_written_answer_left_as_released_is_unanswered_and_one_written_in_is_answered():
+    """The one rule of `make validate`, `make check` and `make grade`: a written answer is left as released where
+    it is blank, nbgrader's placeholder alone, the released notebook's text, or missing (deleted); with the
+    released notebook's points, in the notebook's order."""
+    from copy import deepcopy
+
+    from autograder import course
+
+    a = "ch10_what_heads_learn"
+    released = course.released_notebook(a)
+    gid = "explain_split_prefix_score"
+    assert notebooks.unanswered_written(released, released) == [notebooks.WrittenAnswer(gid, 2.0, False)]
+    assert notebooks.unanswered_written(released) == [notebooks.WrittenAnswer(gid, 2.0, False)]
+
+    def answered(text: str | None, compared=released, points=None) -> list[bool]:
+        nb = deepcopy(released)
+        for cell in nb.cells:
+            if notebooks.cell_id(cell) == gid:
+                cell.source = text
+                if points is not None:
+                    cell.metadata["nbgrader"]["points"] = points
+        nb.cells = [c for c in nb.cells if text is not None or notebooks.cell_id(c) != gid]
+        return [(answer.answered, answer.points) for answer in notebooks.written_answers(nb, compared)]
+
+    assert answered("The score averages 1/k over the copies.") == [(True, 2.0)]
+    assert answered("YOUR ANSWER HERE\n\nThe score averages 1/k.") == [(True, 2.0)]
+    assert answered("") == answered("  \n") == answered("YOUR ANSWER HERE\n") == [(False, 2.0)]
+    assert answered(None) == [(False, 2.0)]  # the cell deleted
+    assert answered("An answer", points=99) == [(True, 2.0)]  # the released notebook's points count
+    # the released text, whatever it is, is not an answer
+    prompt = deepcopy(released)
+    for cell in prompt.cells:
+        if notebooks.cell_id(cell) == gid:
+            cell.source = "Write here why the score falls."
+    assert answered("Write here why the score falls.", compared=prompt) == [(False, 2.0)]
+    assert answered("Write here why the score falls.", compared=None) == [(True, 2.0)]
+    assert notebooks.written_named(notebooks.unanswered_written(released)) == (
+        "the written answer explain_split_prefix_score (2 points)"
+    )
+    two = [notebooks.WrittenAnswer("a", 1.0, False), notebooks.WrittenAnswer("b", 2.5, False)]
+    assert notebooks.written_named(two) == "the written answers a (1 point) and b (2.5 points)"

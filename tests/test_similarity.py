@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from attention_course import notebooks
+from autograder import written_similarity
 from autograder.classroom import fill, make_course, released, submit
 from autograder.cli import similarity
 
@@ -468,8 +469,8 @@ def test_writes_the_html_report_and_the_csv(mha):
     with report.csv.open(newline="") as f:
         rows = list(csv.DictReader(f))
     assert rows and list(rows[0]) == similarity.CSV_FIELDS
-    assert len(rows) == len(report.pairs)
-    by_names = {frozenset((r["first"], r["second"])): r for r in rows}
+    assert len(rows) == len(report.pairs) + len(report.written)
+    by_names = {frozenset((r["first"], r["second"])): r for r in rows if r["answer"] == similarity.CODE}
     copy = by_names[frozenset(("alice", "bob"))]
     assert copy["flagged"] == "yes" and copy["kind"] == "classmates"
     assert float(copy["first_share"]) >= similarity.THRESHOLD and int(copy["shared_tokens"]) > 0
@@ -543,3 +544,96 @@ def test_command_line(tmp_path):
     assert str(course / "grades" / "similarity" / f"{MHA}.csv") in printed
     with pytest.raises(SystemExit), contextlib.redirect_stderr(io.StringIO()):
         similarity.main(["ch99_nothing", "--root", str(course)])
+
+
+# ----------------------------------------------------------------------------- written answers
+
+EXPLAIN = "explain_right_slices"  # ch03's written answer, graded by hand
+QUESTION = (
+    "was your prediction right, and why or why not? Then say why exactly those slices come out right, and what "
+    "the slip does to the attention of the other heads."
+)
+HONEST_1 = """My prediction was wrong: I expected only the first slice to match. Both reshapes read the same memory
+in order, so the slice of head h at position l starts at offset (h L + l) dh in one and (l H + h) dh in the other.
+These agree for the first and the last slice, and for others only when L - 1 and H - 1 share a factor. The other
+slices mix features of several positions, so every other head averages the wrong vectors, silently."""
+# A classmate's copy: bold and TeX added, punctuation, case and line breaks changed, one word swapped.
+COPY_OF_HONEST_1 = """**My prediction was WRONG** - I expected only the *first* slice to match; both reshapes read the
+same memory in order, so the slice of head $h$ at position $l$ starts at offset $(h L + l) d_h$ in one, and
+$(l H + h) d_h$ in the other. These agree for the first and the last slice and for others only when $L - 1$ and
+$H - 1$ share a factor. The remaining slices mix features of several positions, so every other head averages the
+wrong vectors, silently."""
+HONEST_2 = """I predicted two matching slices and that was right, though not for the reason I gave. Writing the flat
+index of each element shows the two layouts coincide when h(L-1) equals l(H-1), which always holds at the corners
+(0, 0) and (H-1, L-1). Elsewhere a head gets a jumble of neighbouring tokens' features: the shapes are fine and no
+error is raised, but its attention weights and outputs are nonsense, so only comparing with a reference catches it."""
+
+
+def with_written(assignment: str, text: str, answers: dict[str, str] | None = None):
+    """The reference's code, and ``text`` as the written answer."""
+    return fill(assignment, {**(answers or {}), EXPLAIN: text})
+
+
+@pytest.fixture(scope="module")
+def explained(tmp_path_factory):
+    """A ch03 class compared for its written answers: (course folder, report)."""
+    course = make_course(tmp_path_factory.mktemp("course"))
+    solution = notebooks.read(course / "solutions" / MHA / f"{MHA}.ipynb")
+    rubric = next(cell.source for cell in solution.cells if notebooks.is_written(cell))
+    for student, text in [
+        ("alice", HONEST_1),
+        ("bob", COPY_OF_HONEST_1),
+        ("carol", HONEST_2),
+        ("dave", "YOUR ANSWER HERE"),  # as released
+        ("erin", "your answer here  "),  # the placeholder, retyped
+        ("frank", ""),
+        ("grace", rubric.replace("**", "")),  # the open edition's rubric, copied
+        # the question quoted in full, with a few words of their own: the quotes never count
+        ("heidi", f"The question: {QUESTION} I think the first slice only."),
+        ("ivan", f"{QUESTION.upper()} No idea, sorry."),
+    ]:
+        submit(course, student, MHA, with_written(MHA, text, ALICE if student == "alice" else CAROL))
+    return course, similarity.similarity(MHA, root=course)
+
+
+def find_written(report, first: str, second: str):
+    return next((p for p in report.written if {p.first, p.second} == {first, second}), None)
+
+
+def test_a_copied_written_answer_is_flagged_and_only_it(explained):
+    _, report = explained
+    pair = find_written(report, "alice", "bob")
+    assert pair is not None and pair.flagged and pair.kind == "classmates" and pair.answer == EXPLAIN, report.written
+    assert min(pair.first_share, pair.second_share) >= similarity.THRESHOLD
+    assert pair.shared_tokens >= written_similarity.MIN_SHARED_RUNS
+    copied = find_written(report, "grace", f"solutions/{MHA}")
+    assert copied is not None and copied.flagged and copied.kind == "reference", report.written
+    assert {frozenset((p.first, p.second)) for p in report.written} == {
+        frozenset(("alice", "bob")),
+        frozenset(("grace", f"solutions/{MHA}")),
+    }, report.written
+    assert report.written_ids == [EXPLAIN]
+
+
+def test_written_answers_left_as_released_or_quoting_the_question_match_nothing(explained):
+    _, report = explained
+    assert sorted(report.written_blank) == ["dave", "erin", "frank"], report.written_blank  # nothing of their own
+    for student in ("carol", "dave", "erin", "frank", "heidi", "ivan"):
+        assert not [p for p in report.written if student in (p.first, p.second)], student
+
+
+def test_written_pairs_reach_the_csv_the_summary_and_their_page(explained):
+    course, report = explained
+    with report.csv.open(newline="") as f:
+        rows = [row for row in csv.DictReader(f) if row["answer"] == EXPLAIN]
+    assert {frozenset((r["first"], r["second"])) for r in rows if r["flagged"] == "yes"} == {
+        frozenset(("alice", "bob")),
+        frozenset(("grace", f"solutions/{MHA}")),
+    }
+    said = similarity.summary(report)
+    assert f"written answers ({EXPLAIN}) compared" in said and "flagged 2 pair(s)" in said, said
+    assert "3 left blank: dave, erin, frank" in said
+    assert "FLAGGED  alice ~ bob" in said or "FLAGGED  bob ~ alice" in said
+    page = report.written_html.read_text()
+    assert "averages the" in page and "Why those slices" in page
+    assert (course / "grades" / "similarity" / MHA / "written" / "alice.md").read_text().count("My prediction") == 1

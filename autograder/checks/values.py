@@ -1,6 +1,7 @@
 """The checks of the values an item returns: the reference's, a torch built-in's, a known answer, within memory.
 
-Each compares the values (:func:`autograder.compare.compare`) at its tolerances, never showing the expected one.
+Each compares the values (:func:`autograder.compare.compare`) at its tolerances, never showing the expected one
+but a visible test's known answer (:func:`check_equals`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import importlib
 import numpy as np
 import torch
 
-from autograder import reference, specs, standins, torch_builtins
+from autograder import items, reference, specs, standins, torch_builtins
 from autograder.calls import CallOptions, seeded, takes_options
 from autograder.checks.options import CompareOptions, compares
 from autograder.compare import compare
@@ -97,7 +98,10 @@ def check_matches_torch(item: Item, builtin: str, args, kwargs=None, *, options:
 @compares("output", rtol=1e-6, atol=1e-8, hint="work the example by hand and compare each step")
 def check_equals(item: Item, args, expected, kwargs=None, *, options: CallOptions, compared: CompareOptions):
     """One returned value equals ``expected`` (plain nested lists), e.g. a published worked example.
-    A failure is headed "a known answer", which a hidden input is as well as the worked example.
+    A failure is headed "a known answer", which a hidden input is as well as the worked example. A visible
+    test's known answer is public (its cell prints it): where only visible tests run (a notebook's kernel,
+    `make validate`), a failure shows the value returned beside it; where hidden tests run (the grader),
+    no failure shows either (:func:`autograder.items.known_answers_shown`).
 
     A class item is built with ``init`` and keeps its own weights and buffers.
     """
@@ -105,7 +109,8 @@ def check_equals(item: Item, args, expected, kwargs=None, *, options: CallOption
     name, got = call.select(call.run(), compared.output)
     want = np.asarray(expected)
     want = want if want.dtype == bool else want.astype(np.float64)
-    compare(call, name, got, want, compared.rtol, compared.atol, against="the known answer")
+    public = items.known_answers_shown()
+    compare(call, name, got, want, compared.rtol, compared.atol, against="the known answer", public=public)
 
 
 @isolated()

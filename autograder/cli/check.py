@@ -5,9 +5,15 @@
 Runs the notebook in the same sandbox, with the same tests and limits, as
 ``make grade``, and prints each test's verdict and message and the score.
 Needs the course's ``solutions/`` folder (a full clone of the repository).
-Ends with a one-line verdict. Exit status: 0 full marks, 1 some tests failed, 2 the notebook
-could not be checked (a usage error, a file that is not a readable notebook, or the grader could
-not run it). ``make check`` prints the same and fails unless the status is 0.
+Ends with a one-line verdict. Written answers (text cells the instructor grades by hand) are not checked
+here: their rubrics are printed, as plain text, and the verdict names each one still as released (blank,
+nbgrader's "YOUR ANSWER HERE", or the released notebook's text), never "Ready to submit" while one is.
+
+Exit status: 0 full marks on the tests, every written answer written; 1 a test failed, or a written answer
+is still as released (a notebook submitted so loses its points as surely as one with a failed test, and
+this is the check students run before they submit: it must not pass); 2 the notebook could not be checked
+(a usage error, a file that is not a readable notebook, or the grader could not run it). ``make check``
+prints the same and fails unless the status is 0.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from autograder import course
 from autograder.grading.grader import Grader
 from autograder.grading.notebook import grade_notebook
 from autograder.grading.source import unreleased_prerequisites_note
+from autograder.plain_text import plain_text
 from autograder.reference import ReferenceUnavailable
 
 
@@ -42,20 +49,37 @@ def format_report(report, path: Path) -> str:
     return "\n".join(lines)
 
 
-def written_rubrics(assignment: str) -> str:
+def written_rubrics(assignment: str, answers: list[notebooks.WrittenAnswer] | None = None) -> str:
     """The assignment's written answers, which the instructor grades by hand and this check does not, each with
-    its points and its rubric (from the instructor notebook, which a students' copy holds once the chapter is
+    its points, whether the notebook's is still to write or written (``answers``, where given), and its
+    rubric as plain text (from the instructor notebook, which a students' copy holds once the chapter is
     released), so that a self-learner can grade their own; empty where it has none."""
     nb = notebooks.read(course.notebook_path(assignment, "solutions"))
     written = [c for c in nb.cells if notebooks.is_written(c)]
     if not written:
         return ""
-    lines = ["Written answers: graded by your instructor, not here. Their rubrics, to grade your own:"]
+    states = {answer.grade_id: answer.answered for answer in answers or []}
+    lines = ["Written answers: graded by hand by your instructor, not here. Their rubrics, to grade your own:"]
     for cell in written:
         points = notebooks.nbgrader_meta(cell).get("points", 0)
-        lines.append(f"  {notebooks.cell_id(cell)} ({points:g} points)")
-        lines += [f"        {line}".rstrip() for line in cell.source.splitlines()]
+        gid = notebooks.cell_id(cell)
+        state = {True: ": written, awaiting your instructor's grading", False: ": NOT WRITTEN yet"}.get(
+            states.get(gid), ""
+        )
+        lines.append(f"  {gid} ({points:g} points){state}")
+        lines += [f"        {line}".rstrip() for line in plain_text(cell.source).splitlines()]
     return "\n".join(lines)
+
+
+def written_answers(path: Path, assignment: str) -> list[notebooks.WrittenAnswer]:
+    """The written answers of the notebook at ``path``, each answered or still as released (compared with the
+    assignment's released notebook where this copy of the course has it); none where it cannot be read
+    (the grader's report says why)."""
+    try:
+        nb = notebooks.read(path)
+    except Exception:  # not a notebook: the report of the grading says so
+        return []
+    return notebooks.written_answers(nb, course.released_notebook(assignment))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,13 +126,15 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         grader.close()
     print(format_report(report, args.notebook))
-    rubrics = written_rubrics(assignment)
+    written = written_answers(args.notebook, assignment)
+    rubrics = written_rubrics(assignment, written)
     if rubrics:
         print(rubrics)
-    print(verdict(report))
+    print(verdict(report, written))
     if report.not_graded or not report.tests or not_run(report):
         return 2
-    return 0 if report.score == report.max_score else 1
+    unwritten = any(not answer.answered for answer in written)
+    return 0 if report.score == report.max_score and not unwritten else 1
 
 
 def not_run(report) -> str | None:
@@ -121,7 +147,9 @@ def not_run(report) -> str | None:
     return None
 
 
-def verdict(report) -> str:
+def verdict(report, written: list[notebooks.WrittenAnswer] = ()) -> str:
+    """The check's last line: not checked (and why), or the tests' score and what is left to do, naming
+    ``written`` answers still as released; "Ready to submit" only where nothing is."""
     if report.not_graded:
         return f"Verdict: not checked. The grader could not run the notebook: {report.not_graded}"
     if not report.tests:
@@ -129,12 +157,27 @@ def verdict(report) -> str:
     if not_run(report):
         return f"Verdict: not checked. The notebook was not run: {not_run(report)}"
     failed = sum(not test.passed for test in report.tests.values())
+    todo = [answer for answer in written if not answer.answered]
+    unwritten = f"{notebooks.written_named(todo)} {'is' if len(todo) == 1 else 'are'} still as released" if todo else ""
+    if not failed and todo:
+        return (
+            f"Verdict: every test passes ({report.score:g} / {report.max_score:g}), but {unwritten} "
+            f"({notebooks.WRITTEN_PLACEHOLDER} or blank): write {'it' if len(todo) == 1 else 'them'} before "
+            "you submit. Not ready to submit."
+        )
+    if not failed and written:
+        return (
+            f"Verdict: every test passes ({report.score:g} / {report.max_score:g}); "
+            f"{notebooks.written_named(list(written))} "
+            f"await{'s' if len(written) == 1 else ''} your instructor's grading. Ready to submit."
+        )
     if not failed:
         return f"Verdict: full marks ({report.score:g} / {report.max_score:g}). Ready to submit."
     tests = "test fails" if failed == 1 else "tests fail"
     return (
         f"Verdict: {report.score:g} / {report.max_score:g}; {failed} {tests}. "
         "Read each FAIL's (or PART's) message above, fix that item, and check again."
+        + (f" And {unwritten}: write {'it' if len(todo) == 1 else 'them'} too." if todo else "")
     )
 
 

@@ -29,8 +29,11 @@
 6. writes ``grades/<assignment>.csv`` (one row per student, one column per test
    cell, in the notebook's order) and prints a summary table with each student's
    failed tests and notes (for a notebook that answers nothing, "nothing answered" in place of
-   every test). A refused notebook gets a feedback page of the course's that says why (for a
-   misnamed one, what to rename it). The summary then names the class list and lists what counts
+   every test; a written answer left as released, "left blank: 0 of N points"), then counts that say
+   what they count (every test passed, full marks once no written answer awaits grading, the written
+   answers awaiting grading or left blank: :func:`autograder.grading.gradesheet.class_counts`). A
+   refused notebook gets a feedback page of the course's that says why (for a misnamed one, what to
+   rename it). The summary then names the class list and lists what counts
    for nobody: a submitted folder of a student not on it, and each folder of the assignment in the
    exchange that the course's collect does not collect, with why (owned by another account than the
    student it names, or not on the class list; :func:`autograder.grading.submissions.class_of`).

@@ -20,15 +20,19 @@ every string ``S``, whitespace and comments go, so renaming variables, reformatt
 quotes or comments leaves the fingerprints as they were. A pair's *share* on one side is the
 part of that side's fingerprinted code that the other side also has.
 
+The written answers (graded by hand) are compared too, as runs of words, each with the same answer of every
+other student and with its rubric, at the same thresholds (:mod:`autograder.written_similarity`).
+
 Written under ``grades/similarity/`` (nothing else is read or written: no score, no gradebook,
 no feedback):
 
 - ``<assignment>.html``: copydetect's report, the listed pairs side by side with the shared
-  code highlighted;
-- ``<assignment>.csv``: one row per listed pair: both names, both shares, the shared token
-  count (copydetect's, in tokenised characters) and whether the pair is flagged;
+  code highlighted (``<assignment>-written.html``: the written answers' pairs side by side);
+- ``<assignment>.csv``: one row per listed pair: both names, what was compared (``answer``: ``code`` or a written
+  answer's grade_id), both shares, the shared tokens (copydetect's tokenised characters, or runs of words) and
+  whether the pair is flagged;
 - ``<assignment>/``: the files that were compared (``students/<student>.py``,
-  ``solutions/<assignment>.py``, ``stubs/<assignment>.py``).
+  ``solutions/<assignment>.py``, ``stubs/<assignment>.py``, ``written/<student>.md``).
 
 A pair is *listed* (the HTML and the CSV) when one side's share is above the display threshold,
 and *flagged* when one side's share is at least the threshold and they share at least
@@ -93,6 +97,7 @@ from pathlib import Path
 from attention_course import notebooks
 from attention_course.notebooks import COURSE_ROOT
 from autograder import clones, course, reference
+from autograder.written_similarity import ClassAnswers, summary_lines
 
 NOISE_THRESHOLD = 10  # copydetect's noise_t (and guarantee_t): the shortest match (tokenised characters) that counts
 DISPLAY_THRESHOLD = 0.65  # copydetect's display_t: pairs above it are listed in the HTML and the CSV
@@ -101,7 +106,8 @@ MIN_SHARED_TOKENS = 80  # ...when its two sides share at least this many tokenis
 OUTPUT = Path("grades") / "similarity"
 UNANSWERED = ("pass", "...", "return None", "")  # what students put where the stub raises
 RAISE_LINE = re.compile(r"^([ \t]*)raise NotImplementedError\(\)[ \t]*$", re.M)
-CSV_FIELDS = ["first", "second", "kind", "first_share", "second_share", "shared_tokens", "flagged"]
+CSV_FIELDS = ["first", "second", "kind", "answer", "first_share", "second_share", "shared_tokens", "flagged"]
+CODE = "code"  # the CSV's answer of a pair of code files
 
 
 class SimilarityError(RuntimeError):
@@ -120,6 +126,7 @@ class Pair:
     second_share: float
     shared_tokens: int
     flagged: bool
+    answer: str = CODE  # what was compared: the code, or one written answer (its grade_id)
 
     @property
     def share(self) -> float:
@@ -130,6 +137,7 @@ class Pair:
             "first": self.first,
             "second": self.second,
             "kind": self.kind,
+            "answer": self.answer,
             "first_share": f"{self.first_share:.3f}",
             "second_share": f"{self.second_share:.3f}",
             "shared_tokens": self.shared_tokens,
@@ -152,6 +160,10 @@ class SimilarityReport:
     display: float
     reference: bool = True  # whether the published solutions were compared
     extra: list[str] = field(default_factory=list)  # notes about the whole run
+    written: list[Pair] = field(default_factory=list)  # the listed pairs of written answers, flagged first
+    written_ids: list[str] = field(default_factory=list)  # the written answers compared
+    written_blank: dict[str, list[str]] = field(default_factory=dict)  # student -> written answers left blank
+    written_html: Path | None = None
 
     @property
     def flagged(self) -> list[Pair]:
@@ -272,15 +284,19 @@ def similarity(
         shutil.rmtree(work)  # the files of the last run: a withdrawn submission must not linger
     output.mkdir(parents=True, exist_ok=True)
 
+    written = ClassAnswers.of(assignment, root)
     files: dict[str, str] = {}  # shown path -> student
     for student, path in paths.items():
         try:
             nb = notebooks.read(path)
             cells = answer_cells(nb, ids)
+            missing_written = written.add(student, nb, work / "written")
         except Exception as error:  # not JSON, not a notebook, not UTF-8...
             reason = (str(error).strip().splitlines() or [type(error).__name__])[0][:160]
             notes.setdefault(student, []).append(f"unreadable notebook ({reason}): skipped")
             continue
+        if missing_written:
+            notes.setdefault(student, []).append(missing_written)
         if not cells:
             notes.setdefault(student, []).append(
                 f"none of the graded cells ({', '.join(ids)}) found by grade_id: skipped"
@@ -318,11 +334,16 @@ def similarity(
     blank = sorted(s for s in paths if s in coverage and coverage[s] == 0 and s != label)
     pairs = _pairs(detector, files, label, threshold, display)
 
+    matches, written_blank = written.compare(label, threshold, display)
+    written_pairs = [Pair(*match) for match in matches]
+    written_html = output / f"{assignment}-written.html"
+    written.report(written_html, assignment, written_pairs, label)
+
     table = output / f"{assignment}.csv"
     with table.open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=CSV_FIELDS)
         writer.writeheader()
-        writer.writerows(pair.row() for pair in pairs)
+        writer.writerows(pair.row() for pair in [*pairs, *written_pairs])
     compared = sorted(s for s in files.values() if s != label)
     return SimilarityReport(
         assignment,
@@ -336,6 +357,10 @@ def similarity(
         display,
         reference=bool(published),
         extra=extra,
+        written=written_pairs,
+        written_ids=written.ids,
+        written_blank=written_blank,
+        written_html=written_html,
     )
 
 
@@ -378,10 +403,13 @@ def summary(report: SimilarityReport) -> str:
             f"  {'FLAGGED' if pair.flagged else 'near   '}  {names:<{width}}  "
             f"{pair.first_share:.2f} / {pair.second_share:.2f}  {pair.shared_tokens} shared tokens"
         )
+    lines += summary_lines(report.written_ids, report.written, report.written_blank)
     for student, notes in sorted(report.notes.items()):
         lines += [f"note: {student}: {note}" for note in notes]
     lines += [f"note: {note}" for note in report.extra]
     lines += [f"Report: {report.html}", f"Table:  {report.csv}"]
+    if report.written_html:
+        lines.append(f"Written answers: {report.written_html}")
     return "\n".join(lines)
 
 

@@ -8,9 +8,17 @@ training, are left out unless ``--all``), carries on past errors, and prints, fo
 whether its visible tests passed, with the failing check's message. Hidden tests run only when the
 work is graded.
 
+It also lists the notebook's written answers (text cells the instructor grades by hand, with a rubric;
+nothing here checks them): each one still as released (blank, nbgrader's "YOUR ANSWER HERE", or the
+released notebook's text) is named with its points, and so is each one answered, as awaiting the
+instructor's grading. Where one is still to write, the last line says so, never "all passed" alone.
+
 Exit status (``make validate`` fails unless it is 0): 0 every visible test passed; 1 a visible test
 failed or a cell raised an error; 2 the notebook could not be validated (no such file, a file that is
-not a notebook, a notebook without test cells) or a bad argument.
+not a notebook, a notebook without test cells) or a bad argument. A written answer still to write does
+not change it: it is not a test, and students run this while they work, most of it before they write
+the answer; a status of 1 would read as a failed test. The last line warns instead, and `make check`,
+the check before submitting, fails on it.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from pathlib import Path
 import nbformat
 
 from attention_course import notebooks
+from autograder import course
 
 UNGRADED = "ungraded"
 
@@ -67,6 +76,7 @@ def validate(path: Path, *, run_all: bool = False, timeout: int = 600) -> tuple[
     from nbclient import NotebookClient
 
     nb = read_exercise(path)
+    written = notebooks.written_answers(nb, _released(path))
     if not run_all:
         nb.cells = [c for c in nb.cells if UNGRADED not in notebooks.tags(c)]
     client = NotebookClient(
@@ -100,12 +110,52 @@ def validate(path: Path, *, run_all: bool = False, timeout: int = 600) -> tuple[
             lines.append(f"  error in {notebooks.cell_label(nb, index)}: {error.splitlines()[0][:200]}")
     if tests == 0:  # the ungraded cells held them all (--all runs those)
         lines.append("  no test cell ran: every one is tagged ungraded")
-    lines.append(
-        "All visible tests passed. Hidden tests run when your work is graded."
-        if passed and tests
-        else "Some visible tests failed or a cell raised an error: see above."
-    )
+    lines += written_lines(written)
+    todo = [answer for answer in written if not answer.answered]
+    if passed and tests:
+        last = "All visible tests passed."
+        if todo:
+            last = (
+                f"All visible tests passed, but {notebooks.written_named(todo)} "
+                f"{'is' if len(todo) == 1 else 'are'} not written yet: write "
+                f"{'it' if len(todo) == 1 else 'them'} before you submit."
+            )
+        lines.append(f"{last} Hidden tests run when your work is graded.")
+    else:
+        last = "Some visible tests failed or a cell raised an error: see above."
+        if todo:
+            last += f" And {notebooks.written_named(todo)} {'is' if len(todo) == 1 else 'are'} not written yet."
+        lines.append(last)
     return lines, passed and tests > 0
+
+
+def written_lines(written: list[notebooks.WrittenAnswer]) -> list[str]:
+    """The report's lines on the written answers: each one named with its points, still to write or
+    awaiting the instructor's grading (nothing here grades them)."""
+    if not written:
+        return []
+    lines = ["Written answers: graded by hand by your instructor, with a rubric; not checked here"]
+    for answer in written:
+        if answer.answered:
+            lines.append(
+                f"  written      {answer.grade_id} ({_points(answer.points)}): awaits your instructor's grading"
+            )
+        else:
+            lines.append(
+                f"  NOT WRITTEN  {answer.grade_id} ({_points(answer.points)}): its cell is as released "
+                f"({notebooks.WRITTEN_PLACEHOLDER} or blank); write your answer there"
+            )
+    return lines
+
+
+def _released(path: Path):
+    """The released notebook of the exercise at ``path`` (named after its assignment, as its file or its
+    folder is), to compare its written answers with; None where this copy of the course has none."""
+    for name in (path.stem, path.resolve().parent.name):
+        released = course.released_notebook(name)
+        if released is not None:
+            return released
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:

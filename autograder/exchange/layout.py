@@ -30,6 +30,7 @@ class ExchangeSettings:
     collect: str  # the collect plugin's dotted name
     check_owner: bool = True  # nbgrader's check_owner: a folder counts only for the account that owns it
     class_list: Path | None = None  # c.SafeCollect.class_list, from the course folder; None: no class list
+    root: Path | None = None  # the exchange's folder (c.Exchange.root), whether it exists or not
 
     @property
     def collect_is_safe(self) -> bool:
@@ -80,4 +81,5 @@ def exchange_settings(root: Path) -> ExchangeSettings:
         collect,
         bool(check_owner) and sys.platform != "win32",  # nbgrader checks no owner on Windows
         Path(root) / class_list if class_list else None,
+        Path(setting("root", ("ExchangeList", "Exchange"), ExchangeCollect.root.default_value)),
     )

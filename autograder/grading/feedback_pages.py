@@ -37,6 +37,13 @@ def write_feedback_page(root: Path, student: str, assignment: str, notebook: str
 
 def _score_line(assignment: str, result: Result) -> str:
     failed = f" Tests failed: {', '.join(result.failed)}." if result.failed else ""
+    points = result.awaiting_points
+    if points:  # written answers that the instructor has not graded yet count for nothing so far
+        awaits = f"{points:g} point{'' if points == 1 else 's'} {'awaits' if points == 1 else 'await'}"
+        return (
+            f"Your score for {assignment}: {result.score:g} / {result.max_score - points:g} so far; {awaits} your "
+            f"instructor's grading of your written answers.{failed}"
+        )
     return f"Your score for {assignment}: {result.score:g} / {result.max_score:g}.{failed}"
 
 

@@ -27,6 +27,8 @@ class Result:
     unanswered: bool = False  # every notebook as released (sandboxed.nothing_answered): the note says so
     # the written answers, graded by hand (formgrader): grade_id -> (score, max); None: not graded yet
     written: dict[str, tuple[float | None, float]] = field(default_factory=dict)
+    # the written answers left as released, which nbgrader scores 0 at once (its checksum rule), in order
+    blank: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> list[str]:
@@ -65,8 +67,6 @@ def collect(assignment: str, students: list[str], root: Path = COURSE_ROOT) -> l
                 continue
             penalty = submission.late_submission_penalty or 0.0
             result.score, result.max_score = max(0.0, submission.score - penalty), submission.max_score
-            if penalty:
-                result.note = f"late: {penalty:g} points deducted"
             for notebook in submission.notebooks:
                 for grade in notebook.grades:
                     if not grade.max_score:
@@ -74,8 +74,14 @@ def collect(assignment: str, students: list[str], root: Path = COURSE_ROOT) -> l
                     if grade.cell.cell_type == "markdown":  # a written answer: graded by hand
                         graded = grade.manual_score is not None or grade.auto_score is not None
                         result.written[grade.name] = (grade.score if graded else None, grade.max_score)
+                        if grade.manual_score is None and grade.auto_score is not None:
+                            # nbgrader gives a written answer an automatic score only where the cell is
+                            # unchanged from its release (its checksum): 0, and nothing for the instructor
+                            result.blank.append(grade.name)
                     else:
                         result.tests[grade.name] = (grade.score or 0.0, grade.max_score)
+            if penalty:
+                result.note = f"late: {penalty:g} points deducted"
             results.append(result)
     return results
 
@@ -83,6 +89,59 @@ def collect(assignment: str, students: list[str], root: Path = COURSE_ROOT) -> l
 def awaiting_note(result: Result) -> str:
     """The summary's note on a submission whose written answers are not graded yet."""
     return f"awaiting manual grading: {', '.join(result.awaiting)}" if result.awaiting else ""
+
+
+BLANK_NOTE = " left blank: 0 of "  # what marks :func:`blank_note`'s note among a CSV row's
+
+
+def blank_note(result: Result) -> str:
+    """The note, in the CSV and the summary, on the written answers that ``result`` left as released: nbgrader
+    scores each 0 at once (it is unchanged since its release), and none awaits the instructor."""
+    if not result.blank:
+        return ""
+    points = sum(result.written.get(name, (0.0, 0.0))[1] for name in result.blank)
+    answers = "answers" if len(result.blank) > 1 else "answer"
+    return f"written {answers} {', '.join(result.blank)}{BLANK_NOTE}{points:g} points"
+
+
+def is_blank_note(note: str) -> bool:
+    """Whether ``note``, one of a CSV row's, is :func:`blank_note`'s (which the gradebook gives afresh)."""
+    return note.startswith("written answer") and BLANK_NOTE in note
+
+
+def notes(result: Result) -> str:
+    """The note of ``result``'s row in the CSV: the grading's notes, then the written answers left blank."""
+    return "; ".join(filter(None, [result.note, blank_note(result)]))
+
+
+def class_counts(graded: list[Result]) -> list[str]:
+    """The summary's counts over the ``graded`` submissions, each saying what it counts: the mean score, the
+    students with every test passed, those with full marks (only once no written answer awaits grading), and
+    the written answers awaiting grading or left blank."""
+    if not graded:
+        return []
+    n, most = len(graded), graded[0].max_score
+    mean = sum(r.score for r in graded) / n
+    passed = sum(bool(r.tests) and not r.failed for r in graded)
+    awaiting = [r for r in graded if r.awaiting]
+    counts = f"mean score {mean:.2f} / {most:g} over {n} graded submission(s); every test passed: {passed} of {n}"
+    if awaiting:
+        counts += "; full marks: counted once no written answer awaits grading"
+    else:
+        counts += f"; full marks (every test and written answer): {sum(r.score == r.max_score for r in graded)} of {n}"
+    lines = [counts]
+    if awaiting:
+        lines.append(
+            f"written answers awaiting manual grading: {sum(len(r.awaiting) for r in awaiting)}, of {len(awaiting)} "
+            f"student(s), {sum(r.awaiting_points for r in awaiting):g} points in all (0 in the scores until graded)"
+        )
+    blank = [r for r in graded if r.blank]
+    if blank:
+        lines.append(
+            f"written answers left blank (as released: 0 points, nothing to grade): "
+            f"{sum(len(r.blank) for r in blank)}, of {len(blank)} student(s)"
+        )
+    return lines
 
 
 def column_order(assignment: str, root: Path = COURSE_ROOT) -> list[str]:
@@ -111,7 +170,7 @@ def write_csv(path: Path, results: list[Result], order: list[str] | None = None)
                     "" if r.score is None else r.score,
                     r.max_score,
                     *[_cell(r, t) for t in tests],
-                    r.note,
+                    notes(r),
                 ]
             )
 
@@ -122,6 +181,8 @@ def _cell(result: Result, name: str):
 
 
 def summary(assignment: str, results: list[Result]) -> str:
+    """The table that ``make grade`` and ``make grades`` print: each student's score, failed tests and notes, then
+    what the class's counts count (:func:`class_counts`)."""
     width = max([7, *(len(clean_text(r.student, 80)) for r in results)])
     lines = [
         f"Grades for {assignment}: {len(results)} submission(s)",
@@ -130,22 +191,18 @@ def summary(assignment: str, results: list[Result]) -> str:
     for r in results:
         score = "not graded" if r.score is None else f"{r.score:g} / {r.max_score:g}"
         failed = "" if r.unanswered else ", ".join(r.failed)  # every test: the note says nothing was answered
-        notes = ", ".join(filter(None, [failed, r.note])) or "all passed"
-        notes = "; ".join(filter(None, [notes, awaiting_note(r)]))
+        passed = "all tests passed" if r.tests and not r.failed else ""
+        notes = ", ".join(filter(None, [failed or passed, r.note]))
+        notes = "; ".join(filter(None, [notes, awaiting_note(r), blank_note(r)]))
         notes = clean_text(notes, 1000).replace("\n", " ")
         lines.append(f"{clean_text(r.student, 80):<{width}}  {score:>11}  {notes}")
     graded = [r for r in results if r.score is not None]
-    if graded:
-        mean = sum(r.score for r in graded) / len(graded)
-        full = sum(r.score == r.max_score - r.awaiting_points for r in graded)
-        so_far = " so far (written answers await grading)" if any(r.awaiting for r in graded) else ""
-        lines.append(f"mean {mean:.2f} / {graded[0].max_score:g}; full marks{so_far}: {full} of {len(graded)}")
+    lines += class_counts(graded)
     awaiting = [r for r in graded if r.awaiting]
     if awaiting:
-        answers = sum(len(r.awaiting) for r in awaiting)
         lines.append(
-            f"awaiting manual grading: {answers} written answer(s) of {len(awaiting)} student(s); grade them in "
-            f"formgrader, then write the CSV again: make grades ASSIGNMENT={assignment}"
+            f"grade the written answers that await you in formgrader (make formgrader), then write the CSV again: "
+            f"make grades ASSIGNMENT={assignment}"
         )
     missing = len(results) - len(graded)
     if missing:

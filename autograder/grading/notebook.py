@@ -191,7 +191,7 @@ def _grade(assignment, submission, notebook, limits, isolation, release, as_subm
                 sandboxes = pool.sandbox
             session = Session(program.pieces, program.where, report, limits, started + TOTAL_SECONDS, sandboxes)
             try:
-                with items.known_mistakes():
+                with items.known_mistakes(), items.hidden_tests():  # the instructor's cells: no known answer shown
                     _run_tests(source, tests, session, report)
             except SandboxUnavailable as exc:
                 report.not_graded = clean_text(f"the sandbox could not be used: {exc}", MAX_MESSAGE_CHARS)

@@ -1,4 +1,9 @@
-"""nbgrader's feedback page with the course's MathJax inlined (``FeedbackHTMLExporter``): it renders offline."""
+"""nbgrader's feedback page with the course's MathJax inlined (``FeedbackHTMLExporter``): it renders offline.
+
+A written answer that the instructor has not graded yet (:class:`AwaitingGrading` finds them in the gradebook)
+shows "awaiting grading", and the page's total says that it is partial (:func:`awaiting_grading`), where
+nbgrader's template shows a score of 0 and a total out of every point.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import re
 from pathlib import Path
 
 from nbconvert.exporters import HTMLExporter
+from nbgrader.preprocessors import NbGraderPreprocessor
 
 from autograder import course
 
@@ -56,7 +62,98 @@ class FeedbackHTMLExporter(HTMLExporter):
 
     def from_notebook_node(self, nb, resources=None, **kw):
         output, resources = super().from_notebook_node(nb, resources, **kw)
-        return inline_mathjax(named_index(output)), resources
+        page = awaiting_grading(named_index(output), (resources or {}).get("nbgrader") or {})
+        return inline_mathjax(page), resources
+
+
+class AwaitingGrading(NbGraderPreprocessor):
+    """Finds the notebook's written answers that the instructor has not graded yet, in the gradebook
+    (``resources["nbgrader"]["awaiting"]``: grade_id -> points), for :func:`awaiting_grading`. A written answer
+    has no score until the instructor gives one, except one left as released, which nbgrader scores 0 at once
+    (its checksum rule): that one is graded, and shows its 0."""
+
+    def preprocess(self, nb, resources):
+        from nbgrader.api import Gradebook, MissingEntry
+        from nbgrader.utils import is_grade, is_solution
+
+        info = resources["nbgrader"]
+        awaiting = {}
+        with Gradebook(info["db_url"]) as gradebook:
+            for cell in nb.cells:
+                if cell.cell_type != "markdown" or not (is_grade(cell) and is_solution(cell)):
+                    continue
+                grade_id = cell.metadata["nbgrader"]["grade_id"]
+                try:
+                    grade = gradebook.find_grade(grade_id, info["notebook"], info["assignment"], info["student"])
+                except MissingEntry:  # GetGrades, before this, would have stopped at it
+                    continue
+                if grade.manual_score is None and grade.auto_score is None:
+                    awaiting[grade_id] = float(grade.max_score or 0.0)
+        info["awaiting"] = awaiting
+        return nb, resources
+
+
+class TemplateChanged(RuntimeError):
+    """nbgrader's feedback page is not as the course reads it: an answer awaiting grading would show a score."""
+
+
+# nbgrader's feedback template (0.9): the page's total, each written answer in the index, and its score in the
+# heading of its cell, each a number written by the template (never by the student, whose text is escaped).
+_TOTAL = re.compile(r"<h4>([^<]*) \(Score: ([0-9.]+) / ([0-9.]+)\)</h4>")
+_INDEX_WRITTEN = re.compile(r'<li><a href="#([A-Za-z0-9_-]+)">Written response</a> \(Score: ([0-9.]+ / [0-9.]+)\)')
+_HEADING_SCORE = (
+    r'(<a name="{}"></a><div class="panel-heading"><span class="nbgrader-label">Student\'s answer</span>'
+    r'<span class="pull-right">\s*)Score: [0-9.]+ / [0-9.]+'
+)
+
+
+def _points(points: float) -> str:
+    return f"{points:g} point{'' if points == 1 else 's'}"
+
+
+def awaiting_grading(page: str, info: dict) -> str:
+    """``page`` with each written answer of ``info["awaiting"]`` (grade_id -> points, :class:`AwaitingGrading`)
+    shown as awaiting grading, in the index and in its cell's heading, and the total out of the points graded so
+    far, with the points that await the instructor; each written answer named by its grade id in the index.
+    Raises :class:`TemplateChanged` where an answer awaiting grading would still show a score."""
+    awaiting = info.get("awaiting") or {}
+
+    def index(match):
+        grade_id, score = match.group(1), match.group(2)
+        shown = f"awaiting grading, {_points(awaiting[grade_id])}" if grade_id in awaiting else f"Score: {score}"
+        return f'<li><a href="#{grade_id}">Written answer <code>{grade_id}</code></a> ({shown})'
+
+    page, named = _INDEX_WRITTEN.subn(index, page)
+    if not awaiting:
+        return page
+    for grade_id, points in awaiting.items():
+        page, found = re.subn(
+            _HEADING_SCORE.format(re.escape(grade_id)),
+            lambda match, points=points: f"{match.group(1)}Awaiting your instructor's grading ({_points(points)})",
+            page,
+            count=1,
+        )
+        if not found or not named:
+            raise TemplateChanged(
+                f"the feedback page would show the written answer {grade_id}, which awaits grading, with a score: "
+                "nbgrader's feedback template is not the one that autograder/nbgrader/feedback_html.py reads"
+            )
+    total = sum(awaiting.values())
+    score, most = float(info.get("score") or 0.0), float(info.get("max_score") or 0.0)
+
+    def partial(match):
+        return (
+            f"<h4>{match.group(1)} (Score: {score:g} / {most - total:g} so far; {_points(total)} "
+            f"{'awaits' if total == 1 else 'await'} your instructor's grading)</h4>"
+        )
+
+    page, found = _TOTAL.subn(partial, page, count=1)
+    if not found:
+        raise TemplateChanged(
+            "the feedback page's total would count the written answers that await grading as 0: nbgrader's feedback "
+            "template is not the one that autograder/nbgrader/feedback_html.py reads"
+        )
+    return page
 
 
 # nbgrader's feedback template lists every test cell as "Test cell" and every comment as "Comment"; the

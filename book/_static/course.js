@@ -55,3 +55,98 @@ document.addEventListener("DOMContentLoaded", () => {
     return pageText(page.documentElement.outerHTML, anchor);
   };
 });
+
+/* Result figures fit the column (course.css); one drawn smaller than its own size can be opened at full size:
+ * a click or a tap on it, or Enter or Space once it has the focus (it is a button then, in the order of tabs),
+ * shows it in a dialog over the page, which scrolls where the figure is wider than the window. Escape, a click
+ * anywhere in the dialog or its Close button closes it, and the focus goes back to the figure. */
+document.addEventListener("DOMContentLoaded", () => {
+  const figures = Array.from(document.querySelectorAll("article div.cell_output img"));
+  if (!figures.length) return;
+  let dialog = null; // made when a figure is first opened; its image only while it is open
+  let opener = null;
+  const open = (figure) => {
+    if (!dialog) {
+      dialog = document.createElement("dialog");
+      dialog.className = "course-zoom";
+      dialog.setAttribute("aria-label", "The figure at its full size");
+      const close = document.createElement("button");
+      close.type = "button";
+      close.className = "course-zoom-close";
+      close.textContent = "Close";
+      dialog.append(close);
+      dialog.addEventListener("click", () => dialog.close());
+      dialog.addEventListener("close", () => {
+        dialog.querySelector("img")?.remove();
+        opener?.focus();
+        opener = null;
+      });
+      document.body.append(dialog);
+    }
+    opener = figure;
+    const full = document.createElement("img");
+    full.src = figure.currentSrc || figure.src;
+    full.alt = figure.alt;
+    dialog.append(full);
+    dialog.showModal();
+    dialog.querySelector(".course-zoom-close").focus();
+  };
+  // A figure is shown smaller than its own size (scaled to the column): it opens; otherwise it is only an image.
+  const update = (figure) => {
+    const shrunk = figure.naturalWidth > 0 && figure.getBoundingClientRect().width < figure.naturalWidth - 1;
+    figure.classList.toggle("course-zoomable", shrunk);
+    if (shrunk) {
+      figure.setAttribute("role", "button");
+      figure.setAttribute("tabindex", "0");
+      figure.setAttribute("aria-label", `Open the figure at its full size: ${figure.alt}`);
+    } else {
+      for (const name of ["role", "tabindex", "aria-label"]) figure.removeAttribute(name);
+    }
+  };
+  const sizes = new ResizeObserver((entries) => entries.forEach((entry) => update(entry.target)));
+  window.addEventListener("resize", () => figures.forEach(update));
+  for (const figure of figures) {
+    sizes.observe(figure);
+    figure.addEventListener("load", () => update(figure));
+    figure.addEventListener("click", () => {
+      if (figure.classList.contains("course-zoomable")) open(figure);
+    });
+    figure.addEventListener("keydown", (event) => {
+      if (figure.classList.contains("course-zoomable") && (event.key === "Enter" || event.key === " ")) {
+        event.preventDefault();
+        open(figure);
+      }
+    });
+  }
+});
+
+/* Code names in tables break only between their words (course.css): a break opportunity (<wbr>) after each
+ * underscore, dot or slash, and where a lower-case letter or a digit meets a capital. A table's box that
+ * scrolls sideways (the table is wider than the column) says so (.course-scrolls) and takes the focus, so
+ * that the keyboard scrolls it too. */
+const NAME_BREAKS = /(?<=[_./])(?=.)|(?<=[a-z0-9])(?=[A-Z])/g;
+document.addEventListener("DOMContentLoaded", () => {
+  for (const code of document.querySelectorAll("article table code")) {
+    const walker = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
+    const texts = [];
+    while (walker.nextNode()) texts.push(walker.currentNode);
+    for (const text of texts) {
+      const parts = text.data.split(NAME_BREAKS);
+      if (parts.length < 2) continue;
+      const pieces = parts.flatMap((part, i) => (i ? [document.createElement("wbr"), part] : [part]));
+      text.replaceWith(...pieces);
+    }
+  }
+  const boxes = Array.from(document.querySelectorAll("article .pst-scrollable-table-container"));
+  const mark = () => {
+    for (const box of boxes) {
+      const scrolls = box.scrollWidth > box.clientWidth + 1;
+      box.classList.toggle("course-scrolls", scrolls);
+      if (scrolls) box.setAttribute("tabindex", "0");
+      else box.removeAttribute("tabindex");
+    }
+  };
+  mark();
+  window.addEventListener("load", mark);
+  window.addEventListener("resize", mark);
+});

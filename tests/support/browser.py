@@ -208,17 +208,83 @@ def page_overflow(page) -> dict:
     return page.evaluate(_PAGE_OVERFLOW)
 
 
-# The figures a chapter's code drew, as a reader sees them: the width drawn against the image's own, and
-# whether the box around the figure scrolls (a figure wider than the window is read by scrolling inside it).
-_FIGURES = r"""() => Array.from(document.querySelectorAll('article div.cell_output img'))
-  .filter(img => img.getClientRects().length && img.naturalWidth > 0)
-  .map(img => ({src: img.getAttribute('src'), shown: img.getBoundingClientRect().width,
-                natural: img.naturalWidth,
-                scrolls: ['auto', 'scroll'].includes(getComputedStyle(img.closest('div.cell_output')).overflowX)}))"""
+# The figures a chapter's code drew, as a reader sees them: the width drawn against the image's own, its edges
+# against its column's (the article's content box), the room that the box holding it leaves (within the
+# output's padding), and whether a reader can open it at full size (course.js makes
+# a figure drawn smaller than its own size a button: .course-zoomable, role=button, in the order of tabs).
+_FIGURES = r"""() => {
+  const article = document.querySelector('article.bd-article') || document.querySelector('article');
+  if (!article) return [];  // a page with no article (the redirecting index) has no figure
+  const box = article.getBoundingClientRect(), style = getComputedStyle(article);
+  const left = box.left + parseFloat(style.paddingLeft), right = box.right - parseFloat(style.paddingRight);
+  return Array.from(document.querySelectorAll('article div.cell_output img'))
+    .filter(img => img.getClientRects().length && img.naturalWidth > 0)
+    .map(img => {
+      const r = img.getBoundingClientRect(), holder = img.parentElement, inner = getComputedStyle(holder);
+      const room = holder.clientWidth - parseFloat(inner.paddingLeft) - parseFloat(inner.paddingRight);
+      return {src: img.getAttribute('src'), shown: r.width, natural: img.naturalWidth, left: r.left, right: r.right,
+              column: right - left, column_left: left, column_right: right, room,
+              opens: img.classList.contains('course-zoomable') && img.getAttribute('role') === 'button'
+                     && img.tabIndex === 0};
+    });
+}"""
 
 
 def figures(page) -> list[dict]:
     return page.evaluate(_FIGURES)
+
+
+# The tables of a page as a reader sees them: the code names of their cells broken across lines elsewhere than
+# between two words (after an underscore, a dot, a slash, a comma, a hyphen, a bracket or a space, or where a
+# lower-case letter or a digit meets a capital), and whether the last column can be reached: within the window and
+# the table's box, or in a box that scrolls sideways and says so (course.js marks it .course-scrolls, and the
+# style sheet writes a line above the table).
+_TABLES = r"""() => {
+  const sensible = (before, after) => /[_./,\-(\s]/.test(before) || /\s/.test(after)
+    || (/[a-z0-9]/.test(before) && /[A-Z]/.test(after));
+  const tables = [];
+  for (const table of document.querySelectorAll('article table')) {
+    if (!table.getClientRects().length) continue;
+    const broken = [];
+    for (const code of table.querySelectorAll('code')) {
+      const walker = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
+      let before = null, line = null;  // the character before, and the top of the line of the last one drawn
+      while (walker.nextNode()) {
+        const node = walker.currentNode;
+        for (let i = 0; i < node.data.length; i++) {
+          const range = document.createRange();
+          range.setStart(node, i);
+          range.setEnd(node, i + 1);
+          const rects = range.getClientRects();  // none for a space where the line breaks
+          if (rects.length) {
+            const top = rects[0].top;
+            if (line !== null && top > line + 2 && !sensible(before, node.data[i])) {
+              broken.push(code.textContent.slice(0, 60) + ` (between "${before}" and "${node.data[i]}")`);
+            }
+            line = top;
+          }
+          before = node.data[i];
+        }
+      }
+    }
+    const box = table.closest('.pst-scrollable-table-container') || table.parentElement;
+    const row = table.querySelector('tr');
+    const last = row.cells[row.cells.length - 1].getBoundingClientRect();
+    const edge = Math.min(box.getBoundingClientRect().right, document.documentElement.clientWidth);
+    const scrolls = ['auto', 'scroll'].includes(getComputedStyle(box).overflowX)
+      && box.scrollWidth > box.clientWidth + 1;
+    const cue = getComputedStyle(box, '::before').content;
+    tables.push({first: (table.textContent || '').trim().slice(0, 40), broken,
+                 last_visible: last.right <= edge + 1, scrolls,
+                 says_it_scrolls: box.classList.contains('course-scrolls') && cue !== 'none' && cue !== 'normal'});
+  }
+  return tables;
+}"""
+
+
+def tables(page) -> list[dict]:
+    """``[{"first", "broken": [...], "last_visible", "scrolls", "says_it_scrolls"}]`` for each table shown."""
+    return page.evaluate(_TABLES)
 
 
 def visible(page, selector: str):

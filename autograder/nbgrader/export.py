@@ -1,0 +1,134 @@
+"""``nbgrader export``'s CSV as the course writes it (``CourseCsvExport``, named in ``nbgrader_config.py``).
+
+nbgrader's own CSV plugin gives every assignment that a student has no submission of a score of 0.0, as if it
+had been graded: a student who never submitted reads like one who submitted nothing right. The course's plugin
+writes nbgrader's columns and a ``note``:
+
+- an assignment with no submission in the gradebook has an empty ``raw_score``, ``late_submission_penalty`` and
+  ``score``, and the note ``not submitted``; where ``make grade`` refused the student's submission (its
+  ``grades/<assignment>.csv`` says so, and records no submission in the gradebook), the score that CSV gives
+  (0) and its reason;
+- a submission whose written answers you have not graded yet says which, and how many points they hold (its
+  score counts them as 0 until you grade them in the formgrader); one whose written answers were left as
+  released (nbgrader scores them 0 at once) says so;
+- a late submission's note gives the points deducted.
+
+Every field is written by Python's ``csv`` module (a name with a comma stays one field).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from pathlib import Path
+
+from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.plugins.export import ExportPlugin
+
+COLUMNS = [
+    "assignment",
+    "duedate",
+    "timestamp",
+    "student_id",
+    "last_name",
+    "first_name",
+    "email",
+    "raw_score",
+    "late_submission_penalty",
+    "score",
+    "max_score",
+    "note",
+]
+NOT_SUBMITTED = "not submitted"
+
+
+def refusals(root: Path, assignment: str) -> dict[str, tuple[str, str]]:
+    """student -> (score, note) of each refused submission in ``grades/<assignment>.csv`` (``make grade``'s)."""
+    path = Path(root) / "grades" / f"{assignment}.csv"
+    try:
+        with path.open(newline="") as f:
+            rows = list(csv.DictReader(f))
+    except (OSError, csv.Error, UnicodeDecodeError):
+        return {}
+    found = {}
+    for row in rows:
+        note = row.get("note") or ""
+        if note.startswith("refused") and row.get("student"):
+            found[row["student"]] = (row.get("score") or "", note.split("; ")[0])
+    return found
+
+
+def written(submission) -> tuple[dict[str, float], dict[str, float]]:
+    """grade_id -> points of each written answer of ``submission`` that nobody has graded yet, and of each left as
+    released (nbgrader scores it 0 at once: its checksum rule)."""
+    waiting, blank = {}, {}
+    for notebook in submission.notebooks:
+        for grade in notebook.grades:
+            if grade.max_score and grade.cell.cell_type == "markdown" and grade.manual_score is None:
+                (waiting if grade.auto_score is None else blank)[grade.name] = grade.max_score
+    return waiting, blank
+
+
+class CourseCsvExport(ExportPlugin):
+    """nbgrader's CSV with a ``note``, and no score for an assignment that was never submitted (module docstring)."""
+
+    def export(self, gradebook: Gradebook) -> None:
+        dest = self.to or "grades.csv"
+        students = {str(s) for s in self.student}
+        assignments = {str(a) for a in self.assignment}
+        self.log.info("Exporting grades to %s", dest)
+        with open(dest, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=COLUMNS)
+            writer.writeheader()
+            for assignment in gradebook.assignments:
+                if assignments and assignment.name not in assignments:
+                    continue
+                refused = refusals(Path(os.getcwd()), assignment.name)
+                for student in gradebook.students:
+                    if students and student.id not in students:
+                        continue
+                    writer.writerow(self.row(gradebook, assignment, student, refused))
+
+    @staticmethod
+    def row(gradebook: Gradebook, assignment, student, refused: dict[str, tuple[str, str]]) -> dict:
+        row = {
+            "assignment": assignment.name,
+            "duedate": assignment.duedate or "",
+            "student_id": student.id,
+            "last_name": student.last_name or "",
+            "first_name": student.first_name or "",
+            "email": student.email or "",
+            "max_score": assignment.max_score,
+        }
+        try:
+            submission = gradebook.find_submission(assignment.name, student.id)
+        except MissingEntry:
+            score, note = refused.get(student.id, ("", NOT_SUBMITTED))
+            return {
+                **row,
+                "timestamp": "",
+                "raw_score": "",
+                "late_submission_penalty": "",
+                "score": score,
+                "note": note,
+            }
+        penalty = submission.late_submission_penalty or 0.0
+        notes = []
+        waiting, blank = written(submission)
+        if waiting:
+            points = sum(waiting.values())
+            notes.append(
+                f"awaiting manual grading: {', '.join(waiting)} ({points:g} points, counted as 0 until graded)"
+            )
+        if blank:
+            notes.append(f"written answer(s) {', '.join(blank)} left blank: 0 of {sum(blank.values()):g} points")
+        if penalty:
+            notes.append(f"late: {penalty:g} points deducted")
+        return {
+            **row,
+            "timestamp": submission.timestamp or "",
+            "raw_score": submission.score,
+            "late_submission_penalty": penalty,
+            "score": max(0.0, submission.score - penalty),
+            "note": "; ".join(notes),
+        }

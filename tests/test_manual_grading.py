@@ -1,0 +1,249 @@
+"""Grading the written answers by hand, as an instructor meets it: ch10 graded by `make grade`'s phases in a fresh
+course folder, then the summary, the feedback before and after the instructor grades, `nbgrader export` and the
+formgrader step (`make formgrader`), started as the guide says (as root where the tests run as root).
+
+The class: `reference` passes every test and writes its answer (which awaits the instructor), `tests_only` passes
+every test and leaves the written answer as released (nbgrader scores it 0 at once), `blank` answers nothing;
+`never` is in the gradebook without a submission of ch10.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from attention_course import notebooks
+from autograder import course
+from autograder.classroom import WRITTEN_ANSWER, fill, make_course, submit
+from autograder.cli import grade
+from autograder.grading.feedback import write_feedback
+from autograder.grading.gradesheet import db_url
+from autograder.nbgrader import formgrader
+
+A = "ch10_what_heads_learn"
+WRITTEN = "explain_split_prefix_score"
+TESTS = 17  # the points of ch10's tests
+MAX = 19  # and its written answer's 2
+
+
+def _as_released(nb):
+    """``nb`` with its written answers as released."""
+    released = {notebooks.cell_id(c): c.source for c in notebooks.read(course.notebook_path(A, "exercises")).cells}
+    for cell in nb.cells:
+        if notebooks.is_written(cell):
+            cell.source = released[notebooks.cell_id(cell)]
+    return nb
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """(course folder, {student: Result}): ch10 graded, its exchange (c.Exchange.root) a folder not made yet."""
+    from nbgrader.api import Gradebook
+
+    folder = make_course(tmp_path_factory.mktemp("course") / "instructor")
+    exchange = folder.parent / "exchange"
+    with (folder / "nbgrader_config.py").open("a") as f:
+        f.write(f"\nc.Exchange.root = {str(exchange)!r}\n")
+    submit(folder, "reference", A, fill(A))
+    submit(folder, "tests_only", A, _as_released(fill(A)))
+    submit(folder, "blank", A, fill(A, blank=True))
+    term = course.Release("term", set(course.assignments()) - {A})
+    results = {r.student: r for r in grade.grade(A, root=folder, quiet=True, jobs=2, settings=term)}
+    with Gradebook(db_url(folder)) as gradebook:
+        gradebook.update_or_create_student("never")
+    return folder, results
+
+
+def _feedback(folder: Path, student: str) -> str:
+    return (folder / "feedback" / student / A / f"{A}.html").read_text()
+
+
+def _rows(path: Path, key: str = "student") -> dict[str, dict]:
+    with path.open(newline="") as f:
+        return {row[key]: row for row in csv.DictReader(f)}
+
+
+@pytest.mark.slow
+def test_the_summary_names_a_blank_written_answer_and_counts_what_it_says(graded):
+    folder, results = graded
+    assert results["tests_only"].blank == [WRITTEN] and results["reference"].awaiting == [WRITTEN]
+    said = grade.summary(A, list(results.values()))
+    lines = {line.split()[0]: line for line in said.splitlines() if line.split()[:1] in [[s] for s in results]}
+    blank_note = f"written answer {WRITTEN} left blank: 0 of 2 points"
+    assert lines["tests_only"].endswith(f"{TESTS:g} / {MAX:g}  all tests passed; {blank_note}"), lines["tests_only"]
+    assert lines["reference"].endswith(f"all tests passed; awaiting manual grading: {WRITTEN}"), lines["reference"]
+    assert blank_note in lines["blank"] and "nothing answered" in lines["blank"]
+    # two students passed every test, and the count says that it counts that
+    assert "over 3 graded submission(s); every test passed: 2 of 3" in said, said
+    assert "full marks so far" not in said and "full marks: counted once no written answer awaits grading" in said
+    assert "written answers awaiting manual grading: 1, of 1 student(s), 2 points in all" in said
+    assert "written answers left blank (as released: 0 points, nothing to grade): 2, of 2 student(s)" in said
+    rows = _rows(folder / "grades" / f"{A}.csv")
+    assert blank_note in rows["tests_only"]["note"] and rows["tests_only"][WRITTEN] == "0.0"
+    assert rows["reference"][WRITTEN] == "" and "left blank" not in rows["reference"]["note"]
+
+
+@pytest.mark.slow
+def test_feedback_before_manual_grading_says_awaiting_and_the_total_is_partial(graded):
+    folder, _ = graded
+    page = _feedback(folder, "reference")
+    assert f"(Score: {TESTS:g} / {TESTS:g} so far; 2 points await your instructor's grading)</h4>" in page
+    assert f'<a href="#{WRITTEN}">Written answer <code>{WRITTEN}</code></a> (awaiting grading, 2 points)' in page
+    assert "Awaiting your instructor's grading (2 points)" in page
+    assert f"Score: {TESTS:.1f} / {MAX:.1f}" not in page and "Written response" not in page
+    # a written answer left as released is graded (0 at once): its score shows, and the total is whole
+    left = _feedback(folder, "tests_only")
+    assert f"(Score: {TESTS:.1f} / {MAX:.1f})</h4>" in left and "awaiting grading" not in left and "so far" not in left
+    assert f"Written answer <code>{WRITTEN}</code></a> (Score: 0.0 / 2.0)" in left
+    for student in ("reference", "tests_only", "blank"):  # the formgrader's rubric never reaches a student
+        assert "Rubric (2 points)" not in _feedback(folder, student)
+
+
+@pytest.mark.slow
+def test_once_graded_by_hand_the_feedback_and_the_csv_show_the_score(graded, tmp_path):
+    """As the formgrader saves a score (nbgrader's gradebook), then the feedback written again and `make grades`."""
+    from nbgrader.api import Gradebook
+
+    folder = tmp_path / "course"
+    shutil.copytree(graded[0], folder, symlinks=True)
+    with Gradebook(db_url(folder)) as gradebook:
+        gradebook.find_grade(WRITTEN, A, A, "reference").manual_score = 1.5
+        gradebook.db.commit()
+    notes, stopped = write_feedback(A, ["reference"], folder, quiet=True, env=course.environment(course.Release()))
+    assert not stopped, notes
+    page = _feedback(folder, "reference")
+    assert f"(Score: {TESTS + 1.5:.1f} / {MAX:.1f})</h4>" in page and "awaiting grading" not in page
+    assert f"Written answer <code>{WRITTEN}</code></a> (Score: 1.5 / 2.0)" in page
+    assert grade.main([A, "--root", str(folder), "--csv-only"]) == 0
+    rows = _rows(folder / "grades" / f"{A}.csv")
+    assert rows["reference"][WRITTEN] == "1.5" and float(rows["reference"]["score"]) == TESTS + 1.5
+
+
+@pytest.mark.slow
+def test_nbgrader_export_leaves_an_assignment_never_submitted_without_a_score(graded, tmp_path):
+    folder, _ = graded
+    out = tmp_path / "all.csv"
+    bin_dir = Path(sys.executable).parent
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    run = subprocess.run(
+        [str(bin_dir / "nbgrader"), "export", "--to", str(out)], cwd=folder, capture_output=True, text=True, env=env
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "CourseCsvExport" in run.stderr
+    rows = _rows(out, "student_id")
+    assert set(rows) == {"reference", "tests_only", "blank", "never"}
+    never = rows["never"]
+    assert (never["raw_score"], never["score"], never["note"]) == ("", "", "not submitted"), never
+    assert never["max_score"] == f"{MAX:.1f}"
+    assert rows["blank"]["score"] == "0.0" and rows["reference"]["score"] == f"{TESTS:.1f}"
+    assert rows["reference"]["note"] == f"awaiting manual grading: {WRITTEN} (2 points, counted as 0 until graded)"
+    assert rows["tests_only"]["note"] == f"written answer(s) {WRITTEN} left blank: 0 of 2 points"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode(errors="replace")
+
+
+@pytest.mark.slow
+def test_the_formgrader_step_works_as_the_guide_says_with_the_rubric_beside_the_answer(graded, tmp_path):
+    """`make formgrader`'s command in the instructors' course folder (as root where the tests run as root): the
+    exchange folder made, the formgrader's pages answer, with no exchange warning, and each written answer shows
+    its rubric right below it; then stopped."""
+    folder, _ = graded
+    exchange = folder.parent / "exchange"
+    port, token = _free_port(), "course-test-token"
+    log = tmp_path / "lab.log"
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "jupyter"), "JUPYTER_RUNTIME_DIR": str(tmp_path / "rt")}
+    with log.open("w") as out:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "autograder.nbgrader.formgrader", "--root", str(folder), "--no-browser"]
+            + [f"--port={port}", f"--IdentityProvider.token={token}", "--ServerApp.port_retries=0"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+    base = f"http://127.0.0.1:{port}/formgrader"
+    try:
+        status, page = 0, ""
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and server.poll() is None:
+            try:
+                status, page = _get(f"{base}/manage_assignments?token={token}")
+                break
+            except OSError:  # not listening yet
+                time.sleep(0.5)
+        said = log.read_text()
+        assert status == 200, f"exit {server.poll()}, status {status}:\n{said[-3000:]}"
+        assert "warning-exchange" not in page and "does not exist" not in page
+        assert exchange.is_dir() and (exchange.stat().st_mode & 0o777) == formgrader.EXCHANGE_MODE
+        assert f"made nbgrader's exchange {exchange}" in said
+
+        status, listed = _get(f"{base}/api/submitted_notebooks/{A}/{A}?token={token}")
+        assert status == 200, listed[:2000]
+        ids = {entry["student"]: entry["id"] for entry in json.loads(listed)}
+        status, shown = _get(f"{base}/submissions/{ids['reference']}/?token={token}")
+        assert status == 200, shown[:2000]
+        assert f"Rubric for <code>{WRITTEN}</code>" in shown, "the formgrader's page shows no rubric"
+        answer = shown.index(WRITTEN_ANSWER)
+        rubric = shown.index(f"Rubric for <code>{WRITTEN}</code>")
+        assert answer < rubric < shown.index("One point for each of") < shown.index("Question 2"), "rubric not below"
+        assert f"from <code>solutions/{A}/{A}.ipynb</code>" in shown
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait(10)
+    said = log.read_text()
+    assert "Running as root is not recommended" not in said, said[-2000:]  # root allowed where it is root
+    assert "ExchangeError" not in said and "exchange directory" not in said.lower(), said[-3000:]
+
+
+def test_the_formgrader_command_allows_root_only_to_root(tmp_path):
+    root = tmp_path / "course"
+    assert "--allow-root" in formgrader.lab_command(root, ["--no-browser"], as_root=True)
+    command = formgrader.lab_command(root, ["--no-browser"], as_root=False)
+    assert "--allow-root" not in command and command[-1] == "--no-browser"
+    assert f"--ServerApp.root_dir={root}" in command and Path(command[0]).name == "jupyter-lab"
+
+
+def test_an_exchange_that_cannot_be_made_is_said_with_what_to_do(tmp_path):
+    """Where the exchange folder cannot be made (here: under a file), the command says so and how to make it;
+    one that exists is left as it is."""
+    folder = make_course(tmp_path / "course")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with (folder / "nbgrader_config.py").open("a") as f:
+        f.write(f"\nc.Exchange.root = {str(blocker / 'exchange')!r}\n")
+    said = formgrader.prepare_exchange(folder)
+    assert f"nbgrader's exchange {blocker / 'exchange'} (c.Exchange.root in nbgrader_config.py) does not exist" in said
+    assert f"sudo mkdir -p {blocker / 'exchange'} && sudo chmod 777" in said and "grading by hand does not" in said
+    made = tmp_path / "exchange"
+    made.mkdir(mode=0o755)
+    with (folder / "nbgrader_config.py").open("a") as f:
+        f.write(f"\nc.Exchange.root = {str(made)!r}\n")
+    assert formgrader.prepare_exchange(folder) == f"nbgrader's exchange: {made}"
+    assert made.stat().st_mode & 0o777 == 0o755
