@@ -380,7 +380,13 @@ def test_each_student_fetches_their_own_feedback_with_their_score(term):
         feedback = term.students[name].feedback()
         assert list(feedback) == [term.timestamps[name]], (name, list(feedback))
         html = feedback[term.timestamps[name]].read_text()
-        assert f"{A} (Score: {scores[name]:.1f} / {MAX:.1f})" in html, name
+        # a written answer awaiting the instructor makes the total partial; bob left his as released (0, final)
+        heading = (
+            f"{A} (Score: {scores[name]:.1f} / {MAX:.1f})"
+            if name == "bob"
+            else f"{A} (Score: {scores[name]:g} / {FULL:g} so far; {MAX - FULL:g} points await your instructor's"
+        )
+        assert heading in html, (name, re.findall(r"<h4>.*?</h4>", html)[:2])
         assert (f"Late submission penalty (Score: -{FULL:.1f})" in html) == (name in LATE_ONES), name
         assert "BEGIN HIDDEN TESTS" not in html
     kinds = {"dave": "a symbolic link", "erin": "a symbolic link", "frank": "a named pipe"}
@@ -454,14 +460,20 @@ def test_the_exported_total_reflects_the_penalty(term):
     numbers = {
         name: (float(r["raw_score"]), float(r["late_submission_penalty"]), float(r["score"]))
         for name, r in rows.items()
+        if name not in REFUSED
     }
     assert numbers == {
         "alice": (FULL, 0.0, FULL),
         "bob": (0.0, 0.0, 0.0),
         "carol": (FULL, FULL, 0.0),
         "grace": (FULL, FULL, 0.0),  # carol's answers, as late as hers, whatever her timestamp.txt says
-        **dict.fromkeys(REFUSED, (0.0, 0.0, 0.0)),
     }
+    assert "late: " in rows["carol"]["note"] and "late: " not in rows["alice"]["note"]
+    # a refused submission has no submission in the gradebook: make grade's 0 and its reason, no raw score
+    for name in REFUSED:
+        row = rows[name]
+        assert (row["raw_score"], float(row["score"])) == ("", 0.0), (name, row)
+        assert row["note"].startswith("refused"), (name, row["note"])
     assert all(parse_utc(r["duedate"]) == term.due for r in rows.values())
 
 

@@ -410,9 +410,12 @@ def test_gradebook_and_submissions_are_untouched_by_attackers(graded):
     assert len(reference.cells) > 5
     export = _nbgrader.run("export", "--to", "grades.csv", root=course, check=False, quiet=True)
     assert export.returncode == 0, export.stderr[-2000:]
-    rows = (course / "grades.csv").read_text().splitlines()
-    # the written answer awaits the instructor: it counts in the maximum, not yet in the score
-    assert any(",honest_reference," in row and row.endswith(f",{FULL},{max_points(A)}") for row in rows), rows[:3]
+    with (course / "grades.csv").open(newline="") as f:
+        rows = {row["student_id"]: row for row in csv.DictReader(f)}
+    # the written answer awaits the instructor: it counts in the maximum, not yet in the score, and the note says so
+    honest = rows["honest_reference"]
+    assert (float(honest["score"]), float(honest["max_score"])) == (FULL, max_points(A)), honest
+    assert honest["note"].startswith("awaiting manual grading: "), honest
 
 
 def test_same_submission_same_score():
