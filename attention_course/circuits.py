@@ -2,12 +2,16 @@
 
 - :class:`AttentionOnly` is a Transformer of attention layers alone (no feed-forward layers, no normalisation).
   Each head keeps its own matrices, ``W_Q``, ``W_K``, ``W_V`` (H, d_model, d_head) and ``W_O`` (H, d_head, d_model),
-  so that what a head does is a product of its matrices. Each layer has two hook points, ``nn.Identity`` modules
-  whose forward hooks read or replace the attention pattern (``hook_pattern``, (B, H, T, T)) and each head's output
-  before ``W_O`` (``hook_z``, (B, H, T, d_head)).
+  so that what a head does is a product of its matrices. Each layer has hook points, ``nn.Identity`` modules
+  whose forward hooks read or replace the residual stream that its queries, keys and values read
+  (``hook_q_input``, ``hook_k_input``, ``hook_v_input``, (B, T, d_model) each: changing one changes that path
+  alone), the attention pattern (``hook_pattern``, (B, H, T, T)) and each head's output before ``W_O``
+  (``hook_z``, (B, H, T, d_head)); the model has one more, ``hook_unembed_input``, the stream that the
+  unembedding reads (the direct path).
 - :func:`repeated_tokens` draws the induction task: random tokens that repeat with a random period.
 - :func:`train_induction` trains a model on it and records the loss on the repeat and elsewhere.
-- :func:`qk_circuit`, :func:`ov_circuit` and :func:`composition_scores` read a head's circuits off its weights.
+- :func:`qk_circuit`, :func:`ov_circuit` and :func:`composition_scores` read a head's circuits off its weights;
+  :func:`random_composition_scores` is the composition score of random matrices of the same shapes.
 - :func:`induction_by_hand` sets the weights of a two-layer model by hand, so that head 0 of layer 0 attends to
   the previous token and head 0 of layer 1 is an induction head.
 - :func:`logit_lens` reads a :class:`~attention_course.model.DecoderOnly`'s prediction off its residual stream
@@ -58,11 +62,14 @@ class AttentionLayer(nn.Module):
         heads, d, e = config.num_heads, config.d_model, config.d_head
         self.W_Q, self.W_K, self.W_V = (_uniform(generator, 1 / math.sqrt(d), heads, d, e) for _ in range(3))
         self.W_O = _uniform(generator, 1 / math.sqrt(heads * e), heads, e, d)
+        # (B, T, d_model) each: the residual stream as the queries, keys and values read it (one path each)
+        self.hook_q_input, self.hook_k_input, self.hook_v_input = nn.Identity(), nn.Identity(), nn.Identity()
         self.hook_pattern = nn.Identity()  # (B, H, T, T): each head's attention, a row per query
         self.hook_z = nn.Identity()  # (B, H, T, d_head): each head's weighted values, before W_O
 
     def forward(self, x):
-        q, k, v = (torch.einsum("btd,hde->bhte", x, w) for w in (self.W_Q, self.W_K, self.W_V))
+        inputs = (self.hook_q_input(x), self.hook_k_input(x), self.hook_v_input(x))
+        q, k, v = (torch.einsum("btd,hde->bhte", x, w) for x, w in zip(inputs, (self.W_Q, self.W_K, self.W_V)))
         length = x.size(1)
         future = torch.ones(length, length, dtype=torch.bool, device=x.device).triu(1)
         scores = (q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))).masked_fill(future, float("-inf"))
@@ -85,6 +92,7 @@ class AttentionOnly(nn.Module):
         self.W_pos = nn.Parameter(torch.randn(config.max_len, config.d_model, generator=generator))
         self.layers = nn.ModuleList(AttentionLayer(config, generator) for _ in range(config.num_layers))
         self.W_U = _uniform(generator, 1 / math.sqrt(config.d_model), config.d_model, config.vocab_size)
+        self.hook_unembed_input = nn.Identity()  # (B, T, d_model): the last residual stream, as W_U reads it
 
     def residuals(self, ids) -> list[torch.Tensor]:
         """The residual stream (B, T, d_model) before the first layer and after each layer."""
@@ -100,7 +108,7 @@ class AttentionOnly(nn.Module):
         return stream
 
     def forward(self, ids):
-        return self.residuals(ids)[-1] @ self.W_U
+        return self.hook_unembed_input(self.residuals(ids)[-1]) @ self.W_U
 
     def patterns(self, ids) -> list[torch.Tensor]:
         """Every layer's attention pattern (B, H, T, T) on ``ids``, read at its hook point."""
@@ -205,14 +213,42 @@ def composition_scores(model: AttentionOnly, kind: str = "K") -> torch.Tensor:
     heads = model.config.num_heads
     scores = torch.zeros(heads, heads)
     for i in range(heads):
-        writes = first.W_V[i] @ first.W_O[i]  # (d, d): what head i adds, as a map of the residual stream
         for j in range(heads):
-            qk = second.W_Q[j] @ second.W_K[j].T  # x_q^T W_QK x_k
-            reads = {"K": qk.T, "Q": qk, "V": second.W_V[j] @ second.W_O[j]}[kind]
-            scores[i, j] = torch.linalg.matrix_norm(writes @ reads) / (
-                torch.linalg.matrix_norm(writes) * torch.linalg.matrix_norm(reads)
-            )
+            scores[i, j] = _composition(first.W_V[i], first.W_O[i], second, j, kind)
     return scores
+
+
+def _composition(w_v, w_o, reader, j: int, kind: str) -> torch.Tensor:
+    """The composition score of the head whose OV matrix is ``w_v @ w_o`` with head ``j`` of ``reader``."""
+    writes = w_v @ w_o  # (d, d): what the first head adds, as a map of the residual stream
+    qk = reader.W_Q[j] @ reader.W_K[j].T  # x_q^T W_QK x_k
+    reads = {"K": qk.T, "Q": qk, "V": reader.W_V[j] @ reader.W_O[j]}[kind]
+    norm = torch.linalg.matrix_norm
+    return norm(writes @ reads) / (norm(writes) * norm(reads))
+
+
+@torch.no_grad()
+def random_composition_scores(config: AttentionOnlyConfig, kind: str = "K", samples: int = 256, seed: int = 0):
+    """(samples,): :func:`composition_scores` of random matrices of a model's shapes, the baseline that a score
+    is compared with: each sample draws the four matrices of two heads (``W_V``, ``W_O`` of the writer,
+    ``W_Q``, ``W_K``, ``W_V``, ``W_O`` of the reader) with independent standard normal entries. Low-rank
+    products of random matrices in ``d_model`` dimensions share directions by chance: the score is not 0."""
+    generator = torch.Generator().manual_seed(seed)
+    d, e = config.d_model, config.d_head
+    scores = torch.zeros(samples)
+    for k in range(samples):
+        w_v, w_o = torch.randn(d, e, generator=generator), torch.randn(e, d, generator=generator)
+        reader = _RandomHead(*(torch.randn(*shape, generator=generator) for shape in [(1, d, e)] * 3 + [(1, e, d)]))
+        scores[k] = _composition(w_v, w_o, reader, 0, kind)
+    return scores
+
+
+@dataclass(frozen=True)
+class _RandomHead:
+    W_Q: torch.Tensor
+    W_K: torch.Tensor
+    W_V: torch.Tensor
+    W_O: torch.Tensor
 
 
 def induction_by_hand(

@@ -1,4 +1,8 @@
-"""Model FLOPs of a training step, the peak FLOP/s of a device, and the model FLOPs utilisation (MFU) between them."""
+"""Model FLOPs of a training step, a device's peaks, the model FLOPs utilisation (MFU), and Chinchilla's fitted loss.
+
+The peaks are a device's dense bf16 FLOP/s and its memory bandwidth; the fitted loss is the parametric law of
+Hoffmann et al. (2022) with its published constants and with those of Besiroglu et al.'s (2024) refit.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +27,14 @@ PEAK_BF16_FLOPS = {
     "NVIDIA A10": 250e12 / 2,  # NVIDIA A10 data sheet
     "NVIDIA L4": 242e12 / 2,  # NVIDIA L4 data sheet
     "NVIDIA GeForce RTX 4090": 330.4e12 / 2,  # NVIDIA Ada Lovelace architecture white paper
+}
+
+
+# Peak memory bandwidth, in bytes/s, by the same names, from the same data sheets: the rate at which a step that
+# reads more bytes than its arithmetic can use (decoding one token, for one) is bound.
+PEAK_MEMORY_BANDWIDTH = {
+    "NVIDIA H100 80GB HBM3": 3.35e12,  # H100 SXM5: NVIDIA H100 data sheet
+    "NVIDIA H200": 4.8e12,  # H200 SXM: NVIDIA H200 data sheet
 }
 
 
@@ -88,3 +100,32 @@ def peak_flops(device: torch.device, peak_tflops: float | None = None) -> tuple[
 def mfu(flops_per_second: float, peak: float | None, devices: int = 1) -> float | None:
     """Model FLOPs utilisation: the model FLOP/s achieved on ``devices`` devices over their peak."""
     return None if peak is None else flops_per_second / (peak * devices)
+
+
+# The parametric loss L(N, D) = E + A / N^alpha + B / D^beta, in nats per token, fitted to the final losses of
+# models of N parameters trained on D tokens of MassiveText with a SentencePiece vocabulary of 32,000 tokens:
+# Hoffmann et al. (2022), their third approach, as the paper's text rounds it; and the refit of Besiroglu et al.
+# (2024) to the data reconstructed from the paper's plots, which finds the rounded fit biased and its optimiser
+# stopped before it converged.
+CHINCHILLA_FITS = {
+    "Hoffmann et al. 2022": {"E": 1.69, "A": 406.4, "B": 410.7, "alpha": 0.34, "beta": 0.28},
+    "Besiroglu et al. 2024": {"E": 1.8172, "A": 482.01, "B": 2085.43, "alpha": 0.3478, "beta": 0.3658},
+}
+
+
+def chinchilla_loss(n_params: float, n_tokens: float, E: float, A: float, B: float, alpha: float, beta: float) -> float:
+    """The fitted loss ``E + A / n_params^alpha + B / n_tokens^beta`` (nats per token of the fit's data)."""
+    if n_params <= 0 or n_tokens <= 0:
+        raise ValueError(f"n_params and n_tokens must be positive, got {n_params!r} and {n_tokens!r}")
+    return E + A / n_params**alpha + B / n_tokens**beta
+
+
+def chinchilla_optimal(compute_flops: float, A: float, B: float, alpha: float, beta: float, **_) -> tuple[float, float]:
+    """``(n_params, n_tokens)`` with ``6 * n_params * n_tokens = compute_flops`` that minimise the fitted loss:
+    ``n_params = G (C / 6)^(beta / (alpha + beta))`` with ``G = (alpha A / (beta B))^(1 / (alpha + beta))``
+    (Hoffmann et al. 2022, section 3.3). ``E`` does not move the optimum, and is accepted and ignored."""
+    if compute_flops <= 0:
+        raise ValueError(f"compute_flops must be positive, got {compute_flops!r}")
+    g = (alpha * A / (beta * B)) ** (1 / (alpha + beta))
+    n_params = g * (compute_flops / 6) ** (beta / (alpha + beta))
+    return n_params, compute_flops / 6 / n_params

@@ -42,6 +42,36 @@ def latent_cache_bytes(
     return num_layers * (kv_latent_dim + rope_dim) * tokens * batch_size * bytes_per_value
 
 
+DECODE_WAYS = ("naive", "latent", "absorbed")
+
+
+def decode_cost_per_position(
+    way: str, num_heads: int, head_dim: int, rope_dim: int, kv_latent_dim: int, bytes_per_value: int = 2
+) -> tuple[int, int]:
+    """``(FLOPs, bytes read)`` that one cached position adds to a decoding step of one layer of multi-head latent
+    attention, for one sequence and one new query per head: the work that grows with the cache's length. The
+    projections of the new token, the same at any length, are left out.
+
+    - ``"naive"`` (DeepSeek's inference code's other way): the cache holds every head's keys, ``head_dim +
+      rope_dim`` wide with the shared rotary part copied in, and values, ``head_dim`` wide; each number read is
+      used in one multiply-add.
+    - ``"latent"`` (chapter 7's ``absorb=False`` with a cache of latents): the cache holds the latent and the rotary
+      key, and every head's keys and values are made again from the latent, ``2 * head_dim * kv_latent_dim``
+      multiply-adds each per head.
+    - ``"absorbed"`` (``absorb=True``): every head's query, carried into the latent's space, scores the
+      ``kv_latent_dim + rope_dim`` numbers of the position and averages its ``kv_latent_dim`` latent numbers:
+      multi-query attention with keys of ``kv_latent_dim + rope_dim`` features and values of ``kv_latent_dim``.
+    """
+    if way not in DECODE_WAYS:
+        raise ValueError(f"way must be one of {', '.join(DECODE_WAYS)}, got way={way!r}")
+    h, d, r, c = num_heads, head_dim, rope_dim, kv_latent_dim
+    if way == "naive":
+        return 2 * h * (2 * d + r), h * (2 * d + r) * bytes_per_value
+    if way == "latent":
+        return 2 * h * (2 * d + r) + 2 * h * 2 * d * c, (c + r) * bytes_per_value
+    return 2 * h * (2 * c + r), (c + r) * bytes_per_value
+
+
 def _linear(weight: torch.Tensor) -> nn.Linear:
     layer = nn.Linear(weight.size(1), weight.size(0), bias=False)
     with torch.no_grad():

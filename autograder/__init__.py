@@ -50,6 +50,7 @@ _HOMES = {  # name -> the module that defines it; imported on first use, so that
     **dict.fromkeys(
         (
             "array",
+            "distributions",
             "fixture",
             "group",
             "literal",
@@ -59,6 +60,7 @@ _HOMES = {  # name -> the module that defines it; imported on first use, so that
             "repeated_tokens",
             "tensor",
             "tokens",
+            "uniforms",
         ),
         "autograder.specs",
     ),

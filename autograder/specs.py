@@ -274,7 +274,61 @@ class RepeatedTokens:
         return f"torch int64 {self.shape} repeating with period {self.period}"
 
 
-Spec = Random | RandomInts | RandomMask | PaddedTokens | Literal | Fixture | Group | AttentionPattern | RepeatedTokens
+@dataclass(frozen=True)
+class Distributions:
+    """Probability rows (..., V): the softmax of standard-normal logits times ``scale``, each row summing to 1.
+    With ``zeros``, about that share of each row's tokens (never its most likely one) gets probability 0, as a
+    model's does after top-k or top-p."""
+
+    shape: tuple[int, ...]
+    scale: float = 1.0
+    zeros: float = 0.0
+    dtype: str = "float32"
+    library: str = "torch"  # always: the library the inputs are made in
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", _check_shape(self.shape))
+        if not self.shape or self.shape[-1] < 1:
+            raise ValueError(f"distributions need a last dimension of at least 1, got shape {self.shape}")
+        if not 0 <= self.zeros < 1:
+            raise ValueError(f"zeros is a share of the tokens in [0, 1), got {self.zeros}")
+
+    def make(self, rng: np.random.Generator):
+        logits = rng.standard_normal(self.shape) * self.scale
+        if self.zeros:  # the row's most likely token is never dropped
+            dropped = (rng.random(self.shape) < self.zeros) & (logits < logits.max(axis=-1, keepdims=True))
+            logits = np.where(dropped, -np.inf, logits)
+        weights = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        return _convert(weights / weights.sum(axis=-1, keepdims=True), self.dtype, "torch")
+
+    def describe(self) -> str:
+        return f"torch {self.dtype} {self.shape} probabilities (rows sum to 1{', some 0' if self.zeros else ''})"
+
+
+@dataclass(frozen=True)
+class Uniforms:
+    """Numbers drawn uniformly from ``[low, high)``: the random draws that a sampler is handed."""
+
+    shape: tuple[int, ...]
+    low: float = 0.0
+    high: float = 1.0
+    dtype: str = "float32"
+    library: str = "torch"  # always
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", _check_shape(self.shape))
+        if not 0 <= self.low < self.high <= 1:
+            raise ValueError(f"need 0 <= low < high <= 1, got low={self.low}, high={self.high}")
+
+    def make(self, rng: np.random.Generator):
+        return _convert(self.low + (self.high - self.low) * rng.random(self.shape), self.dtype, "torch")
+
+    def describe(self) -> str:
+        return f"torch {self.dtype} {self.shape} uniform in [{self.low:g}, {self.high:g})"
+
+
+Spec = Random | RandomInts | RandomMask | PaddedTokens | Literal | Fixture | Group | AttentionPattern
+Spec = Spec | RepeatedTokens | Distributions | Uniforms
 
 
 def _freeze(value):
@@ -328,6 +382,16 @@ def repeated_tokens(batch: int, length: int, *, period: int, high: int) -> Repea
     return RepeatedTokens((batch, length), period=period, high=high)
 
 
+def distributions(*shape: int, scale: float = 1.0, zeros: float = 0.0, dtype: str = "float32") -> Distributions:
+    """Random probability rows (..., V) as a torch tensor, each summing to 1; ``zeros``: a share of them 0."""
+    return Distributions(shape, scale=scale, zeros=zeros, dtype=dtype)
+
+
+def uniforms(*shape: int, low: float = 0.0, high: float = 1.0, dtype: str = "float32") -> Uniforms:
+    """A torch tensor of numbers drawn uniformly from ``[low, high)``: the draws a sampler is given."""
+    return Uniforms(shape, low=low, high=high, dtype=dtype)
+
+
 def fixture(name: str, *args) -> Fixture:
     """An object from :mod:`autograder.scripted`, such as ``fixture("ScriptedTranslator", 16, 1, 2)``."""
     return Fixture(name, tuple(args))
@@ -365,7 +429,7 @@ def as_spec(value) -> Spec:
         return Literal(value, library="python")
     raise TypeError(
         f"a check's inputs must be specs (tensor(...), array(...), tokens(...), padded_tokens(...), mask(...), "
-        f"pattern(...), repeated_tokens(...), "
+        f"pattern(...), repeated_tokens(...), distributions(...), uniforms(...), "
         f"literal(...), group(...)) "
         f"or plain numbers and strings, got {type(value).__name__}"
     )

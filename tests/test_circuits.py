@@ -16,6 +16,7 @@ from attention_course.circuits import (
     on_the_repeat,
     ov_circuit,
     qk_circuit,
+    random_composition_scores,
     repeated_tokens,
     train_induction,
 )
@@ -161,3 +162,37 @@ def test_a_fixture_model_is_rebuilt_the_same_from_its_wire_name(name, args):
     ids = torch.randint(12, (2, 9))
     with torch.no_grad():
         assert torch.equal(model(ids), again(ids))
+
+
+def test_each_input_hook_changes_its_own_path_alone():
+    model = AttentionOnly(SMALL, seed=6).eval()
+    ids = torch.randint(12, (2, 9), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        intact = model(ids)
+        for name in ("hook_q_input", "hook_k_input", "hook_v_input", None):
+            point = getattr(model.layers[1], name) if name else model.hook_unembed_input
+            seen = []
+            handle = point.register_forward_hook(lambda m, i, x, seen=seen: seen.append(x) or torch.zeros_like(x))
+            changed = model(ids)
+            handle.remove()
+            assert seen[0].shape == (2, 9, 16) and not torch.allclose(changed, intact), name
+        assert torch.equal(model(ids), intact)  # the hooks removed, the model as it was
+        # zero queries: every key scores 0, so each position averages the values before it
+        handle = model.layers[0].hook_q_input.register_forward_hook(lambda m, i, x: torch.zeros_like(x))
+        (pattern, _) = model.patterns(ids)
+        handle.remove()
+        torch.testing.assert_close(pattern[0, 0, 3, :4], torch.full((4,), 0.25))
+        # the unembedding reads the last residual stream through its hook point
+        torch.testing.assert_close(model.residuals(ids)[-1] @ model.W_U, intact)
+
+
+def test_random_composition_scores_are_the_level_of_chance_and_repeat_with_the_seed():
+    config = AttentionOnlyConfig()
+    scores = random_composition_scores(config, "K", samples=64, seed=1)
+    assert scores.shape == (64,) and ((scores > 0) & (scores < 1)).all()
+    assert torch.equal(scores, random_composition_scores(config, "K", samples=64, seed=1))
+    assert not torch.equal(scores, random_composition_scores(config, "K", samples=64, seed=2))
+    # random products in d_model dimensions score about 1 / sqrt(d_model): 1/8 here, 1/16 in a stream of 256
+    assert 0.11 < scores.mean() < 0.14, scores.mean()
+    wide = random_composition_scores(AttentionOnlyConfig(d_model=256), "V", samples=16)
+    assert 0.05 < wide.mean() < 0.075, wide.mean()

@@ -143,3 +143,40 @@ def test_what_the_course_cannot_compute_is_refused_by_name(setting, value):
     config = {**deepseek().config.to_dict(), setting: value}
     with pytest.raises(CheckpointError, match=setting):
         from_deepseek({}, config)
+
+
+@pytest.mark.parametrize("sizes", [(4, 16, 8, 32), (3, 8, 4, 12), (2, 24, 6, 10)])
+@pytest.mark.parametrize("way, absorb", [("latent", False), ("absorbed", True)])
+def test_the_decoding_cost_per_cached_position_is_what_the_module_computes(sizes, way, absorb):
+    """FlopCounterMode's count of one decoding step grows by decode_cost_per_position's FLOPs per cached
+    position, absorbed or not; what does not depend on the cache (W_o W_uv, the projections) cancels."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from attention_course.mla import decode_cost_per_position
+    from attention_course.solutions.ch07_efficient_attention import MultiHeadLatentAttention
+
+    heads, head_dim, rope_dim, latent = sizes
+    torch.manual_seed(0)
+    attention = MultiHeadLatentAttention(32, heads, latent, head_dim, rope_dim)
+
+    def flops(cached):
+        cache = (torch.randn(2, cached, latent), torch.randn(2, cached, rope_dim))
+        with torch.no_grad(), FlopCounterMode(display=False) as counter:
+            attention(torch.randn(2, 1, 32), cache=cache, absorb=absorb)
+        return counter.get_total_flops()
+
+    counted, read = decode_cost_per_position(way, heads, head_dim, rope_dim, latent, bytes_per_value=4)
+    assert (flops(21) - flops(5)) == 2 * 16 * counted  # two sequences, 16 more positions each
+    assert read == (latent + rope_dim) * 4 == latent_cache_bytes(1, latent, rope_dim, 1, 1, 4)
+
+
+def test_absorbed_decoding_is_multi_query_attention_with_576_wide_keys_at_deepseek_v3s_sizes():
+    from attention_course.mla import decode_cost_per_position
+
+    v3 = {"num_heads": 128, "head_dim": 128, "rope_dim": 64, "kv_latent_dim": 512}
+    assert decode_cost_per_position("naive", **v3) == (81_920, 81_920)  # 2 H (2 d_h + d_R), one FLOP a byte
+    assert decode_cost_per_position("absorbed", **v3) == (2 * 128 * (512 + 576), 576 * 2)
+    flops, read = decode_cost_per_position("latent", **v3)
+    assert read == 576 * 2 and flops == 81_920 + 4 * 128 * 128 * 512
+    with pytest.raises(ValueError, match="way"):
+        decode_cost_per_position("fast", **v3)

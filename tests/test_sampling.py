@@ -18,6 +18,7 @@ from attention_course.solutions.ch06_transformer import (
     greedy_decode,
     min_p_probs,
     speculative_decode,
+    speculative_sample,
     temperature_probs,
     top_k_probs,
     top_p_probs,
@@ -94,3 +95,37 @@ def test_the_scripted_draft_and_the_call_limit():
         assert torch.equal(speculative_decode(limited, model, src, mask, 1, 2, 10, lookahead), greedy)
         over = CallLimitedTranslator(16, 1, 2, calls)
         assert not torch.equal(greedy_decode(over, src, mask, 1, 2, 10), greedy)  # one call per token is too many
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_speculative_sampling_keeps_the_models_distribution(seed):
+    """Rounds of speculative_sample with random draws: every token kept follows p (a chi-square test, p the same
+    at every position), a share sum(min(p, q)) of the guesses judged is accepted, and a round keeps
+    (1 - a^(g+1)) / (1 - a) tokens on average, within four standard errors."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        generator = torch.Generator().manual_seed(seed)
+        p_row = torch.softmax(torch.randn(5, generator=generator), dim=0)
+        q_row = torch.softmax(torch.randn(5, generator=generator), dim=0)
+        p_row[3] = 0.0  # a token the model never writes, which the draft proposes
+        p_row = p_row / p_row.sum()
+        g, rounds = 2, 6000
+        p, q = p_row.expand(g + 1, -1), q_row.expand(g, -1)
+        counts, lengths, judged = torch.zeros(5), [], 0
+        for _ in range(rounds):
+            proposed = torch.multinomial(q_row, g, replacement=True, generator=generator)
+            kept = speculative_sample(p, q, proposed, torch.rand(g + 1, generator=generator))
+            counts += torch.bincount(kept, minlength=5)
+            lengths.append(len(kept))
+            judged += min(len(kept), g)
+    finally:
+        torch.set_num_threads(threads)
+    assert counts[3] == 0
+    tokens, seen = counts.sum(), p_row > 0
+    chi2 = float(((counts[seen] - tokens * p_row[seen]) ** 2 / (tokens * p_row[seen])).sum())
+    assert float(torch.special.gammaincc(torch.tensor((int(seen.sum()) - 1) / 2), torch.tensor(chi2 / 2))) > 1e-3
+    alpha = float(torch.minimum(p_row, q_row).sum())
+    assert abs((float(tokens) - rounds) / judged - alpha) < 0.02
+    lengths = torch.tensor(lengths, dtype=torch.float64)
+    assert abs(float(lengths.mean()) - (1 - alpha ** (g + 1)) / (1 - alpha)) < 4 * float(lengths.std()) / rounds**0.5

@@ -27,6 +27,8 @@ SPEC_TOKEN = "token = chosen[:, j].masked_fill(done, eos_id)"
 SPEC_GREEDY = ("for _ in range(min(lookahead, max_len - (ys.size(1) - 1) - 1)):", "for _ in range(0):")
 SPEC_ENCODE = "    memory, draft_memory = model.encode(src, src_mask), draft.encode(src, src_mask)\n"
 SPEC_DECODE = "logits = model.decode(guess, memory, causal_mask(guess.size(1), device=src.device), src_mask)"
+ACCEPT = "if not uniforms[accepted] < p[accepted, x] / q[accepted, x]:"
+RESIDUAL = "last = (p[accepted] - q[accepted]).clamp(min=0)"
 
 TESTS = {
     "FeedForward": ["test_feed_forward"],
@@ -39,6 +41,7 @@ TESTS = {
     "top_p_probs": ["test_top_p_probs"],
     "min_p_probs": ["test_min_p_probs"],
     "speculative_decode": ["test_speculative_matches_greedy", "test_speculative_calls"],
+    "speculative_sample": ["test_speculative_sample"],
     "encoder_layer_parameters": ["test_encoder_layer_parameters"],
     "cross_attention_weights_shape": ["test_cross_attention_weights_shape"],
     "decoded_positions": ["test_decoded_positions"],
@@ -264,6 +267,95 @@ BUGS = [
         ),
         why="when every guess is right, the model's own next token is thrown away: lookahead tokens per call",
         cause="plus its own next token",
+    ),
+    # ------------------------------------------------------------------ speculative_sample
+    bug(
+        "speculative_sample_accepts_where_p_above_q",
+        "speculative_sample",
+        (ACCEPT, "if not p[accepted, x] >= q[accepted, x]:"),
+        why="accepts a guess exactly where p(x) >= q(x), never at random: the draft's other guesses always rejected",
+        cause="not only where p(x) >= q(x)",
+    ),
+    bug(
+        "speculative_sample_ratio_upside_down",
+        "speculative_sample",
+        (ACCEPT, "if not uniforms[accepted] < q[accepted, x] / p[accepted, x]:"),
+        why="accepts with probability min(1, q(x) / p(x)): the draft's favourites kept, the model's rejected",
+        cause="the ratio is upside down",
+    ),
+    bug(
+        "speculative_sample_residual_is_p",
+        "speculative_sample",
+        (RESIDUAL, "last = p[accepted]"),
+        why="after a rejection draws from p: tokens the draft proposed too often are drawn twice over",
+        cause="from the residual max(0, p - q)",
+    ),
+    bug(
+        "speculative_sample_residual_not_clamped",
+        "speculative_sample",
+        (RESIDUAL, "last = p[accepted] - q[accepted]"),
+        why="the residual p - q without max(0, .): it sums to 0, and its cumulative sum falls and rises",
+        cause="max(0, p - q)",
+    ),
+    bug(
+        "speculative_sample_residual_not_normalised",
+        "speculative_sample",
+        ("cumulative = (last / last.sum()).cumsum(dim=0)", "cumulative = last.cumsum(dim=0)"),
+        why="the residual's cumulative sum ends below 1: draws above its total all give the last token",
+        cause="normalised to sum to 1",
+    ),
+    bug(
+        "speculative_sample_bonus_from_q",
+        "speculative_sample",
+        ("last = p[guesses]  #", "last = q[guesses - 1]  #"),
+        why="when every guess is accepted, the token after them is drawn from the draft's last distribution",
+        cause="from p[g], its last row, not from the draft's q",
+    ),
+    bug(
+        "speculative_sample_no_bonus",
+        "speculative_sample",
+        ("        last = p[guesses]  #", "        return draft.clone()\n        last = p[guesses]  #"),
+        why="when every guess is accepted, no token is drawn after them: g tokens instead of g + 1",
+        cause="draw one more token from p[g]",
+    ),
+    bug(
+        "speculative_sample_row_one_late",
+        "speculative_sample",
+        (ACCEPT, "if not uniforms[accepted] < p[accepted + 1, x] / q[accepted, x]:"),
+        why="judges guess i by the model's distribution after it, p[i + 1]",
+        cause="read one position late",
+    ),
+    bug(
+        "speculative_sample_keeps_rejected_guess",
+        "speculative_sample",
+        ("return torch.cat([draft[:accepted], drawn])", "return torch.cat([draft[: accepted + 1], drawn])"),
+        why="one guess too many: the rejected guess is kept before the token drawn in its place",
+        cause="keep the accepted guesses only",
+    ),
+    bug(
+        "speculative_sample_reuses_rejecting_uniform",
+        "speculative_sample",
+        ("uniforms[guesses:].to(", "uniforms[accepted : accepted + 1].to("),
+        why="draws the last token with the uniform that rejected the guess: a draw that depends on the rejection",
+        cause="with the last uniform, uniforms[g]",
+    ),
+    bug(
+        "speculative_sample_residual_in_place",
+        "speculative_sample",
+        (RESIDUAL, "last = p[accepted].sub_(q[accepted]).clamp_(min=0)"),
+        why="subtracts q from the caller's p in place",
+        cause="in place",
+    ),
+    bug(
+        "speculative_sample_no_shape_check",
+        "speculative_sample",
+        (
+            "    if p.size(0) != q.size(0) + 1:\n"
+            '        raise ValueError(f"p must have one row more than q, got p of {p.size(0)} rows and q of {q.size(0)}")\n',
+            "",
+        ),
+        why="a p with as many rows as q is taken, its last row read as the distribution after every guess",
+        cause="one row more than q",
     ),
     # ------------------------------------------------------------------ FeedForward
     bug(

@@ -1,6 +1,6 @@
 """Wrong answers to ch10_what_heads_learn that students really write.
 
-The scores of previous-token, induction and copying heads, and what ablating them does.
+The scores of previous-token, induction and copying heads, what ablating them does, and path patching.
 """
 
 from tests.buggy import wrong_answers
@@ -17,12 +17,16 @@ EIGENVALUES = "eigenvalues = torch.linalg.eigvals(ov)"
 LOGITS = "logits = model(tokens)[:, period:-1]"
 TARGETS = "tokens[:, period + 1 :]"
 SPLIT = "score = sum(1 / k for k in range(1, repeats)) / (repeats - 1)"
+RECEIVER_HOOK = "getattr(model.layers[receiver], inputs[path]).register_forward_hook(remove_output),"
+SENT = 'sent["output"] = torch.einsum("bhte,hed->btd", z[:, heads], model.layers[layer].W_O[heads])'
+REMOVED = 'return x - sent["output"]'
 
 TESTS = {
     "previous_token_score": ["test_previous_token"],
     "prefix_matching_score": ["test_prefix_matching", "test_prefix_matching_errors"],
     "copying_score": ["test_copying"],
     "ablation_effects": ["test_ablation"],
+    "path_patch": ["test_path_patch", "test_path_patch_errors"],
     "split_prefix_score": ["test_split_prefix_score"],
     "after_ablating_previous": ["test_after_ablating_previous"],
 }
@@ -181,6 +185,84 @@ BUGS = [
         (TARGETS, "tokens[:, period:]"),
         why="starts the repeat one position early, where the token has not occurred before",
         cause="has not occurred before",
+    ),
+    # ------------------------------------------------------------------ path_patch
+    bug(
+        "path_all_inputs",
+        "path_patch",
+        (
+            RECEIVER_HOOK,
+            "*(getattr(model.layers[receiver], name).register_forward_hook(remove_output) for name in inputs.values()),",
+        ),
+        why="removes the senders from the receiver's queries, keys and values together: every path into it",
+        cause="not one path",
+    ),
+    bug(
+        "path_zeroed_everywhere",
+        "path_patch",
+        (SENT, 'z = z.clone()\n        z[:, heads] = 0.0\n        sent["output"] = 0.0\n        return z'),
+        why="zeroes the senders' z, as in Part 4: their output leaves the residual stream for every reader",
+        cause="one input",  # on the model built by hand, the same values as patching every input of the receiver
+    ),
+    bug(
+        "path_receiver_w_o",
+        "path_patch",
+        ("model.layers[layer].W_O[heads]", "model.layers[receiver].W_O[heads]"),
+        why="puts the senders' z through the receiver layer's W_O",
+        cause="their own layer's W_O",
+    ),
+    bug(
+        "path_mean_ablation",
+        "path_patch",
+        (REMOVED, 'return x - sent["output"] + sent["output"].mean(dim=0)'),
+        why="replaces the senders' output by its mean over the batch (mean ablation) instead of removing it",
+        cause="mean ablation",
+    ),
+    bug(
+        "path_first_head_only",
+        "path_patch",
+        ("heads = list(heads)", "heads = list(heads)[:1]"),
+        why="reads sender as one head: removes only the first of the heads it lists",
+        cause="every head it lists",
+    ),
+    bug(
+        "path_whole_layer",
+        "path_patch",
+        ("z[:, heads], model.layers[layer].W_O[heads]", "z, model.layers[layer].W_O"),
+        why="removes the output of every head of the sender's layer, not the heads listed",
+        cause="not every head of its layer",
+    ),
+    bug(
+        "path_every_position",
+        "path_patch",
+        ("logits = model(tokens)[:, period:-1]", "logits = model(tokens)[:, :-1]"),
+        ("tokens[:, period + 1 :]", "tokens[:, 1:]"),
+        why="measures the loss at every position, not on the repeat",
+        cause="period .. T - 2 only",
+    ),
+    bug(
+        "path_in_place",
+        "path_patch",
+        (REMOVED, 'x -= sent["output"]'),
+        why="subtracts in place in the hook: the identity's output is the layer's input itself, so the queries, "
+        "the values and the residual stream lose the senders too",
+        cause="one input",  # the same values as zeroing the senders, or as patching every input of the receiver
+    ),
+    bug(
+        "path_unchecked",
+        "path_patch",
+        ("    if path not in inputs:\n", "    if False:\n"),
+        why="never checks the path: an unknown one is a KeyError, not a ValueError that names path",
+        cause="names the argument",
+        only="test_path_patch_errors",
+    ),
+    bug(
+        "path_receiver_unchecked",
+        "path_patch",
+        ("    if not layer < receiver < len(model.layers):\n", "    if False:\n"),
+        why="never checks the receiver: the sender's own layer or an earlier one fails with a KeyError",
+        cause="names the argument",
+        only="test_path_patch_errors",
     ),
     # ------------------------------------------------------------------ split_prefix_score
     bug(

@@ -1168,4 +1168,91 @@ def speculative_decode(model, draft, src, src_mask, bos_id, eos_id, max_len, loo
     return torch.tensor([row[1:] for row in rows], dtype=torch.long, device=src.device)
 """,
     ),
+    # ------------------------------------------------------------------ speculative_sample
+    Answer(
+        "speculative_sample_python_loop",
+        "speculative_sample",
+        idiom="plain Python floats: a for loop with break, the draw by adding up the distribution token by token",
+        code="""def speculative_sample(p, q, draft, uniforms):
+    g = len(draft)
+    if p.shape[0] != g + 1 or q.shape[0] != g:
+        raise ValueError(f"p needs {g + 1} rows (one more than q), it has {p.shape[0]}")
+    P, Q, U, guesses = p.tolist(), q.tolist(), uniforms.tolist(), draft.tolist()
+    kept = []
+    weights = P[g]
+    for i, x in enumerate(guesses):
+        if U[i] * Q[i][x] < P[i][x]:
+            kept.append(x)
+        else:
+            weights = [max(0.0, a - b) for a, b in zip(P[i], Q[i])]
+            break
+    total, running, token = sum(weights), 0.0, len(weights) - 1
+    for t, w in enumerate(weights):
+        running += w / total
+        if running > U[g]:
+            token = t
+            break
+    return torch.tensor(kept + [token], dtype=torch.long)
+""",
+    ),
+    Answer(
+        "speculative_sample_vectorised",
+        "speculative_sample",
+        idiom="every ratio at once, the accepted count from a cumulative product, the draw by counting (cdf <= u)",
+        code="""def speculative_sample(p, q, draft, uniforms):
+    g = draft.numel()
+    if p.shape[0] != q.shape[0] + 1:
+        raise ValueError("p must have one row more than q")
+    rows = torch.arange(g)
+    ok = uniforms[:g] * q[rows, draft] < p[rows, draft]
+    n = int(ok.long().cumprod(0).sum())
+    dist = p[g] if n == g else torch.relu(p[n] - q[n])
+    cdf = torch.cumsum(dist / dist.sum(), 0)
+    token = min(int((cdf <= uniforms[-1]).sum()), dist.numel() - 1)
+    return torch.cat([draft[:n], torch.tensor([token], dtype=draft.dtype)])
+""",
+    ),
+    Answer(
+        "speculative_sample_numpy",
+        "speculative_sample",
+        idiom="NumPy in float64: the first rejection by argmin, the draw by np.searchsorted",
+        code="""import numpy as np
+
+
+def speculative_sample(p, q, draft, uniforms):
+    P, Q = p.detach().cpu().double().numpy(), q.detach().cpu().double().numpy()
+    if P.shape[0] != Q.shape[0] + 1:
+        raise ValueError(f"p has {P.shape[0]} rows; it must have one more than q ({Q.shape[0]})")
+    x, u = draft.cpu().numpy(), uniforms.cpu().double().numpy()
+    g = len(x)
+    rejected = u[:g] >= P[np.arange(g), x] / Q[np.arange(g), x]
+    n = int(np.argmax(rejected)) if rejected.any() else g
+    dist = P[g] if n == g else np.maximum(P[n] - Q[n], 0.0)
+    cdf = np.cumsum(dist) / dist.sum()
+    token = min(int(np.searchsorted(cdf, u[g], side="right")), len(dist) - 1)
+    return torch.from_numpy(np.append(x[:n], token).astype(np.int64))
+""",
+    ),
+    Answer(
+        "speculative_sample_log_space",
+        "speculative_sample",
+        idiom="the acceptance test in log space, the residual with torch.where, the draw by torch.bucketize",
+        code="""def speculative_sample(p, q, draft, uniforms):
+    if len(p) - len(q) != 1:
+        raise ValueError(f"expected p with len(q) + 1 = {len(q) + 1} rows, got p with {len(p)}")
+    n = 0
+    for i, x in enumerate(draft.tolist()):
+        if not torch.log(uniforms[i]) < torch.log(p[i, x]) - torch.log(q[i, x]):
+            break
+        n += 1
+    if n < len(draft):
+        diff = p[n] - q[n]
+        dist = torch.where(diff > 0, diff, torch.zeros_like(diff))
+    else:
+        dist = p[-1]
+    edges = (dist / dist.sum()).cumsum(-1)
+    token = torch.bucketize(uniforms[-1:].to(edges.dtype), edges, right=True).clamp(max=len(dist) - 1)
+    return torch.cat([draft[:n], token])
+""",
+    ),
 ]

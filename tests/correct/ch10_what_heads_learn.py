@@ -262,6 +262,139 @@ def ablation_effects(model, tokens, period):
 """,
         "a hook that zeroes the head in place and returns None; the cross-entropy by log_softmax and gather",
     ),
+    # ------------------------------------------------------------------ path_patch
+    Answer(
+        "path_two_runs",
+        "path_patch",
+        """
+def path_patch(model, tokens, period, sender, receiver, path):
+    names = {"query": "hook_q_input", "key": "hook_k_input", "value": "hook_v_input"}
+    if path not in names:
+        raise ValueError(f"unknown path {path!r}")
+    if receiver <= sender[0] or receiver >= len(model.layers):
+        raise ValueError(f"receiver {receiver} is not a layer after {sender[0]}")
+    source = model.layers[sender[0]]
+    cache = []
+    handle = source.hook_z.register_forward_hook(lambda m, i, z: cache.append(z.detach().clone()))
+    with torch.no_grad():
+        model(tokens)  # a clean run, cached
+    handle.remove()
+    z = cache[0]
+    removed = sum(z[:, h] @ source.W_O[h] for h in sender[1])  # head by head
+    handle = getattr(model.layers[receiver], names[path]).register_forward_hook(lambda m, i, x: x - removed)
+    try:
+        with torch.no_grad():
+            logits = model(tokens)
+    finally:
+        handle.remove()
+    return F.cross_entropy(logits[:, period:-1].flatten(0, 1), tokens[:, period + 1 :].flatten())
+""",
+        "a clean run cached first, then a patched run; the senders' outputs summed head by head",
+    ),
+    Answer(
+        "path_forward_by_hand",
+        "path_patch",
+        """
+import math
+
+
+def path_patch(model, tokens, period, sender, receiver, path):
+    if path not in ("query", "key", "value"):
+        raise ValueError("path must be query, key or value")
+    layer_of_sender, heads = sender
+    if not layer_of_sender < receiver < len(model.layers):
+        raise ValueError("receiver must be a later layer than the sender's")
+    with torch.no_grad():
+        x = model.W_E[tokens] + model.W_pos[: tokens.size(1)]
+        length = tokens.size(1)
+        future = torch.ones(length, length, dtype=torch.bool).triu(1)
+        sent = None
+        for index, layer in enumerate(model.layers):
+            reads = {"query": x, "key": x, "value": x}
+            if index == receiver:
+                reads[path] = x - sent
+            q = torch.einsum("btd,hde->bhte", reads["query"], layer.W_Q)
+            k = torch.einsum("btd,hde->bhte", reads["key"], layer.W_K)
+            v = torch.einsum("btd,hde->bhte", reads["value"], layer.W_V)
+            scores = (q @ k.transpose(-1, -2) / math.sqrt(q.size(-1))).masked_fill(future, float("-inf"))
+            z = scores.softmax(-1) @ v
+            if index == layer_of_sender:
+                sent = torch.einsum("bhte,hed->btd", z[:, list(heads)], layer.W_O[list(heads)])
+            x = x + torch.einsum("bhte,hed->btd", z, layer.W_O)
+        logits = x @ model.W_U
+    losses = F.cross_entropy(logits[:, :-1].transpose(1, 2), tokens[:, 1:], reduction="none")
+    return losses[:, period:].mean()
+""",
+        "the model's forward written out, the receiver's one input changed; no hooks",
+    ),
+    Answer(
+        "path_stack_and_gather",
+        "path_patch",
+        """
+def path_patch(model, tokens, period, sender, receiver, path):
+    layer, heads = sender[0], torch.as_tensor(list(sender[1]))
+    if not isinstance(receiver, int) or not layer < receiver < len(model.layers):
+        raise ValueError(f"receiver={receiver}: must be a later layer")
+    try:
+        point = getattr(model.layers[receiver], {"query": "hook_q_input", "key": "hook_k_input",
+                                                  "value": "hook_v_input"}[path])
+    except KeyError:
+        raise ValueError(f"path={path!r}: one of query, key, value") from None
+    state = {}
+
+    def keep(module, inputs, z):
+        per_head = torch.einsum("bhte,hed->bhtd", z, model.layers[layer].W_O)  # every head's output
+        state["sent"] = per_head.index_select(1, heads).sum(dim=1)
+
+    handles = [model.layers[layer].hook_z.register_forward_hook(keep),
+               point.register_forward_hook(lambda m, i, x: torch.sub(x, state["sent"]))]
+    with torch.no_grad():
+        logits = model(tokens)
+    for handle in handles:
+        handle.remove()
+    log_probs = logits[:, period:-1].log_softmax(-1)
+    return -log_probs.gather(-1, tokens[:, period + 1 :, None]).mean()
+""",
+        "every head's output, then index_select; the cross-entropy by log_softmax and gather",
+    ),
+    Answer(
+        "path_pre_hook_on_a_copy",
+        "path_patch",
+        """
+def path_patch(model, tokens, period, sender, receiver, path):
+    points = dict(query="hook_q_input", key="hook_k_input", value="hook_v_input")
+    if path not in points:
+        raise ValueError("path: expected query, key or value")
+    src, chosen = sender
+    layers = list(model.layers)
+    if receiver not in range(src + 1, len(layers)):
+        raise ValueError("receiver: not a layer after the sender's")
+    mask = torch.zeros(layers[src].W_O.shape[0])
+    mask[list(chosen)] = 1.0
+    box = [None]
+
+    def grab(module, inputs, z):
+        box[0] = torch.einsum("bhte,h,hed->btd", z, mask, layers[src].W_O)  # only the chosen heads
+
+    def subtract(module, inputs, x):
+        out = x.clone()
+        out -= box[0]  # in place on a copy: the layer's input itself is left alone
+        return out
+
+    first = layers[src].hook_z.register_forward_hook(grab)
+    second = getattr(layers[receiver], points[path]).register_forward_hook(subtract)
+    try:
+        with torch.inference_mode():
+            logits = model(tokens).double()
+    finally:
+        first.remove()
+        second.remove()
+    targets = tokens[:, period + 1 :]
+    picked = logits[:, period:-1].log_softmax(-1).gather(-1, targets.unsqueeze(-1))
+    return -picked.mean()
+""",
+        "a 0/1 mask of the heads in einsum, an in-place subtraction on a copy, float64 log-softmax",
+    ),
     # ------------------------------------------------------------------ split_prefix_score
     Answer(
         "split_fractions",
