@@ -30,11 +30,12 @@ from autograder.cli import grade
 from autograder.grading.feedback import write_feedback
 from autograder.grading.gradesheet import db_url
 from autograder.nbgrader import formgrader
+from tests.support.points import full_marks, max_points
 
 A = "ch10_what_heads_learn"
 WRITTEN = "explain_split_prefix_score"
-TESTS = 17  # the points of ch10's tests
-MAX = 19  # and its written answer's 2
+TESTS = full_marks(A)  # the points of ch10's tests
+MAX = max_points(A)  # and its written answer's
 
 
 def _as_released(nb):
