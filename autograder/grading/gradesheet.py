@@ -72,11 +72,9 @@ def collect(assignment: str, students: list[str], root: Path = COURSE_ROOT) -> l
                     if not grade.max_score:
                         continue
                     if grade.cell.cell_type == "markdown":  # a written answer: graded by hand
-                        graded = grade.manual_score is not None or grade.auto_score is not None
-                        result.written[grade.name] = (grade.score if graded else None, grade.max_score)
-                        if grade.manual_score is None and grade.auto_score is not None:
-                            # nbgrader gives a written answer an automatic score only where the cell is
-                            # unchanged from its release (its checksum): 0, and nothing for the instructor
+                        state = written_state(grade)
+                        result.written[grade.name] = (None if state == AWAITING else grade.score, grade.max_score)
+                        if state == BLANK:
                             result.blank.append(grade.name)
                     else:
                         result.tests[grade.name] = (grade.score or 0.0, grade.max_score)
@@ -84,6 +82,18 @@ def collect(assignment: str, students: list[str], root: Path = COURSE_ROOT) -> l
                 result.note = f"late: {penalty:g} points deducted"
             results.append(result)
     return results
+
+
+AWAITING, BLANK = "awaiting", "blank"
+
+
+def written_state(grade) -> str | None:
+    """Where a written answer's gradebook ``grade`` stands: :data:`AWAITING` (nobody has graded it), :data:`BLANK`
+    (left as released: nbgrader gives a written answer an automatic score, 0, only where the cell is unchanged
+    since its release, its checksum rule, and nothing is left for the instructor), or None (graded by hand)."""
+    if grade.manual_score is not None:
+        return None
+    return AWAITING if grade.auto_score is None else BLANK
 
 
 def awaiting_note(result: Result) -> str:

@@ -25,6 +25,8 @@ from pathlib import Path
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.plugins.export import ExportPlugin
 
+from autograder.grading.gradesheet import AWAITING, written_state
+
 COLUMNS = [
     "assignment",
     "duedate",
@@ -64,8 +66,9 @@ def written(submission) -> tuple[dict[str, float], dict[str, float]]:
     waiting, blank = {}, {}
     for notebook in submission.notebooks:
         for grade in notebook.grades:
-            if grade.max_score and grade.cell.cell_type == "markdown" and grade.manual_score is None:
-                (waiting if grade.auto_score is None else blank)[grade.name] = grade.max_score
+            state = written_state(grade) if grade.max_score and grade.cell.cell_type == "markdown" else None
+            if state is not None:
+                (waiting if state == AWAITING else blank)[grade.name] = grade.max_score
     return waiting, blank
 
 

@@ -14,6 +14,7 @@ from nbconvert.exporters import HTMLExporter
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from autograder import course
+from autograder.grading.gradesheet import AWAITING, written_state
 
 # nbconvert's template loads MathJax 2 from a CDN, between these two comments; a feedback page opened
 # offline (or where that CDN is blocked) shows raw $...$ then.
@@ -87,7 +88,7 @@ class AwaitingGrading(NbGraderPreprocessor):
                     grade = gradebook.find_grade(grade_id, info["notebook"], info["assignment"], info["student"])
                 except MissingEntry:  # GetGrades, before this, would have stopped at it
                     continue
-                if grade.manual_score is None and grade.auto_score is None:
+                if written_state(grade) == AWAITING:
                     awaiting[grade_id] = float(grade.max_score or 0.0)
         info["awaiting"] = awaiting
         return nb, resources
