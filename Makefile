@@ -59,10 +59,10 @@ lock:  ## pin every dependency, transitive ones too, into constraints.txt and co
 	  $(LOCK_BIN)/uv pip install --quiet --python $(LOCK_BIN)/python -r requirements.txt
 	{ echo "# Every package that requirements.txt's pins install, at the version tested. Written by \`make lock\`;"; \
 	  echo "# make venv and the students' repository install with it (-c constraints.txt), Colab with"; \
-	  echo "# constraints-colab.txt (the same without Colab's own runtime: autograder.colab_pins)."; \
+	  echo "# constraints-colab.txt (the same without Colab's own runtime: autograder.release.colab_pins)."; \
 	  $(LOCK_BIN)/uv pip freeze --python $(LOCK_BIN)/python --exclude-editable | sed -E 's/\+[A-Za-z0-9.]+$$//'; \
 	} > constraints.txt
-	$(LOCK_BIN)/python -m autograder.colab_pins
+	$(LOCK_BIN)/python -m autograder.release.colab_pins
 	rm -rf $(LOCK_VENV)
 
 # The same bytecode for a venv that an earlier Makefile installed under the prefix (a no-op otherwise).

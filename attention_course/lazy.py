@@ -8,12 +8,18 @@ import importlib
 import sys
 
 
-def exports(package: str, homes: dict[str, str]):
+def exports(package: str, homes: dict[str, str], modules: dict[str, str] | None = None):
     """``__getattr__`` and ``__dir__`` for the package ``package``, whose names are those of ``homes``
-    (name -> the module that defines it); each is imported when first asked for, then kept."""
+    (name -> the module that defines it) and the modules of ``modules`` (name -> the module's full name, for
+    ``from package import name``); each is imported when first asked for, then kept."""
     namespace = sys.modules[package].__dict__
+    modules = modules or {}
 
     def __getattr__(name: str):
+        if name in modules:
+            value = importlib.import_module(modules[name])
+            namespace[name] = value
+            return value
         if name not in homes:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         value = getattr(importlib.import_module(homes[name]), name)
@@ -21,6 +27,6 @@ def exports(package: str, homes: dict[str, str]):
         return value
 
     def __dir__() -> list[str]:
-        return sorted([*namespace, *homes])
+        return sorted({*namespace, *homes, *modules})
 
     return __getattr__, __dir__

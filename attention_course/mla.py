@@ -17,7 +17,8 @@ matrices in four, and normalises the latents (and, where ``q_lora_rank`` is set,
 The course's class takes its submodules as they come, so the norms go where DeepSeek has them: ``W_dkv`` becomes
 the down-projection followed by the norm (:func:`latent_attention`). With ``rope_interleave`` (DeepSeek's own layout,
 and transformers' default) the rotary features come in interleaved pairs, as chapter 5 rotates them; without it
-they are rotated in halves, and their rows are reordered (:func:`~attention_course.layouts.interleave_rotary_rows`).
+they are rotated in halves, and their rows are reordered
+(:func:`~attention_course.checkpoint_layouts.interleave_rotary_rows`).
 :func:`from_deepseek` builds a whole model of dense layers, :class:`LatentDecoderOnly`.
 """
 
@@ -26,7 +27,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from attention_course.layouts import CheckpointError, interleave_rotary_rows
+from attention_course.checkpoint_layouts import CheckpointError, interleave_rotary_rows
 from attention_course.model import DecoderOnly
 from attention_course.rope import rope_parameters
 from attention_course.solutions.ch07_efficient_attention import MultiHeadLatentAttention

@@ -24,7 +24,7 @@ from attention_course import syntax
 # The course folder: the checkout (or the student's copy) that holds these packages; a function that
 # works on a course elsewhere (a class graded in its own folder) takes that folder as ``root``.
 COURSE_ROOT = Path(__file__).resolve().parent.parent
-COLAB_CELL = "colab_setup"  # the grade_id of the first cell of every notebook (autograder.colab)
+COLAB_CELL = "colab_setup"  # the grade_id of the first cell of every notebook (autograder.release.colab)
 # The markers, as nbgrader finds them: anywhere in a line (the course writes them as `### BEGIN SOLUTION`).
 QUESTION = "question"  # the tag of an understanding question's answer cell
 SOLUTION = ("BEGIN SOLUTION", "END SOLUTION")

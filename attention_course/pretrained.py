@@ -35,7 +35,7 @@ from pathlib import Path
 
 import torch
 
-from attention_course.layouts import CheckpointError, Piece, family
+from attention_course.checkpoint_layouts import CheckpointError, Piece, family
 from attention_course.model import DecoderOnly
 
 WEIGHT_FILES = (

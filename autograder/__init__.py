@@ -1,7 +1,9 @@
 """The course's autograder, whose own namespace is the API of the notebooks' test cells.
 
-Its names are the checks, the input specs, :class:`Item` and :class:`Mistake` (the rest of the grader lives in its
-subpackages: ``grading``, ``sandbox``, ``cli``; see ARCHITECTURE.md).
+Its names are the checks (``checks/``), the input specs, :class:`Item` and :class:`Mistake` (``api/``): what a test
+cell may name. The rest of the grader lives in folders named for whom they serve (ARCHITECTURE.md): ``calls/``, the
+grader's side of a graded call; ``grading/``, ``sandbox/``, ``exchange/`` and ``nbgrader/``, grading a notebook
+and a class; ``release/``, what students get; ``similarity/``; ``text/``; ``cli/``, the commands.
 
 Test cells in the notebooks read ``from autograder import *`` and then one line
 per property::
@@ -46,7 +48,7 @@ _HOMES = {  # name -> the module that defines it; imported on first use, so that
         ("check_in_model", "check_incremental", "check_relative_positions"), "autograder.checks.generation"
     ),
     **dict.fromkeys(("check_choices",), "autograder.checks.questions"),
-    **dict.fromkeys(("CheckFailed", "Item", "Mistake", "PartlyRight", "mistakes"), "autograder.items"),
+    **dict.fromkeys(("CheckFailed", "Item", "Mistake", "PartlyRight", "is_shape", "mistakes"), "autograder.api.items"),
     **dict.fromkeys(
         (
             "array",
@@ -54,6 +56,8 @@ _HOMES = {  # name -> the module that defines it; imported on first use, so that
             "fixture",
             "group",
             "literal",
+            "loud_query",
+            "made",
             "mask",
             "padded_tokens",
             "pattern",
@@ -62,10 +66,16 @@ _HOMES = {  # name -> the module that defines it; imported on first use, so that
             "tokens",
             "uniforms",
         ),
-        "autograder.specs",
+        "autograder.api.specs",
     ),
 }
 
 
-__getattr__, __dir__ = lazy.exports(__name__, _HOMES)
+# Modules that test cells of earlier terms import by their old names (`from autograder import reference`): a
+# released notebook of an earlier term still runs. `from autograder import *` gives none of them.
+_MOVED = {name: f"autograder.api.{name}" for name in ("items", "specs", "scripted")} | {
+    "reference": "autograder.release.reference"
+}
+
+__getattr__, __dir__ = lazy.exports(__name__, _HOMES, _MOVED)
 __all__ = sorted(_HOMES)

@@ -33,8 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from autograder.classroom import fill, make_course, submit
 from autograder.cli import grade
+from autograder.grading.classroom import fill, make_course, submit
 from benchmarks import figures
 
 ASSIGNMENT = "ch02_scaled_dot_product"
@@ -106,15 +106,19 @@ def report_phases(course: Path, assignment: str) -> dict[str, float]:
     return {name: statistics.mean(seconds) for name, seconds in totals.items()}
 
 
-# A class of n reference submissions made by a checkout's own code (before autograder.classroom, the tests' helpers).
+# A class of n reference submissions made by a checkout's own code: autograder.grading.classroom, or in older
+# checkouts autograder.classroom, or before it the tests' helpers.
 CLASS = """
 import sys
 from pathlib import Path
 try:
-    from autograder.classroom import fill, make_course, submit
+    from autograder.grading.classroom import fill, make_course, submit
 except ImportError:
-    from tests.support.course import make_course
-    from tests.support.submissions import fill, submit
+    try:
+        from autograder.classroom import fill, make_course, submit
+    except ImportError:
+        from tests.support.course import make_course
+        from tests.support.submissions import fill, submit
 folder, assignment, n = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 course = make_course(folder)
 notebook = fill(assignment)

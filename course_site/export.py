@@ -5,14 +5,14 @@
 The course lives in two repositories. The instructor's, private, holds everything: ``solutions/``
 (reference solutions and hidden tests), the book's sources, the tests. The students', public, is
 the one that a term names in ``term.yml`` (``students_repository:``, its ``url`` and the ``release``
-that students install: a git tag or commit; :func:`autograder.course.students_repository`), or, in
+that students install: a git tag or commit; :func:`autograder.release.course.students_repository`), or, in
 the open edition, ``_config.yml``'s ``repository:``. The export refuses to name the instructor's own
 repository (``_config.yml``'s in a term, and the checkout's git remote ``origin``). This module writes
-that repository for the term's release (:func:`autograder.course.release`):
+that repository for the term's release (:func:`autograder.release.course.release`):
 
 - ``exercises/``, as git tracks it, the first cell of each notebook (the Colab set-up cell) made to
-  install the students' repository at the pinned release (:func:`autograder.colab.retarget`);
-- the packages as students get them (:func:`autograder.packages.write`): the solution module of
+  install the students' repository at the pinned release (:func:`autograder.release.colab.retarget`);
+- the packages as students get them (:func:`autograder.release.packages.write`): the solution module of
   each released chapter and of no other, and no module that builds on an unreleased one;
 - the instructor notebook of each released chapter (``solutions/<a>/<a>.ipynb``: its reference
   solution is released, and its hidden tests let ``make check`` give the instructor's verdicts; its
@@ -25,7 +25,7 @@ that repository for the term's release (:func:`autograder.course.release`):
   own Jupyter configuration; its ``lab`` passes ``--allow-root`` where it runs as root;
 - ``.student-repo`` (:data:`MARKER`), the students' repository and release it was written for.
 
-No instructor tool is in it (:data:`autograder.packages.INSTRUCTOR_ONLY`).
+No instructor tool is in it (:data:`autograder.release.packages.INSTRUCTOR_ONLY`).
 
 ``DEST`` is a new or empty folder, or the git checkout of an earlier export (its ``.git`` and
 :data:`MARKER`, for the same students' repository): the next release updates it in place. Everything
@@ -51,7 +51,7 @@ import nbformat
 import yaml
 
 from attention_course.notebooks import COURSE_ROOT
-from autograder import colab, course, packages
+from autograder.release import colab, course, packages
 
 TEMPLATES = Path(__file__).resolve().parent / "templates" / "student"
 GENERATED = {

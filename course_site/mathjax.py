@@ -18,7 +18,7 @@ import urllib.request
 from pathlib import Path
 
 from attention_course.notebooks import COURSE_ROOT
-from autograder.course import FEEDBACK_MATHJAX, FEEDBACK_MATHJAX_PARTS
+from autograder.release.course import FEEDBACK_MATHJAX, FEEDBACK_MATHJAX_PARTS
 
 VERSION = "3.2.2"
 TARBALL = f"https://registry.npmjs.org/mathjax/-/mathjax-{VERSION}.tgz"

@@ -7,13 +7,13 @@
 
 gives a download of ``exercises/ch02_scaled_dot_product/ch02_scaled_dot_product.ipynb`` (copied
 into the site), an "Open in Colab" link and a link to the file on GitHub, both in the repository
-that the exercises name (:func:`autograder.course.exercise_repository`): ``_config.yml``'s in the open
+that the exercises name (:func:`autograder.release.course.exercise_repository`): ``_config.yml``'s in the open
 edition; in a term, the students' repository at its release (``students_repository:`` in
 ``term.yml``), which also names the site's repository button and is installed by the downloaded
 notebook's Colab cell. A notebook that does not exist fails the build.
 
 ``solution-code`` shows the reference solution of a graded item, from its solution notebook (the
-one source; :func:`autograder.reference.item_source`), inside a ``solution`` block of
+one source; :func:`autograder.release.reference.item_source`), inside a ``solution`` block of
 sphinx-exercise that follows the item's ``exercise`` prompt::
 
     ```{solution-code} ch03_multi_head split_heads
@@ -27,7 +27,7 @@ sphinx-exercise that follows the item's ``exercise`` prompt::
 
 A code cell of a chapter that works an item out step by step carries the tag
 ``solution-<assignment>`` (``:tags: [solution-ch03_multi_head]``). Both directives and those
-cells follow the term's release settings (:func:`autograder.course.release`, read once when the
+cells follow the term's release settings (:func:`autograder.release.course.release`, read once when the
 build starts): in the open edition they show the code; in the term edition, code that is or
 builds on an unreleased chapter's solution is never written into the page, its search index or
 its sources, and a note says when it will be (a tagged cell keeps its output, the printed result of
@@ -61,8 +61,8 @@ from sphinx import addnodes
 from sphinx.util.docutils import SphinxDirective
 
 from attention_course import syntax
-from autograder import colab, course, packages, reference
-from autograder.course import exercise_path
+from autograder.release import colab, course, packages, reference
+from autograder.release.course import exercise_path
 
 
 def links_repository(config) -> course.Repository:

@@ -47,7 +47,7 @@ from pathlib import Path
 from nbformat.v4 import new_markdown_cell
 
 from attention_course.notebooks import COURSE_ROOT
-from autograder.classroom import fill, make_course, solution_bodies, submit
+from autograder.grading.classroom import fill, make_course, solution_bodies, submit
 from tests.attacks import RECORDED_INPUTS
 
 MEMORY_GROWTH = 0.10  # the grader's peak memory, attacked class over honest class

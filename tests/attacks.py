@@ -119,7 +119,7 @@ def _steal(name, *args, **kwargs):
             except Exception:
                 pass
         frame = frame.f_back
-    from autograder import reference
+    from autograder.release import reference
     return reference.get("ch02_scaled_dot_product", name)(*args, **kwargs)
 """
 CALLER_FRAME_ANSWERS = {

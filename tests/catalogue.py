@@ -11,8 +11,8 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from autograder.classroom import solution_bodies
-from autograder.reference import replaced
+from autograder.grading.classroom import solution_bodies
+from autograder.release.reference import replaced
 
 # The catalogue makes dozens of answers from each notebook's reference: read it once.
 _bodies = functools.cache(solution_bodies)

@@ -48,7 +48,7 @@ def exhaustive(request) -> bool:
 def reports(tmp_path_factory):
     """The test run's grader (:class:`autograder.grading.grader.Grader`), with the run's one store of grading
     reports (tests/support/reports.py), shared by both workers: they are given folders of their own under the
-    run's folder. ``reports.grade(assignment, nb, release=..., only=..., pool=...)`` grades or reads a report."""
+    run's folder. ``grade_notebook(assignment, nb, ..., grader=reports)`` grades or reads a report."""
     from autograder.grading.grader import Grader  # the grader, for the tests that grade only
     from tests.support.reports import ReportStore
 

@@ -29,9 +29,9 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from autograder import course
-from autograder.classroom import fill
+from autograder.grading.classroom import fill
 from autograder.grading.notebook import Report, grade_notebook
+from autograder.release import course
 from autograder.sandbox.pool import WarmPool
 from tests.correct import notebooks as correct_notebooks
 
@@ -71,9 +71,7 @@ def graded(assignment: str, jobs: int, whole: bool = False, store=None) -> list[
 
         def grade(job):
             kind, what, nb, only = job
-            if store is not None:
-                return kind, what, store.grade(assignment, nb, release=release, only=only, pool=warm)
-            return kind, what, grade_notebook(assignment, nb, release=release, only=only, pool=warm)
+            return kind, what, grade_notebook(assignment, nb, release=release, only=only, pool=warm, grader=store)
 
         with ThreadPoolExecutor(max_workers=jobs) as threads:
             return list(threads.map(grade, work))

@@ -27,10 +27,10 @@ import yaml
 
 from attention_course import notebooks
 from attention_course.notebooks import COURSE_ROOT
-from autograder import colab, course, reference
-from autograder.classroom import fill
-from autograder.course import exercise_path, repository
+from autograder.grading.classroom import fill
 from autograder.grading.notebook import grade_notebook
+from autograder.release import colab, course, reference
+from autograder.release.course import exercise_path, repository
 from course_site import leaks, links, logo, paths
 from tests.support import browser
 

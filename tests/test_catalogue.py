@@ -21,7 +21,7 @@ import importlib
 import pytest
 
 from attention_course import notebooks
-from autograder import course
+from autograder.release import course
 from tests import grading_accuracy
 from tests.correct import notebooks as correct_notebooks
 

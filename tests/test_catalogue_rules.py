@@ -14,7 +14,7 @@ them whole, because two rules make it impossible for a wrong answer to cost poin
 Each rule is shown to fail on a planted violation.
 
 Every known mistake that a notebook's test cells declare (``mistakes``) can be built: a broken one would
-never be named in a hint, and the grader leaves it out without a word (:class:`~autograder.items.KnownMistakes`).
+never be named in a hint, and the grader leaves it out without a word (:class:`~autograder.api.items.KnownMistakes`).
 """
 
 from __future__ import annotations
@@ -28,10 +28,11 @@ import pytest
 
 import autograder
 from attention_course import notebooks
-from autograder import course, items, reference
-from autograder.classroom import fill, solution_bodies
+from autograder.api import items
+from autograder.api.items import CheckFailed
+from autograder.grading.classroom import fill, solution_bodies
 from autograder.grading.source import Source
-from autograder.items import CheckFailed
+from autograder.release import course, reference
 from tests.test_catalogue import ASSIGNMENTS, BUG_MODULES, CORRECT
 
 DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
@@ -73,7 +74,8 @@ def _reference(assignment: str) -> tuple[dict[str, ast.Module], dict[str, set[st
 
 def cross_item_problems(assignment: str, answers: dict[str, str], item: str) -> list[str]:
     """What lets the wrong answer to ``item`` given as ``answers`` (grade id -> code, what
-    :func:`autograder.classroom.fill` puts into the released notebook) change anything but its own item's code."""
+    :func:`autograder.grading.classroom.fill` puts into the released notebook) change anything but its own item's
+    code."""
     own, elsewhere = _reference(assignment)
     problems = []
     if set(answers) != {item}:
@@ -242,7 +244,7 @@ def _uncalled(*args, **kwargs) -> None:
 
 def declared_mistakes(assignment: str, notebook: str | None = None) -> dict[str, list[items.Mistake]]:
     """The known mistakes that each test cell of the instructor notebook declares (grade id -> its mistakes),
-    each built in a strict record (a broken one raises :class:`~autograder.items.BrokenMistake`): the setup and
+    each built in a strict record (a broken one raises :class:`~autograder.api.items.BrokenMistake`): the setup and
     each test cell up to its last ``mistakes(...)`` run here with the reference as the items, no check called."""
     source = Source.load(assignment, notebook)
     namespace = {"__name__": "__main__"}

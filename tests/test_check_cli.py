@@ -15,11 +15,11 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from attention_course import notebooks
 from attention_course.notebooks import COURSE_ROOT
-from autograder import course
-from autograder.classroom import fill
 from autograder.cli import check, validate
 from autograder.grading import report as graded
+from autograder.grading.classroom import fill
 from autograder.grading.notebook import grade_notebook
+from autograder.release import course
 
 A = "ch02_scaled_dot_product"
 STUDENTS_MAKEFILE = COURSE_ROOT / "course_site" / "templates" / "student" / "Makefile"

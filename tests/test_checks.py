@@ -37,17 +37,16 @@ from autograder import (
     check_returns_number,
     check_rows_sum_to_one,
     check_within_memory,
-    diagnosis,
-    items,
     literal,
     mask,
     mistakes,
-    reference,
-    specs,
     tensor,
     tokens,
 )
-from autograder.checks.options import CompareOptions, compares
+from autograder.api import items, specs
+from autograder.api.options import CompareOptions, compares
+from autograder.calls import diagnosis
+from autograder.release import reference
 
 A = "ch02_scaled_dot_product"
 SDPA = "torch.nn.functional.scaled_dot_product_attention"
@@ -391,6 +390,39 @@ def test_random_mask_keeps_a_key_per_row_and_masks_something(shape):
         assert (~m).any() or shape[-1] == 1
 
 
+def test_loud_query_is_the_literal_of_its_seeds_normals_with_the_last_query_louder():
+    """Chapter 2's test cells give queries whose last one is 2000 times larger: the numbers that the helper
+    they defined before made, whatever seed the check gets."""
+    import autograder
+
+    spec = specs.loud_query(2, 3, 5, 4, dtype="float64", seed=46)
+    expected = np.random.default_rng(46).standard_normal((2, 3, 5, 4))
+    expected[1, 2, 4] *= 2000.0  # the last query of the last head of the last batch entry
+    assert spec == literal(expected.tolist(), dtype="float64", library="torch")
+    (a,), _ = specs.materialize([spec], {}, seed=0)
+    (b,), _ = specs.materialize([spec], {}, seed=1)
+    assert torch.equal(a, b) and a.dtype == torch.float64
+    norms = a.norm(dim=-1).flatten()
+    assert norms[-1] > 200 * norms[:-1].max()
+    assert specs.loud_query(3, 4, seed=5, loudness=10.0).make(None).dtype == torch.float32
+    assert autograder.loud_query is specs.loud_query and "loud_query" in autograder.__all__
+
+
+def test_made_gives_back_the_spec_of_a_tensor_with_its_dtype_and_library():
+    floats = torch.randn(2, 3, generator=torch.Generator().manual_seed(0))
+    keep = floats > 0
+    assert specs.made(floats) == literal(floats.tolist(), dtype="float32", library="torch")
+    assert specs.made(keep) == literal(keep.tolist(), dtype="bool", library="torch")
+    assert torch.equal(specs.made(keep).make(None), keep)
+    assert specs.made(np.arange(3)) == literal([0, 1, 2], dtype="int64")
+
+
+def test_is_shape_is_true_of_tuples_of_python_ints_only():
+    assert items.is_shape((2, 3, 4)) and items.is_shape(())
+    assert not items.is_shape([2, 3]) and not items.is_shape((2, 3.0)) and not items.is_shape((np.int64(2),))
+    assert not items.is_shape((torch.tensor(2), 3)) and not items.is_shape(None)
+
+
 @pytest.mark.parametrize(
     "bad, error",
     [
@@ -629,7 +661,7 @@ def test_ignores_masked_passes_masking_models_and_fails_the_others():
 
 
 def test_fixtures_cross_the_wire_as_name_and_arguments():
-    from autograder import scripted
+    from autograder.api import scripted
     from autograder.sandbox import values
 
     model = specs.fixture("ScriptedTranslator", 16, 1, 2).make(np.random.default_rng(0))

@@ -21,7 +21,7 @@ from attention_course.circuits import (
     train_induction,
 )
 from attention_course.model import DecoderOnly
-from autograder import scripted, specs
+from autograder.api import scripted, specs
 
 SMALL = AttentionOnlyConfig(vocab_size=12, max_len=16, d_model=16, num_heads=2, num_layers=2)
 

@@ -14,8 +14,8 @@ import pytest
 
 from attention_course import notebooks
 from attention_course.notebooks import COURSE_ROOT
-from autograder import colab, colab_pins, course
-from autograder.course import Repository, exercise_path, repository
+from autograder.release import colab, colab_pins, course
+from autograder.release.course import Repository, exercise_path, repository
 from course_site import sphinx_ext
 
 # A term's students' repository at a release (term.yml's students_repository).

@@ -29,15 +29,15 @@ from nbformat.v4 import new_code_cell, new_markdown_cell
 from traitlets.config.loader import PyFileConfigLoader
 
 from attention_course import notebooks
-from autograder import course
-from autograder.classroom import fill, make_course, released, submit
 from autograder.cli import exercises, grade
-from autograder.cli import run_nbgrader as _nbgrader
+from autograder.grading import run_nbgrader as _nbgrader
+from autograder.grading.classroom import fill, make_course, released, submit
 from autograder.grading.gradesheet import db_url
+from autograder.grading.handoff import pending_path, report_path
 from autograder.grading.report import Report
 from autograder.grading.source import Source, copied_answers, roles, student_program, submission_key
 from autograder.nbgrader.cell_roles import give_instructor_roles, instructor_metadata
-from autograder.nbgrader.execute import pending_path, report_path
+from autograder.release import course
 from autograder.sandbox.bwrap import bwrap_available
 from autograder.sandbox.limits import Limits
 from tests.support.points import full_marks, points_by_test, written_points

@@ -11,7 +11,7 @@ import yaml
 
 from attention_course import notebooks
 from attention_course.notebooks import COURSE_ROOT
-from autograder import course
+from autograder.release import course
 
 # The pages that state the course's counts in words.
 PAGES = ("README.md", "book/intro.md", "book/working_on_exercises.md", "book/instructor_guide.md")

@@ -54,14 +54,14 @@ from nbgrader.utils import parse_utc
 
 from attention_course import notebooks
 from attention_course.notebooks import COURSE_ROOT
-from autograder import course as course_settings
-from autograder.classroom import fill, make_course, solution_bodies, submit
 from autograder.cli import grade
-from autograder.cli import run_nbgrader as _nbgrader
 from autograder.exchange.records import REFUSAL, SECRET
+from autograder.grading import run_nbgrader as _nbgrader
+from autograder.grading.classroom import fill, make_course, solution_bodies, submit
 from autograder.grading.gradesheet import db_url
+from autograder.grading.handoff import report_path
 from autograder.grading.notebook import Report
-from autograder.nbgrader.execute import report_path
+from autograder.release import course as course_settings
 from tests.support.points import full_marks, max_points
 
 pytestmark = pytest.mark.slow

@@ -41,9 +41,9 @@ from nbgrader.api import Gradebook
 from nbgrader.utils import parse_utc
 
 from attention_course.notebooks import COURSE_ROOT
-from autograder.classroom import fill, make_course, submit
-from autograder.cli import run_nbgrader
 from autograder.exchange.records import REFUSAL
+from autograder.grading import run_nbgrader
+from autograder.grading.classroom import fill, make_course, submit
 from autograder.grading.gradesheet import db_url
 from tests.buggy.ch02_scaled_dot_product import BUGS
 from tests.support import unprivileged

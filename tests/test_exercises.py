@@ -7,8 +7,8 @@ import nbformat
 import pytest
 
 from attention_course import notebooks
-from autograder import course
 from autograder.cli import exercises
+from autograder.release import course
 
 ASSIGNMENTS = course.assignments()
 
@@ -58,9 +58,9 @@ def test_visible_tests_run_without_the_solutions(assignment, tmp_path, monkeypat
     """A student's machine during the term: no solutions/, the packages as students get them, the earlier
     chapters' solutions released and this one's not. The released notebook, answered correctly, passes
     its visible tests (`make validate`, which students run, says so)."""
-    from autograder import course, packages
-    from autograder.classroom import fill
     from autograder.cli.validate import validate
+    from autograder.grading.classroom import fill
+    from autograder.release import course, packages
 
     earlier = ASSIGNMENTS[: ASSIGNMENTS.index(assignment)]
     answered = fill(assignment)  # answered here, where solutions/ is

@@ -23,8 +23,8 @@ import pytest
 
 from attention_course import solutions
 from attention_course.notebooks import COURSE_ROOT
-from autograder import colab, course, packages, reference
-from autograder.classroom import fill
+from autograder.grading.classroom import fill
+from autograder.release import colab, course, packages, reference
 from course_site import export, leaks
 from tests.support.pins import canonical, outside, pins
 
@@ -416,7 +416,7 @@ def test_the_colab_package_holds_only_released_solutions(exported, tmp_path):
         archive.extractall(unpacked)
     for module in (
         "autograder/checks/values.py",
-        "autograder/specs.py",
+        "autograder/api/specs.py",
         "attention_course/dates.py",
         "attention_course/solutions/ch01_bahdanau.py",
     ):

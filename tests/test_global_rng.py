@@ -1,4 +1,4 @@
-"""PyTorch's global generator in the grader: used through autograder.global_rng only, whose lock keeps two
+"""PyTorch's global generator in the grader: used through autograder.calls.global_rng only, whose lock keeps two
 threads grading side by side from hanging each other (the deadlock is shown with the lock left out)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import autograder
 
 AUTOGRADER = Path(autograder.__file__).parent
 # Code that runs in the sandbox, whose worker answers one call at a time, and the module that holds the lock.
-EXEMPT = ("sandbox/", "global_rng.py")
+EXEMPT = ("sandbox/", "calls/global_rng.py")
 GLOBAL_STATE = {"get_rng_state", "set_rng_state", "fork_rng"}
 GLOBAL_SEEDING = {"manual_seed", "seed", "initial_seed"}
 
@@ -41,7 +41,7 @@ def test_the_grader_uses_the_global_generator_through_global_rng_only():
         for path in sorted(AUTOGRADER.rglob("*.py"))
         if not str(path.relative_to(AUTOGRADER)).startswith(EXEMPT) and (uses := direct_uses(path.read_text()))
     }
-    assert not found, f"use autograder.global_rng.forked() or .state() instead: {found}"
+    assert not found, f"use autograder.calls.global_rng.forked() or .state() instead: {found}"
 
 
 def test_a_direct_use_of_the_global_generator_is_found():
@@ -54,7 +54,7 @@ def test_a_direct_use_of_the_global_generator_is_found():
 # interpreter from thread to thread: one thread reads through global_rng, the other as the argument says.
 CHURN = """
 import gc, sys, threading, time, torch
-from autograder import global_rng
+from autograder.calls import global_rng
 
 sys.setswitchinterval(1e-6)
 gc.set_threshold(50, 1, 1)
@@ -125,7 +125,7 @@ DRAWS = {
 
 @pytest.mark.parametrize("name", sorted(DRAWS))
 def test_a_private_generator_draws_what_the_global_one_would_and_leaves_it_alone(name):
-    from autograder import global_rng
+    from autograder.calls import global_rng
 
     start = torch.Generator().manual_seed(1).get_state()
     with global_rng.forked(state=start):
@@ -139,7 +139,7 @@ def test_a_private_generator_draws_what_the_global_one_would_and_leaves_it_alone
 
 
 def test_an_operation_that_can_only_draw_from_the_global_generator_is_refused():
-    from autograder import global_rng
+    from autograder.calls import global_rng
 
     library = torch.library.Library("issue37", "DEF")  # noqa: F841 (the operation lives as long as it does)
     library.define("draw(Tensor x) -> Tensor", tags=(torch.Tag.nondeterministic_seeded,))

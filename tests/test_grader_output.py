@@ -1,7 +1,7 @@
 """What a submission can put on the instructor's terminal, and how long its feedback may take.
 
 Unit tests of the one filter (``clean_text``), of the relay of nbgrader's output
-(:mod:`autograder.cli.run_nbgrader`), of the cell roles given back before nbgrader checks a notebook,
+(:mod:`autograder.grading.run_nbgrader`), of the cell roles given back before nbgrader checks a notebook,
 of the markdown cut for the feedback, of the linear ``strip_files_prefix``, of a notebook that answers
 nothing and of a submission without the notebook's name; then three classes graded end to end by
 `make grade` (``python -m autograder.cli.grade``, its terminal output captured):
@@ -45,18 +45,20 @@ from nbgrader.nbgraderformat import MetadataValidator, ValidationError
 
 from attention_course import notebooks
 from attention_course.notebooks import COURSE_ROOT
-from autograder import course, specs
-from autograder.classroom import fill, make_course, submit
-from autograder.cli import run_nbgrader
+from autograder.api import specs
+from autograder.grading import run_nbgrader
+from autograder.grading.classroom import fill, make_course, submit
+from autograder.grading.feedback import FEEDBACK_PROGRESS
 from autograder.grading.feedback_pages import _releasable, feedback_page, write_feedback_page
 from autograder.grading.nbgrader_log import nbgrader_errors
 from autograder.grading.source import Source, student_program, unanswered
 from autograder.grading.submissions import misnamed
 from autograder.nbgrader.cell_roles import give_instructor_roles, instructor_metadata
 from autograder.nbgrader.files_prefix import strip_files_prefix
-from autograder.nbgrader.limit_markdown import CUT_NOTE, FEEDBACK_PROGRESS, LimitMarkdown
+from autograder.nbgrader.limit_markdown import CUT_NOTE, LimitMarkdown
+from autograder.release import course
 from autograder.sandbox.bwrap import bwrap_available
-from autograder.terminal import clean_text
+from autograder.text.terminal import clean_text
 from tests import attacks
 from tests.support.points import full_marks
 

@@ -1,7 +1,7 @@
 """Grades that hold: each item is graded on its own code, whatever the student's other code does.
 
 While an item that uses other graded items is graded, the grader's stand-ins take their place
-(:mod:`autograder.standins`), so nothing the student's helpers do, or did before, changes the
+(:mod:`autograder.calls.standins`), so nothing the student's helpers do, or did before, changes the
 item's verdict, and nothing is computed in the grader on sizes the student chose. Each test here is
 an attack on the mechanism that this replaced (the grader re-ran the reference on the student's own
 helpers and excused the item when that failed too), or on the stand-ins themselves.
@@ -19,9 +19,9 @@ import pytest
 from nbformat.v4 import new_code_cell
 
 from attention_course.notebooks import COURSE_ROOT
-from autograder import course
-from autograder.classroom import fill, solution_bodies
+from autograder.grading.classroom import fill, solution_bodies
 from autograder.grading.notebook import grade_notebook
+from autograder.release import course
 from tests import attacks
 
 pytestmark = pytest.mark.slow

@@ -18,11 +18,11 @@ import re
 import pytest
 
 from attention_course import notebooks
-from autograder import course
-from autograder.classroom import fill, make_course, submit
 from autograder.cli import grade
+from autograder.grading.classroom import fill, make_course, submit
 from autograder.grading.gradesheet import db_url
 from autograder.nbgrader.hide_tests import FEEDBACK_WIDTH
+from autograder.release import course
 from tests.catalogue import variant
 from tests.test_catalogue import ASSIGNMENTS, BUG_MODULES, CORRECT, hidden_test_lines
 

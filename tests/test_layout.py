@@ -118,3 +118,43 @@ def test_importing_a_module_changes_no_setting_of_the_process():
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout.splitlines()[-1]) == [], f"importing the packages changed: {done.stdout}"
+
+
+def test_the_autograders_root_holds_folders_only():
+    """Each of the autograder's modules is in a folder named for whom it serves (ARCHITECTURE.md): its root holds
+    only ``__init__``, the test cells' namespace."""
+    loose = sorted(p.name for p in (ROOT / "autograder").glob("*.py") if p.name != "__init__.py")
+    assert not loose, f"modules loose in autograder/, each to go into the folder of whom it serves: {loose}"
+    folders = sorted(p.name for p in (ROOT / "autograder").iterdir() if (p / "__init__.py").is_file())
+    assert all(f"`{folder}/" in (ROOT / "ARCHITECTURE.md").read_text() for folder in folders)
+
+
+def test_the_import_graph_has_no_circle():
+    """No module imports, directly or through others, a module that imports it (import-linter's contract
+    checks folders and their modules; this checks every module of the three packages, at any distance)."""
+    from benchmarks import import_graph
+
+    for package in PACKAGES:
+        assert import_graph.summary(package)["circles"] == [], package
+
+
+OLD_IMPORTS = """
+from autograder import *
+from autograder import checks as _checks, reference as _reference
+from autograder import items, scripted, specs
+import autograder
+assert _reference is autograder.release.reference and callable(_reference.get)
+assert specs.tensor is tensor and items.Item is Item and scripted.__name__ == "autograder.api.scripted"
+assert "reference" not in autograder.__all__ and "reference" in dir(autograder)
+print("ok")
+"""
+
+
+def test_the_imports_of_earlier_terms_notebooks_still_work():
+    """What test cells of earlier terms import (``from autograder import checks as _checks, reference as
+    _reference``, found in the notebooks' history) still imports, though the modules moved into folders."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", OLD_IMPORTS], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]

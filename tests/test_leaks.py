@@ -20,8 +20,9 @@ from pygments.lexers import PythonLexer
 
 from attention_course import notebooks
 from attention_course.notebooks import COURSE_ROOT
-from autograder import clones, course, packages, reference
-from autograder.course import Release
+from autograder.release import course, packages, reference
+from autograder.release.course import Release
+from autograder.similarity import clones
 from course_site import export, leaks
 from course_site.leaks import cache, index, targets
 

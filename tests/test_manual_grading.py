@@ -24,12 +24,12 @@ from pathlib import Path
 import pytest
 
 from attention_course import notebooks
-from autograder import course
-from autograder.classroom import WRITTEN_ANSWER, fill, make_course, submit
 from autograder.cli import grade
+from autograder.grading.classroom import WRITTEN_ANSWER, fill, make_course, submit
 from autograder.grading.feedback import write_feedback
 from autograder.grading.gradesheet import db_url
 from autograder.nbgrader import formgrader
+from autograder.release import course
 from tests.support.points import full_marks, max_points
 
 A = "ch10_what_heads_learn"

@@ -14,7 +14,7 @@ import pytest
 import torch
 import transformers
 
-from attention_course.layouts import CheckpointError
+from attention_course.checkpoint_layouts import CheckpointError
 from attention_course.mla import from_deepseek, latent_attention, latent_cache_bytes
 
 VOCAB = 53

@@ -42,7 +42,7 @@ def test_reports_keep_the_names_through_json():
 
 def test_understanding_questions_are_tagged_answer_cells():
     from attention_course import notebooks
-    from autograder import course
+    from autograder.release import course
 
     nb = notebooks.read(course.notebook_path("ch02_scaled_dot_product"))
     questions = [notebooks.cell_id(c) for c in nb.cells if notebooks.is_question(c)]
@@ -52,7 +52,7 @@ def test_understanding_questions_are_tagged_answer_cells():
 
 def test_every_exercise_asks_questions_graded_in_their_own_test_cells():
     from attention_course import notebooks
-    from autograder import course
+    from autograder.release import course
 
     for assignment in course.assignments():
         nb = notebooks.read(course.notebook_path(assignment))
@@ -69,7 +69,7 @@ def test_every_exercise_asks_questions_graded_in_their_own_test_cells():
 def test_a_test_cell_without_its_hidden_tests_shows_one_placeholder_where_the_first_region_was():
     """Feedback shows a cell's visible tests and one placeholder, however many hidden regions it had (chapter 2's
     test_attention_numpy_general has two); without a placeholder, what nbgrader's regions leave outside."""
-    from autograder import course
+    from autograder.release import course
 
     placeholder = "# Hidden tests ran here."
     several = 0
@@ -159,7 +159,7 @@ def test_a_written_answer_left_as_released_is_unanswered_and_one_written_in_is_a
     released notebook's points, in the notebook's order."""
     from copy import deepcopy
 
-    from autograder import course
+    from autograder.release import course
 
     a = "ch10_what_heads_learn"
     released = course.released_notebook(a)
@@ -194,3 +194,59 @@ def test_a_written_answer_left_as_released_is_unanswered_and_one_written_in_is_a
     )
     two = [notebooks.WrittenAnswer("a", 1.0, False), notebooks.WrittenAnswer("b", 2.5, False)]
     assert notebooks.written_named(two) == "the written answers a (1 point) and b (2.5 points)"
+
+
+def _helpers_defined(source: str) -> list[str]:
+    """The names that a test cell's code (its hidden and visible parts, the markers stripped) defines as a helper:
+    a function, a class, or a lambda bound to a name (a lambda passed as an argument, as to ``Item``, is none)."""
+    import ast
+
+    from attention_course import syntax
+
+    code = "\n".join(line for _, lines in notebooks.split_regions(source, notebooks.HIDDEN_TESTS) for line in lines)
+    names = []
+    for node in ast.walk(syntax.parse(code)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.append(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and isinstance(node.value, ast.Lambda):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.extend(ast.unparse(target) for target in targets)
+    return names
+
+
+def _test_cells(path):
+    """``(grade_id, source)`` of every nbgrader test cell of the notebook at ``path``: a code cell graded."""
+    return [
+        (notebooks.cell_id(cell), cell.source)
+        for cell in notebooks.read(path).cells
+        if cell.cell_type == "code" and notebooks.nbgrader_meta(cell).get("grade") is True
+    ]
+
+
+def test_no_test_cell_defines_a_helper():
+    """A test cell only calls the checks and the specs of `from autograder import *`: a helper that makes inputs
+    belongs in the library's specs, one that computes the expected answers is written out in the checks."""
+    from autograder.release import course
+
+    found = [
+        f"{course.notebook_path(assignment).relative_to(notebooks.COURSE_ROOT)}: cell {gid!r} defines {name}"
+        for assignment in course.assignments()
+        for gid, source in _test_cells(course.notebook_path(assignment))
+        for name in _helpers_defined(source)
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_a_helper_planted_in_a_test_cell_is_found():
+    source = (
+        "item = Item(ASSIGNMENT, 'f', f, outputs=('a',))\n"
+        "check_equals(Item(ASSIGNMENT, 'g', lambda **s: g(**s)), [], 1)\n"
+        "### BEGIN HIDDEN TESTS\n"
+        "def helper(x):\n    return x\n"
+        "for n in range(2):\n    class Sizes:\n        pass\n"
+        "twice = lambda x: 2 * x\n"
+        "### END HIDDEN TESTS\n"
+        "async def fetch():\n    pass\n"
+    )
+    assert _helpers_defined(source) == ["helper", "twice", "fetch", "Sizes"]
+    assert _helpers_defined("check_equals(item, [], 1, hint=HINT.format(name='base'))\n") == []

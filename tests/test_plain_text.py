@@ -5,8 +5,8 @@ import re
 import pytest
 
 from attention_course import notebooks
-from autograder import course
-from autograder.plain_text import plain_text, tex
+from autograder.release import course
+from autograder.text.plain_text import plain_text, tex
 
 
 def _rubrics() -> list[tuple[str, str]]:

@@ -22,8 +22,8 @@ import transformers  # its models are imported on first use, by the tests that b
 from safetensors.torch import load_file, save_file
 
 from attention_course import generate, pretrained
+from attention_course.checkpoint_layouts import interleave_rotary_rows
 from attention_course.layers import SwiGLU
-from attention_course.layouts import interleave_rotary_rows
 from attention_course.model import attention_weights
 from attention_course.pretrained import CheckpointError, DownloadError, from_pretrained
 from attention_course.solutions.ch03_multi_head import merge_heads, split_heads

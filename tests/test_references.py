@@ -25,8 +25,8 @@ from attention_course.solutions import ch03_multi_head as ch03
 from attention_course.solutions import ch04_masking as ch04
 from attention_course.solutions import ch05_positional_encoding as ch05
 from attention_course.solutions import ch06_transformer as ch06
-from autograder import course, reference
-from autograder.scripted import ScriptedTranslator
+from autograder.api.scripted import ScriptedTranslator
+from autograder.release import course, reference
 
 
 def test_every_assignment_is_a_module_built_from_its_notebook():

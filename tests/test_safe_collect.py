@@ -293,7 +293,7 @@ def test_the_exchange_settings_read_the_owner_check_and_the_class_list(tmp_path,
 
 def course_with_exchange(tmp_path: Path, extra: str = "") -> tuple[Path, Path]:
     """A course folder with the course's configuration and an exchange of its own: (course, inbound)."""
-    from autograder.classroom import make_course
+    from autograder.grading.classroom import make_course
 
     course = make_course(tmp_path / "course")
     with (course / "nbgrader_config.py").open("a") as f:
@@ -371,8 +371,8 @@ def test_without_a_class_list_make_grade_takes_every_submission_and_says_so(tmp_
 
 
 def test_make_grade_stops_on_a_class_list_that_does_not_read_as_one_and_scores_nobody(tmp_path, monkeypatch):
-    from autograder import course as course_settings
     from autograder.grading.phases import GradingUnavailable, grade
+    from autograder.release import course as course_settings
 
     monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(tmp_path / "no-user-config"))
     course, _ = course_with_exchange(tmp_path, "c.SafeCollect.class_list = 'students.csv'\n")

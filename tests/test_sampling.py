@@ -23,7 +23,7 @@ from attention_course.solutions.ch06_transformer import (
     top_k_probs,
     top_p_probs,
 )
-from autograder.scripted import CallLimitedTranslator, ScriptedDraft, ScriptedTranslator
+from autograder.api.scripted import CallLimitedTranslator, ScriptedDraft, ScriptedTranslator
 
 
 def processed(warper, logits):

@@ -41,16 +41,18 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_raw_cell
 
 from attention_course import notebooks
 from attention_course.notebooks import COURSE_ROOT
-from autograder import calls, global_rng, reference
-from autograder import course as course_settings
-from autograder.classroom import fill, make_course, solution_bodies, submit
+from autograder.calls import call as calls
+from autograder.calls import global_rng
 from autograder.cli import grade
-from autograder.cli import run_nbgrader as _nbgrader
 from autograder.cli.check import format_report
+from autograder.grading import run_nbgrader as _nbgrader
+from autograder.grading.classroom import fill, make_course, solution_bodies, submit
 from autograder.grading.gradesheet import db_url
+from autograder.grading.handoff import report_path
 from autograder.grading.notebook import Report, grade_notebook
-from autograder.nbgrader.execute import report_path
-from autograder.packages import sandbox_packages
+from autograder.release import course as course_settings
+from autograder.release import reference
+from autograder.release.packages import sandbox_packages
 from autograder.sandbox import values, wire
 from autograder.sandbox.bwrap import bwrap_available
 from autograder.sandbox.limits import Limits
@@ -322,7 +324,8 @@ def graded(tmp_path_factory, reports):
     started = time.monotonic()
     with WarmPool(2, release=TERM) as warm, ThreadPoolExecutor(max_workers=2) as threads:
         futures = {
-            s: threads.submit(reports.grade, A, nb, release=TERM, pool=warm) for s, nb in alone_notebooks.items()
+            s: threads.submit(grade_notebook, A, nb, release=TERM, pool=warm, grader=reports)
+            for s, nb in alone_notebooks.items()
         }
         alone = {s: future.result().score for s, future in futures.items()}
     alone_seconds = time.monotonic() - started
@@ -463,8 +466,8 @@ def test_each_attack_does_raise_the_score_under_plain_nbgrader(graded_plainly, g
 def test_self_check_gives_the_instructors_verdicts_and_messages(graded):
     import sys
 
+    from autograder.grading.handoff import report_path
     from autograder.grading.notebook import Report
-    from autograder.nbgrader.execute import report_path
 
     course, results, _ = graded
     student = "honest_mask_with_zero"
@@ -1198,8 +1201,8 @@ def test_a_notebook_whose_sandbox_cannot_start_is_not_graded_never_zero(tmp_path
 # first uid of UIDS, so the two sandboxes below would share one whatever ran before in this process.
 GRADER = """
 import json, sys
-from autograder import course
-from autograder.packages import sandbox_packages
+from autograder.release import course
+from autograder.release.packages import sandbox_packages
 from autograder.sandbox.process import Sandbox
 cell = '''
 import os, time

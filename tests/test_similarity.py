@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from attention_course import notebooks
-from autograder import written_similarity
-from autograder.classroom import fill, make_course, released, submit
 from autograder.cli import similarity
+from autograder.grading.classroom import fill, make_course, released, submit
+from autograder.similarity import written
 
 MHA = "ch03_multi_head"
 SDPA = "ch02_scaled_dot_product"
@@ -605,7 +605,7 @@ def test_a_copied_written_answer_is_flagged_and_only_it(explained):
     pair = find_written(report, "alice", "bob")
     assert pair is not None and pair.flagged and pair.kind == "classmates" and pair.answer == EXPLAIN, report.written
     assert min(pair.first_share, pair.second_share) >= similarity.THRESHOLD
-    assert pair.shared_tokens >= written_similarity.MIN_SHARED_RUNS
+    assert pair.shared_tokens >= written.MIN_SHARED_RUNS
     copied = find_written(report, "grace", f"solutions/{MHA}")
     assert copied is not None and copied.flagged and copied.kind == "reference", report.written
     assert {frozenset((p.first, p.second)) for p in report.written} == {

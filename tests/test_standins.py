@@ -1,4 +1,4 @@
-"""The grader's side of the stand-ins (autograder.standins): what it answers, what it refuses, and the
+"""The grader's side of the stand-ins (autograder.calls.standins): what it answers, what it refuses, and the
 random state it carries. The sandbox's side is graded end to end in tests/test_grades_hold.py and
 tests/test_grading.py."""
 
@@ -8,11 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from autograder import reference, scripted, standins
+from autograder.api import scripted
+from autograder.calls import standins
+from autograder.calls.standin_limits import Size, size_of
+from autograder.calls.standins import Scope
 from autograder.grading.source import Source
+from autograder.release import reference
 from autograder.sandbox import values, wire
-from autograder.standin_limits import Size, size_of
-from autograder.standins import Scope
 
 CH03, CH04, CH06, CH07 = "ch03_multi_head", "ch04_masking", "ch06_transformer", "ch07_efficient_attention"
 
@@ -406,7 +408,7 @@ def test_a_stand_ins_call_waits_for_no_lock_that_another_grading_holds():
     lock, and a student whose stand-in calls ran slowly held it against every grading beside theirs."""
     import threading
 
-    from autograder import global_rng
+    from autograder.calls import global_rng
 
     init, inputs = MODULE_STAND_INS[CH06, "EncoderLayer"]
     held, release, answered = threading.Event(), threading.Event(), []

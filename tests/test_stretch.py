@@ -8,7 +8,7 @@ import io
 import pytest
 
 from attention_course import notebooks
-from autograder import course
+from autograder.release import course
 from tests.stretch import STRETCHES
 
 pytestmark = pytest.mark.slow  # each test runs a notebook's cells

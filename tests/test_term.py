@@ -1,7 +1,7 @@
 """Grading during a term: a submission can import only the solutions that are released.
 
 The sandbox mounts the packages as students get them for the term's release
-(`autograder.packages`), so an answer that only imports the reference scores nothing until the
+(`autograder.release.packages`), so an answer that only imports the reference scores nothing until the
 chapter's solutions are released, and `make check` follows the same setting.
 """
 
@@ -16,9 +16,9 @@ import nbformat
 import pytest
 
 from attention_course import notebooks, solutions
-from autograder import course, packages
-from autograder.classroom import fill, solution_bodies
+from autograder.grading.classroom import fill, solution_bodies
 from autograder.grading.notebook import grade_notebook
+from autograder.release import course, packages
 from tests.support.points import full_marks
 
 pytestmark = pytest.mark.slow
@@ -107,7 +107,7 @@ def _with_own_earlier_answers(nb, edit=None):
 def test_ch06_grades_its_own_items_whatever_the_student_pasted_of_unreleased_chapters():
     """Until chapters 3 to 5 are released the student pastes their own answers to them, and ch06's items
     are graded on ch06's code alone: the names they use are the grader's stand-ins while each is checked
-    (autograder/standins.py), so nothing pasted, the student's own and a wrong one score the same."""
+    (autograder/calls/standins.py), so nothing pasted, the student's own and a wrong one score the same."""
     full = full_marks("ch06_transformer")
     pasted = {
         "nothing": fill("ch06_transformer"),

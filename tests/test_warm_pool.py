@@ -15,9 +15,9 @@ from dataclasses import asdict
 
 import pytest
 
-from autograder import course
-from autograder.classroom import fill
+from autograder.grading.classroom import fill
 from autograder.grading.notebook import grade_notebook
+from autograder.release import course
 from autograder.sandbox.bwrap import bwrap_available
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.pool import WarmPool

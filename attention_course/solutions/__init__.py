@@ -7,7 +7,7 @@ when first imported, from the solution cells of ``solutions/<assignment>/<assign
 one source of every graded item (:func:`module_source`: the setup cell's imports, then each
 solution cell without its ``### BEGIN/END SOLUTION`` markers). In a student's copy of the course
 (the student repository, its Colab install, the grading sandbox) the module of an assignment is a
-file in this folder, written by :mod:`autograder.packages` only once the instructor has released
+file in this folder, written by :mod:`autograder.release.packages` only once the instructor has released
 that chapter's solutions; until then, importing it fails.
 """
 

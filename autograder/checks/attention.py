@@ -9,11 +9,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from autograder import specs
-from autograder.calls import Call, CallOptions, takes_options
-from autograder.checks.options import CompareOptions, compares
-from autograder.isolation import isolated
-from autograder.items import Item
+from autograder.api import specs
+from autograder.api.items import Item
+from autograder.api.options import CompareOptions, compares
+from autograder.calls.call import Call, CallOptions, takes_options
+from autograder.calls.isolation import isolated
 
 
 @isolated()

@@ -12,11 +12,11 @@ import numbers
 import numpy as np
 import torch
 
-from autograder import specs
-from autograder.calls import CallOptions, parameter_names, seeded, takes_options
-from autograder.checks.options import CompareOptions, compares
-from autograder.isolation import isolated
-from autograder.items import CheckFailed, Item, quoted_error
+from autograder.api import specs
+from autograder.api.items import CheckFailed, Item, quoted_error
+from autograder.api.options import CompareOptions, compares
+from autograder.calls.call import CallOptions, parameter_names, seeded, takes_options
+from autograder.calls.isolation import isolated
 
 
 @isolated()

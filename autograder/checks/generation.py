@@ -1,7 +1,7 @@
 """The checks of a self-attention module with a key/value cache: decoding step by step, relative positions, a model.
 
 The module is ``forward(x, mask=None, cache=None) -> (output, cache)``; the first two checks compare it with
-itself (no reference needed), the last puts it into a Llama-family model (:mod:`autograder.hosts`).
+itself (no reference needed), the last puts it into a Llama-family model (:mod:`autograder.calls.hosts`).
 """
 
 from __future__ import annotations
@@ -11,13 +11,14 @@ import importlib
 import numpy as np
 import torch
 
-from autograder import reference, specs
-from autograder.calls import CallOptions, takes_options
-from autograder.checks.options import CompareOptions, compares
-from autograder.compare import compare
-from autograder.isolation import isolated
-from autograder.items import Item
-from autograder.kv_cache import cache_pair, causal_block
+from autograder.api import specs
+from autograder.api.items import Item
+from autograder.api.options import CompareOptions, compares
+from autograder.calls.call import CallOptions, takes_options
+from autograder.calls.compare import compare
+from autograder.calls.isolation import isolated
+from autograder.calls.kv_cache import cache_pair, causal_block
+from autograder.release import reference
 
 
 @isolated()
@@ -116,7 +117,7 @@ def check_in_model(
     vocab_size: int = 50,
 ):
     """A rotary self-attention module with a key/value cache in place of the attention of every layer of a
-    Llama-family model with random weights (:func:`autograder.hosts.llama_family`; each layer's module
+    Llama-family model with random weights (:func:`autograder.calls.hosts.llama_family`; each layer's module
     holds that layer's weights): the model's logits on a batch of prompts of ``x``'s shape (B, L, d_model:
     B prompts of L tokens) equal those of the same model with the reference's attention; so do they at each
     of ``new_tokens`` steps of greedy generation with the cache, and on the whole sequence at once."""
@@ -125,9 +126,9 @@ def check_in_model(
     (shape_of,), _ = specs.materialize(call.args, call.kwargs, options.seed)
     batch, length, _ = shape_of.shape
     # The course's models are built from the reference solutions of chapters 3 to 7: a students' copy of the
-    # packages holds autograder.hosts only once those are released (autograder.packages follows imports),
+    # packages holds autograder.calls.hosts only once those are released (autograder.release.packages follows imports),
     # so it is imported by name, where a hidden test asks for it.
-    hosts = importlib.import_module("autograder.hosts")
+    hosts = importlib.import_module("autograder.calls.hosts")
     solution = reference.get(item.assignment, item.name)
     original = hosts.llama_family(solution, call.init, layers, vocab_size, length + new_tokens, options.seed)
     tested = hosts.with_attention(original, lambda i, attention: hosts.GuestAttention(call, attention, i))

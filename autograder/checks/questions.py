@@ -1,7 +1,7 @@
 """The check of a multiple-choice question: each part's answer one of its options, and the right one.
 
 The student's item gives each answer as a one-hot vector over the options; a failure is said as a choice, and
-each part earns its share of the cell's points (:class:`~autograder.items.PartlyRight`).
+each part earns its share of the cell's points (:class:`~autograder.api.items.PartlyRight`).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import functools
 
 import torch
 
+from autograder.api.items import CheckFailed, Item, PartlyRight
 from autograder.checks.values import check_equals
-from autograder.items import CheckFailed, Item, PartlyRight
 
 
 def check_choices(
@@ -28,7 +28,7 @@ def check_choices(
     """A multiple-choice question, asked for each of ``values`` of ``argument``: each answer is one of
     ``options`` (``item`` gives it as a one-hot vector over them) and, given ``answers`` (each value's right
     option: the hidden tests'), the right one. Each part is checked on its own; where some are wrong,
-    :class:`~autograder.items.PartlyRight` names every wrong one, and graded, the cell earns a share of its
+    :class:`~autograder.api.items.PartlyRight` names every wrong one, and graded, the cell earns a share of its
     points per right part."""
     values, options = list(values), list(options)
     if answers is not None and (set(answers) != set(values) or not set(answers.values()) <= set(options)):

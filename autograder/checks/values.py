@@ -1,6 +1,6 @@
 """The checks of the values an item returns: the reference's, a torch built-in's, a known answer, within memory.
 
-Each compares the values (:func:`autograder.compare.compare`) at its tolerances, never showing the expected one
+Each compares the values (:func:`autograder.calls.compare.compare`) at its tolerances, never showing the expected one
 but a visible test's known answer (:func:`check_equals`).
 """
 
@@ -11,12 +11,14 @@ import importlib
 import numpy as np
 import torch
 
-from autograder import items, reference, specs, standins, torch_builtins
-from autograder.calls import CallOptions, seeded, takes_options
-from autograder.checks.options import CompareOptions, compares
-from autograder.compare import compare
-from autograder.isolation import isolated
-from autograder.items import CheckFailed, Item
+from autograder.api import items, specs
+from autograder.api.items import CheckFailed, Item
+from autograder.api.options import CompareOptions, compares
+from autograder.calls import standins, torch_builtins
+from autograder.calls.call import CallOptions, seeded, takes_options
+from autograder.calls.compare import compare
+from autograder.calls.isolation import isolated
+from autograder.release import reference
 
 
 @isolated()
@@ -69,7 +71,7 @@ def check_matches(
 def check_matches_torch(item: Item, builtin: str, args, kwargs=None, *, options: CallOptions, compared: CompareOptions):
     """A class item returns what the ``torch.nn`` built-in returns, both holding the same weights.
 
-    ``builtin`` names a converter in :mod:`autograder.torch_builtins` (e.g.
+    ``builtin`` names a converter in :mod:`autograder.calls.torch_builtins` (e.g.
     ``"multihead_attention"``). It makes random weights (seeded) under the
     names the contract gives the submodules, which are loaded into the student's
     object, builds the built-in from them and calls it on the same inputs. The
@@ -101,7 +103,7 @@ def check_equals(item: Item, args, expected, kwargs=None, *, options: CallOption
     A failure is headed "a known answer", which a hidden input is as well as the worked example. A visible
     test's known answer is public (its cell prints it): where only visible tests run (a notebook's kernel,
     `make validate`), a failure shows the value returned beside it; where hidden tests run (the grader),
-    no failure shows either (:func:`autograder.items.known_answers_shown`).
+    no failure shows either (:func:`autograder.api.items.known_answers_shown`).
 
     A class item is built with ``init`` and keeps its own weights and buffers.
     """

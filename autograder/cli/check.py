@@ -25,12 +25,12 @@ from pathlib import Path
 
 from attention_course import notebooks
 from attention_course.notebooks import COURSE_ROOT
-from autograder import course
 from autograder.grading.grader import Grader
 from autograder.grading.notebook import grade_notebook
 from autograder.grading.source import unreleased_prerequisites_note
-from autograder.plain_text import plain_text
-from autograder.reference import ReferenceUnavailable
+from autograder.release import course
+from autograder.release.reference import ReferenceUnavailable
+from autograder.text.plain_text import plain_text
 
 
 def format_report(report, path: Path) -> str:

@@ -1,7 +1,7 @@
 """Generate ``exercises/`` from ``solutions/`` (``make exercises``), or check that it is up to date.
 
 Every notebook starts with the Colab set-up cell for the repository that ``_config.yml`` names
-(:mod:`autograder.colab`); generating writes it into ``solutions/`` first, and the check fails
+(:mod:`autograder.release.colab`); generating writes it into ``solutions/`` first, and the check fails
 while a solution notebook's cell is out of date.
 
     python -m autograder.cli.exercises            # regenerate exercises/ (all assignments)
@@ -21,9 +21,9 @@ import nbformat
 
 from attention_course import notebooks
 from attention_course.notebooks import COURSE_ROOT
-from autograder import colab, course
-from autograder.cli import run_nbgrader
-from autograder.course import repository
+from autograder.grading.run_nbgrader import generate
+from autograder.release import colab, course
+from autograder.release.course import repository
 
 
 def sync_colab_cells(assignments: list[str] | None = None, root: Path = COURSE_ROOT) -> list[str]:
@@ -46,27 +46,6 @@ def stale_colab_cells(root: Path = COURSE_ROOT) -> list[str]:
         for name in course.assignments(root)
         if not colab.is_current(notebooks.read(course.notebook_path(name, root=root)), repo)
     ]
-
-
-def generate(
-    assignments: list[str] | None = None,
-    *,
-    into: Path | None = None,
-    db_url: str | None = None,
-    root: Path = COURSE_ROOT,
-    quiet: bool = False,
-) -> None:
-    """Run ``nbgrader generate_assignment`` for each assignment, into the folder ``into`` (default exercises/)."""
-    for name in assignments or course.assignments(root):
-        args = ["generate_assignment", name, "--force"]
-        if into is not None:
-            args.append(f"--CourseDirectory.release_directory={into}")
-        if db_url is not None:
-            args.append(f"--CourseDirectory.db_url={db_url}")
-        result = run_nbgrader.run(*args, root=root, check=False, quiet=quiet)
-        if result.returncode != 0:
-            detail = (result.stdout or "") + (result.stderr or "") if quiet else ""
-            raise RuntimeError(f"nbgrader generate_assignment {name} failed\n{detail}")
 
 
 def differences(root: Path = COURSE_ROOT) -> list[str]:

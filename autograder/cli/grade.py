@@ -39,9 +39,9 @@
    student it names, or not on the class list; :func:`autograder.grading.submissions.class_of`).
 
 Every phase says what it is doing. No text from a submission reaches the terminal without
-going through :func:`autograder.terminal.clean_text` (no escape sequence, no control
+going through :func:`autograder.text.terminal.clean_text` (no escape sequence, no control
 character); nbgrader's own output is relayed with each row prefixed ``nbgrader: ``
-(:mod:`autograder.cli.run_nbgrader`), so that none of it passes for the grader's own lines.
+(:mod:`autograder.grading.run_nbgrader`), so that none of it passes for the grader's own lines.
 
 The phases are :func:`autograder.grading.phases.grade`'s; this command reads its arguments, makes the
 one :class:`~autograder.grading.grader.Grader` that grades, and prints the summary
@@ -57,13 +57,13 @@ import sys
 from pathlib import Path
 
 from attention_course.notebooks import COURSE_ROOT
-from autograder import course
 from autograder.grading.feedback import FEEDBACK_SECONDS
 from autograder.grading.grader import Grader
 from autograder.grading.gradesheet import summary
 from autograder.grading.phases import GradingUnavailable, grade, rewrite_csv
 from autograder.grading.source import unreleased_prerequisites_note
 from autograder.grading.submissions import class_of
+from autograder.release import course
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,24 +7,23 @@ answer cells only: the cells whose nbgrader ``grade_id`` is one of the solution 
 released exercise, in the notebook's order, except the understanding questions (tagged
 ``question``), whose short answers honest students write alike. Each student's answers become one Python file, and so
 do the reference solutions that the open edition publishes to self-learners (the same cells of
-the instructor notebook, as :func:`autograder.reference.item_source` shows them). copydetect
+the instructor notebook, as :func:`autograder.release.reference.item_source` shows them). copydetect
 compares every pair of these files: students with each other, and each student with the
 published solutions. The released stubs of the answer cells (``def``/``class`` lines,
 docstrings, ``# YOUR CODE HERE``, ``raise NotImplementedError()``) are copydetect's
 boilerplate, so what everyone was given never counts, and a blank submission has nothing left
 to compare.
 
-copydetect (through :func:`autograder.clones.compare_files`, the clone detector that the leak
+copydetect (through :func:`autograder.similarity.clones.compare_files`, the clone detector that the leak
 check shares) tokenises the code before it fingerprints it: every name becomes ``V``/``F``/``O``,
 every string ``S``, whitespace and comments go, so renaming variables, reformatting, changing
 quotes or comments leaves the fingerprints as they were. A pair's *share* on one side is the
 part of that side's fingerprinted code that the other side also has.
 
 The written answers (graded by hand) are compared too, as runs of words, each with the same answer of every
-other student and with its rubric, at the same thresholds (:mod:`autograder.written_similarity`).
+other student and with its rubric, at the same thresholds (:mod:`autograder.similarity.written`).
 
-Written under ``grades/similarity/`` (nothing else is read or written: no score, no gradebook,
-no feedback):
+Written under ``grades/similarity/`` (nothing else is read or written: no score, no gradebook, no feedback):
 
 - ``<assignment>.html``: copydetect's report, the listed pairs side by side with the shared
   code highlighted (``<assignment>-written.html``: the written answers' pairs side by side);
@@ -96,8 +95,9 @@ from pathlib import Path
 
 from attention_course import notebooks
 from attention_course.notebooks import COURSE_ROOT
-from autograder import clones, course, reference
-from autograder.written_similarity import ClassAnswers, summary_lines
+from autograder.release import course, reference
+from autograder.similarity import clones
+from autograder.similarity.written import ClassAnswers, summary_lines
 
 NOISE_THRESHOLD = 10  # copydetect's noise_t (and guarantee_t): the shortest match (tokenised characters) that counts
 DISPLAY_THRESHOLD = 0.65  # copydetect's display_t: pairs above it are listed in the HTML and the CSV

@@ -30,7 +30,7 @@ from pathlib import Path
 import nbformat
 
 from attention_course import notebooks
-from autograder import course
+from autograder.release import course
 
 UNGRADED = "ungraded"
 

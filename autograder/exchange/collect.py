@@ -48,7 +48,7 @@ from autograder.exchange.copying import Refused, copy_tree
 from autograder.exchange.entries import describe, unsafe_entries
 from autograder.exchange.owners import ClassListError, foreign_owner, not_on_list, read_class_list
 from autograder.exchange.records import REFUSAL, SECRET, TIMESTAMP, claimed_time, submission_secret
-from autograder.terminal import clean_text
+from autograder.text.terminal import clean_text
 
 
 class SafeCollect(ExchangeCollect):

@@ -14,9 +14,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from attention_course.notebooks import COURSE_ROOT
-from autograder.cli import run_nbgrader
-from autograder.nbgrader.limit_markdown import FEEDBACK_PROGRESS
+from autograder.grading import run_nbgrader
 
+FEEDBACK_PROGRESS = "AUTOGRADER_FEEDBACK_PROGRESS"  # the file LimitMarkdown names each notebook in, as it starts
 FEEDBACK_SECONDS = 60.0  # the most that writing one notebook's feedback may take
 NBGRADER_START_SECONDS = 120.0  # nbgrader's start-up, before it writes the first notebook's feedback
 

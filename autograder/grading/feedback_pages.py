@@ -13,7 +13,7 @@ from pathlib import Path
 from autograder import exchange
 from autograder.grading.gradesheet import Result
 from autograder.grading.submissions import notebook_names
-from autograder.terminal import clean_text
+from autograder.text.terminal import clean_text
 
 
 def feedback_page(assignment: str, notebook: str, paragraphs: list[str]) -> str:

@@ -1,8 +1,9 @@
 """A grading run's own state: the settings while it grades, its sandbox's packages and its store of reports.
 
 ``make grade``, ``make check`` and the tests each make one :class:`Grader` and grade through it
-(:func:`autograder.grading.notebook.grade_notebook` takes it as ``grader=``; a grading given none
-grades with one of its own, :func:`default`, on the process's shared packages). What
+(:func:`autograder.grading.notebook.grade_notebook` takes it as ``grader=``, and reads a report from its store
+where it has one; a grading given none grades with one of its own, :func:`default`, on the process's shared
+packages). This module grades nothing itself: it holds what the gradings share. What
 grading changes for the process is changed while a grading runs and put back after it, never when a
 module is imported:
 
@@ -24,14 +25,10 @@ import threading
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-from autograder import course, packages
 from autograder.grading.report import Report
-from autograder.grading.source import Source, submission_key
-
-if TYPE_CHECKING:
-    from autograder.sandbox.pool import WarmPool
+from autograder.release import course, packages
 
 QUIET_MODULES = r"attention_course\.solutions\."  # the modules whose warnings grading does not show
 
@@ -113,18 +110,6 @@ class Grader:
         """Remove the packages' folders it wrote (every sandbox that mounts one must have ended)."""
         if self._own_packages:
             self._packages.close()
-
-    def grade(self, assignment: str, nb, *, release: course.Release, only=None, pool: WarmPool | None = None) -> Report:
-        """:func:`~autograder.grading.notebook.grade_notebook` of the course's own notebook ``nb`` (a
-        NotebookNode) with this grader, or where it has a store, the stored report of the same key."""
-        from autograder.grading.notebook import DEFAULT_LIMITS, grade_notebook  # it imports this module
-
-        def graded() -> Report:
-            return grade_notebook(assignment, nb, release=release, only=only, pool=pool, grader=self)
-
-        if self.store is None:
-            return graded()
-        return self.store.report(submission_key(Source.load(assignment), nb, DEFAULT_LIMITS, release, only), graded)
 
 
 def default() -> Grader:

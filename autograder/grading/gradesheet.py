@@ -14,7 +14,7 @@ from pathlib import Path
 from attention_course import notebooks
 from attention_course.notebooks import COURSE_ROOT
 from autograder.grading.submissions import notebook_names
-from autograder.terminal import clean_text
+from autograder.text.terminal import clean_text
 
 
 @dataclass

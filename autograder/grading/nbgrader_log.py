@@ -1,6 +1,6 @@
 """What ``nbgrader autograde`` left undone: the submissions it scored nothing for, and its log's error for each.
 
-nbgrader's log (its output, relayed and cleaned, :mod:`autograder.cli.run_nbgrader`) names a submission it
+nbgrader's log (its output, relayed and cleaned, :mod:`autograder.grading.run_nbgrader`) names a submission it
 could not process in one record, ``There was an error processing assignment: <folder>``, followed by its
 traceback; the exception that the traceback ends with is the reason given.
 """
@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from autograder.grading.submissions import notebook_names
-from autograder.terminal import clean_text
+from autograder.text.terminal import clean_text
 
 _ERROR_AT = re.compile(r"There was an error processing assignment: (.+)$")
 _FRAME = re.compile(r'^(\s*)File "')

@@ -32,7 +32,8 @@ import nbformat
 import torch
 
 from attention_course import notebooks
-from autograder import course, items, reference
+from autograder.api import items
+from autograder.api.items import CheckFailed, PartlyRight, share
 from autograder.grading import grader as graders
 from autograder.grading import timings
 from autograder.grading.report import Report, TestResult
@@ -44,15 +45,16 @@ from autograder.grading.source import (
     copy_labels,
     program_key,
     student_program,
+    submission_key,
     tampered_tests,
 )
-from autograder.items import CheckFailed, PartlyRight, share
+from autograder.release import course, reference
 from autograder.sandbox import values, wire
 from autograder.sandbox.errors import SandboxError, SandboxUnavailable
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.pool import WarmPool
 from autograder.sandbox.process import Sandbox
-from autograder.terminal import clean_text
+from autograder.text.terminal import clean_text
 
 TOTAL_SECONDS = 600.0  # one submission's whole grading, restarts included
 DEFAULT_LIMITS = Limits()
@@ -160,11 +162,22 @@ def grade_notebook(
     been made with the same ``limits``, ``isolation`` and ``release``.
     ``grader``: the :class:`~autograder.grading.grader.Grader` whose packages the sandbox mounts; the
     settings it holds (torch's threads, warnings) hold while this grading runs, and are put back after it
-    (default: one of its own, :func:`autograder.grading.grader.default`).
+    (default: one of its own, :func:`autograder.grading.grader.default`). Where it has a store of reports
+    (the tests'), a notebook given as a NotebookNode is read from it under its key
+    (:func:`~autograder.grading.source.submission_key`), or graded and stored.
     """
     grader = grader or graders.default()
-    with grader:
-        return _grade(assignment, submission, notebook, limits, isolation, release, as_submitted, only, pool, grader)
+
+    def graded() -> Report:
+        with grader:
+            return _grade(
+                assignment, submission, notebook, limits, isolation, release, as_submitted, only, pool, grader
+            )
+
+    if grader.store is None or isinstance(submission, (str, Path)):
+        return graded()
+    key = submission_key(Source.load(assignment, notebook), submission, limits, release or course.release(), only)
+    return grader.store.report(key, graded)
 
 
 def _grade(assignment, submission, notebook, limits, isolation, release, as_submitted, only, pool, grader) -> Report:
@@ -191,8 +204,12 @@ def _grade(assignment, submission, notebook, limits, isolation, release, as_subm
                 sandboxes = pool.sandbox
             session = Session(program.pieces, program.where, report, limits, started + TOTAL_SECONDS, sandboxes)
             try:
-                with items.known_mistakes(), items.hidden_tests():  # the instructor's cells: no known answer shown
-                    _run_tests(source, tests, session, report)
+                with items.known_mistakes() as known, items.hidden_tests():  # no known answer shown
+                    try:
+                        _run_tests(source, tests, session, report)
+                    finally:
+                        if known.seconds:
+                            timings.add("diagnosis", known.seconds)
             except SandboxUnavailable as exc:
                 report.not_graded = clean_text(f"the sandbox could not be used: {exc}", MAX_MESSAGE_CHARS)
             finally:

@@ -16,18 +16,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from attention_course.notebooks import COURSE_ROOT
-from autograder import course
-from autograder.cli import exercises, run_nbgrader
 from autograder.exchange import ClassListError
+from autograder.grading import run_nbgrader
 from autograder.grading.feedback import FEEDBACK_SECONDS, write_feedback_in_parallel
 from autograder.grading.feedback_pages import write_feedback_pages
 from autograder.grading.grader import Grader
 from autograder.grading.gradesheet import Result, collect, column_order, db_url, is_blank_note, write_csv
+from autograder.grading.handoff import GradeAgain, NotGraded
 from autograder.grading.nbgrader_log import nbgrader_refused
 from autograder.grading.sandboxed import Precomputed, grade_again, precompute, sandbox_score
 from autograder.grading.submissions import class_of, notebook_names, refusals
-from autograder.nbgrader.execute import GradeAgain, NotGraded
-from autograder.terminal import clean_text
+from autograder.release import course
+from autograder.text.terminal import clean_text
 
 
 class GradingUnavailable(SystemExit):
@@ -88,7 +88,7 @@ def grade(
     writing one notebook's feedback may take (:func:`~autograder.grading.feedback.write_feedback`).
     ``grader``: the :class:`~autograder.grading.grader.Grader` of the sandboxed pass (default: one of its
     own, for this grading). Raises :class:`GradingUnavailable` when the sandbox does not work; then
-    nothing is scored. Raises :class:`autograder.course.ReleasedRefusal` for a term's released
+    nothing is scored. Raises :class:`autograder.release.course.ReleasedRefusal` for a term's released
     assignment unless ``allow_released`` (nbgrader's own run, through the course's plugin, is told the same).
     """
     run = _start(assignment, Path(root), quiet, jobs, settings, feedback_seconds, allow_released)
@@ -131,7 +131,7 @@ def _start(
 def _record_tests(assignment: str, root: Path) -> None:
     """Phase 1: the assignment's test cells into the gradebook; exercises/ is left alone."""
     with tempfile.TemporaryDirectory() as tmp:
-        exercises.generate([assignment], into=Path(tmp), db_url=db_url(root), root=root, quiet=True)
+        run_nbgrader.generate([assignment], into=Path(tmp), db_url=db_url(root), root=root, quiet=True)
 
 
 def _grade_in_sandbox(run: Run, sandbox: bool, grader: Grader | None) -> Precomputed:

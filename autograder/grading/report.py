@@ -13,7 +13,7 @@ class TestResult:
     passed: bool
     message: str = ""
     seconds: float = 0.0  # the test cell's own time, its diagnosis included
-    partial: float = 0.0  # a failed question's points for the parts it got right (autograder.items.share)
+    partial: float = 0.0  # a failed question's points for the parts it got right (autograder.api.items.share)
 
     @property
     def score(self) -> float:

@@ -1,7 +1,7 @@
 """Phase 3 of ``make grade``: every submitted notebook of the class graded in the sandbox, ``jobs`` at a time.
 
 Each notebook's report is saved where nbgrader's grading step reads it
-(:func:`autograder.nbgrader.execute.report_path`); what the pass found for each student (notes, the
+(:func:`autograder.grading.handoff.report_path`); what the pass found for each student (notes, the
 refused, the not graded, the notebooks that answer nothing) is :class:`Precomputed`. Phase 4 grades the
 same way (:func:`grade_again`) a notebook whose report does not fit the copy that nbgrader grades.
 """
@@ -16,12 +16,12 @@ from pathlib import Path
 from tqdm import tqdm
 
 from attention_course import notebooks
-from autograder import course
 from autograder.grading.grader import Grader
+from autograder.grading.handoff import as_submitted, pending_path, report_path
 from autograder.grading.report import Report
 from autograder.grading.source import MAX_NOTEBOOK_BYTES, Source, unanswered
 from autograder.grading.submissions import names_list, notebook_names, refusals, submitted_notebooks
-from autograder.nbgrader.execute import as_submitted, pending_path, report_path
+from autograder.release import course
 
 
 @dataclass
@@ -97,7 +97,7 @@ def grade_again(
     progress: bool = True,
 ) -> dict[str, str]:
     """Phase 4's: each notebook of ``students`` that nbgrader saved for grading again (its copy, which the
-    phase-3 report does not fit: :func:`~autograder.nbgrader.execute.pending_path`) graded in the sandbox as
+    phase-3 report does not fit: :func:`~autograder.grading.handoff.pending_path`) graded in the sandbox as
     phase 3 grades, ``jobs`` at a time, each within its time limit, its report saved where nbgrader reads it.
     Returns student -> why, for those whose notebook could not be graded (the grader's failure)."""
     from autograder.grading.notebook import grade_notebook

@@ -15,14 +15,14 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from autograder import standins
+from autograder.calls import standins
 from autograder.grading import timings
 from autograder.grading.report import Report
 from autograder.sandbox import values, wire
 from autograder.sandbox.errors import SandboxDied, SandboxError, SandboxTimeout
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.process import Sandbox
-from autograder.terminal import clean_text
+from autograder.text.terminal import clean_text
 
 MAX_RESTARTS = 5
 UNBOUNDED = (

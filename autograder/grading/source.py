@@ -16,7 +16,7 @@ from pathlib import Path
 
 from attention_course import notebooks, syntax
 from attention_course.notebooks import COURSE_ROOT
-from autograder import course, packages, reference
+from autograder.release import course, packages, reference
 
 UNGRADED = "ungraded"  # a cell tag: long, optional work (training) that grading does not run
 _ITEM = re.compile(r"""\bItem\(\s*ASSIGNMENT\s*,\s*["'](\w+)["']""")
@@ -236,7 +236,7 @@ MAX_NOTEBOOK_BYTES = 10 * 2**20  # a larger submission is not read
 def program_key(source: Source, program: list[str], limits, release, chosen=None) -> str:
     """The key of a report: what was graded (the tests, the student's program, the ``chosen`` items or
     all) and how (the grader's own code, the sandbox's :class:`~autograder.sandbox.limits.Limits`, the
-    term's :class:`~autograder.course.Release`): a report that any of them would change is never reused."""
+    term's :class:`~autograder.release.course.Release`): a report that any of them would change is never reused."""
     items = None if chosen is None else sorted(chosen)
     data = json.dumps([source.digest, grader_digest(), program, items, asdict(limits), release.key]).encode()
     return hashlib.sha256(data).hexdigest()

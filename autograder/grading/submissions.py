@@ -14,7 +14,7 @@ from pathlib import Path
 
 from attention_course.notebooks import COURSE_ROOT
 from autograder import exchange
-from autograder.terminal import clean_text
+from autograder.text.terminal import clean_text
 
 
 def submitted_students(assignment: str, root: Path = COURSE_ROOT) -> list[str]:

@@ -1,9 +1,12 @@
 """Where one notebook's grading spends its time: seconds per phase, added up while it is graded.
 
 :func:`grade_notebook <autograder.grading.notebook.grade_notebook>` records into its report's ``phases``
-(:func:`recording`); code anywhere below it marks a phase with :func:`phase` (the diagnosis of a failed
-check, for one), which records nothing where no notebook is being graded. The record is per thread of
-execution (a context variable), so that notebooks graded side by side in threads keep their own.
+(:func:`recording`); code anywhere below it in ``grading/`` marks a phase with :func:`phase` (the sandbox's
+warm-up, for one), which records nothing where no notebook is being graded. The checks' diagnosis, below
+``grading/``, keeps its seconds on the notebook's record of known mistakes
+(:attr:`autograder.api.items.KnownMistakes.seconds`), which the grading adds as the ``diagnosis`` phase. The
+record is per thread of execution (a context variable), so that notebooks graded side by side in threads keep
+their own.
 
 The phases: ``reading`` (the instructor's and the student's notebooks), ``start-up`` (sandboxes started,
 until their worker is ready; a notebook restarted after a hung cell starts more than one), ``cells`` (the

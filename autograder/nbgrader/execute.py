@@ -16,15 +16,15 @@ submission's cells as :func:`autograder.grading.source.roles` does, so moving or
 a cell's metadata leaves the key as it was. Where a report cannot be used all the same,
 plain ``nbgrader autograde`` grades the notebook here; ``make grade`` turns that off
 (``grade_here``): the notebook as nbgrader is about to grade it is saved beside the report
-(:func:`pending_path`) and :class:`GradeAgain` raised, and ``make grade`` grades the saved
-notebooks in the sandbox, ``JOBS`` at a time, each within its time limit, then gives them
-to nbgrader again (:mod:`autograder.grading.phases`): one notebook never holds up the class.
+(:func:`~autograder.grading.handoff.pending_path`) and :class:`~autograder.grading.handoff.GradeAgain` raised,
+and ``make grade`` grades the saved notebooks in the sandbox, ``JOBS`` at a time, each within its time limit,
+then gives them to nbgrader again (:mod:`autograder.grading.phases`): one notebook never holds up the class.
 
 A notebook that is a symbolic link (nbgrader would have read its target: perhaps a
 file of ``solutions/``) is refused: its cells are replaced by a note, so that
 nothing of the target reaches the autograded notebook or the feedback. A notebook
 that the grader could not grade (:class:`~autograder.sandbox.errors.SandboxUnavailable`)
-raises :class:`NotGraded`, so that nbgrader reports it for that student instead of
+raises :class:`~autograder.grading.handoff.NotGraded`, so that nbgrader reports it for that student instead of
 recording a score.
 """
 
@@ -38,31 +38,12 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Unicode
 
 from attention_course.notebooks import cell_id, is_test
-from autograder import course
+from autograder.grading.handoff import GradeAgain, NotGraded, as_submitted, pending_path, report_path
 from autograder.grading.report import Report
-from autograder.grading.source import MAX_NOTEBOOK_BYTES, Source, submission_key
+from autograder.grading.source import Source, submission_key
+from autograder.release import course
 from autograder.sandbox.limits import Limits
-from autograder.terminal import clean_text
-
-REPORTS = Path("grades") / "reports"
-
-
-class NotGraded(RuntimeError):
-    """The grader could not grade this notebook (its failure, not the student's)."""
-
-
-class GradeAgain(RuntimeError):
-    """``make grade``'s report does not fit the notebook that nbgrader grades: ``make grade`` grades the notebook
-    saved at :func:`pending_path` in the sandbox, then gives it to nbgrader again (no score is recorded now)."""
-
-
-def report_path(root: Path, assignment: str, student: str, notebook: str) -> Path:
-    return Path(root) / REPORTS / assignment / student / f"{notebook}.json"
-
-
-def pending_path(root: Path, assignment: str, student: str, notebook: str) -> Path:
-    """Where :class:`SandboxedExecute` saves a notebook, as nbgrader grades it, for ``make grade`` to grade again."""
-    return Path(root) / REPORTS / assignment / student / f"{notebook}.to-grade.ipynb"
+from autograder.text.terminal import clean_text
 
 
 def error_output(ename: str, message: str):
@@ -99,17 +80,6 @@ def apply_report(nb, report: Report) -> None:
             cell.outputs = [note, *cell.outputs]
     if report.notes:
         nb.metadata["autograder"] = {"notes": report.notes}
-
-
-def as_submitted(path: Path):
-    """The notebook at ``path`` as the student submitted it (nbgrader's copy has its test cells back, its copied
-    cells' grade ids removed), where it can be read; else None."""
-    try:
-        if path.is_file() and not path.is_symlink() and path.stat().st_size <= MAX_NOTEBOOK_BYTES:
-            return nbformat.read(str(path), as_version=4)
-    except Exception:  # an unreadable notebook: nbgrader's own copy is graded, without notes on it
-        return None
-    return None
 
 
 class SandboxedExecute(NbGraderPreprocessor):

@@ -13,8 +13,8 @@ from pathlib import Path
 from nbconvert.exporters import HTMLExporter
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from autograder import course
 from autograder.grading.gradesheet import AWAITING, written_state
+from autograder.release import course
 
 # nbconvert's template loads MathJax 2 from a CDN, between these two comments; a feedback page opened
 # offline (or where that CDN is blocked) shows raw $...$ then.
@@ -57,9 +57,10 @@ _MATHJAX_CONFIG = r"""<script>(function () {
 
 class FeedbackHTMLExporter(HTMLExporter):
     """nbgrader's feedback page, its mathematics rendered by the course's own MathJax, inlined
-    (:data:`autograder.course.FEEDBACK_MATHJAX`, fetched by ``make book``): nbgrader releases the page
+    (:data:`autograder.release.course.FEEDBACK_MATHJAX`, fetched by ``make book``): nbgrader releases the page
     alone, and it renders offline, in MathJax's safe mode. Without the local copy (all of
-    :data:`autograder.course.FEEDBACK_MATHJAX_PARTS` too), the page keeps nbconvert's CDN (MathJax 2, safe mode)."""
+    :data:`autograder.release.course.FEEDBACK_MATHJAX_PARTS` too), the page keeps nbconvert's CDN (MathJax 2,
+    safe mode)."""
 
     def from_notebook_node(self, nb, resources=None, **kw):
         output, resources = super().from_notebook_node(nb, resources, **kw)
@@ -178,7 +179,7 @@ def named_index(page: str) -> str:
 
 def inline_mathjax(page: str, script: Path = course.FEEDBACK_MATHJAX) -> str:
     """``page`` with nbconvert's CDN MathJax replaced by ``script``'s code and the parts it loads
-    (:data:`autograder.course.FEEDBACK_MATHJAX_PARTS`, beside it), where all are installed."""
+    (:data:`autograder.release.course.FEEDBACK_MATHJAX_PARTS`, beside it), where all are installed."""
     try:
         code = script.read_text()
         parts = {part: (script.parent / f"{part}.js").read_text() for part in course.FEEDBACK_MATHJAX_PARTS}

@@ -13,8 +13,8 @@ from nbgrader.utils import is_grade
 from traitlets import List
 
 from attention_course.notebooks import without_hidden_tests
-from autograder.items import shown_lines
-from autograder.terminal import clean_text
+from autograder.api.items import shown_lines
+from autograder.text.terminal import clean_text
 
 PLACEHOLDER = "# Hidden tests ran here; their result is shown below."
 FEEDBACK_WIDTH = 100  # characters of a failed check's message lines in the feedback

@@ -15,7 +15,7 @@ from nbformat.v4 import new_markdown_cell
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Integer
 
-FEEDBACK_PROGRESS = "AUTOGRADER_FEEDBACK_PROGRESS"  # the file LimitMarkdown names each notebook in, as it starts
+from autograder.grading.feedback import FEEDBACK_PROGRESS
 
 
 def announce_feedback(student: str, notebook: str, cut: int) -> None:

@@ -6,14 +6,14 @@ from nbgrader.preprocessors import OverwriteCells
 from nbgrader.utils import is_grade, is_locked
 
 from attention_course.notebooks import released_source
-from autograder import colab
+from autograder.release import colab
 
 
 class RestoreTestCells(OverwriteCells):
     """nbgrader's ``OverwriteCells``, which puts the instructor's read-only cells back, without its
     warning about every test cell that holds hidden tests: such a cell, as released (hidden tests
     removed), is untouched, so it is restored quietly; so is the Colab set-up cell that a term's export
-    wrote for the students' repository (:func:`autograder.colab.retarget`). A cell the student really
+    wrote for the students' repository (:func:`autograder.release.colab.retarget`). A cell the student really
     changed is still reported, by nbgrader and in the grading report."""
 
     def preprocess_cell(self, cell, resources, cell_index):

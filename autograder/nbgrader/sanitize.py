@@ -7,7 +7,7 @@ from pathlib import Path
 import nbformat
 from nbconvert.preprocessors.sanitize import SanitizeHTML
 
-from autograder import course
+from autograder.release import course
 
 
 class SanitizeStudentHTML(SanitizeHTML):

@@ -31,7 +31,7 @@ from autograder.sandbox.errors import (
     SandboxUnavailable,
 )
 from autograder.sandbox.limits import Limits
-from autograder.terminal import clean_text
+from autograder.text.terminal import clean_text
 
 MAX_CALLBACKS = 512  # calls of the grader's stand-ins during one call of the student's code
 
@@ -190,7 +190,7 @@ class Channel:
         """``callbacks(callback)``, computed by the grader in a thread of its own and waited for until
         ``deadline``: the call's deadline holds while the grader computes, too. Past it, the sandbox is
         closed and the call timed out; the answer, left to finish, is bounded in size by the stand-ins
-        (:mod:`autograder.standins`) and sent nowhere."""
+        (:mod:`autograder.calls.standins`) and sent nowhere."""
         outcome: list = []
         context = contextvars.copy_context()  # the check's stand-ins (standins.current) in the thread as well
 

@@ -14,7 +14,7 @@ from autograder.sandbox import address_space, wire
 from autograder.sandbox.cgroups import Cgroups
 from autograder.sandbox.channel import Channel
 from autograder.sandbox.limits import NOTEBOOK_MB, Limits, budget_reply
-from autograder.terminal import clean_text
+from autograder.text.terminal import clean_text
 
 
 class Client(Channel):
@@ -152,7 +152,7 @@ class Client(Channel):
 
     def stand_in(self, functions: list[str], modules: list[str], timeout: float | None = None) -> None:
         """Put the grader's stand-ins in place of the notebook's objects of these names (and put back
-        those of the last call): see :mod:`autograder.standins`."""
+        those of the last call): see :mod:`autograder.calls.standins`."""
         wanted = (tuple(functions), tuple(modules))
         if wanted == self.stand_ins:
             return

@@ -28,8 +28,8 @@ import threading
 import time
 from pathlib import Path
 
-from autograder import course
-from autograder.packages import sandbox_packages
+from autograder.release import course
+from autograder.release.packages import sandbox_packages
 from autograder.sandbox import forkserver, wire
 from autograder.sandbox.address_space import descendants
 from autograder.sandbox.errors import SandboxUnavailable

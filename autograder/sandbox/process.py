@@ -12,7 +12,7 @@
   still root, into a private mount namespace of the launcher, at places the uid may read.
 - new PID, network, IPC, UTS, mount and user namespaces (no network at all), every capability
   dropped, no nested user namespaces, a read-only view of the Python installation and of the
-  course's two packages as students get them (:mod:`autograder.packages`: no reference solution
+  course's two packages as students get them (:mod:`autograder.release.packages`: no reference solution
   of a chapter that is not released) and nothing else of the course: no ``solutions/``, no
   gradebook, no other student. Its home, ``/tmp`` and ``/dev/shm`` are private, size-capped
   in-memory file systems (:mod:`autograder.sandbox.bwrap`).
@@ -46,8 +46,8 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
-from autograder import course
-from autograder.packages import sandbox_packages
+from autograder.release import course
+from autograder.release.packages import sandbox_packages
 from autograder.sandbox import launcher, uids, wire
 from autograder.sandbox.bwrap import PACKAGES_MOUNT, WORKER, bwrap_available, bwrap_command, environment, mounts
 from autograder.sandbox.cgroups import Cgroups

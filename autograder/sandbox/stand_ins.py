@@ -1,6 +1,6 @@
 """The worker's side of the grader's stand-ins, in the sandbox.
 
-:mod:`autograder.sandbox.worker` runs it; the grader's side is :mod:`autograder.standins`. :class:`StandIns`
+:mod:`autograder.sandbox.worker` runs it; the grader's side is :mod:`autograder.calls.standins`. :class:`StandIns`
 puts the grader's stand-ins in place of the notebook's objects of the names an item uses: each computes nothing
 here, and its calls go back to the grader (:class:`Grader`) while the grader waits for the reply to a request, as
 ``Callback`` messages answered by a ``CallbackResult``. It also makes the proxy of a fixture that the grader holds

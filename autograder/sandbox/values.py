@@ -7,7 +7,7 @@ tensors of numeric or boolean dtypes, and torch devices and dtypes (by name: ``c
 bytes; the receiving side builds a new, plain ``np.ndarray`` or ``torch.Tensor`` from
 them, never an object of the sender's choosing (no pickle, no subclasses, no code).
 
-A fixture of :mod:`autograder.scripted` (a scripted model that a test hands to
+A fixture of :mod:`autograder.api.scripted` (a scripted model that a test hands to
 the student's function) crosses as its name and arguments and is rebuilt there;
 one that the grader holds (its state is what its test checks) crosses as its
 number, name, methods and public attributes, ``{"held": ...}``, and ``decode``
@@ -27,7 +27,7 @@ import math
 import numpy as np
 import torch
 
-from autograder import scripted
+from autograder.api import scripted
 from autograder.sandbox.wire import WireError
 
 DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64")
@@ -161,7 +161,7 @@ def decode(data, depth: int = 0, resolve=None, held=None):
             raise WireError("a set can only hold what can be hashed") from None
     if kind == "dict":
         return {str(k): decode(v, depth + 1, resolve, held) for k, v in body.items()}
-    if kind == "fixture":  # rebuilt from autograder.scripted, never from the sender's code
+    if kind == "fixture":  # rebuilt from autograder.api.scripted, never from the sender's code
         return scripted.build(str(body["name"]), decode(body["args"], depth + 1))
     if kind == "held":  # a fixture the grader holds: the proxy that calls it
         if held is None:

@@ -91,7 +91,7 @@ class Raised(FromWorker, tag="raised"):
 
 
 class StandInCall(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
-    """A call of one of the grader's stand-ins (:mod:`autograder.standins` answers it); ``fixture``: of the method
+    """A call of one of the grader's stand-ins (:mod:`autograder.calls.standins` answers it); ``fixture``: of the method
     ``name`` of the fixture that the grader holds under the number ``held``."""
 
     kind: Literal["call", "construct", "forward", "fixture"]
@@ -205,7 +205,7 @@ def kind(message: msgspec.Struct) -> str:
 
 def frame(message: msgspec.Struct | dict) -> bytes:
     """One message as it goes on the pipe. JSON by the standard library: a lone surrogate in a student's text
-    is escaped, and comes back as it was, for :func:`autograder.terminal.clean_text` to replace."""
+    is escaped, and comes back as it was, for :func:`autograder.text.terminal.clean_text` to replace."""
     payload = json.dumps(msgspec.to_builtins(message)).encode()
     return struct.pack(">I", len(payload)) + payload
 

@@ -21,10 +21,10 @@ text:
   renamed or laid out (:class:`Secrets`, :mod:`.rules.solution_code`). A region (the code between
   ``### BEGIN SOLUTION`` and ``### END SOLUTION``, or a whole solution cell without markers;
   :mod:`.regions`) and each text of the file become normalized token streams
-  (:class:`autograder.clones.Normalizer`, pygments' tokens: comments, strings and layout dropped,
+  (:class:`autograder.similarity.clones.Normalizer`, pygments' tokens: comments, strings and layout dropped,
   every name one placeholder but attributes, keyword arguments and keywords), and each stream's
   sequences of :data:`.index.SHINGLE` tokens copydetect's fingerprints
-  (:func:`autograder.clones.fingerprints`, the clone detector of ``make similarity`` too; :mod:`.index`).
+  (:func:`autograder.similarity.clones.fingerprints`, the clone detector of ``make similarity`` too; :mod:`.index`).
   The region's sequences that also occur in the public sources are no evidence and are left out; the
   rest are the region's own. It is reported when one passage of the file holds at least
   :data:`.index.THRESHOLD` of them, with the share found; a region with too few own sequences is
@@ -32,10 +32,10 @@ text:
   are still looked for).
 
 The *public sources* (:func:`public_sources`, :mod:`.sources`) are what students get legitimately under
-the term's release: the exercises, the package files that :func:`autograder.packages.allowed` gives,
+the term's release: the exercises, the package files that :func:`autograder.release.packages.allowed` gives,
 and the reference modules of the released assignments. The book's sources are not among them: what a
 chapter shows is checked on the built site, like any other published file. Which assignments are
-released is the course's setting (:func:`autograder.course.release`: ``term.yml``, ``EDITION``,
+released is the course's setting (:func:`autograder.release.course.release`: ``term.yml``, ``EDITION``,
 ``RELEASED``); their reference solutions are published by design and not looked for.
 
 The texts of a file (:func:`text_views`, :mod:`.views`): an HTML page's text (tags dropped, entities

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath
 
 from attention_course.notebooks import COURSE_ROOT
-from autograder import course
+from autograder.release import course
 from course_site.leaks.files import posix, source_files
 from course_site.leaks.regions import Secret
 from course_site.leaks.release import release_of

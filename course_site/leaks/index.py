@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from autograder import clones
+from autograder.similarity import clones
 from course_site.leaks.regions import Region
 
 # Comparing solution code (measured on the course's solutions: see tests/test_leaks.py).

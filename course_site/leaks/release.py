@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from autograder import course
+from autograder.release import course
 from course_site.leaks.report import PublishError
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import course
+from autograder.release import course
 
 
 class PublishError(Exception):

@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 from attention_course.notebooks import COURSE_ROOT
-from autograder import course
+from autograder.release import course
 from course_site.leaks.cache import secrets
 from course_site.leaks.files import digest, is_binary, walk
 from course_site.leaks.known import KnownFiles
@@ -26,7 +26,7 @@ def scan(
     published: frozenset[str] = frozenset(),
 ) -> LeakReport:
     """Scan every file under ``directory`` for solutions, nbgrader markers, secret lines and the
-    code of the reference solutions that ``release`` (default: :func:`autograder.course.release`
+    code of the reference solutions that ``release`` (default: :func:`autograder.release.course.release`
     of ``root``) does not release.
 
     ``published``: files of ``solutions/`` that the folder ships by design, each at its own path and

@@ -6,14 +6,14 @@ from pathlib import Path, PurePosixPath
 
 import nbformat
 
-from autograder import colab, course
+from autograder.release import colab, course
 from course_site.leaks.files import digest
 from course_site.leaks.report import PublishError
 
 
 def shipped_digest(data: bytes) -> str:
     """The digest of an instructor notebook that an export ships, but for its Colab set-up cell, which the
-    export writes for the students' repository (:func:`autograder.colab.retarget`): a set-up cell of any
+    export writes for the students' repository (:func:`autograder.release.colab.retarget`): a set-up cell of any
     repository, exactly as the course writes one, digests alike; anything else in it counts."""
     try:
         nb = nbformat.reads(data.decode("utf-8"), as_version=4)

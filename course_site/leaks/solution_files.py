@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
-from autograder import packages
+from autograder.release import packages
 from course_site.leaks.files import digest as digest_of
 from course_site.leaks.files import posix
 from course_site.leaks.report import Problem

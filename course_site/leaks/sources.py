@@ -6,12 +6,12 @@ from pathlib import Path, PurePosixPath
 
 from attention_course import solutions
 from attention_course.notebooks import COURSE_ROOT
-from autograder import course, packages
+from autograder.release import course, packages
 from course_site.leaks.files import PRIVATE_DIRS, read_text, source_files
 from course_site.leaks.release import release_of
 
 # The folders of the repository whose files students get (public_sources): the exercises, and the
-# packages as autograder.packages gives them for the release. Not the book's sources (the term
+# packages as autograder.release.packages gives them for the release. Not the book's sources (the term
 # edition publishes no page sources), not the instructor's README or tools.
 PUBLIC_SOURCES = ("exercises", "attention_course", "autograder")
 FETCHED = ("book/_static/mathjax/", "book/_static/mathjax.partial/")  # third-party, fetched at build time
@@ -19,7 +19,7 @@ FETCHED = ("book/_static/mathjax/", "book/_static/mathjax.partial/")  # third-pa
 
 def public_sources(root: Path = COURSE_ROOT, release: course.Release | None = None) -> list[tuple[str, str]]:
     """(path, text) of what students get legitimately under ``release`` (default: the course's
-    setting): the exercises, the package files that :func:`autograder.packages.allowed` gives, and
+    setting): the exercises, the package files that :func:`autograder.release.packages.allowed` gives, and
     the reference modules of the released assignments."""
     root = Path(root)
     release = release_of(root, release)

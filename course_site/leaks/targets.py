@@ -6,7 +6,8 @@ import re
 from pathlib import Path, PurePosixPath
 
 from attention_course.notebooks import COURSE_ROOT
-from autograder import clones, course
+from autograder.release import course
+from autograder.similarity import clones
 from course_site.leaks.files import digest
 from course_site.leaks.index import CodeIndex, shingles
 from course_site.leaks.markers import MARKERS

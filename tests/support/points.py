@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from attention_course import notebooks
-from autograder import course
+from autograder.release import course
 
 
 def points_by_test(assignment: str) -> dict[str, float]:

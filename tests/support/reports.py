@@ -7,7 +7,7 @@ are checked against too, so that a report of other code, or of another grader, i
 grades a key while holding its lock file; another that asks for the same key waits, then reads the report.
 A report of a notebook that could not be graded (the grader's failure) is never stored. The run's
 :class:`~autograder.grading.grader.Grader` holds the store (tests/conftest.py's ``reports``) and grades
-through it (:meth:`~autograder.grading.grader.Grader.grade`).
+through it (:func:`~autograder.grading.notebook.grade_notebook` with ``grader=``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The solution cells of ``solutions/<assignment>/<assignment>.ipynb`` define every graded item, and
 the module ``attention_course.solutions.<assignment>`` holds them (:mod:`attention_course.solutions`
 builds it from the notebook where the course's ``solutions/`` folder is; the student export writes
-it as a file once the chapter is released, :mod:`autograder.packages`). This module finds a graded
+it as a file once the chapter is released, :mod:`autograder.release.packages`). This module finds a graded
 item's reference there, and its known-mistake variants. The hidden tests compare students' work with
 it, the book runs it and shows it in its solution blocks, and later chapters build on it.
 """
@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 
 from attention_course import notebooks
-from autograder import course
+from autograder.release import course
 
 PACKAGE = "attention_course.solutions"
 

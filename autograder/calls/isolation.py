@@ -2,7 +2,7 @@
 
 Every check grades its item's own code (:func:`isolated`): its calls of the student's code run under
 the item's stand-ins, bounded by what the reference asks of them on the check's inputs, and a failure
-says whose fault it is (:mod:`autograder.attribution`), naming one of the item's known mistakes where
+says whose fault it is (:mod:`autograder.calls.attribution`), naming one of the item's known mistakes where
 one explains it.
 """
 
@@ -11,9 +11,11 @@ from __future__ import annotations
 import functools
 import inspect
 
-from autograder import attribution, items, reference, standin_limits, standins
-from autograder.calls import Call
-from autograder.items import CheckFailed, Item
+from autograder.api import items
+from autograder.api.items import CheckFailed, Item
+from autograder.calls import attribution, standin_limits, standins
+from autograder.calls.call import Call
+from autograder.release import reference
 
 
 def isolated(diagnose: bool = True):

@@ -3,7 +3,7 @@
 Students receive ``attention_course`` and ``autograder`` three ways: in the student repository
 (``make student-repo``), in the package that an exercise's first cell installs on Colab (built
 from that repository) and in the grading sandbox, where a submission runs. All three are written
-by :func:`write`, for one :class:`~autograder.course.Release`:
+by :func:`write`, for one :class:`~autograder.release.course.Release`:
 
 - ``attention_course/solutions/<assignment>.py`` for each released assignment, generated from its
   solution notebook (:func:`attention_course.solutions.module_source`), and for no other;
@@ -30,7 +30,7 @@ from pathlib import Path, PurePosixPath
 
 from attention_course import solutions, syntax
 from attention_course.notebooks import COURSE_ROOT
-from autograder import course, reference
+from autograder.release import course, reference
 
 PACKAGES = ("attention_course", "autograder")
 SOLUTIONS = "attention_course/solutions"
@@ -40,21 +40,21 @@ SOLUTIONS = "attention_course/solutions"
 # packages that students do not install. An entry ending in "/" is a folder: every file under it.
 INSTRUCTOR_ONLY = frozenset(
     {
-        "autograder/classroom.py",
-        "autograder/clones.py",
+        "autograder/grading/classroom.py",
         "autograder/cli/grade.py",
         "autograder/cli/exercises.py",
-        "autograder/cli/run_nbgrader.py",
+        "autograder/grading/run_nbgrader.py",
         "autograder/cli/similarity.py",
-        "autograder/colab_pins.py",
+        "autograder/release/colab_pins.py",
         "autograder/grading/feedback.py",
         "autograder/grading/feedback_pages.py",
         "autograder/grading/gradesheet.py",
+        "autograder/grading/handoff.py",
         "autograder/grading/nbgrader_log.py",
         "autograder/grading/phases.py",
         "autograder/grading/sandboxed.py",
         "autograder/grading/submissions.py",
-        "autograder/written_similarity.py",
+        "autograder/similarity/",
         "autograder/exchange/",
         "autograder/nbgrader/",
     }

@@ -3,18 +3,18 @@
 The item's own (a known mistake of it named where one explains the failure), or possibly that of a
 graded helper it uses. The one place that decides it.
 
-An item that uses other graded items (:attr:`~autograder.items.Item.uses`) is graded on its own code.
+An item that uses other graded items (:attr:`~autograder.api.items.Item.uses`) is graded on its own code.
 Where it runs in the sandbox (the grader), every helper it uses is the grader's stand-in
-(:mod:`autograder.standins`), answered with the reference's values: a failure there is the item's.
+(:mod:`autograder.calls.standins`), answered with the reference's values: a failure there is the item's.
 Beside the student's own helpers (a notebook's kernel, make validate), nothing takes their place, and
 a failure may be a helper's: the hint says what the check can establish first.
 """
 
 from __future__ import annotations
 
-from autograder import diagnosis
-from autograder.calls import is_remote
-from autograder.items import CheckFailed, Item, Mistake
+from autograder.api.items import CheckFailed, Item, Mistake
+from autograder.calls import diagnosis
+from autograder.calls.call import is_remote
 
 
 def in_sandbox(item: Item) -> bool:

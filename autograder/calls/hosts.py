@@ -3,7 +3,7 @@
 A small Llama-family decoder-only model (``attention_course.model.DecoderOnly`` with rotary positions, RMS norms
 and SwiGLU, as :mod:`attention_course.pretrained` loads real checkpoints into it) with random weights, the same
 model with the attention of every layer replaced by other modules holding the same weights, and
-:class:`GuestAttention`, the student's module (called through a check's :class:`~autograder.calls.Call`) in
+:class:`GuestAttention`, the student's module (called through a check's :class:`~autograder.calls.call.Call`) in
 place of one layer's attention.
 """
 
@@ -16,9 +16,9 @@ from collections.abc import Callable
 import torch
 
 from attention_course.model import DecoderOnly
-from autograder import global_rng
-from autograder.calls import Call
-from autograder.kv_cache import cache_pair
+from autograder.calls import global_rng
+from autograder.calls.call import Call
+from autograder.calls.kv_cache import cache_pair
 
 
 def llama_family(attention: type, init: tuple, layers: int, vocab_size: int, max_len: int, seed: int) -> DecoderOnly:

@@ -1,4 +1,4 @@
-"""The cause of a failed check, where it is a known mistake of the item (:class:`~autograder.items.Mistake`).
+"""The cause of a failed check, where it is a known mistake of the item (:class:`~autograder.api.items.Mistake`).
 
 The failed call is made again, and its values are compared with those of each known mistake (the
 reference solution with that mistake made in it) on the same inputs. A mistake is named only when
@@ -8,26 +8,28 @@ explains nothing) and equal the student's at the check's own tolerance. Otherwis
 hint, which says what the property needs, stands.
 
 The known mistakes come in as data (the item's own, or those its notebook's record holds:
-:class:`~autograder.items.KnownMistakes`); this module keeps no record of them. A student's code that cannot
+:class:`~autograder.api.items.KnownMistakes`); this module keeps no record of them. A student's code that cannot
 be replayed explains nothing, nor does a mistake whose code fails on these inputs; a mistake whose variant
-cannot be built at all is the course's to mend: a :class:`~autograder.items.BrokenMistake` where the record
+cannot be built at all is the course's to mend: a :class:`~autograder.api.items.BrokenMistake` where the record
 of the test cells being run is strict (a notebook's kernel, a test), else (graded) left out, at no cost to
 the student.
 """
 
 from __future__ import annotations
 
+import time
 import warnings
 
 import numpy as np
 import torch
 
-from autograder import course, items, reference, standins
-from autograder.calls import Call
-from autograder.checks.options import CompareOptions
-from autograder.compare import same
-from autograder.grading import timings
-from autograder.items import Item, Mistake
+from autograder.api import items
+from autograder.api.items import Item, Mistake
+from autograder.api.options import CompareOptions
+from autograder.calls import standins
+from autograder.calls.call import Call
+from autograder.calls.compare import same
+from autograder.release import course, reference
 
 
 def possible(item: Item, in_sandbox: bool) -> bool:
@@ -48,8 +50,11 @@ def cause(item: Item, arguments: dict, known: tuple[Mistake, ...]) -> str | None
     ``known`` mistakes that explains it, or None."""
     if not known:
         return None
-    with timings.phase("diagnosis"):
+    started = time.monotonic()
+    try:
         return _cause(item, arguments, known)
+    finally:  # the grader adds it to the notebook's diagnosis phase (autograder.grading.timings)
+        items.current_record().seconds += time.monotonic() - started
 
 
 def _cause(item: Item, arguments: dict, known: tuple[Mistake, ...]) -> str | None:

@@ -30,7 +30,7 @@ def clean_text(text, limit: int) -> str:
     8-bit: CSI, OSC, DCS and the others) and no control character but tabs and newlines (C0, DEL
     and C1), nor a bidirectional override. Every text of a submission that reaches the
     instructor's terminal or files goes through it, nbgrader's log included
-    (:mod:`autograder.cli.run_nbgrader`)."""
+    (:mod:`autograder.grading.run_nbgrader`)."""
     text = str(text)[:limit]
     text = text.encode("utf-8", "replace").decode("utf-8", "replace")
     return _ESCAPES.sub("", text).translate(_CONTROL)

@@ -7,7 +7,7 @@ a fixture changed inside the sandbox changes only the student's result.
 
 A fixture whose state is part of what its test checks (:class:`CallLimitedTranslator`, which counts its calls)
 never enters the sandbox: it declares :class:`Held`, and the student's code gets a proxy with its public
-attributes whose calls of its methods the grader answers with the fixture it holds (:mod:`autograder.standins`),
+attributes whose calls of its methods the grader answers with the fixture it holds (:mod:`autograder.calls.standins`),
 so that the code can call the fixture but never read or change its state. The grader holds each such fixture
 for the check that sent it (:func:`holding`, :func:`hold`, :func:`held`).
 """

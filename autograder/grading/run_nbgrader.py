@@ -3,7 +3,7 @@
 nbgrader runs in a subprocess, and what it prints can quote a submission: a traceback that holds a
 cell's source, a warning that names what a notebook holds. So none of it reaches the instructor's
 terminal as it is. Each line of its output (stdout and stderr alike) goes through the grader's one
-filter, :func:`autograder.terminal.clean_text` (no escape sequence, no control character),
+filter, :func:`autograder.text.terminal.clean_text` (no escape sequence, no control character),
 is cut to ``MAX_LINE_CHARS`` characters, and is **relayed prefixed**: every row it takes on the
 terminal starts with ``nbgrader: `` (on a terminal, a line wider than it is folded by this module,
 each row prefixed, so that the terminal never wraps one onto a row of its own; into a file or a
@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import TextIO
 
 from attention_course.notebooks import COURSE_ROOT
-from autograder.terminal import clean_text
+from autograder.release import course
+from autograder.text.terminal import clean_text
 
 PREFIX = "nbgrader: "
 MAX_LINE_CHARS = 1000  # of one line of nbgrader's output, relayed or kept
@@ -197,3 +198,24 @@ def run(
     if check and result.returncode:
         raise subprocess.CalledProcessError(result.returncode, result.args, result.stdout, result.stderr)
     return result
+
+
+def generate(
+    assignments: list[str] | None = None,
+    *,
+    into: Path | None = None,
+    db_url: str | None = None,
+    root: Path = COURSE_ROOT,
+    quiet: bool = False,
+) -> None:
+    """Run ``nbgrader generate_assignment`` for each assignment, into the folder ``into`` (default exercises/)."""
+    for name in assignments or course.assignments(root):
+        args = ["generate_assignment", name, "--force"]
+        if into is not None:
+            args.append(f"--CourseDirectory.release_directory={into}")
+        if db_url is not None:
+            args.append(f"--CourseDirectory.db_url={db_url}")
+        result = run(*args, root=root, check=False, quiet=quiet)
+        if result.returncode != 0:
+            detail = (result.stdout or "") + (result.stderr or "") if quiet else ""
+            raise RuntimeError(f"nbgrader generate_assignment {name} failed\n{detail}")

@@ -1,11 +1,9 @@
 """Inputs for checks, described as plain data.
 
-A check never receives a tensor from a test: it receives *specs* (shapes,
-scales, dtypes, literal values) and a seed, and makes the inputs itself. Specs
-are frozen dataclasses of ints, floats, strings and tuples, so that a check
-call can be written down (``dataclasses.asdict``), sent to another process and
-replayed there: the student's function can then run in one process and the
-comparison with the reference in another.
+A check never receives a tensor from a test: it receives *specs* (shapes, scales, dtypes, literal values) and a
+seed, and makes the inputs itself. Specs are frozen dataclasses of ints, floats, strings and tuples, so that a
+check call can be written down (``dataclasses.asdict``), sent to another process and replayed there: the
+student's function can then run in one process and the comparison with the reference in another.
 """
 
 from __future__ import annotations
@@ -180,20 +178,20 @@ class Literal:
 
 @dataclass(frozen=True)
 class Fixture:
-    """An object of :mod:`autograder.scripted` (e.g. a scripted model), built fresh for each call."""
+    """An object of :mod:`autograder.api.scripted` (e.g. a scripted model), built fresh for each call."""
 
     name: str
     args: tuple = ()
 
     def __post_init__(self):
-        from autograder import scripted
+        from autograder.api import scripted
 
         if self.name not in scripted.FIXTURES:
             raise ValueError(f"unknown fixture {self.name!r}; choose from {sorted(scripted.FIXTURES)}")
         object.__setattr__(self, "args", _freeze(self.args))
 
     def make(self, rng: np.random.Generator):
-        from autograder import scripted
+        from autograder.api import scripted
 
         return scripted.build(self.name, _thaw(self.args))
 
@@ -393,7 +391,7 @@ def uniforms(*shape: int, low: float = 0.0, high: float = 1.0, dtype: str = "flo
 
 
 def fixture(name: str, *args) -> Fixture:
-    """An object from :mod:`autograder.scripted`, such as ``fixture("ScriptedTranslator", 16, 1, 2)``."""
+    """An object from :mod:`autograder.api.scripted`, such as ``fixture("ScriptedTranslator", 16, 1, 2)``."""
     return Fixture(name, tuple(args))
 
 
@@ -412,6 +410,15 @@ def literal(value, *, dtype: str | None = None, library: str = "numpy") -> Liter
     return Literal(value, dtype=dtype, library=library)
 
 
+def loud_query(*shape: int, dtype: str = "float32", seed: int, loudness: float = 2000.0) -> Literal:
+    """Random torch queries (standard normal, from ``seed``, whatever the check's seed), the last ``loudness`` times
+    larger than the others: its scores overflow a raw exponential, the other rows' stay moderate."""
+    shape = _check_shape(shape)
+    loud = np.ones((*shape[:-1], 1))
+    loud.reshape(-1)[-1] = loudness
+    return literal((np.random.default_rng(seed).standard_normal(shape) * loud).tolist(), dtype=dtype, library="torch")
+
+
 def made(value) -> Literal:
     """A value already made (a tensor or array) as the spec that makes it again, dtype and library kept."""
     if isinstance(value, torch.Tensor):
@@ -428,19 +435,15 @@ def as_spec(value) -> Spec:
     if value is None or isinstance(value, (bool, int, float, str)):
         return Literal(value, library="python")
     raise TypeError(
-        f"a check's inputs must be specs (tensor(...), array(...), tokens(...), padded_tokens(...), mask(...), "
-        f"pattern(...), repeated_tokens(...), distributions(...), uniforms(...), "
-        f"literal(...), group(...)) "
-        f"or plain numbers and strings, got {type(value).__name__}"
+        "a check's inputs must be specs (tensor(...), array(...), tokens(...), padded_tokens(...), mask(...), "
+        "pattern(...), repeated_tokens(...), distributions(...), uniforms(...), literal(...), loud_query(...), "
+        f"made(...), group(...)) or plain numbers and strings, got {type(value).__name__}"
     )
 
 
 def materialize(args, kwargs, seed: int):
-    """Make the inputs that ``args`` and ``kwargs`` describe, from ``seed``.
-
-    The same specs and seed always give the same values, so the student's
-    function and the reference get equal, but separate, inputs.
-    """
+    """Make the inputs that ``args`` and ``kwargs`` describe, from ``seed``: the same specs and seed always give
+    the same values, so the student's function and the reference get equal, but separate, inputs."""
     rng = np.random.default_rng(seed)
     values = [as_spec(a).make(rng) for a in args]
     keywords = {k: as_spec(v).make(rng) for k, v in (kwargs or {}).items()}

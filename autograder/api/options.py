@@ -1,7 +1,7 @@
 """How a check compares, declared once: the tolerances, the outputs it looks at and its hint (:class:`CompareOptions`).
 
 A check takes those it needs as keyword arguments, each with the check's own default (:func:`compares`), as
-:func:`autograder.calls.takes_options` gives it the options of its call; the diagnosis of a failure reads the
+:func:`autograder.calls.call.takes_options` gives it the options of its call; the diagnosis of a failure reads the
 tolerances the same way (:meth:`CompareOptions.of`).
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from autograder.keywords import gathered
+from autograder.api.keywords import gathered
 
 
 @dataclass(frozen=True)

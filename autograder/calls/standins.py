@@ -22,18 +22,18 @@ on the arguments the student's code passed.
   the item's own mistake, as it should be.
 
 What the grader computes for a stand-in is bounded by what the reference item itself asks of its
-helpers on the same inputs (:meth:`Scope.limits`, with :mod:`autograder.standin_limits`): every argument
+helpers on the same inputs (:meth:`Scope.limits`, with :mod:`autograder.calls.standin_limits`): every argument
 of a stand-in's call may be at most a few times what the reference passed for that argument (a mask:
 anything broadcastable to the scores of its call, as the contract allows), so nothing is computed on
 sizes the student chose; a call past that, or of a name the item does not use, raises an error in the
 student's code that says so.
 
-A fixture whose state its test checks (:mod:`autograder.scripted`'s call-limited translator, which counts
+A fixture whose state its test checks (:mod:`autograder.api.scripted`'s call-limited translator, which counts
 its calls) is held the same way: the student's code gets a proxy, and each call of its methods is answered
 here with the fixture the grader holds for the check (:meth:`Scope.answer`, kind ``fixture``), bounded by
 the reference's own calls of it, so the code can call it but never read or change its count.
 The stand-ins of an item answer only while that item's checks run (:func:`grading`); which helpers
-they replace, and so whose fault a failure is, :mod:`autograder.attribution` decides.
+they replace, and so whose fault a failure is, :mod:`autograder.calls.attribution` decides.
 """
 
 from __future__ import annotations
@@ -47,9 +47,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from autograder import global_rng, reference, scripted
-from autograder.sandbox import values, wire
-from autograder.standin_limits import (
+from autograder.api import scripted
+from autograder.calls import global_rng
+from autograder.calls.standin_limits import (
     Size,
     bound_arguments,
     broadcasts,
@@ -59,6 +59,8 @@ from autograder.standin_limits import (
     signature_of,
     size_of,
 )
+from autograder.release import reference
+from autograder.sandbox import values, wire
 
 _LIMITS: dict[tuple, dict] = {}  # limits_key -> limits, for this process (the reference does not change)
 
@@ -139,7 +141,7 @@ class Scope:
         held: bool = False,
     ) -> inspect.BoundArguments:
         """The arguments of a call, bound; :class:`Refused` where one is larger than :meth:`limits` allows (a
-        mask: than its contract allows, :func:`~autograder.standin_limits.broadcasts`; ``built``: the
+        mask: than its contract allows, :func:`~autograder.calls.standin_limits.broadcasts`; ``built``: the
         arguments that a module's stand-in was built with; ``held``: a call of a fixture's method)."""
         try:
             arguments = bound_arguments(signature, args, kwargs)
@@ -195,7 +197,7 @@ class Scope:
             }
 
     def _fixture(self, callback: dict) -> dict:
-        """A call of a method of a fixture that the grader holds for this check (:mod:`autograder.scripted`),
+        """A call of a method of a fixture that the grader holds for this check (:mod:`autograder.api.scripted`),
         made on that fixture here: its state, a count of calls, stays in the grader."""
         fixture = scripted.held(callback.get("held"))
         if fixture is None:

@@ -1,6 +1,6 @@
 """The pins that the Colab cell installs with: constraints.txt without the packages of Colab's own runtime.
 
-    python -m autograder.colab_pins    # make lock: constraints.txt -> constraints-colab.txt
+    python -m autograder.release.colab_pins    # make lock: constraints.txt -> constraints-colab.txt
 
 A Colab runtime comes with its own torch (built for its GPU), NumPy, matplotlib and the Jupyter kernel that runs
 the notebook; replacing any of them, or a package they need, under a running kernel breaks it or downloads
@@ -18,13 +18,13 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name as canonical
 
 from attention_course.notebooks import COURSE_ROOT
-from autograder.colab import PINS_FILE
+from autograder.release.colab import PINS_FILE
 
 COLAB_RUNTIME = ("torch", "numpy", "matplotlib", "ipython", "ipykernel", "jupyter-client", "jupyter-core")
 SOURCE = "constraints.txt"
 HEADER = (
     "# constraints.txt without the packages of Colab's own runtime (its torch, NumPy, matplotlib and Jupyter\n"
-    "# kernel, and what they need). Written by `make lock` (python -m autograder.colab_pins); the exercises'\n"
+    "# kernel, and what they need). Written by `make lock` (python -m autograder.release.colab_pins); the exercises'\n"
     "# Colab cell installs with it.\n"
 )
 

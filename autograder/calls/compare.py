@@ -2,14 +2,14 @@
 
 Comparing what an item returned with what it should have: :func:`compare` fails a call with a
 message that says how the values differ (never what they should be, unless the check says the expected
-value is public: a visible test's known answer, :func:`autograder.items.known_answers_shown`; then both
+value is public: a visible test's known answer, :func:`autograder.api.items.known_answers_shown`; then both
 values are shown, in short), :func:`same` only answers."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from autograder.calls import Call
+from autograder.calls.call import Call
 
 
 def compare(

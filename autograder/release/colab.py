@@ -8,7 +8,7 @@ repository at the term's release; grading puts the instructor's cell back quietl
 (:func:`repository_of` tells a set-up cell of any repository from a changed one).
 
 The cell installs with the repository's ``constraints-colab.txt`` at the same ref
-(:mod:`autograder.colab_pins`): every package at the version the course was tested with, but those of Colab's
+(:mod:`autograder.release.colab_pins`): every package at the version the course was tested with, but those of Colab's
 own runtime. Where pip fails on Colab (no network, a release that is not there), the cell says so in one
 sentence, naming what it tried to install, and stops, without pip's ``CalledProcessError`` traceback.
 """
@@ -20,10 +20,10 @@ import re
 import nbformat
 
 from attention_course import notebooks
-from autograder.course import Repository
+from autograder.release.course import Repository
 
 GRADE_ID = notebooks.COLAB_CELL
-PINS_FILE = "constraints-colab.txt"  # in the repository, beside constraints.txt (autograder.colab_pins)
+PINS_FILE = "constraints-colab.txt"  # in the repository, beside constraints.txt (autograder.release.colab_pins)
 
 
 def cell_source(repo: Repository) -> str:

@@ -25,9 +25,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from autograder import global_rng, layouts, reference, specs, standins
-from autograder.items import CheckFailed, Item, quoted_error
-from autograder.keywords import gathered
+from autograder.api import specs
+from autograder.api.items import CheckFailed, Item, quoted_error
+from autograder.api.keywords import gathered
+from autograder.calls import global_rng, parameter_roles, standins
+from autograder.release import reference
 
 
 def is_remote(obj) -> bool:
@@ -181,8 +183,8 @@ class Call:
         weights, arranged = self.weights, None
         if students and self.item.layout != "contract":
             try:
-                arranged = layouts.arrange(self.item.layout, weights, self._state(instance), self.init)
-            except layouts.NotFound as exc:
+                arranged = parameter_roles.arrange(self.item.layout, weights, self._state(instance), self.init)
+            except parameter_roles.NotFound as exc:
                 self.fail(str(exc), "build the model from the parts the assignment names")
             weights, self.weights = arranged.moved, arranged.common
         try:

@@ -10,7 +10,7 @@ wait for the mutex while holding the interpreter, which the first thread needs t
 (seen in the catalogue: two gradings stopped in ``get_rng_state`` for 20 minutes). A thread that waits for this
 lock lets go of the interpreter, so the first thread finishes.
 
-Work that a student's code asks of the grader (a stand-in's call: :mod:`autograder.standins`) takes none of
+Work that a student's code asks of the grader (a stand-in's call: :mod:`autograder.calls.standins`) takes none of
 this lock, however long it runs: it draws from a generator of its own instead (:func:`private`).
 """
 

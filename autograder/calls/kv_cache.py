@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from autograder.calls import Call
+from autograder.calls.call import Call
 
 
 def cache_pair(call: Call, got: dict) -> tuple:

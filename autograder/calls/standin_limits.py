@@ -184,7 +184,7 @@ def _note(records: dict, name: str, kind: str, signature: inspect.Signature, arg
 
 
 def fixture_recording(records: dict):
-    """A note for :func:`autograder.scripted.noting`: the size of every argument of a call of a held fixture's
+    """A note for :func:`autograder.api.scripted.noting`: the size of every argument of a call of a held fixture's
     method into ``records``, under ("<fixture>.<method>", "call", parameter)."""
 
     def note_fixture(fixture, method: str, args, kwargs) -> None:

@@ -24,7 +24,7 @@ from attention_course.interop import (
     multihead_from_state,
     to_torch_attn_mask,
 )
-from autograder import global_rng
+from autograder.calls import global_rng
 
 
 def _linear(state: dict, name: str, n_in: int, n_out: int, bias: bool, generator: torch.Generator) -> None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from attention_course import notebooks
-from autograder import course
+from autograder.release import course
 
 WRITTEN_RUN = 3  # written answers are compared as runs of this many words...
 MIN_SHARED_RUNS = 10  # ...and a pair is listed or flagged where its sides share at least this many runs

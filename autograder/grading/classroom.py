@@ -5,7 +5,7 @@
 execution (:data:`PLAIN_EXECUTION`) for side-by-side comparisons. :func:`fill` answers the released
 notebook as a student would (with the reference's code or given answers) and :func:`submit` puts it
 where nbgrader collects it. An instructor's tool: no copy that students get holds it
-(:data:`autograder.packages.INSTRUCTOR_ONLY`).
+(:data:`autograder.release.packages.INSTRUCTOR_ONLY`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import nbformat
 
 from attention_course import notebooks
 from attention_course.notebooks import COURSE_ROOT
-from autograder import course
+from autograder.release import course
 
 # nbgrader's own way of executing submissions (a Jupyter kernel that runs the student's cells and the
 # tests together), kept for side-by-side comparisons: the attack tests and benchmarks.grading grade

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from autograder import reference
+from autograder.release import reference
 
 LAYOUTS = ("contract", "transformer")
 
@@ -128,7 +128,7 @@ class BrokenMistake(ValueError):
 
 
 def variant(item: Item, mistake: Mistake):
-    """The reference of ``item`` with ``mistake`` made in it (:func:`autograder.reference.variant`); a
+    """The reference of ``item`` with ``mistake`` made in it (:func:`autograder.release.reference.variant`); a
     :class:`BrokenMistake` that names the mistake where it cannot be built."""
     try:
         return reference.variant(item.assignment, item.name, mistake.replacements)
@@ -151,7 +151,7 @@ class Item:
 
     ``uses`` names the other graded items (of this chapter or an earlier one) that the item's code
     calls or builds (``("split_heads", "merge_heads")``, ``("MultiHeadAttention", "FeedForward")``).
-    Graded, the item runs with the grader's stand-ins for them (:mod:`autograder.standins`), so
+    Graded, the item runs with the grader's stand-ins for them (:mod:`autograder.calls.standins`), so
     that its checks grade its own code only: a mistake in a helper costs points in the helper's
     tests alone. ``layout`` says where the grader finds the item's parameters to give it the
     reference's weights: by the contract's names (``"contract"``), or, for a ``Transformer`` whose
@@ -159,7 +159,7 @@ class Item:
     ``free`` names, for a used module, the arguments that the student may choose when building it
     (``{"EncoderLayer": ("norm_first",)}``: a Transformer of pre-norm layers is right too): the grader
     compares with the reference built with the same choice.
-    ``known`` holds the item's known mistakes (:func:`mistakes`), for the hints (:mod:`autograder.diagnosis`).
+    ``known`` holds the item's known mistakes (:func:`mistakes`), for the hints (:mod:`autograder.calls.diagnosis`).
     """
 
     assignment: str
@@ -184,6 +184,11 @@ class Item:
             raise ValueError(f"layout must be one of {LAYOUTS}, got {self.layout!r}")
 
 
+def is_shape(value) -> bool:
+    """Whether ``value`` is a shape: a tuple of Python ints."""
+    return isinstance(value, tuple) and all(isinstance(n, int) for n in value)
+
+
 class KnownMistakes:
     """The known mistakes of each item, as the test cells of one notebook declare them: an item's first
     test cell declares them (:func:`mistakes`), and its later cells, which build the Item again, find them
@@ -197,6 +202,7 @@ class KnownMistakes:
     def __init__(self, strict: bool = True):
         self.strict = strict
         self.broken: list[BrokenMistake] = []
+        self.seconds = 0.0  # spent naming the causes of failed checks from this record (the grader adds them up)
         self._known: dict[tuple[str, str], tuple[Mistake, ...]] = {}
 
     def variant(self, item: Item, mistake: Mistake):

@@ -1,0 +1,1 @@
+"""What the test cells and the checks are written with: items, input specs, scripted objects, options."""

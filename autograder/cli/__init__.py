@@ -1,0 +1,1 @@
+"""The commands of the Makefiles: make grade, make check, make validate, make exercises, make similarity."""

@@ -1,0 +1,1 @@
+"""Near-identical submissions: code as clone detectors compare it, written answers as word runs."""
