@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from attention_course import notebooks
-from autograder.cli import similarity
+from autograder.cli import similarity as similarity_cli
 from autograder.grading.classroom import fill, make_course, released, submit
+from autograder.similarity import report as similarity
 from autograder.similarity import written
 
 MHA = "ch03_multi_head"
@@ -497,7 +498,7 @@ def test_no_submissions_is_a_clear_error(tmp_path):
     assert not (course / "grades").exists()
     stderr = io.StringIO()
     with contextlib.redirect_stderr(stderr):
-        assert similarity.main([MHA, "--root", str(course)]) == 1
+        assert similarity_cli.main([MHA, "--root", str(course)]) == 1
     assert f"submitted/<student>/{MHA}/" in stderr.getvalue()
 
 
@@ -536,14 +537,14 @@ def test_command_line(tmp_path):
     submit(course, "carol", MHA, fill(MHA, CAROL))
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        assert similarity.main([MHA, "--root", str(course), "--threshold", "0.99"]) == 0
+        assert similarity_cli.main([MHA, "--root", str(course), "--threshold", "0.99"]) == 0
     printed = out.getvalue()
     assert f"Similarity of {MHA}: 3 submission(s)" in printed
     assert "flagged (a share >= 0.99): 0 pair(s); near (a share > 0.65): 1 pair(s)" in printed
     assert str(course / "grades" / "similarity" / f"{MHA}.html") in printed
     assert str(course / "grades" / "similarity" / f"{MHA}.csv") in printed
     with pytest.raises(SystemExit), contextlib.redirect_stderr(io.StringIO()):
-        similarity.main(["ch99_nothing", "--root", str(course)])
+        similarity_cli.main(["ch99_nothing", "--root", str(course)])
 
 
 # ----------------------------------------------------------------------------- written answers
