@@ -158,3 +158,18 @@ def test_the_imports_of_earlier_terms_notebooks_still_work():
 
     done = subprocess.run([sys.executable, "-c", OLD_IMPORTS], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
+
+
+def test_the_architectures_picture_of_the_autograders_layers_is_the_contracts():
+    """ARCHITECTURE.md draws the autograder's folders in the order that import-linter's layers contract holds them to
+    (pyproject.toml): the same layers, top to bottom, and every folder of the package in one of them."""
+    import tomllib
+
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    (layers,) = [c["layers"] for c in contracts if c.get("containers") == ["autograder"]]
+    section = re.search(r"^## `autograder`.*?```text\n(.*?)```", (ROOT / "ARCHITECTURE.md").read_text(), re.M | re.S)
+    assert section, "ARCHITECTURE.md's autograder section has no picture of its layers"
+    drawn = [re.split(r"\s{2,}", line.strip())[0] for line in section.group(1).splitlines() if line.strip()]
+    assert drawn == layers, f"the picture's layers {drawn} are not the contract's {layers}"
+    folders = {p.name for p in (ROOT / "autograder").iterdir() if (p / "__init__.py").is_file()}
+    assert folders == {part.strip() for layer in layers for part in re.split(r"[|:]", layer)}
