@@ -89,7 +89,8 @@ class WrittenAnswer:
     answered: bool
 
 
-def _text(cell) -> str:
+def cell_text(cell) -> str:
+    """A cell's source as one string (nbformat holds it as a string or a list of lines)."""
     source = cell.get("source", "")
     return "".join(source) if isinstance(source, list) else source if isinstance(source, str) else ""
 
@@ -109,30 +110,26 @@ def written_answers(nb, released=None) -> list[WrittenAnswer]:
     The one rule of what a written answer left as released is, for `make validate`, `make check` and
     `make grade`'s summary: nothing checks a written answer's content (the instructor grades it by hand),
     so each of them says which are still to write, or they are lost silently."""
-    found: dict[str, object] = {}
-    for cell in nb.cells:
-        if is_written(cell) and cell_id(cell) and cell_id(cell) not in found:
-            found[cell_id(cell)] = cell
-    if released is None:
-        expected = found
-    else:
-        expected = {}
-        for cell in released.cells:
-            if is_written(cell) and cell_id(cell) and cell_id(cell) not in expected:
-                expected[cell_id(cell)] = cell
+    found = written_cells(nb)
+    expected = found if released is None else written_cells(released)
     answers = []
     for gid, model in expected.items():
         cell = found.get(gid)
-        text = "" if cell is None else _text(cell)
+        text = "" if cell is None else cell_text(cell)
         blank = not text.replace(WRITTEN_PLACEHOLDER, "").strip()
-        unchanged = released is not None and text.strip() == _text(model).strip()
+        unchanged = released is not None and text.strip() == cell_text(model).strip()
         answers.append(WrittenAnswer(gid, _points_of(model), not (blank or unchanged)))
     return answers
 
 
-def unanswered_written(nb, released=None) -> list[WrittenAnswer]:
-    """The written answers of ``nb`` still left as released (:func:`written_answers`), in the notebook's order."""
-    return [answer for answer in written_answers(nb, released) if not answer.answered]
+def written_cells(nb) -> dict[str, object]:
+    """grade_id -> the written answer's cell (:func:`is_written`) of ``nb``: of copies, the first, which graders
+    read; in the notebook's order."""
+    found: dict[str, object] = {}
+    for cell in nb.cells:
+        if is_written(cell) and cell_id(cell) and cell_id(cell) not in found:
+            found[cell_id(cell)] = cell
+    return found
 
 
 def is_test(cell) -> bool:
@@ -240,8 +237,13 @@ def released_source(code: str) -> str:
     return without_hidden_tests(code).strip()
 
 
+def points_text(points: float) -> str:
+    """A number of points in words: "1 point", "2.5 points"."""
+    return f"{points:g} point{'' if points == 1 else 's'}"
+
+
 def written_named(answers: list[WrittenAnswer]) -> str:
     """``answers`` named for a student, each with its points: "the written answer explain_x (2 points)"."""
-    named = [f"{answer.grade_id} ({answer.points:g} point{'' if answer.points == 1 else 's'})" for answer in answers]
+    named = [f"{answer.grade_id} ({points_text(answer.points)})" for answer in answers]
     listed = named[0] if len(named) == 1 else f"{', '.join(named[:-1])} and {named[-1]}"
     return f"the written answer{'' if len(named) == 1 else 's'} {listed}"

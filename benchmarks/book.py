@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'executing, ' + str(cold.jobs) + ' at a time':<28} {cold.execute_seconds:8.1f} s")
     print(f"{'the whole build':<28} {cold.seconds:8.1f} s ({len(cold.chapters)} pages executed)")
     print(f"{'again, nothing changed':<28} {cold.rebuild_seconds:8.1f} s")
-    print(f"load average over the builds: {load.mean:.2f} on average, {max(load.samples):.2f} at most")
+    print(f"load average over the builds: {load.mean:.2f} on average, {load.peak:.2f} at most")
     if cold.executed_by_build:
         print(f"The build executed {', '.join(cold.executed_by_build)} itself: their outputs were not in the cache")
     if not args.no_record:
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
                 "chapters": cold.chapters,
                 "rebuild_seconds": round(cold.rebuild_seconds, 1),
                 "load_mean": round(load.mean, 2),
-                "load_peak": round(max(load.samples), 2),
+                "load_peak": round(load.peak, 2),
                 "setting": list(SETTING),
             },
         )

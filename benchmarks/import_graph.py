@@ -11,90 +11,47 @@ package's ``__init__`` counts as a module, its folder is not one.
 from __future__ import annotations
 
 import argparse
-import functools
 import sys
 
 import grimp
+import networkx as nx
 
 
-def graph_of(package: str) -> grimp.ImportGraph:
-    return grimp.build_graph(package, cache_dir=None)
+def graph_of(package: str) -> nx.DiGraph:
+    """The package's modules, each with an edge to every module of the package it imports."""
+    imports = grimp.build_graph(package, cache_dir=None)
+    modules = {m for m in imports.modules if m == package or m.startswith(package + ".")}
+    graph = nx.DiGraph()
+    graph.add_nodes_from(modules)
+    graph.add_edges_from((m, i) for m in modules for i in imports.find_modules_directly_imported_by(m) & modules)
+    return graph
 
 
-def circles(graph: grimp.ImportGraph, modules: set[str]) -> list[list[str]]:
-    """The strongly connected parts of more than one module (Tarjan's algorithm, without recursion)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found = []
-    for root in sorted(modules):
-        if root in index:
-            continue
-        work = [(root, iter(sorted(graph.find_modules_directly_imported_by(root) & modules)))]
-        index[root] = low[root] = len(index)
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is not None:
-                if child not in index:
-                    index[child] = low[child] = len(index)
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(sorted(graph.find_modules_directly_imported_by(child) & modules))))
-                elif child in on_stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                part = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    part.append(member)
-                    if member == node:
-                        break
-                if len(part) > 1:
-                    found.append(sorted(part))
-    return found
+def circles(graph: nx.DiGraph) -> list[list[str]]:
+    """The strongly connected parts of more than one module."""
+    return sorted(sorted(part) for part in nx.strongly_connected_components(graph) if len(part) > 1)
 
 
-def levels(graph: grimp.ImportGraph, modules: set[str]) -> dict[str, int]:
-    parts = circles(graph, modules)
-    part_of = {member: tuple(part) for part in parts for member in part}
-
-    def key(module: str) -> tuple[str, ...]:
-        return part_of.get(module, (module,))
-
-    @functools.cache
-    def level(part: tuple[str, ...]) -> int:
-        below = {key(m) for member in part for m in graph.find_modules_directly_imported_by(member) & modules}
-        below.discard(part)
-        return 1 + max((level(other) for other in below), default=0)
-
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
-    return {module: level(key(module)) for module in modules}
+def levels(graph: nx.DiGraph) -> dict[str, int]:
+    """Each module's level: 1 + the longest chain of imports below it, each circle counted as one module."""
+    parts = nx.condensation(graph)
+    level = {}
+    for part in reversed(list(nx.topological_sort(parts))):  # a part after all that it imports
+        level[part] = 1 + max((level[below] for below in parts.successors(part)), default=0)
+    return {module: level[parts.graph["mapping"][module]] for module in graph}
 
 
 def summary(package: str) -> dict:
     graph = graph_of(package)
-    modules = {m for m in graph.modules if m == package or m.startswith(package + ".")}
-    root = sorted(
-        m
-        for m in modules
-        if m.count(".") == 1 and not graph.find_children(m) and m.rsplit(".", 1)[1] not in ("__init__", "__main__")
-    )
-    by_module = levels(graph, modules)
+    children = {m for m in graph if m.count(".") == 1}
+    folders = {m for m in children if any(other.startswith(m + ".") for other in graph)}
+    by_module = levels(graph)
     return {
-        "modules": len(modules),
-        "root_modules": root,
-        "folders": sorted(m for m in modules if m.count(".") == 1 and graph.find_children(m)),
+        "modules": graph.number_of_nodes(),
+        "root_modules": sorted(m for m in children - folders if m.rsplit(".", 1)[1] != "__main__"),
+        "folders": sorted(folders),
         "levels": max(by_module.values(), default=0),
-        "circles": circles(graph, modules),
+        "circles": circles(graph),
         "by_module": by_module,
     }
 

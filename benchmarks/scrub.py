@@ -23,6 +23,8 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from course_site import paths
+
 ROOT = Path(__file__).resolve().parent.parent
 # Options whose values are folders of the machine that ran the command: a record names them instead.
 FOLDER_OPTIONS = {"--out": "OUT", "--out_dir": "OUT", "--nanogpt": "NANOGPT", "--code": "CODE"}
@@ -33,9 +35,9 @@ MACHINE_ROOTS = ("tmp", "var/tmp", "var/folders", "private", "root", "home", "Us
 # colon or a slash: "1400/1500", "it/s", "https://..."), and runs to a space, a quote, a colon or a closing
 # bracket (a full stop after it ends the sentence, not the path).
 _PATH = re.compile(r"(?<![\w.:/~\-+])/[^\s\"'`,;:()\[\]{}<>|]*[^\s\"'`,;:()\[\]{}<>|.]")
-# A random temporary folder's name wherever it stands (a path relative to it, a message): mktemp's tmp.XXXXXXXXXX,
-# Python's tmpXXXXXXXX (eight letters, digits or underscores, a digit and a letter among them: not tmp_results).
-_RANDOM = re.compile(r"\btmp(?:\.[A-Za-z0-9]{6,}|(?=[a-z_]*[0-9])(?=[0-9_]*[a-z])[a-z0-9_]{8})\b")
+# A random temporary folder's name wherever it stands (a path relative to it, a message): the one pattern that
+# the site's check (course_site.paths) looks for.
+_RANDOM = re.compile(paths.RANDOM_TMP)
 _OPTION = re.compile(r"(?P<option>--[\w-]+)(?:=|\s+)(?P<value>[^\s\"'`,;]+)")
 
 

@@ -118,6 +118,10 @@ class LoadAverage:
     def mean(self) -> float:
         return sum(self.samples) / len(self.samples)
 
+    @property
+    def peak(self) -> float:
+        return max(self.samples)
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -149,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         "fast_tests": int(fast_found["passed"]),
         **({"workers": int(found_workers["workers"])} if found_workers else {}),
         "load_mean": round(load.mean, 2),
-        "load_peak": round(max(load.samples), 2),
+        "load_peak": round(load.peak, 2),
         "slowest_files": [[name, round(seconds, 1)] for name, seconds in per_file[:8]],
         "file_seconds": {name: round(seconds, 1) for name, seconds in per_file},
         "group_seconds": {name: round(seconds, 1) for name, seconds in per_group},
@@ -158,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(f"make test: {total:.0f} s ({result['tests']} tests, pytest {result['pytest_seconds']:.0f} s)")
     print(f"make test-fast: {fast:.0f} s ({result['fast_tests']} tests)")
-    print(f"load average over make test: {load.mean:.2f} on average, {max(load.samples):.2f} at most")
+    print(f"load average over make test: {load.mean:.2f} on average, {load.peak:.2f} at most")
     print("seconds per test file, on its worker:")
     for name, seconds in per_file:
         print(f"  {name:<40} {seconds:8.1f} s")

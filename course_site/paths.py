@@ -30,8 +30,8 @@ _START = r"(?:(?<![\w.~/:%@+-])|(?<=file://))"
 _FOLDERS = r"(?:/root|/home/[\w.-]+|/Users/[\w.-]+|/tmp|/var/tmp|/private/var|/work|/scratch|/mnt/[\w.-]+)"
 # A random temporary folder's name, wherever it is: mktemp's tmp.XXXXXXXXXX, Python's tmpXXXXXXXX (eight letters,
 # digits or underscores, with at least one digit and one letter, so that words such as tmp_results are not one).
-_RANDOM = r"\btmp(?:\.[A-Za-z0-9]{6,}|(?=[a-z_]*[0-9])(?=[0-9_]*[a-z])[a-z0-9_]{8})\b"
-MACHINE_PATH = re.compile(rf"{_START}{_FOLDERS}/[\w.~-]+|{_RANDOM}")
+RANDOM_TMP = r"\btmp(?:\.[A-Za-z0-9]{6,}|(?=[a-z_]*[0-9])(?=[0-9_]*[a-z])[a-z0-9_]{8})\b"
+MACHINE_PATH = re.compile(rf"{_START}{_FOLDERS}/[\w.~-]+|{RANDOM_TMP}")
 # The files checked besides the site: what the README and the book quote of the measuring machines' records.
 RECORDS = ("README.md", "benchmarks/figures.json")
 # The packages whose own fixed folders a document may name.

@@ -164,8 +164,12 @@ def test_a_written_answer_left_as_released_is_unanswered_and_one_written_in_is_a
     a = "ch10_what_heads_learn"
     released = course.released_notebook(a)
     gid = "explain_split_prefix_score"
-    assert notebooks.unanswered_written(released, released) == [notebooks.WrittenAnswer(gid, 2.0, False)]
-    assert notebooks.unanswered_written(released) == [notebooks.WrittenAnswer(gid, 2.0, False)]
+    assert [a for a in notebooks.written_answers(released, released) if not a.answered] == [
+        notebooks.WrittenAnswer(gid, 2.0, False)
+    ]
+    assert [a for a in notebooks.written_answers(released) if not a.answered] == [
+        notebooks.WrittenAnswer(gid, 2.0, False)
+    ]
 
     def answered(text: str | None, compared=released, points=None) -> list[bool]:
         nb = deepcopy(released)
@@ -189,7 +193,7 @@ def test_a_written_answer_left_as_released_is_unanswered_and_one_written_in_is_a
             cell.source = "Write here why the score falls."
     assert answered("Write here why the score falls.", compared=prompt) == [(False, 2.0)]
     assert answered("Write here why the score falls.", compared=None) == [(True, 2.0)]
-    assert notebooks.written_named(notebooks.unanswered_written(released)) == (
+    assert notebooks.written_named([a for a in notebooks.written_answers(released) if not a.answered]) == (
         "the written answer explain_split_prefix_score (2 points)"
     )
     two = [notebooks.WrittenAnswer("a", 1.0, False), notebooks.WrittenAnswer("b", 2.5, False)]

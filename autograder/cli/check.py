@@ -55,7 +55,7 @@ def written_rubrics(assignment: str, answers: list[notebooks.WrittenAnswer] | No
     rubric as plain text (from the instructor notebook, which a students' copy holds once the chapter is
     released), so that a self-learner can grade their own; empty where it has none."""
     nb = notebooks.read(course.notebook_path(assignment, "solutions"))
-    written = [c for c in nb.cells if notebooks.is_written(c)]
+    written = list(notebooks.written_cells(nb).values())
     if not written:
         return ""
     states = {answer.grade_id: answer.answered for answer in answers or []}
@@ -67,7 +67,7 @@ def written_rubrics(assignment: str, answers: list[notebooks.WrittenAnswer] | No
             states.get(gid), ""
         )
         lines.append(f"  {gid} ({points:g} points){state}")
-        lines += [f"        {line}".rstrip() for line in plain_text(cell.source).splitlines()]
+        lines += [f"        {line}".rstrip() for line in plain_text(notebooks.cell_text(cell)).splitlines()]
     return "\n".join(lines)
 
 

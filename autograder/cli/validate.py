@@ -35,10 +35,6 @@ from autograder.release import course
 UNGRADED = "ungraded"
 
 
-def _points(points) -> str:
-    return f"{points:g} point{'' if points == 1 else 's'}"
-
-
 def _error(cell) -> str | None:
     for output in cell.get("outputs", []):
         if output.get("output_type") == "error":
@@ -101,10 +97,10 @@ def validate(path: Path, *, run_all: bool = False, timeout: int = 600) -> tuple[
             label = notebooks.cell_id(cell) or notebooks.cell_label(nb, index)
             if error:
                 passed = False
-                lines.append(f"  FAIL  {label} ({_points(points)})")
+                lines.append(f"  FAIL  {label} ({notebooks.points_text(points)})")
                 lines += [f"        {line}" for line in error.splitlines()[:12]]
             else:
-                lines.append(f"  pass  {label} ({_points(points)})")
+                lines.append(f"  pass  {label} ({notebooks.points_text(points)})")
         elif error:
             passed = False
             lines.append(f"  error in {notebooks.cell_label(nb, index)}: {error.splitlines()[0][:200]}")
@@ -138,11 +134,12 @@ def written_lines(written: list[notebooks.WrittenAnswer]) -> list[str]:
     for answer in written:
         if answer.answered:
             lines.append(
-                f"  written      {answer.grade_id} ({_points(answer.points)}): awaits your instructor's grading"
+                f"  written      {answer.grade_id} ({notebooks.points_text(answer.points)}): "
+                "awaits your instructor's grading"
             )
         else:
             lines.append(
-                f"  NOT WRITTEN  {answer.grade_id} ({_points(answer.points)}): its cell is as released "
+                f"  NOT WRITTEN  {answer.grade_id} ({notebooks.points_text(answer.points)}): its cell is as released "
                 f"({notebooks.WRITTEN_PLACEHOLDER} or blank); write your answer there"
             )
     return lines

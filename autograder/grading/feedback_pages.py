@@ -10,6 +10,7 @@ import html
 import time
 from pathlib import Path
 
+from attention_course import notebooks
 from autograder import exchange
 from autograder.grading.gradesheet import Result
 from autograder.grading.submissions import notebook_names
@@ -39,7 +40,7 @@ def _score_line(assignment: str, result: Result) -> str:
     failed = f" Tests failed: {', '.join(result.failed)}." if result.failed else ""
     points = result.awaiting_points
     if points:  # written answers that the instructor has not graded yet count for nothing so far
-        awaits = f"{points:g} point{'' if points == 1 else 's'} {'awaits' if points == 1 else 'await'}"
+        awaits = f"{notebooks.points_text(points)} {'awaits' if points == 1 else 'await'}"
         return (
             f"Your score for {assignment}: {result.score:g} / {result.max_score - points:g} so far; {awaits} your "
             f"instructor's grading of your written answers.{failed}"

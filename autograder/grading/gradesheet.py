@@ -43,6 +43,10 @@ class Result:
     def awaiting_points(self) -> float:
         return sum(most for score, most in self.written.values() if score is None)
 
+    def void(self, score: float | None) -> None:
+        """Set the score alone (None: not graded; a refused submission's), with no test or written answer."""
+        self.score, self.tests, self.written, self.blank = score, {}, {}, []
+
 
 def db_url(root: Path) -> str:
     return f"sqlite:///{Path(root).resolve() / 'gradebook.db'}"

@@ -296,7 +296,7 @@ def _settle(run: Run, result: Result) -> None:
     scored, with the notes of every phase; the course's own feedback pages where nbgrader wrote none."""
     found, student = run.found, result.student
     if student in found.not_graded:
-        result.score, result.tests, result.written, result.blank = None, {}, {}, []
+        result.void(None)
         result.note = f"not graded: {found.not_graded[student]}"
         return
     refusal = found.refused.get(student, "")
@@ -306,7 +306,7 @@ def _settle(run: Run, result: Result) -> None:
             f" (the sandboxed grader's report gave {sandboxed}; nbgrader recorded no score)" if sandboxed else ""
         )
     if refusal:
-        result.score, result.tests, result.written, result.blank = 0.0, {}, {}, []
+        result.void(0.0)
     blank = [] if refusal else found.unanswered.get(student, [])
     result.unanswered = bool(blank) and set(blank) >= set(notebook_names(run.assignment, run.root))
     unreleased = write_feedback_pages(
@@ -346,9 +346,9 @@ def rewrite_csv(assignment: str, root: Path = COURSE_ROOT) -> list[Result]:
         # the note on written answers left blank is the gradebook's to give again (one graded since is not blank)
         notes = [n for n in (row.get("note") or "").split("; ") if n and not is_blank_note(n)]
         if (row.get("score") or "") == "":  # not graded: the grader's failure, never a score
-            result.score, result.tests, result.written, result.blank = None, {}, {}, []
+            result.void(None)
         elif any(n.startswith("refused") for n in notes):
-            result.score, result.tests, result.written, result.blank = float(row["score"]), {}, {}, []
+            result.void(float(row["score"]))
         result.unanswered = any(n.startswith("nothing answered") for n in notes)
         result.note = clean_text("; ".join(notes), 4000)
     write_csv(path, results, column_order(assignment, root))

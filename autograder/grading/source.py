@@ -163,7 +163,7 @@ def copied_answers(source: Source, nb) -> dict[str, str]:
     notes = {}
     for places in _copies(found).values():
         gid, copies = found[places[0]].grade_id, len(places)
-        if gid in fixed or len({_text(nb.cells[i]).strip() for i in places}) == 1:
+        if gid in fixed or len({notebooks.cell_text(nb.cells[i]).strip() for i in places}) == 1:
             continue
         if found[places[0]].cell_type == "code":
             notes[gid] = (
@@ -205,11 +205,6 @@ def _copy_label(gid: str, ordinal: int) -> str:
     return f"cell '{gid}'" if ordinal == 1 else f"copy {ordinal} of cell '{gid}'"
 
 
-def _text(cell) -> str:
-    source = cell.get("source", "")
-    return source if isinstance(source, str) else "".join(source)
-
-
 def tampered_tests(source: Source, nb) -> list[str]:
     """Notes on test cells a submission deleted or changed (grading uses the instructor's anyway).
 
@@ -217,7 +212,7 @@ def tampered_tests(source: Source, nb) -> list[str]:
     back before grading), is untouched. Of a test cell's copies, the first is the test cell (:func:`roles`).
     """
     found = {
-        role.grade_id: _text(cell)
+        role.grade_id: notebooks.cell_text(cell)
         for cell, role in zip(nb.cells, roles(nb, source.cell_types))
         if role.grade_id is not None and role.cell_type == "code"
     }
@@ -277,7 +272,7 @@ def student_program(source: Source, nb) -> tuple[list[str], list[int]]:
             program.append(source.setup[role.grade_id])
             seen_setup.add(role.grade_id)
         elif role.grade_id not in tests:
-            program.append(_text(cell))
+            program.append(notebooks.cell_text(cell))
         else:
             continue
         where.append(index)

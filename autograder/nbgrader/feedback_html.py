@@ -13,6 +13,7 @@ from pathlib import Path
 from nbconvert.exporters import HTMLExporter
 from nbgrader.preprocessors import NbGraderPreprocessor
 
+from attention_course import notebooks
 from autograder.grading.gradesheet import AWAITING, written_state
 from autograder.release import course
 
@@ -109,10 +110,6 @@ _HEADING_SCORE = (
 )
 
 
-def _points(points: float) -> str:
-    return f"{points:g} point{'' if points == 1 else 's'}"
-
-
 def awaiting_grading(page: str, info: dict) -> str:
     """``page`` with each written answer of ``info["awaiting"]`` (grade_id -> points, :class:`AwaitingGrading`)
     shown as awaiting grading, in the index and in its cell's heading, and the total out of the points graded so
@@ -122,7 +119,11 @@ def awaiting_grading(page: str, info: dict) -> str:
 
     def index(match):
         grade_id, score = match.group(1), match.group(2)
-        shown = f"awaiting grading, {_points(awaiting[grade_id])}" if grade_id in awaiting else f"Score: {score}"
+        shown = (
+            f"awaiting grading, {notebooks.points_text(awaiting[grade_id])}"
+            if grade_id in awaiting
+            else f"Score: {score}"
+        )
         return f'<li><a href="#{grade_id}">Written answer <code>{grade_id}</code></a> ({shown})'
 
     page, named = _INDEX_WRITTEN.subn(index, page)
@@ -131,7 +132,9 @@ def awaiting_grading(page: str, info: dict) -> str:
     for grade_id, points in awaiting.items():
         page, found = re.subn(
             _HEADING_SCORE.format(re.escape(grade_id)),
-            lambda match, points=points: f"{match.group(1)}Awaiting your instructor's grading ({_points(points)})",
+            lambda match, points=points: (
+                f"{match.group(1)}Awaiting your instructor's grading ({notebooks.points_text(points)})"
+            ),
             page,
             count=1,
         )
@@ -145,7 +148,7 @@ def awaiting_grading(page: str, info: dict) -> str:
 
     def partial(match):
         return (
-            f"<h4>{match.group(1)} (Score: {score:g} / {most - total:g} so far; {_points(total)} "
+            f"<h4>{match.group(1)} (Score: {score:g} / {most - total:g} so far; {notebooks.points_text(total)} "
             f"{'awaits' if total == 1 else 'await'} your instructor's grading)</h4>"
         )
 

@@ -25,7 +25,7 @@ RUBRIC_CELL = "autograder_rubric"  # the metadata key that marks the cells this 
 def rubrics(path: Path) -> dict[str, str]:
     """grade_id -> the rubric of each written answer of the instructor notebook at ``path``."""
     nb = notebooks.read(path)
-    return {notebooks.cell_id(cell): cell.source.strip() for cell in nb.cells if notebooks.is_written(cell)}
+    return {gid: notebooks.cell_text(cell).strip() for gid, cell in notebooks.written_cells(nb).items()}
 
 
 def rubric_cell(grade_id: str, text: str, source: str):
