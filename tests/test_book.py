@@ -394,10 +394,6 @@ def test_figures_fit_their_column_and_open_at_full_size(visits, width):
     assert not closed, f"figures scaled down that cannot be opened at full size at {width} px:\n" + "\n".join(closed)
 
 
-def zoom_open(page) -> bool:
-    return page.evaluate("() => Boolean(document.querySelector('dialog.course-zoom')?.open)")
-
-
 def test_a_figure_opens_at_full_size_on_a_phone_and_closes(chromium):
     """On a phone a figure of chapter 10 is scaled to the column; a tap opens it at its own size over the page
     (scrolling sideways where it is wider than the window), and Escape or a tap closes it. The keyboard does the
@@ -410,7 +406,7 @@ def test_a_figure_opens_at_full_size_on_a_phone_and_closes(chromium):
         figure.scroll_into_view_if_needed()
         natural = figure.evaluate("img => img.naturalWidth")
         assert figure.bounding_box()["width"] <= PHONE and natural > PHONE, "the figure is not scaled to the phone"
-        assert not zoom_open(page)
+        assert not dialog_open(page, "dialog.course-zoom")
         figure.click()
         page.wait_for_function("() => document.querySelector('dialog.course-zoom')?.open", timeout=5_000)
         full = page.locator("dialog.course-zoom img")

@@ -219,12 +219,8 @@ def _helpers_defined(source: str) -> list[str]:
 
 
 def _test_cells(path):
-    """``(grade_id, source)`` of every nbgrader test cell of the notebook at ``path``: a code cell graded."""
-    return [
-        (notebooks.cell_id(cell), cell.source)
-        for cell in notebooks.read(path).cells
-        if cell.cell_type == "code" and notebooks.nbgrader_meta(cell).get("grade") is True
-    ]
+    """``(grade_id, source)`` of every nbgrader test cell of the notebook at ``path``."""
+    return [(notebooks.cell_id(cell), cell.source) for cell in notebooks.read(path).cells if notebooks.is_test(cell)]
 
 
 def test_no_test_cell_defines_a_helper():

@@ -99,8 +99,8 @@ def compare(
                     sides[student] = runs
                 else:
                     blank.setdefault(student, []).append(gid)
-        if gid in published and word_runs(published[gid]) - boilerplate:
-            sides[label] = word_runs(published[gid]) - boilerplate
+        if runs := word_runs(published.get(gid, "")) - boilerplate:
+            sides[label] = runs
         names = list(sides)
         for i, first in enumerate(names):
             for second in names[i + 1 :]:
