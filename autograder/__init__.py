@@ -52,6 +52,7 @@ _HOMES = {  # name -> the module that defines it; imported on first use, so that
     **dict.fromkeys(
         (
             "array",
+            "attention_saved",
             "distributions",
             "fixture",
             "group",

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import importlib.abc
 import importlib.util
+import linecache
 import sys
 from pathlib import Path
 
@@ -83,7 +84,15 @@ class _NotebookLoader(importlib.abc.Loader):
 
     def exec_module(self, module) -> None:
         source = module_source(self.assignment)
+        register_source(source, module.__spec__.origin)
         exec(compile(source, module.__spec__.origin, "exec"), module.__dict__)
+
+
+def register_source(source: str, filename: str) -> None:
+    """Make ``source`` the lines that ``inspect`` and tracebacks read for code compiled as ``filename``: the module
+    built from a notebook (whose file is the notebook's JSON), and code that exists only as a string. Triton reads a
+    kernel's source this way to compile or interpret it."""
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
 
 
 class _NotebookFinder(importlib.abc.MetaPathFinder):

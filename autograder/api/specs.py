@@ -419,6 +419,25 @@ def loud_query(*shape: int, dtype: str = "float32", seed: int, loudness: float =
     return literal((np.random.default_rng(seed).standard_normal(shape) * loud).tolist(), dtype=dtype, library="torch")
 
 
+def attention_saved(*shape: int, n_keys: int | None = None, causal: bool = False, seed: int) -> list[Literal]:
+    """``[q, k, v, output, lse, grad_output]`` for a backward pass of attention, as specs: random float32 queries
+    ``shape`` = ``(..., Lq, d)``, keys and values of ``n_keys`` positions (default ``Lq``) and a gradient of the
+    output, all standard normal from ``seed``; ``output`` and ``lse`` what the forward pass saves for them
+    (:func:`attention_course.flash.attention`), so that every correct way of using them gives the same gradients."""
+    from attention_course.flash import attention
+
+    shape = _check_shape(shape)
+    if len(shape) < 2:
+        raise ValueError(f"the queries' shape must be (..., Lq, d), got {shape!r}")
+    *lead, length, d = shape
+    generator = torch.Generator().manual_seed(seed)
+    q = torch.randn(shape, generator=generator)
+    k, v = (torch.randn(*lead, n_keys or length, d, generator=generator) for _ in range(2))
+    grad_output = torch.randn(shape, generator=generator)
+    output, lse = attention(q, k, v, causal)
+    return [made(t) for t in (q, k, v, output, lse, grad_output)]
+
+
 def made(value) -> Literal:
     """A value already made (a tensor or array) as the spec that makes it again, dtype and library kept."""
     if isinstance(value, torch.Tensor):

@@ -14,7 +14,7 @@ import importlib
 import threading
 from pathlib import Path
 
-from attention_course import notebooks
+from attention_course import notebooks, solutions
 from autograder.release import course
 
 PACKAGE = "attention_course.solutions"
@@ -91,6 +91,9 @@ def variant(assignment: str, name: str, replacements: tuple[tuple[str, str], ...
             return _VARIANTS[key]
         code = replaced(item_source(assignment, name), key[2], f"{assignment}/{name}")
         namespace = dict(vars(load(assignment)))
-        exec(compile(code, f"<{assignment}/{name}, a known mistake>", "exec"), namespace)
+        # a name of its own, under which a Triton kernel in it reads its source (when it first runs)
+        filename = f"<{assignment}/{name}, known mistake {len(_VARIANTS) + 1}>"
+        solutions.register_source(code, filename)
+        exec(compile(code, filename, "exec"), namespace)
         _VARIANTS[key] = namespace[name]
         return _VARIANTS[key]
