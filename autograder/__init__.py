@@ -49,10 +49,10 @@ _HOMES = {  # name -> the module that defines it; imported on first use, so that
     ),
     **dict.fromkeys(("check_choices",), "autograder.checks.questions"),
     **dict.fromkeys(("CheckFailed", "Item", "Mistake", "PartlyRight", "is_shape", "mistakes"), "autograder.api.items"),
+    **dict.fromkeys(("attention_saved",), "autograder.api.derived"),
     **dict.fromkeys(
         (
             "array",
-            "attention_saved",
             "distributions",
             "fixture",
             "group",

@@ -9,7 +9,13 @@ inputs. The implementations:
 - ``math``, ``efficient``, ``flash``: ``F.scaled_dot_product_attention`` with ``is_causal=True``, held to
   one of its back ends by ``sdpa_kernel`` (the plain computation in PyTorch's own operations, the
   memory-efficient kernel, FlashAttention). A back end that refuses the dtype or the device is recorded as
-  such; one that runs out of memory, likewise.
+  such; one that runs out of memory, likewise;
+- ``triton``: chapter 11's reference kernels (``attention_course.solutions.ch11_flash_attention``), compiled by
+  Triton, forward and backward (``flash_attention_forward`` and ``flash_attention_backward`` in an autograd
+  function), in blocks of :data:`TRITON_BLOCK` queries and keys. This process imports triton compiled
+  (``TRITON_INTERPRET=0``, :func:`attention_course.flash.load_triton`) before anything else imports it. The kernels
+  take float32 (their ``tl.dot`` in TF32, Triton's default on a recent GPU) on a CUDA GPU only: another dtype or
+  device is recorded as not available.
 
     python -m benchmarks.attention                          # the best device, its default lengths
     python -m benchmarks.attention --device cpu --lengths 128 256 512 --heads 4
@@ -18,8 +24,10 @@ inputs. The implementations:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
+import sys
 import time
 import warnings
 
@@ -28,21 +36,59 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from attention_course import best_device
+from attention_course.flash import load_triton
 from attention_course.processes import synchronize
 from attention_course.solutions.ch02_scaled_dot_product import scaled_dot_product_attention
 from attention_course.solutions.ch04_masking import causal_mask
 
 BACKENDS = {"math": SDPBackend.MATH, "efficient": SDPBackend.EFFICIENT_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}
-IMPLEMENTATIONS = ("course", *BACKENDS)
+IMPLEMENTATIONS = ("course", *BACKENDS, "triton")
+TRITON_BLOCK = 64  # block_q and block_k of the course's Triton kernels
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 GPU_LENGTHS = (512, 1024, 2048, 4096, 8192, 16384, 32768)
 CPU_LENGTHS = (128, 256, 512, 1024)
+
+
+def triton_kernels():
+    """Chapter 11's reference kernels, compiled for a GPU: triton imported with ``TRITON_INTERPRET=0``. A
+    RuntimeError where this process imported it in its interpreter already, or has no triton."""
+    try:
+        load_triton(interpret=False)
+    except ModuleNotFoundError as error:
+        raise RuntimeError(str(error)) from error
+    from attention_course.solutions import ch11_flash_attention
+
+    return ch11_flash_attention
+
+
+class TritonAttention(torch.autograd.Function):
+    """Causal attention by chapter 11's kernels (``kernels``, the module that holds them): the forward kernel, and
+    the backward kernels from what it saved (its output and log-sum-exps)."""
+
+    @staticmethod
+    def forward(ctx, kernels, q, k, v):
+        output, lse = kernels.flash_attention_forward(q, k, v, causal=True, block_q=TRITON_BLOCK, block_k=TRITON_BLOCK)
+        ctx.kernels = kernels
+        ctx.save_for_backward(q, k, v, output, lse)
+        return output
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        q, k, v, output, lse = ctx.saved_tensors
+        grads = ctx.kernels.flash_attention_backward(
+            q, k, v, output, lse, grad_output.contiguous(), causal=True, block_q=TRITON_BLOCK, block_k=TRITON_BLOCK
+        )
+        return None, *grads
 
 
 def attend(implementation: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """Causal self-attention of ``q``, ``k``, ``v`` (batch, heads, length, head size) by ``implementation``."""
     if implementation == "course":
         return scaled_dot_product_attention(q, k, v, causal_mask(q.size(-2), device=q.device))[0]
+    if implementation == "triton":
+        if q.device.type != "cuda" or q.dtype != torch.float32:
+            raise RuntimeError("the course's Triton kernels run compiled on a CUDA GPU, in float32")
+        return TritonAttention.apply(triton_kernels(), q, k, v)
     with sdpa_kernel(BACKENDS[implementation]), warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # why a back end refuses: the row says "not available"
         return F.scaled_dot_product_attention(q, k, v, is_causal=True)
@@ -93,7 +139,9 @@ def measure(implementation: str, length: int, dtype: str, device: torch.device, 
             synchronize(device)
             timed["peak_mib"] = round((torch.cuda.max_memory_allocated(device) - base) / 2**20, 1)
         timed["forward_backward_ms"] = round(1e3 * _seconds(forward_backward, device, repeats), 4)
-    except RuntimeError as error:  # torch.OutOfMemoryError too; or a back end that refuses this dtype or device
+    except Exception as error:  # torch.OutOfMemoryError too; or a back end that refuses this dtype or device
+        if not isinstance(error, RuntimeError) and implementation != "triton":  # Triton's own: a kernel that
+            raise  # does not compile for this GPU (OutOfResources, CompilationError)
         out_of_memory = isinstance(error, torch.OutOfMemoryError) or "out of memory" in str(error)
         return {**row, "error": "out of memory" if out_of_memory else "not available"}
     return {**row, **timed}
@@ -118,6 +166,7 @@ def run(device: torch.device, lengths, dtypes, implementations, heads: int, head
         "batch": 1,
         "heads": heads,
         "head_size": head_size,
+        "triton_block": TRITON_BLOCK,
         "repeats": repeats,
         "rows": rows,
     }
@@ -145,6 +194,11 @@ def main(argv=None) -> dict:
     args = parse_args(argv)
     device = torch.device(args.device) if args.device else best_device()
     lengths = args.lengths or (GPU_LENGTHS if device.type == "cuda" else CPU_LENGTHS)
+    if device.type == "cuda" and "triton" in args.implementations and "triton" not in sys.modules:
+        # Compiled kernels: TRITON_INTERPRET=0 before anything imports triton (the choice holds for the process).
+        # Without triton, its rows say "not available".
+        with contextlib.suppress(ModuleNotFoundError):
+            load_triton(interpret=False)
     result = run(device, lengths, args.dtypes, args.implementations, args.heads, args.head_size, args.repeats)
     print(json.dumps(result), flush=True)
     return result

@@ -23,7 +23,8 @@ fails or runs out of time leaves the others' figures:
 - ``profile-before``, ``profile-after``: ``benchmarks.profile_step`` on that model without any speed-up
   and with all of them;
 - ``tests``: the tests that compute on a device (:data:`DEVICE_TESTS`), on this one;
-- ``attention``: ``benchmarks.attention``, the course's attention against the fused kernels by length;
+- ``attention``: ``benchmarks.attention``, the course's attention against the fused kernels by length, chapter
+  11's Triton kernels among them (compiled: that process imports triton with ``TRITON_INTERPRET=0``);
 - ``shakespeare``: the character language model at nanoGPT's shakespeare_char settings (its README reports a
   validation loss of 1.4697), its training stopped after its time limit less the time to start and evaluate;
 - ``transformer-fp32``, ``transformer-bf16``: ``make bench-transformer`` at the page's GPU sizes;

@@ -78,6 +78,7 @@ STUDENT_REQUIREMENTS = (
     "huggingface_hub",
     "tokenizers",
     "transformers",
+    "triton",  # chapter 11's kernels (in its interpreter without a GPU), at the version that torch's CUDA build needs
 )
 
 

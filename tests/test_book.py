@@ -187,6 +187,11 @@ def test_book_builds_strictly(site):
     real = (site / "book" / "ch09_real_models.html").read_text()
     assert "as transformers': True" in real and "c_attn.weight" in real and "q_proj.weight" in real
     assert "bits a byte" in real and "rotate half: " in real
+    # Chapter 11 runs its Triton kernels in the interpreter at build time and shows the reference kernels.
+    kernels = (site / "book" / "ch11_flash_attention.html").read_text()
+    assert "interpreter: True" in kernels and "largest difference" in kernels
+    assert '<span class="nf">flash_forward_kernel</span>' in kernels
+    assert '<span class="nf">flash_backward_q_kernel</span>' in kernels
 
 
 def test_the_build_log_is_quiet(site):
@@ -730,7 +735,9 @@ def test_code_cell_lines_are_read_without_their_options():
 
 def test_every_chapter_has_objectives_figures_takeaways_and_an_exercise(visits):
     assert [c for c in CHAPTERS if c not in WITHOUT_EXERCISE] == EXERCISES, "every other chapter has an exercise"
-    assert CHAPTERS[-2:] == ["ch09_real_models", "ch10_what_heads_learn"], "chapter 10 follows chapter 9"
+    assert CHAPTERS[-3:] == ["ch09_real_models", "ch10_what_heads_learn", "ch11_flash_attention"], (
+        "chapters 10 and 11 follow chapter 9"
+    )
     for chapter in CHAPTERS:
         outline = visits[f"book/{chapter}.html"].outline
         headings = outline["headings"]

@@ -43,7 +43,7 @@ from autograder import (
     tensor,
     tokens,
 )
-from autograder.api import items, specs
+from autograder.api import derived, items, specs
 from autograder.api.options import CompareOptions, compares
 from autograder.calls import diagnosis
 from autograder.release import reference
@@ -406,6 +406,38 @@ def test_loud_query_is_the_literal_of_its_seeds_normals_with_the_last_query_loud
     assert norms[-1] > 200 * norms[:-1].max()
     assert specs.loud_query(3, 4, seed=5, loudness=10.0).make(None).dtype == torch.float32
     assert autograder.loud_query is specs.loud_query and "loud_query" in autograder.__all__
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_saved_gives_a_backward_pass_the_output_and_lse_of_its_own_inputs(causal):
+    """Chapter 11's backward tests hand the kernels what the forward pass saved: the output and log-sum-exp of those
+    very queries, keys and values (a random output would make Δ = rowsum(dO ∘ O) differ from its other correct
+    forms), the same whatever the check's seed, and different for another seed of the spec."""
+    import autograder
+
+    spec = derived.attention_saved(2, 3, 20, 16, n_keys=24, causal=causal, seed=7)
+    (q, k, v, output, lse, grad_output), _ = specs.materialize(spec, {}, seed=0)
+    assert [tuple(t.shape) for t in (q, k, v, output, lse, grad_output)] == [
+        (2, 3, 20, 16),
+        (2, 3, 24, 16),
+        (2, 3, 24, 16),
+        (2, 3, 20, 16),
+        (2, 3, 20),
+        (2, 3, 20, 16),
+    ]
+    assert all(t.dtype == torch.float32 for t in (q, k, v, output, lse, grad_output))
+    scores = q.double() @ k.double().transpose(-2, -1) / 4
+    if causal:
+        scores = scores.masked_fill(~torch.ones(20, 24, dtype=torch.bool).tril(), float("-inf"))
+    torch.testing.assert_close(lse, torch.logsumexp(scores, -1).float())
+    torch.testing.assert_close(output, (torch.softmax(scores, -1) @ v.double()).float())
+    (again, *_), _ = specs.materialize(spec, {}, seed=1)
+    assert torch.equal(again, q)
+    other = derived.attention_saved(2, 3, 20, 16, n_keys=24, causal=causal, seed=8)
+    assert not torch.equal(specs.materialize(other, {}, seed=0)[0][0], q)
+    assert autograder.attention_saved is derived.attention_saved and "attention_saved" in autograder.__all__
+    with pytest.raises(ValueError, match="shape"):
+        derived.attention_saved(16, seed=0)
 
 
 def test_made_gives_back_the_spec_of_a_tensor_with_its_dtype_and_library():

@@ -70,7 +70,7 @@ def test_the_colab_pins_are_the_lock_without_colabs_own_runtime():
     written = colab_pins.colab_constraints((COURSE_ROOT / "constraints.txt").read_text(), colab_pins.runtime_closure())
     assert (COURSE_ROOT / colab.PINS_FILE).read_text() == written, "run `make lock`"
     pinned = {colab_pins.canonical(line.split("==")[0]) for line in written.splitlines() if "==" in line}
-    assert not pinned & {"torch", "numpy", "matplotlib", "ipykernel", "jupyter-client", "tornado", "pyzmq"}
+    assert not pinned & {"torch", "triton", "numpy", "matplotlib", "ipykernel", "jupyter-client", "tornado", "pyzmq"}
     assert {"transformers", "tokenizers", "safetensors", "nbformat", "msgspec", "plotly"} <= pinned
 
 

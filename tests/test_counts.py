@@ -42,7 +42,7 @@ def in_words(numbers: list[int]) -> str:
             runs[-1].append(n)
         else:
             runs.append([n])
-    said = [f"{run[0]} to {run[-1]}" if len(run) > 2 else ", ".join(map(str, run)) for run in runs]
+    said = [said for run in runs for said in ([f"{run[0]} to {run[-1]}"] if len(run) > 2 else map(str, run))]
     return said[0] if len(said) == 1 else f"{', '.join(said[:-1])} and {said[-1]}"
 
 
@@ -53,6 +53,7 @@ def text(page: str) -> str:
 def test_the_course_has_chapters_without_an_exercise_and_every_assignment_is_a_chapter():
     assert set(ASSIGNMENTS) <= set(CHAPTERS), set(ASSIGNMENTS) - set(CHAPTERS)
     assert in_words([1, 2, 3, 4, 5, 6, 7, 8, 10]) == "1 to 8 and 10" and in_words([1, 2, 4]) == "1, 2 and 4"
+    assert in_words([1, 2, 3, 4, 5, 6, 7, 8, 10, 11]) == "1 to 8, 10 and 11"
 
 
 @pytest.mark.parametrize("page", PAGES)

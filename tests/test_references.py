@@ -39,6 +39,30 @@ def test_every_assignment_is_a_module_built_from_its_notebook():
         compile(source, assignment, "exec")
 
 
+def test_inspect_reads_each_reference_and_each_known_mistake_from_its_own_code():
+    """A Triton kernel reads its own source to run (chapter 11): the module built from a notebook, whose file is the
+    notebook's JSON, and each known mistake's variant, which is only a string, give inspect their own lines; two
+    variants of one item do not share theirs."""
+    import inspect
+
+    module = reference.load("ch11_flash_attention")
+    assert inspect.getsource(module.flash_attention_forward).startswith("def flash_attention_forward(")
+    kernel = module.flash_forward_kernel.fn
+    assert "tl.program_id(0)" in inspect.getsource(kernel)
+    halved = reference.variant(
+        "ch11_flash_attention", "flash_attention_forward", (("acc / total[:, None]", "acc / total[:, None] / 2"),)
+    )
+    doubled = reference.variant(
+        "ch11_flash_attention", "flash_attention_forward", (("acc / total[:, None]", "acc / total[:, None] * 2"),)
+    )
+    for variant, changed in ((halved, "acc / total[:, None] / 2"), (doubled, "acc / total[:, None] * 2")):
+        assert changed in inspect.getsource(variant.__globals__["flash_forward_kernel"].fn)
+    q = torch.randn(1, 16, 16, generator=torch.Generator().manual_seed(0))
+    right = module.flash_attention_forward(q, q, q)[0]
+    torch.testing.assert_close(halved(q, q, q)[0], right / 2)
+    torch.testing.assert_close(doubled(q, q, q)[0], right * 2)
+
+
 def test_the_modules_share_their_classes():
     """A later chapter's reference builds on the earlier chapter's module object, not a copy of it."""
     layer = ch06.EncoderLayer(8, 2, 16)

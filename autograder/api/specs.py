@@ -17,7 +17,7 @@ import torch
 LIBRARIES = ("torch", "numpy")
 
 
-def _check_shape(shape: tuple) -> tuple[int, ...]:
+def check_shape(shape: tuple) -> tuple[int, ...]:
     shape = tuple(shape)
     if not all(isinstance(n, int) and n >= 0 for n in shape):
         raise ValueError(f"a shape must be a tuple of non-negative ints, got {shape!r}")
@@ -43,7 +43,7 @@ class Random:
     spread: float = 0.0
 
     def __post_init__(self):
-        object.__setattr__(self, "shape", _check_shape(self.shape))
+        object.__setattr__(self, "shape", check_shape(self.shape))
         _check_library(self.library)
 
     def make(self, rng: np.random.Generator):
@@ -67,7 +67,7 @@ class RandomInts:
     library: str = "torch"
 
     def __post_init__(self):
-        object.__setattr__(self, "shape", _check_shape(self.shape))
+        object.__setattr__(self, "shape", check_shape(self.shape))
         _check_library(self.library)
         if not self.low < self.high:
             raise ValueError(f"need low < high, got low={self.low}, high={self.high}")
@@ -93,7 +93,7 @@ class RandomMask:
     library: str = "torch"
 
     def __post_init__(self):
-        object.__setattr__(self, "shape", _check_shape(self.shape))
+        object.__setattr__(self, "shape", check_shape(self.shape))
         _check_library(self.library)
         if not self.shape or self.shape[-1] < 1:
             raise ValueError(f"a mask needs a last dimension of at least 1, got shape {self.shape}")
@@ -127,7 +127,7 @@ class PaddedTokens:
     low: int = 0
 
     def __post_init__(self):
-        object.__setattr__(self, "shape", _check_shape(self.shape))
+        object.__setattr__(self, "shape", check_shape(self.shape))
         if len(self.shape) != 2 or self.shape[1] < 1:
             raise ValueError(f"padded tokens are (B, L) with L >= 1, got shape {self.shape}")
         if self.high - self.low < 2:
@@ -229,7 +229,7 @@ class AttentionPattern:
     scale: float = 2.0
 
     def __post_init__(self):
-        object.__setattr__(self, "shape", _check_shape(self.shape))
+        object.__setattr__(self, "shape", check_shape(self.shape))
         if len(self.shape) < 2 or self.shape[-1] != self.shape[-2] or self.shape[-1] < 1:
             raise ValueError(f"a pattern is (..., T, T) with T >= 1, got shape {self.shape}")
 
@@ -256,7 +256,7 @@ class RepeatedTokens:
     high: int
 
     def __post_init__(self):
-        object.__setattr__(self, "shape", _check_shape(self.shape))
+        object.__setattr__(self, "shape", check_shape(self.shape))
         if len(self.shape) != 2 or not 1 <= self.period < self.shape[1]:
             raise ValueError(f"repeated tokens are (B, L) with 1 <= period < L, got {self.shape}, period {self.period}")
 
@@ -285,7 +285,7 @@ class Distributions:
     library: str = "torch"  # always: the library the inputs are made in
 
     def __post_init__(self):
-        object.__setattr__(self, "shape", _check_shape(self.shape))
+        object.__setattr__(self, "shape", check_shape(self.shape))
         if not self.shape or self.shape[-1] < 1:
             raise ValueError(f"distributions need a last dimension of at least 1, got shape {self.shape}")
         if not 0 <= self.zeros < 1:
@@ -314,7 +314,7 @@ class Uniforms:
     library: str = "torch"  # always
 
     def __post_init__(self):
-        object.__setattr__(self, "shape", _check_shape(self.shape))
+        object.__setattr__(self, "shape", check_shape(self.shape))
         if not 0 <= self.low < self.high <= 1:
             raise ValueError(f"need 0 <= low < high <= 1, got low={self.low}, high={self.high}")
 
@@ -413,29 +413,10 @@ def literal(value, *, dtype: str | None = None, library: str = "numpy") -> Liter
 def loud_query(*shape: int, dtype: str = "float32", seed: int, loudness: float = 2000.0) -> Literal:
     """Random torch queries (standard normal, from ``seed``, whatever the check's seed), the last ``loudness`` times
     larger than the others: its scores overflow a raw exponential, the other rows' stay moderate."""
-    shape = _check_shape(shape)
+    shape = check_shape(shape)
     loud = np.ones((*shape[:-1], 1))
     loud.reshape(-1)[-1] = loudness
     return literal((np.random.default_rng(seed).standard_normal(shape) * loud).tolist(), dtype=dtype, library="torch")
-
-
-def attention_saved(*shape: int, n_keys: int | None = None, causal: bool = False, seed: int) -> list[Literal]:
-    """``[q, k, v, output, lse, grad_output]`` for a backward pass of attention, as specs: random float32 queries
-    ``shape`` = ``(..., Lq, d)``, keys and values of ``n_keys`` positions (default ``Lq``) and a gradient of the
-    output, all standard normal from ``seed``; ``output`` and ``lse`` what the forward pass saves for them
-    (:func:`attention_course.flash.attention`), so that every correct way of using them gives the same gradients."""
-    from attention_course.flash import attention
-
-    shape = _check_shape(shape)
-    if len(shape) < 2:
-        raise ValueError(f"the queries' shape must be (..., Lq, d), got {shape!r}")
-    *lead, length, d = shape
-    generator = torch.Generator().manual_seed(seed)
-    q = torch.randn(shape, generator=generator)
-    k, v = (torch.randn(*lead, n_keys or length, d, generator=generator) for _ in range(2))
-    grad_output = torch.randn(shape, generator=generator)
-    output, lse = attention(q, k, v, causal)
-    return [made(t) for t in (q, k, v, output, lse, grad_output)]
 
 
 def made(value) -> Literal:

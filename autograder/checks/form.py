@@ -38,11 +38,15 @@ def check_output_shapes(item: Item, args, kwargs=None, *, options: CallOptions, 
 @isolated()
 @takes_options()
 @compares(
+    "rtol",
+    "atol",
     hint="every returned value must be finite: look for an exponential of a large number "
     "that overflows, or a 0/0 in a row with nothing left to weigh",
 )
 def check_finite(item: Item, args, kwargs=None, *, options: CallOptions, compared: CompareOptions):
-    """No returned value contains NaN or inf."""
+    """No returned value contains NaN or inf. ``rtol`` and ``atol`` are the tolerances with which the diagnosis of a
+    failure finds a known mistake in the values (those of an overflow are ill-conditioned: the sandbox and the grader
+    round them differently)."""
     call = options.call(item, "finite outputs", args, kwargs, compared.hint)
     for name, value in call.outputs(call.run()).items():
         got = call.as_numpy(value, name)

@@ -2,10 +2,10 @@
 
     python -m autograder.release.colab_pins    # make lock: constraints.txt -> constraints-colab.txt
 
-A Colab runtime comes with its own torch (built for its GPU), NumPy, matplotlib and the Jupyter kernel that runs
-the notebook; replacing any of them, or a package they need, under a running kernel breaks it or downloads
-gigabytes. Every other package that the course's packages install on Colab (transformers, tokenizers,
-nbformat, plotly, ...) is pinned at the version the course was tested with.
+A Colab runtime comes with its own torch (built for its GPU, with the Triton it needs), NumPy, matplotlib and
+the Jupyter kernel that runs the notebook; replacing any of them, or a package they need, under a running kernel
+breaks it or downloads gigabytes. Every other package that the course's packages install on Colab (transformers,
+tokenizers, nbformat, plotly, ...) is pinned at the version the course was tested with.
 """
 
 from __future__ import annotations
@@ -20,7 +20,19 @@ from packaging.utils import canonicalize_name as canonical
 from attention_course.notebooks import COURSE_ROOT
 from autograder.release.colab import PINS_FILE
 
-COLAB_RUNTIME = ("torch", "numpy", "matplotlib", "ipython", "ipykernel", "jupyter-client", "jupyter-core")
+# triton is named as well as torch: Colab's torch (a CUDA build) requires the triton it was built with, exactly, but
+# the torch that `make lock` installs here may be the CPU build, which names no triton; either way it comes with
+# Colab's torch, and a pin of the course's own would replace it under the running kernel.
+COLAB_RUNTIME = (
+    "torch",
+    "triton",
+    "numpy",
+    "matplotlib",
+    "ipython",
+    "ipykernel",
+    "jupyter-client",
+    "jupyter-core",
+)
 SOURCE = "constraints.txt"
 HEADER = (
     "# constraints.txt without the packages of Colab's own runtime (its torch, NumPy, matplotlib and Jupyter\n"

@@ -102,6 +102,10 @@ def environment(home: str) -> dict:
         "MKL_NUM_THREADS": "1",
         "OPENBLAS_NUM_THREADS": "1",
         "TORCH_NUM_THREADS": "1",
+        # Triton in its interpreter, as chapter 11's setup asks (attention_course.flash.load_triton): a process
+        # chooses once, when triton is first imported, and a warm sandbox's start-up imports it before any
+        # notebook runs (torch's meta kernels do).
+        "TRITON_INTERPRET": "1",
         # glibc raises its mmap threshold each time a mapped block is freed (up to 32 MiB): blocks of
         # scores computed and freed in a loop then come from the heap, which keeps what it was given, and
         # a blockwise answer that holds 68 MiB at once measured 240 MiB. A fixed threshold maps every

@@ -7,11 +7,12 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name as canonical
 
-PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;#]+)$")
+PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;#]+)(?:\s*;\s*[^#]+)?$")  # an environment marker may follow
 
 
 def pins(path: Path) -> dict[str, str]:
-    """The ``name==version`` lines of a requirements file, by canonical name (comments and options left out)."""
+    """The ``name==version`` lines of a requirements file (an environment marker allowed after the version), by
+    canonical name (comments and options left out)."""
     found = {}
     for line in path.read_text().splitlines():
         line = line.strip()

@@ -1,0 +1,29 @@
+"""Inputs that a check cannot draw at random one by one: those computed from other inputs.
+
+A backward pass takes what its forward pass saved (:func:`attention_saved`): drawn apart, the saved values would not
+be those of the inputs, and correct answers that use them in different ways would differ.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from attention_course.flash import attention
+from autograder.api import specs
+
+
+def attention_saved(*shape: int, n_keys: int | None = None, causal: bool = False, seed: int) -> list[specs.Literal]:
+    """``[q, k, v, output, lse, grad_output]`` for a backward pass of attention, as specs: random float32 queries
+    ``shape`` = ``(..., Lq, d)``, keys and values of ``n_keys`` positions (default ``Lq``) and a gradient of the
+    output, all standard normal from ``seed``; ``output`` and ``lse`` what the forward pass saves for them
+    (:func:`attention_course.flash.attention`), so that every correct way of using them gives the same gradients."""
+    shape = specs.check_shape(shape)
+    if len(shape) < 2:
+        raise ValueError(f"the queries' shape must be (..., Lq, d), got {shape!r}")
+    *lead, length, d = shape
+    generator = torch.Generator().manual_seed(seed)
+    q = torch.randn(shape, generator=generator)
+    k, v = (torch.randn(*lead, n_keys or length, d, generator=generator) for _ in range(2))
+    grad_output = torch.randn(shape, generator=generator)
+    output, lse = attention(q, k, v, causal)
+    return [specs.made(t) for t in (q, k, v, output, lse, grad_output)]

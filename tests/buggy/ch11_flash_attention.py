@@ -1,0 +1,450 @@
+"""Wrong answers to ch11_flash_attention that students really write.
+
+FlashAttention's forward kernel (the online softmax's running maximum and sums, the causal skip and mask, the tails of
+lengths that are not multiples of the blocks, the log-sum-exp it saves), its backward kernels (the weights recomputed
+from lse, Δ, the scale, the causal skip of each kernel), and the question's count of the blocks the causal kernel
+visits.
+
+A tail left unmasked is written here as its masked-score form (the loads masked, the scores not): a load without a mask
+reads, in Triton's interpreter, whatever memory follows the tensor (no error), so that its values are those of that
+memory, not the answer's, and a store without one writes past the tensor's memory.
+
+Three wrong answers give values so ill-conditioned (exponentials near float32's overflow, or sums of huge terms that
+cancel) that the same code rounds differently in the sandbox and in the grader's process, which runs the known
+mistakes: the diagnosis may then not recognise its known mistake, and the check's own hint stands. Their causes are
+words that both hints hold.
+"""
+
+from tests.buggy import wrong_answers
+
+A = "ch11_flash_attention"
+
+bug = wrong_answers(A)
+
+# ------------------------------------------------------------------ the forward kernel
+RESCALED_ACC = "acc = acc * rescale[:, None] + tl.dot(weights, v)"
+RESCALED_TOTAL = "total = total * rescale + tl.sum(weights, axis=1)"
+NEW_TOP = "new_top = tl.maximum(top, tl.max(scores, axis=1))"
+RESCALE = "rescale = tl.exp(top - new_top)"
+CAUSAL_END = "tl.minimum(n_keys, (block + 1) * BLOCK_Q)"
+CAUSAL_MASK = "visible = visible & (keys[None, :] <= rows[:, None])"
+SCORES = "scores = tl.dot(q, tl.trans(k)) * scale"
+LSE = "top + tl.log(total)"
+KEY_MASK = "        visible = key_ok[None, :]\n"
+CAUSAL_MASK_LINE = "            visible = visible & (keys[None, :] <= rows[:, None])\n"
+Q3 = "q3 = q.reshape(-1, n_queries, d).contiguous()"
+SCALE_ARG = "        1 / math.sqrt(d),\n"
+GRID = "grid = (triton.cdiv(n_queries, block_q), q3.shape[0])"
+EMPTY_OUT = "out = torch.empty_like(q3)"
+EMPTY_LSE = "lse = torch.empty(q3.shape[:2], dtype=torch.float32, device=q.device)"
+KEY_LOOP = "    for start in range(0, end, BLOCK_K):\n        keys = start + tl.arange(0, BLOCK_K)\n"
+SIZES = '(("block_q", block_q), ("block_k", block_k), ("q", q.shape[-1]))'
+SIZE_TEST = "if size < 16 or size & (size - 1):"
+FORWARD_RETURN = "return out.reshape(q.shape), lse.reshape(*lead, n_queries)"
+
+# ------------------------------------------------------------------ the backward kernels
+KV_WEIGHTS = "weights = tl.where(visible, tl.exp(tl.dot(q, tl.trans(k)) * scale - lse[:, None]), 0.0)\n        grad_v"
+Q_WEIGHTS = (
+    "weights = tl.where(visible, tl.exp(tl.dot(q, tl.trans(k)) * scale - lse[:, None]), 0.0)\n        grad_scores"
+)
+KV_DS = "grad_scores = weights * (tl.dot(grad_out, tl.trans(v)) - delta[:, None])\n        grad_k"
+Q_DS = "grad_scores = weights * (tl.dot(grad_out, tl.trans(v)) - delta[:, None])\n        grad_q"
+DELTA = "delta = (grad_output * output).sum(-1)"
+FIRST = "first = (block * BLOCK_K) // BLOCK_Q * BLOCK_Q"
+Q_END = "end = tl.minimum(n_keys, (block + 1) * BLOCK_Q)\n    for start in range(0, end, BLOCK_K):\n        keys"
+GRAD_V = "grad_v += tl.dot(tl.trans(weights), grad_out)"
+
+# ------------------------------------------------------------------ the question
+LAST_KEY = "last_key = min(length, (block + 1) * block_q)"
+COUNTED = "visited += -(-last_key // block_k)"
+QUERY_BLOCKS = "for block in range(-(-length // block_q)):"
+VALUES_READ = "values_read = length * head_dim + blocks * 2 * length * head_dim"
+
+TESTS = {
+    "flash_attention_forward": [
+        "test_forward_shapes",
+        "test_forward_output",
+        "test_forward_lse",
+        "test_forward_tails",
+        "test_forward_causal",
+        "test_forward_stable",
+        "test_forward_errors",
+    ],
+    "flash_attention_backward": [
+        "test_backward_shapes",
+        "test_backward_grad_v",
+        "test_backward_grad_k",
+        "test_backward_grad_q",
+        "test_backward_causal",
+    ],
+    "causal_blocks_visited": ["test_causal_blocks_visited"],
+    "forward_bytes_read": ["test_forward_bytes_read"],
+}
+
+BUGS = [
+    # ------------------------------------------------------------------ flash_attention_forward: the running sums
+    bug(
+        "forward_accumulator_not_rescaled",
+        "flash_attention_forward",
+        (RESCALED_ACC, "acc = acc + tl.dot(weights, v)"),
+        why="the running weighted sum of the values is not rescaled when the maximum grows (the sum of the "
+        "exponentials is)",
+        cause="not rescaled when the maximum grows",
+    ),
+    bug(
+        "forward_normaliser_not_rescaled",
+        "flash_attention_forward",
+        (RESCALED_TOTAL, "total = total + tl.sum(weights, axis=1)"),
+        why="the running sum of the exponentials is not rescaled when the maximum grows",
+        cause="running sum of the exponentials is not rescaled",
+    ),
+    bug(
+        "forward_no_rescaling",
+        "flash_attention_forward",
+        (RESCALED_ACC, "acc = acc + tl.dot(weights, v)"),
+        (RESCALED_TOTAL, "total = total + tl.sum(weights, axis=1)"),
+        why="neither running sum is rescaled: each block's terms are taken under its own maximum and added as they are",
+        cause="multiply both sums by exp(old m - new m)",
+    ),
+    bug(
+        "forward_rescale_inverted",
+        "flash_attention_forward",
+        (RESCALE, "rescale = tl.exp(new_top - top)"),
+        why="the rescaling factor upside down, exp(new maximum - old maximum): the sums grow when they must shrink "
+        "(and the first block gives exp(inf))",
+        cause="exp(old maximum - new maximum), at most 1",
+    ),
+    bug(
+        "forward_max_not_carried",
+        "flash_attention_forward",
+        (NEW_TOP, "new_top = tl.max(scores, axis=1)"),
+        why="the maximum after a block is the block's own, not the larger of it and the running one",
+        cause="block's own",  # in both hints (the module's docstring)
+    ),
+    bug(
+        "forward_exp_before_max",
+        "flash_attention_forward",
+        ("weights = tl.exp(scores - new_top[:, None])", "weights = tl.exp(scores) * tl.exp(-new_top[:, None])"),
+        why="exp(score) times exp(-m): the same number on paper, but exp(score) overflows float32 above 88",
+        cause="score - m",  # in both hints (the module's docstring)
+    ),
+    # ------------------------------------------------------------------ the scale and the output
+    bug(
+        "forward_scale_twice",
+        "flash_attention_forward",
+        (Q3, "q3 = (q / math.sqrt(d)).reshape(-1, n_queries, d).contiguous()"),
+        why="the launcher scales the queries and the kernel scales the scores as well",
+        cause="applied twice",
+    ),
+    bug(
+        "forward_not_scaled",
+        "flash_attention_forward",
+        (SCORES, "scores = tl.dot(q, tl.trans(k))"),
+        why="the kernel is given the scale and never uses it",
+        cause="the scores are not scaled",
+    ),
+    bug(
+        "forward_scaled_by_d",
+        "flash_attention_forward",
+        (SCALE_ARG, "        1 / d,\n"),
+        why="the launcher passes 1/d, not 1/√d: the values of the scale applied twice, (1/√d)², which the hint says too",
+        cause="d is used where √d belongs",
+    ),
+    bug(
+        "forward_output_not_normalised",
+        "flash_attention_forward",
+        ("acc / total[:, None]", "acc"),
+        why="stores the weighted sum of the values without dividing it by the sum of the weights",
+        cause="divide once, at the end",
+    ),
+    # ------------------------------------------------------------------ lse
+    bug(
+        "forward_lse_last_block",
+        "flash_attention_forward",
+        (LSE, "top + tl.log(tl.sum(weights, axis=1))"),
+        why="lse from the last block's exponentials only",
+        cause="not the last block's alone",
+    ),
+    bug(
+        "forward_lse_without_max",
+        "flash_attention_forward",
+        (LSE, "tl.log(total)"),
+        why="lse = log(l): the maximum that the sum was taken under is not added back",
+        cause="adds back the maximum",
+    ),
+    bug(
+        "forward_lse_base_two",
+        "flash_attention_forward",
+        (SCALE_ARG, "        1.4426950408889634 / math.sqrt(d),  # log2(e) folded in, for exp2\n"),
+        (RESCALE, "rescale = tl.exp2(top - new_top)"),
+        ("weights = tl.exp(scores - new_top[:, None])", "weights = tl.exp2(scores - new_top[:, None])"),
+        (LSE, "top + tl.log2(total)"),
+        why="exp2 with log2(e) folded into the scale, as fast kernels do, and lse left in base 2",
+        cause="lse is a natural logarithm",
+    ),
+    # ------------------------------------------------------------------ the tails
+    bug(
+        "forward_tail_keys_in_scores",
+        "flash_attention_forward",
+        (
+            KEY_MASK
+            + "        if CAUSAL:\n"
+            + CAUSAL_MASK_LINE
+            + '        scores = tl.where(visible, scores, float("-inf"))\n',
+            "        if CAUSAL:\n"
+            '            scores = tl.where(keys[None, :] <= rows[:, None], scores, float("-inf"))\n',
+        ),
+        why="loads masked (zeros past the end), but the padded keys are not masked out of the scores: each gets the "
+        "score 0 and a weight",
+        cause="not masked out of the scores",
+    ),
+    bug(
+        "forward_tail_query_blocks_rounded_down",
+        "flash_attention_forward",
+        (GRID, "grid = (n_queries // block_q, q3.shape[0])"),
+        (EMPTY_OUT, "out = torch.zeros_like(q3)"),
+        (EMPTY_LSE, "lse = torch.zeros(q3.shape[:2], dtype=torch.float32, device=q.device)"),
+        why="one program per whole block of queries: the last, partial block gets none and its rows stay zero",
+        cause="rounds the number of blocks of queries down",
+    ),
+    bug(
+        "forward_tail_key_blocks_rounded_down",
+        "flash_attention_forward",
+        (
+            KEY_LOOP,
+            "    for j in range(0, end // BLOCK_K):\n        start = j * BLOCK_K\n        keys = start + tl.arange(0, BLOCK_K)\n",
+        ),
+        why="the loop counts the whole blocks of keys: the last, partial block of keys is left out",
+        cause="leaves out the last, partial block of keys",
+    ),
+    # ------------------------------------------------------------------ causal
+    bug(
+        "forward_causal_stops_a_block_early",
+        "flash_attention_forward",
+        (CAUSAL_END, "tl.minimum(n_keys, block * BLOCK_Q)"),
+        why="the loop over the keys stops at the block's first row",
+        cause="stops one block of queries too early",
+    ),
+    bug(
+        "forward_causal_end_in_key_blocks",
+        "flash_attention_forward",
+        (CAUSAL_END, "tl.minimum(n_keys, (block + 1) * BLOCK_K)"),
+        why="the loop's end counted in blocks of keys: with BLOCK_K < BLOCK_Q the later rows miss keys they see",
+        cause="the end of the block that holds its last row",
+    ),
+    bug(
+        "forward_causal_diagonal_unmasked",
+        "flash_attention_forward",
+        (CAUSAL_MASK, "visible = visible"),
+        why="skips the blocks after the diagonal but does not mask inside the diagonal block",
+        cause="the keys after it are not masked",
+    ),
+    bug(
+        "forward_causal_mask_strict",
+        "flash_attention_forward",
+        (CAUSAL_MASK, "visible = visible & (keys[None, :] < rows[:, None])"),
+        why="j < i: a query does not see itself",
+        cause="causal mask is off by one",
+    ),
+    bug(
+        "forward_causal_mask_transposed",
+        "flash_attention_forward",
+        (CAUSAL_MASK, "visible = visible & (keys[None, :] >= rows[:, None])"),
+        why="j >= i: the upper triangle, the mask of the wrong side",
+        cause="the wrong way round",
+    ),
+    # ------------------------------------------------------------------ the shapes and errors
+    bug(
+        "forward_lse_flattened",
+        "flash_attention_forward",
+        (FORWARD_RETURN, "return out.reshape(q.shape), lse"),
+        why="returns lse with the leading dimensions flattened, (B * H, Lq)",
+        cause="one number per query, (..., Lq)",
+    ),
+    bug(
+        "forward_head_size_unchecked",
+        "flash_attention_forward",
+        (SIZES, '(("block_q", block_q), ("block_k", block_k))'),
+        why="checks the block sizes but not d: tl.arange then fails inside the kernel, with no ValueError",
+        cause="raise a ValueError whose message names the argument",
+    ),
+    bug(
+        "forward_sizes_multiple_of_16",
+        "flash_attention_forward",
+        (SIZE_TEST, "if size < 16 or size % 16:"),
+        why="accepts any multiple of 16 (48 passes), not only powers of two",
+        cause="need powers of two of at least 16",
+    ),
+    # ------------------------------------------------------------------ flash_attention_backward
+    bug(
+        "backward_delta_missing",
+        "flash_attention_backward",
+        (KV_DS, "grad_scores = weights * tl.dot(grad_out, tl.trans(v))\n        grad_k"),
+        (Q_DS, "grad_scores = weights * tl.dot(grad_out, tl.trans(v))\n        grad_q"),
+        why="dS = P ∘ dP in both kernels: Δ, the softmax's own share of the gradient, left out",
+        cause="Δ is missing from dS",
+    ),
+    bug(
+        "backward_delta_of_grad_output_alone",
+        "flash_attention_backward",
+        (DELTA, "delta = grad_output.sum(-1)"),
+        why="Δ as the sum of grad_output's features, without the output",
+        cause="not of grad_output alone",
+    ),
+    bug(
+        "backward_grad_k_unscaled",
+        "flash_attention_backward",
+        ("tl.store(grad_k_ptr + kv_at, grad_k * scale,", "tl.store(grad_k_ptr + kv_at, grad_k,"),
+        why="grad_k = dSᵀ q, without the scale",
+        cause="grad_k is dSᵀ · q times the scale",
+    ),
+    bug(
+        "backward_grad_q_unscaled",
+        "flash_attention_backward",
+        ("tl.store(grad_q_ptr + q_at, grad_q * scale,", "tl.store(grad_q_ptr + q_at, grad_q,"),
+        why="grad_q = dS k, without the scale",
+        cause="grad_q is dS · k times the scale",
+    ),
+    bug(
+        "backward_weights_unscaled",
+        "flash_attention_backward",
+        (KV_WEIGHTS, KV_WEIGHTS.replace(" * scale", "")),
+        (Q_WEIGHTS, Q_WEIGHTS.replace(" * scale", "")),
+        why="P recomputed as exp(q kᵀ - lse) in both kernels: the scores unscaled",
+        cause="p = exp(q kᵀ / √d - lse)",  # in both hints (the module's docstring)
+    ),
+    bug(
+        "backward_weights_without_lse",
+        "flash_attention_backward",
+        (KV_WEIGHTS, KV_WEIGHTS.replace(" - lse[:, None]", "")),
+        (Q_WEIGHTS, Q_WEIGHTS.replace(" - lse[:, None]", "")),
+        why="P recomputed as exp(q kᵀ / √d): lse loaded but not subtracted",
+        cause="subtract each query's saved lse",
+    ),
+    bug(
+        "backward_weights_block_max",
+        "flash_attention_backward",
+        (
+            KV_WEIGHTS,
+            'scores = tl.where(visible, tl.dot(q, tl.trans(k)) * scale, float("-inf"))\n'
+            "        weights = tl.exp(scores - tl.max(scores, axis=1)[:, None])\n        weights = tl.where(visible, "
+            "weights / tl.sum(weights, axis=1)[:, None], 0.0)\n        grad_v",
+        ),
+        why="P recomputed as each block's own softmax, the forward pass's habit: normalised over one block of keys, "
+        "not over every key the query sees",
+        cause="the saved lse of each query",
+    ),
+    bug(
+        "backward_causal_starts_a_block_late",
+        "flash_attention_backward",
+        (FIRST, FIRST + " + BLOCK_Q"),
+        why="the keys' kernel starts at the block of queries after the one that holds its first key",
+        cause="starts one block of queries too late",
+    ),
+    bug(
+        "backward_causal_q_kernel_stops_early",
+        "flash_attention_backward",
+        (Q_END, Q_END.replace("(block + 1) * BLOCK_Q", "block * BLOCK_Q + 1")),
+        why="the queries' kernel stops at the block of keys that holds its first query, not its last",
+        cause="stops one block of queries too early",
+    ),
+    bug(
+        "backward_causal_mask_missing",
+        "flash_attention_backward",
+        (
+            "        if CAUSAL:\n" + CAUSAL_MASK_LINE,
+            "",
+        ),
+        why="the causal blocks are skipped, but P is recomputed without the mask inside the blocks visited",
+        cause="recompute p with the causal mask",
+    ),
+]
+
+BUGS += [
+    # ------------------------------------------------------------------ causal_blocks_visited
+    bug(
+        "blocks_first_row_only",
+        "causal_blocks_visited",
+        (LAST_KEY, "last_key = min(length, block * block_q + 1)"),
+        why="counts the key blocks up to the one that holds the block's first row, not its last",
+        cause="not only those before its first row",
+    ),
+    bug(
+        "blocks_key_blocks_rounded_down",
+        "causal_blocks_visited",
+        (COUNTED, "visited += last_key // block_k"),
+        why="counts the whole key blocks only: the partly hidden one on the diagonal is left out",
+        cause="round the key blocks up",
+    ),
+    bug(
+        "blocks_past_the_end",
+        "causal_blocks_visited",
+        (LAST_KEY, "last_key = (block + 1) * block_q"),
+        why="the last block of queries counts keys past the end of the sequence",
+        cause="it sees at most length keys",
+    ),
+    bug(
+        "blocks_last_key_index_plus_one",
+        "causal_blocks_visited",
+        (COUNTED, "visited += last_key // block_k + 1"),
+        why="takes the number of keys seen for the index of the last one: one block too many when it is a multiple "
+        "of block_k",
+        cause="(last_key - 1) // block_k",
+    ),
+    bug(
+        "blocks_query_blocks_rounded_down",
+        "causal_blocks_visited",
+        (QUERY_BLOCKS, "for block in range(length // block_q):"),
+        why="counts the whole blocks of queries only: the last, partial one is a program too",
+        cause="round the blocks of queries up",
+    ),
+    bug(
+        "blocks_half_of_all",
+        "causal_blocks_visited",
+        (
+            "    visited = 0\n",
+            "    visited = -(-length // block_q) * -(-length // block_k) // 2  # half the pairs\n    return visited\n",
+        ),
+        why="half of all the pairs: the blocks on the diagonal, visited although partly masked, are left out",
+        cause="for each block of queries, count the key blocks",
+    ),
+]
+
+BUGS += [
+    # ------------------------------------------------------------------ forward_bytes_read
+    bug(
+        "bytes_keys_read_once",
+        "forward_bytes_read",
+        (VALUES_READ, "values_read = length * head_dim + 2 * length * head_dim"),
+        why="the keys and values read once in all, as if the programs shared them",
+        cause="once per block of queries, not once in all",
+    ),
+    bug(
+        "bytes_keys_only",
+        "forward_bytes_read",
+        (VALUES_READ, "values_read = length * head_dim + blocks * length * head_dim"),
+        why="each program reads the keys, but the values are forgotten",
+        cause="the values as well as the keys",
+    ),
+    bug(
+        "bytes_query_blocks_rounded_down",
+        "forward_bytes_read",
+        ("blocks = -(-length // block_q)", "blocks = length // block_q"),
+        why="counts the whole blocks of queries only: the last, partial one is a program too",
+        cause="round the blocks up",
+    ),
+    bug(
+        "bytes_numbers_not_bytes",
+        "forward_bytes_read",
+        ("read = 4 * values_read", "read = values_read"),
+        why="counts the numbers read, not their bytes",
+        cause="count bytes, not numbers",
+    ),
+    bug(
+        "bytes_queries_left_out",
+        "forward_bytes_read",
+        (VALUES_READ, "values_read = blocks * 2 * length * head_dim"),
+        why="counts the keys and values that each program reads, but not the queries",
+        cause="its queries, then every key and value",
+    ),
+]

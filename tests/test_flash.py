@@ -1,0 +1,256 @@
+"""Chapter 11's library (attention_course.flash): the plain attention that the kernels must reproduce, the choice of
+Triton's interpreter, the reference kernels against it, and the timing of a student's kernel compiled, tried here
+in the interpreter (tests/test_gpu.py times it compiled, on a GPU)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attention_course import flash
+from attention_course.solutions import register_source
+
+
+@pytest.fixture(scope="module")
+def kernels():
+    """The reference kernels, in Triton's interpreter (tests/conftest.py chooses it before any test imports triton)."""
+    flash.load_triton(interpret=True)
+    from attention_course.solutions import ch11_flash_attention
+
+    return ch11_flash_attention
+
+
+def qkv(batch_heads, lq, lk, d, dtype=torch.float64, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    q = torch.randn(*batch_heads, lq, d, generator=generator, dtype=dtype)
+    k, v = (torch.randn(*batch_heads, lk, d, generator=generator, dtype=dtype) for _ in range(2))
+    return q, k, v
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("lengths", [(6, 6), (5, 9), (9, 4)])
+def test_attention_is_sdpas_and_its_gradients_are_autograds(causal, lengths):
+    q, k, v = qkv((2, 3), *lengths, 8)
+    output, lse = flash.attention(q, k, v, causal)
+    torch.testing.assert_close(output, F.scaled_dot_product_attention(q, k, v, is_causal=causal))
+    scores = q @ k.transpose(-2, -1) / 8**0.5
+    if causal:  # SDPA's is_causal: query i sees keys j <= i, counted from the first of each
+        scores = scores.masked_fill(torch.ones(lengths, dtype=torch.bool).tril().logical_not(), float("-inf"))
+    assert lse.dtype == torch.float32
+    torch.testing.assert_close(lse, torch.logsumexp(scores, -1).float())
+    grad_output = torch.randn_like(output)
+    leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+    expected = torch.autograd.grad(F.scaled_dot_product_attention(*leaves, is_causal=causal), leaves, grad_output)
+    for got, want in zip(flash.attention_gradients(q, k, v, grad_output, causal), expected):
+        torch.testing.assert_close(got, want)
+
+
+def test_attention_answers_in_the_inputs_dtype():
+    q, k, v = qkv((1,), 4, 4, 16, dtype=torch.float32)
+    output, lse = flash.attention(q, k, v)
+    grads = flash.attention_gradients(q, k, v, torch.ones_like(q))
+    assert output.dtype == lse.dtype == torch.float32 and all(g.dtype == torch.float32 for g in grads)
+
+
+LOAD_TWICE = """
+import os
+from attention_course.flash import load_triton
+triton, tl = load_triton({first})
+print(os.environ["TRITON_INTERPRET"], triton.knobs.runtime.interpret, tl.__name__)
+load_triton({first})  # the same choice again
+try:
+    load_triton({second})
+except RuntimeError as error:
+    print(error)
+"""
+
+
+def test_the_choice_of_the_interpreter_holds_for_the_process():
+    """Each order in a process of its own, both at once: triton is imported once per process."""
+    environment = {name: value for name, value in os.environ.items() if name != flash.INTERPRET}
+    runs = {
+        (first, second): subprocess.Popen(
+            [sys.executable, "-c", LOAD_TWICE.format(first=first, second=second)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=environment,
+        )
+        for first, second in (("None", "False"), ("False", "True"))
+    }
+    said = {}
+    for order, run in runs.items():
+        out, err = run.communicate(timeout=120)
+        assert run.returncode == 0, err
+        said[order] = out.splitlines()
+    # Nothing said: the interpreter, and the variable that says so for whatever imports triton after.
+    assert said[("None", "False")][0] == "1 True triton.language"
+    assert said[("None", "False")][1].startswith("triton was imported in its interpreter already in this process")
+    assert said[("False", "True")][0] == "0 False triton.language"
+    assert said[("False", "True")][1].startswith("triton was imported compiled for a GPU already in this process")
+    assert "restart the kernel" in said[("False", "True")][1]
+
+
+@pytest.mark.parametrize(
+    ("shape", "causal", "blocks"),
+    [
+        (((1, 2), 40, 40, 16), True, (16, 16)),
+        (((2,), 24, 33, 32), False, (16, 32)),
+        (((1,), 33, 20, 16), True, (32, 16)),
+    ],
+)
+def test_the_reference_kernels_compute_the_plain_attention_and_its_gradients(kernels, shape, causal, blocks):
+    q, k, v = qkv(*shape, dtype=torch.float32, seed=1)
+    block_q, block_k = blocks
+    output, lse = kernels.flash_attention_forward(q, k, v, causal, block_q, block_k)
+    want_output, want_lse = flash.attention(q, k, v, causal)
+    torch.testing.assert_close(output, want_output, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(lse, want_lse, atol=1e-5, rtol=1e-5)
+    grad_output = torch.randn(output.shape, generator=torch.Generator().manual_seed(2))
+    grads = kernels.flash_attention_backward(q, k, v, output, lse, grad_output, causal, block_q, block_k)
+    for got, want in zip(grads, flash.attention_gradients(q, k, v, grad_output, causal)):
+        torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+
+
+def test_the_benchmarks_autograd_function_runs_both_kernels(kernels):
+    """benchmarks.attention's triton row (a GPU only), here in the interpreter: forward and backward, causal."""
+    from benchmarks.attention import TritonAttention
+
+    q, k, v = qkv((1, 2), 40, 40, 16, dtype=torch.float32, seed=3)
+    leaves = [t.requires_grad_() for t in (q, k, v)]
+    output = TritonAttention.apply(kernels, *leaves)
+    grad_output = torch.randn(output.shape, generator=torch.Generator().manual_seed(4))
+    output.backward(grad_output)
+    torch.testing.assert_close(output.detach(), flash.attention(q, k, v, causal=True)[0], atol=1e-5, rtol=1e-5)
+    for leaf, want in zip(leaves, flash.attention_gradients(q, k, v, grad_output, causal=True)):
+        torch.testing.assert_close(leaf.grad, want, atol=1e-4, rtol=1e-4)
+
+
+# A student's notebook, as its cells define it: a kernel that calls a helper kernel, a Python helper, constants, an
+# alias of a module, a function imported from the course, and names that the forward does not use.
+NOTEBOOK = """
+import math
+from math import sqrt
+
+import torch
+import torch.nn.functional as F
+
+from attention_course.flash import attention, load_triton
+
+triton, tl = load_triton()
+BLOCK = 16
+LOG2E = tl.constexpr(1.4426950408889634)
+NOT_USED = object()
+scale = {"a dict": "left out"}
+
+
+@triton.jit
+def _halve(x):
+    return x * 0.5
+
+
+@triton.jit
+def double_kernel(src, dst, n, FACTOR: tl.constexpr, BLOCK: tl.constexpr):
+    at = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    ok = at < n
+    tl.store(dst + at, _halve(tl.load(src + at, mask=ok)) * FACTOR * 4 + LOG2E * 0, mask=ok)
+
+
+def _checked(q):
+    if q.shape[-1] < BLOCK:
+        raise ValueError("q: too small")
+    return q.contiguous()
+
+
+def flash_attention_forward(q, k, v, causal=False, block_q=16, block_k=16):
+    q = _checked(q)
+    out = torch.empty_like(q)
+    doubled = torch.empty_like(q)
+    double_kernel[(triton.cdiv(q.numel(), BLOCK),)](q, doubled, q.numel(), FACTOR=1, BLOCK=BLOCK)
+    out.copy_(F.scaled_dot_product_attention(doubled / 2, k, v, is_causal=causal))
+    return out, attention(q, k, v, causal)[1] + 0 * math.pi * sqrt(4)
+"""
+
+
+@pytest.fixture(scope="module")
+def notebook(kernels):
+    """The namespace of NOTEBOOK's cells, run as a notebook runs them (their source registered, as IPython does)."""
+    namespace = {"__name__": "__main__"}
+    register_source(NOTEBOOK, "<notebook-cell>")
+    exec(compile(NOTEBOOK, "<notebook-cell>", "exec"), namespace)
+    return namespace
+
+
+def test_a_forwards_module_holds_what_it_uses_and_runs_alone(notebook):
+    source = flash.module_source(notebook["flash_attention_forward"])
+    imported = (
+        "from attention_course.flash import attention\n",
+        "import torch.nn.functional as F\n",
+        "from math import sqrt\n",
+    )
+    assert all(line in source for line in imported)
+    assert "BLOCK = 16\n" in source and "LOG2E = tl.constexpr(1.4426950408889634)\n" in source
+    assert "load_triton" not in source and "NOT_USED" not in source and "a dict" not in source
+    # each function after those it uses: the helper kernel, then the kernel, then the forward, the last
+    names = ("_checked", "_halve", "double_kernel", "flash_attention_forward")
+    checked, halve, kernel, forward = (source.index(f"def {name}(") for name in names)
+    assert halve < kernel < forward and checked < forward and source.count("@triton.jit\n") == 2
+    assert source.rstrip().endswith("return out, attention(q, k, v, causal)[1] + 0 * math.pi * sqrt(4)")
+    # The module alone computes what the notebook's forward does (here, in the interpreter: this process's triton).
+    alone = {"__name__": "timed_kernels"}
+    register_source(source, "<timed-kernels>")
+    exec(compile(source, "<timed-kernels>", "exec"), alone)
+    q, k, v = qkv((1,), 8, 8, 16, dtype=torch.float32, seed=5)
+    for got, want in zip(alone["flash_attention_forward"](q, k, v), notebook["flash_attention_forward"](q, k, v)):
+        torch.testing.assert_close(got, want)
+
+
+def test_a_forward_without_source_is_refused():
+    with pytest.raises(TypeError, match="defined with `def`"):
+        flash.module_source(lambda q, k, v: (q, q))
+    namespace = {}
+    exec(compile("def forward(q, k, v):\n    return q\n", "<nowhere>", "exec"), namespace)
+    with pytest.raises(ValueError, match="cannot read the source of forward"):
+        flash.module_source(namespace["forward"])
+    with pytest.raises(ValueError, match="device must be 'cuda' or 'cpu'"):
+        flash.run_timing(namespace["forward"], device="mps")
+
+
+def test_the_timing_module_tabulates_each_length_and_says_what_failed(notebook, tmp_path, capsys):
+    """`python -m attention_course.flash`'s main, in this process (its triton: the interpreter), on the CPU."""
+    path = tmp_path / "timed_kernels.py"
+    path.write_text(flash.module_source(notebook["flash_attention_forward"]))
+    assert flash.main([str(path), "--device", "cpu", "--lengths", "8", "--heads", "1", "--head-dim", "16"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].startswith("Causal attention on the CPU: 1 sequence, 1 head of size 16; median milliseconds")
+    header = table.index(next(line for line in table if line.split()[:1] == ["length"]))
+    length, yours, sdpa_flash, plain, difference = table[header + 1].split()
+    assert length == "8" and min(float(yours), float(sdpa_flash), float(plain)) > 0 and float(difference) < 1e-5
+    # A forward that fails: its cell says so, and why, below the table.
+    assert flash.main([str(path), "--device", "cpu", "--lengths", "8", "--heads", "1", "--head-dim", "8"]) == 0
+    table = capsys.readouterr().out
+    assert "   failed " in table and "yours at length 8: ValueError: q: too small" in table
+    if not torch.cuda.is_available():
+        with pytest.raises(SystemExit):
+            flash.main([str(path), "--device", "cuda"])
+        assert "no CUDA GPU here" in capsys.readouterr().err
+
+
+def test_the_timing_runs_in_a_process_of_its_own(kernels):
+    """run_timing, the path of time_on_gpu, on the CPU: the reference forward's module written, then run by
+    `python -m attention_course.flash` in Triton's interpreter, whatever this process's triton."""
+    table = flash.run_timing(kernels.flash_attention_forward, "cpu", (24,), 1, 16, 16, 16, timeout=120)
+    assert "  yours: flash_attention_forward in Triton's interpreter, float32, block_q=16, block_k=16" in table
+    row = table.splitlines()[-1].split()
+    assert row[0] == "24" and float(row[-1]) < 1e-5, table
+
+
+def test_without_a_gpu_time_on_gpu_says_so(monkeypatch, capsys, kernels):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    flash.time_on_gpu(kernels.flash_attention_forward)
+    assert capsys.readouterr().out.startswith("No CUDA GPU here: on one (Colab's included), this runs your kernel")
