@@ -90,7 +90,9 @@ def test_helpers_that_return_huge_masks_cost_the_grader_nothing(tmp_path):
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert not found["not_graded"], found
     assert found["lost"] == ["test_decoder_mask"], found
-    assert found["peak"] < 1.2e9, f"the grader's process peaked at {found['peak'] / 1e9:.2f} GB"
+    # About 1.2 GB without the mask: torch, the references, and triton (80 MB), which torch._dynamo imports wherever
+    # it is installed; combined, the mask alone would add 1.6 GB.
+    assert found["peak"] < 1.4e9, f"the grader's process peaked at {found['peak'] / 1e9:.2f} GB"
 
 
 def test_a_state_dict_of_many_keys_is_refused_in_bounded_time():
