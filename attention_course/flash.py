@@ -99,7 +99,8 @@ def _interpret_from_now_on() -> None:
 
 
 def _scores(q: torch.Tensor, k: torch.Tensor, causal: bool) -> torch.Tensor:
-    scores = q.double() @ k.double().transpose(-2, -1) / math.sqrt(q.shape[-1])
+    """The scaled scores q kᵀ / √d, in ``q``'s dtype, -inf where ``causal`` hides a key."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
     if causal:  # query i sees keys j <= i, counted from the first of each (SDPA's is_causal)
         visible = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).tril()
         scores = scores.masked_fill(~visible, float("-inf"))
@@ -109,7 +110,7 @@ def _scores(q: torch.Tensor, k: torch.Tensor, causal: bool) -> torch.Tensor:
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False):
     """``(output, lse)``: softmax(q kᵀ / √d) v and the log-sum-exp of each query's scaled scores, computed in
     float64 from the whole matrix of scores and returned in ``q``'s dtype (``lse`` in float32)."""
-    scores = _scores(q, k, causal)
+    scores = _scores(q.double(), k.double(), causal)
     lse = torch.logsumexp(scores, dim=-1)
     output = torch.exp(scores - lse[..., None]) @ v.double()
     return output.to(q.dtype), lse.float()
@@ -317,9 +318,7 @@ def time_on_gpu(
 def plain_causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """Causal attention as the chapters first compute it, in ``q``'s dtype: the whole matrix of scores, masked,
     softmax, then the values."""
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-    visible = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).tril()
-    return torch.softmax(scores.masked_fill(~visible, float("-inf")), dim=-1) @ v
+    return torch.softmax(_scores(q, k, causal=True), dim=-1) @ v
 
 
 def _milliseconds(step, device: torch.device) -> float:

@@ -29,14 +29,6 @@ def pytest_addoption(parser):
     )
 
 
-def pytest_configure(config):
-    """Triton in its interpreter, unless the tests compute on a CUDA device: chapter 11's kernels run on CPU tensors
-    (:func:`attention_course.flash.load_triton`), and the choice holds from the first import of triton in a process,
-    which torch.compile's tests make too."""
-    if not os.environ.get("COURSE_TEST_DEVICE", "cpu").startswith("cuda"):
-        os.environ.setdefault("TRITON_INTERPRET", "1")
-
-
 @pytest.fixture(scope="session")
 def device() -> str:
     """The device that tests which compute on one use (tests/support/devices.py): the CPU unless

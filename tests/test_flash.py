@@ -18,7 +18,7 @@ from attention_course.solutions import register_source
 
 @pytest.fixture(scope="module")
 def kernels():
-    """The reference kernels, in Triton's interpreter (tests/conftest.py chooses it before any test imports triton)."""
+    """The reference kernels, in Triton's interpreter (load_triton switches a worker where torch imported it)."""
     flash.load_triton(interpret=True)
     from attention_course.solutions import ch11_flash_attention
 
