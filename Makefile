@@ -24,7 +24,7 @@ BOOK_OUT ?= .
 SITE ?= _build/html
 DEST ?=
 
-.PHONY: help venv lock lint test-fast sandbox browser book linkcheck check-site student-repo test test-exhaustive exercises check-exercises grade grades formgrader check validate similarity bench-suite bench-book figures bench-grading bench-attacks grading-accuracy train generate bench-transformer bench-generate bench-pretrained test-device bench-gpu clean
+.PHONY: help venv lock lint test-fast sandbox browser book linkcheck check-site student-repo test test-exhaustive exercises check-exercises grade grades formgrader check validate similarity bench-suite bench-book figures bench-grading bench-attacks grading-accuracy train generate bench-transformer bench-generate bench-pretrained test-device bench-gpu bench-compile clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -190,6 +190,9 @@ test-device: venv  ## the tests that compute on a device, on DEVICE (default cud
 
 bench-gpu: venv  ## chapter 8's measurements on a GPU (benchmarks.gpu), recorded for the chapter; NANOGPT=DIR (a nanoGPT checkout) adds the side-by-side run; ARGS="--help"
 	$(BIN)/python -m benchmarks.gpu $(if $(NANOGPT),--nanogpt $(NANOGPT)) $(ARGS)
+
+bench-compile: venv  ## what torch.compile costs make train and when it pays back: fp32, bf16, compiled cold and warm, whole and by layers; recorded; ARGS="--steps 300 -- --eval-examples 200"
+	$(BIN)/python -m benchmarks.compile_cost --record $(ARGS)
 
 train: venv  ## train the capstone Transformer (dates task, best device); options: ARGS="--help"
 	$(BIN)/python -m attention_course.trainer $(ARGS)

@@ -113,21 +113,26 @@ class SwiGLU(nn.Module):
 
 def feed_forward(kind: str, d_model: int, d_ff: int, dropout: float, bias: bool) -> nn.Module:
     """The feed-forward network of a decoder-only layer: ``relu`` (chapter 6's), ``gelu``, ``gelu_exact``
-    (GPT-2's, biased) or ``swiglu`` (the Llama family's, biased where ``bias``)."""
+    (GPT-2's) or ``swiglu`` (the Llama family's); its two (SwiGLU: three) linear layers biased where ``bias``."""
     if kind == "swiglu":
         return SwiGLU(d_model, d_ff, dropout, bias)
     if kind in ("gelu", "gelu_exact"):
-        return GELUFeedForward(d_model, d_ff, dropout, approximate="tanh" if kind == "gelu" else "none")
-    if kind == "relu":
-        return FeedForward(d_model, d_ff, dropout)
-    raise ValueError(f"feed_forward must be relu, gelu, gelu_exact or swiglu, got {kind!r}")
+        network = GELUFeedForward(d_model, d_ff, dropout, approximate="tanh" if kind == "gelu" else "none")
+    elif kind == "relu":
+        network = FeedForward(d_model, d_ff, dropout)
+    else:
+        raise ValueError(f"feed_forward must be relu, gelu, gelu_exact or swiglu, got {kind!r}")
+    if not bias:  # chapter 6's network, without its biases (nanoGPT's bias=False)
+        for layer in (network.linear1, network.linear2):
+            layer.register_parameter("bias", None)
+    return network
 
 
-def norm_layer(kind: str, d_model: int, eps: float) -> nn.Module:
-    """A layer norm (``layer``: centre and scale, with a bias) or an RMS norm (``rms``: scale only, the Llama
-    family's, ``x / sqrt(mean(x²) + eps) * weight``)."""
+def norm_layer(kind: str, d_model: int, eps: float, bias: bool = True) -> nn.Module:
+    """A layer norm (``layer``: centre and scale, with a bias where ``bias``) or an RMS norm (``rms``: scale
+    only, the Llama family's, ``x / sqrt(mean(x²) + eps) * weight``)."""
     if kind == "layer":
-        return nn.LayerNorm(d_model, eps=eps)
+        return nn.LayerNorm(d_model, eps=eps, bias=bias)
     if kind == "rms":
         return nn.RMSNorm(d_model, eps=eps)
     raise ValueError(f"norm must be layer or rms, got {kind!r}")

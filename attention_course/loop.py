@@ -147,12 +147,18 @@ def log_window(run: Run, progress: Progress, loss, window_tokens: int, window_st
     bar.update(progress.step - bar.n)
     if progress.step % args.checkpoint_every == 0 and procs.main:
         run.raw_model.eval()
-        progress.validation.append(
-            {"step": progress.step, "val_loss": run.task.validation_loss(run.raw_model, run.device)}
-        )
+        with uncompiled():
+            val_loss = run.task.validation_loss(run.raw_model, run.device)
+        progress.validation.append({"step": progress.step, "val_loss": val_loss})
         run.raw_model.train()
         checkpoint(run, progress)
     procs.barrier()
+
+
+def uncompiled():
+    """A context in which the model runs as written, not compiled: for evaluation, whose shapes and eval mode
+    differ from the training step's, for which --compile-regions compiled the model's own layers."""
+    return torch.compiler.set_stance("force_eager")
 
 
 def checkpoint(run: Run, progress: Progress) -> None:

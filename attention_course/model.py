@@ -131,6 +131,10 @@ class EncoderDecoder(nn.Module):
         return self.decode(tgt_in, self.encode(src, src_mask), tgt_mask, src_mask)
 
 
+# DecoderOnly's options for a model without a bias anywhere: nanoGPT's default (bias=False), and the Llama family's.
+NO_BIASES = {"bias": False, "qkv_bias": False, "output_bias": False, "feed_forward_bias": False, "norm_bias": False}
+
+
 class DecoderOnlyLayer(EncoderLayer):
     """A layer of :class:`DecoderOnly`: chapter 6's encoder layer (self-attention and a feed-forward
     network, each in a residual connection with a layer norm) whose self-attention is chapter 7's
@@ -157,13 +161,18 @@ class DecoderOnlyLayer(EncoderLayer):
         norm="layer",
         norm_eps=1e-5,
         feed_forward_kind="relu",
+        feed_forward_bias=True,
+        norm_bias=True,
     ):
         super().__init__(d_model, num_heads, d_ff, dropout, norm_first)
         self.self_attn = self_attention(d_model, num_heads, num_kv_heads, bias, fused, rotary_base, rotary, qkv_bias)
-        if feed_forward_kind != "relu":
+        if feed_forward_kind == "swiglu":  # biased as the attention's projections are
             self.ff = feed_forward(feed_forward_kind, d_model, d_ff, dropout, bias)
-        if (norm, norm_eps) != ("layer", 1e-5):
-            self.norm1, self.norm2 = norm_layer(norm, d_model, norm_eps), norm_layer(norm, d_model, norm_eps)
+        elif (feed_forward_kind, feed_forward_bias) != ("relu", True):
+            self.ff = feed_forward(feed_forward_kind, d_model, d_ff, dropout, feed_forward_bias)
+        if (norm, norm_eps, norm_bias) != ("layer", 1e-5, True):
+            self.norm1 = norm_layer(norm, d_model, norm_eps, norm_bias)
+            self.norm2 = norm_layer(norm, d_model, norm_eps, norm_bias)
 
     def forward(self, x, mask=None, cache=None, positions=None):
         """``(x, cache)``: the layer's output and its self-attention's keys and values of every position so far;
@@ -204,7 +213,8 @@ class DecoderOnly(nn.Module):
       or ``"swiglu"`` (the Llama family);
     - ``bias``: whether the attention's projections (and a SwiGLU's) have biases; ``qkv_bias``, whether
       the query, key and value projections have them all the same (Qwen2); ``output_bias``, the output
-      layer's.
+      layer's; ``feed_forward_bias``, a ReLU or GELU network's; ``norm_bias``, the layer norms'. All five
+      off is nanoGPT's ``bias=False`` (:data:`NO_BIASES`).
     """
 
     def __init__(
@@ -231,6 +241,8 @@ class DecoderOnly(nn.Module):
         bias: bool = True,
         qkv_bias: bool = False,
         output_bias: bool = True,
+        feed_forward_bias: bool = True,
+        norm_bias: bool = True,
     ):
         super().__init__()
         self.config = ModelConfig(
@@ -254,12 +266,14 @@ class DecoderOnly(nn.Module):
             "norm": norm,
             "norm_eps": norm_eps,
             "feed_forward_kind": feed_forward,
+            "feed_forward_bias": feed_forward_bias,
+            "norm_bias": norm_bias,
         }
         self.layers = nn.ModuleList(
             DecoderOnlyLayer(d_model, num_heads, kv_heads, d_ff, dropout, norm_first, fused, **options)
             for _ in range(num_layers)
         )
-        self.norm = norm_layer(norm, d_model, norm_eps) if norm_first else nn.Identity()
+        self.norm = norm_layer(norm, d_model, norm_eps, norm_bias) if norm_first else nn.Identity()
         self.generator = nn.Linear(d_model, vocab_size, bias=output_bias)
         if tie_weights:  # one matrix for the embedding and the output layer, as in GPT-2
             self.generator.weight = self.embed.tokens.weight

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from attention_course.checkpoints import Progress
 from attention_course.flops import mfu, peak_flops
-from attention_course.loop import Run, checkpoint
+from attention_course.loop import Run, checkpoint, uncompiled
 
 
 def plot_losses(history: list[dict], validation: list[dict], path: Path) -> None:
@@ -34,7 +34,8 @@ def report(run: Run, progress: Progress, started: float) -> dict:
     """The final evaluation, checkpoint and loss curve, and the run's final metrics (written to final.json)."""
     args, raw_model, device = run.args, run.raw_model, run.device
     raw_model.eval()
-    result = run.task.evaluate(raw_model, device)
+    with uncompiled():
+        result = run.task.evaluate(raw_model, device)
     progress.validation.append({"step": progress.step, "val_loss": result["val_loss"]})
     checkpoint(run, progress)
     plot_losses(progress.history, progress.validation, args.out / "loss_curve.png")
@@ -61,9 +62,11 @@ def report(run: Run, progress: Progress, started: float) -> dict:
         "precision": args.precision,
         "compile": args.compile,
         "compile_mode": args.compile_mode if args.compile else None,
+        "compile_regions": args.compile and args.compile_regions,
         "without": list(args.without),
         "attention": args.attention,
         "tie_weights": args.tie_weights,
+        "bias": args.bias,
         "out": str(args.out),
     }
     if utilisation is None:

@@ -30,7 +30,7 @@ from attention_course.corpora import course_text, tiny_shakespeare
 from attention_course.dates import SOURCE_VOCAB, TARGET_VOCAB, DateTask, batch
 from attention_course.flops import training_flops
 from attention_course.fused_attention import CAUSAL
-from attention_course.model import DecoderOnly, EncoderDecoder, ModelConfig
+from attention_course.model import NO_BIASES, DecoderOnly, EncoderDecoder, ModelConfig
 from attention_course.solutions.ch04_masking import causal_mask, decoder_self_attention_mask
 from attention_course.solutions.ch06_transformer import greedy_decode
 from attention_course.training import exact_match
@@ -189,7 +189,8 @@ class LanguageModelTask:
         return len(self.token_bytes)
 
     def model(self, fused: bool) -> torch.nn.Module:
-        return DecoderOnly.from_config(self.vocab_size, model_config(self.args, fused, self.args.block_size))
+        options = {} if getattr(self.args, "bias", True) else NO_BIASES  # --no-bias
+        return DecoderOnly.from_config(self.vocab_size, model_config(self.args, fused, self.args.block_size), **options)
 
     def _windows(self, data: torch.Tensor, starts: torch.Tensor) -> dict:
         windows = torch.stack([data[s : s + self.args.block_size + 1] for s in starts.tolist()])

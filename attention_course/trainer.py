@@ -88,6 +88,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--dropout", type=float, default=0.1)
     p.add_argument("--norm", choices=("pre", "post"), default="pre", help="layer norm before or after each block")
     p.add_argument(
+        "--bias",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="--no-bias: the chars and lm tasks' model without biases (attention, feed-forward network, layer "
+        "norms, output layer), as nanoGPT's default bias=False",
+    )
+    p.add_argument(
         "--tie-weights",
         action="store_true",
         help="the output layer shares the (target) embedding's matrix, as in the paper (its section 3.4)",
@@ -125,6 +132,13 @@ def parse_args(argv=None) -> argparse.Namespace:
         default="default",
         help="torch.compile's mode, with --compile: reduce-overhead replays each step's kernels as a CUDA graph "
         "(on cuda; the dates task's batches have one shape for it)",
+    )
+    p.add_argument(
+        "--compile-regions",
+        action="store_true",
+        help="with --compile: compile each layer on its own instead of the whole step (regional compilation): "
+        "layers alike share one compiled graph, so compiling takes less time; the embeddings, the output layer "
+        "and the loss run uncompiled",
     )
     p.add_argument(
         "--without",
@@ -169,6 +183,10 @@ def parse_args(argv=None) -> argparse.Namespace:
             f"--vocab-size must be at least {tokenization.BYTES + 1} (a token for each of the {tokenization.BYTES} "
             f"byte values and at least one merge), got {args.vocab_size}"
         )
+    if args.compile_regions and not args.compile:
+        p.error("--compile-regions says what --compile compiles: give --compile too")
+    if not args.bias and args.task == "dates":
+        p.error("--no-bias is an option of the chars and lm tasks' decoder-only model, not of the dates task")
     if args.d_model % args.heads:
         p.error(f"--heads ({args.heads}) must divide --d-model ({args.d_model})")
     if not 0 <= args.dropout < 1:
@@ -221,7 +239,11 @@ def build(args: argparse.Namespace, procs: Processes) -> tuple[Run, Progress]:
             model, device_ids=[device.index] if device.type == "cuda" else None
         )
     step_loss = StepLoss(task, model)
-    step_loss = torch.compile(step_loss, mode=args.compile_mode) if args.compile else step_loss
+    if args.compile and args.compile_regions:
+        for layer in layers(raw_model):
+            layer.compile(mode=args.compile_mode)
+    elif args.compile:
+        step_loss = torch.compile(step_loss, mode=args.compile_mode)
     autocast = (
         torch.autocast(device.type, dtype=torch.bfloat16 if args.precision == "bf16" else torch.float16)
         if args.precision != "fp32"
@@ -229,6 +251,13 @@ def build(args: argparse.Namespace, procs: Processes) -> tuple[Run, Progress]:
     )
     scaler = torch.amp.GradScaler("cuda", enabled=args.precision == "fp16")
     return Run(args, procs, task, raw_model, model, step_loss, optimizer, schedule, autocast, scaler), progress
+
+
+def layers(model: torch.nn.Module) -> list[torch.nn.Module]:
+    """The model's layers (an encoder-decoder's encoder and decoder layers, a decoder-only model's layers): the
+    regions that --compile-regions compiles, each of a kind compiled once for all of that kind."""
+    stacks = [getattr(model, name) for name in ("encoder_layers", "decoder_layers", "layers") if hasattr(model, name)]
+    return [layer for stack in stacks for layer in stack]
 
 
 def main(argv=None) -> dict:

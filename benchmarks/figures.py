@@ -364,7 +364,28 @@ def _beside_nanogpt(step: dict | None) -> str:
     )
 
 
+def _compile_cost(entry: dict) -> str:
+    """What compiling costs a training run (benchmarks/compile_cost.py): each run's overhead and break-even step."""
+    figures = entry["figures"]
+    rows = []
+    for run in figures["runs"]:
+        name = run["name"]
+        even = figures["break_even"].get(name)
+        shown = "" if name not in figures["break_even"] else ("never" if even is None else f"step {even:,}")
+        rows.append(f"| {name} | {run['train_seconds']:.1f} | {run['steady_tokens_per_second']:,.0f} | "
+                    f"{run['overhead_seconds']:.1f} | {shown} |")  # fmt: skip
+    options = f" `{figures['options']}`" if figures["options"] else ""
+    return (
+        f"`make train`{options} on {figures['device']} (PyTorch {figures['torch']}), compiled in "
+        f"{figures['compiled_precision']} in torch.compile's `{figures['compile_mode']}` mode, each compiled run cold "
+        "(empty caches) and warm (its cold run's caches):\n\n"
+        "| run | seconds of training | steady tokens/s | overhead (s) | ahead of fp32 from |\n"
+        "| --- | --- | --- | --- | --- |\n" + "\n".join(rows) + f"\n\n{_measured(entry)}.\n"
+    )
+
+
 RENDER: dict[str, Callable[[dict], str]] = {
+    "compile-cost": _compile_cost,
     "gpu": _gpu_measurements,
     "replicate-families": _replicate_families,
     "replicate-tying": _replicate_tying,

@@ -18,8 +18,11 @@ fails or runs out of time leaves the others' figures:
 - ``train-fp32``, ``train-bf16``, ``train-bf16-compile``: ``make train`` on the dates task with its
   defaults, in float32, with bfloat16 autocast, and with bfloat16 and ``torch.compile`` replaying CUDA
   graphs (``--compile-mode reduce-overhead``);
+- ``compile-cost``: ``benchmarks.compile_cost``, the capstone in float32 and bfloat16 not compiled and compiled
+  (the whole step and by layers, each from empty compiler caches and again warm): what compiling costs a run
+  and the step from which it is ahead of float32;
 - ``ablation``: the GPT-2-sized language model, not compiled, with every speed-up and without each
-  (``benchmarks.nanogpt --ablation``);
+  (``benchmarks.nanogpt --ablation``), and with biases (``make train``'s default model);
 - ``profile-before``, ``profile-after``: ``benchmarks.profile_step`` on that model without any speed-up
   and with all of them;
 - ``tests``: the tests that compute on a device (:data:`DEVICE_TESTS`), on this one;
@@ -109,9 +112,12 @@ def steps(quick: bool, device: str, nanogpt: Path | None = None) -> list[tuple[s
     bench_transformer = [PYTHON, "-m", "benchmarks.transformer", "--device", device, *transformer]
     attention = ["--lengths", "64", "128", "--repeats", "1", "--heads", "2"] if quick else []
     pretrained = ["--models", "gpt2", "--tokens", "4", "--rounds", "1"] if quick else []
-    side_by_side = [PYTHON, "-m", "benchmarks.nanogpt", "--nanogpt", str(nanogpt), *(["--quick"] if quick else [])]
+    side_by_side = [PYTHON, "-m", "benchmarks.nanogpt", "--nanogpt", str(nanogpt)]
+    side_by_side += ["--quick"] if quick else ["--compile-mode", "reduce-overhead"]  # the course's fastest
     ablation = [PYTHON, "-m", "benchmarks.nanogpt", "--ablation", "--eager", "--shapes", "gpt2"]
     ablation += ["--quick"] if quick else ["--steps", "60"]
+    compile_cost = [PYTHON, "-m", "benchmarks.compile_cost"]
+    compile_cost += ["--steps", "20", "--", "--batch-size", "16", "--eval-examples", "20"] if quick else []
     profile = [PYTHON, "-m", "benchmarks.profile_step", *(["--warmup-steps", "1", "--steps", "1"] if quick else [])]
     tiny = ["--layers", "1", "--d-model", "64", "--heads", "2", "--block-size", "32"]
     shape = [*GPT2_SHAPE, *(tiny if quick else [])]
@@ -125,7 +131,8 @@ def steps(quick: bool, device: str, nanogpt: Path | None = None) -> list[tuple[s
             [*TRAINER, "--precision", "bf16", "--compile", "--compile-mode", "reduce-overhead", *train],
             300,
         ),  # fmt: skip
-        ("ablation", ablation, 240),
+        ("compile-cost", compile_cost, 480),
+        ("ablation", ablation, 300),
         ("profile-before", [*profile, "--", *shape, *all_off], 120),
         ("profile-after", [*profile, "--", *shape], 120),
         ("tests", tests, 240),

@@ -16,14 +16,16 @@ to train on). Both train the same shape on tiny Shakespeare by character, in bfl
 
 Each trainer logs every 10 steps after waiting for the device, so both are timed alike: the tokens of a
 window of 10 steps over the wall-clock seconds between two logs, and the median of the second half of the
-run's windows (compiling and warming up are over by then). MFU counts both at the course's model FLOPs per
-token (6 per weight of a matrix product, 12 L d T for attention) over the device's dense bf16 peak; nanoGPT's
-model has no biases and GPT-2's positions, so their FLOPs differ by well under 1%. Each also reports its
+run's windows (compiling and warming up are over by then). Both models have no biases (nanoGPT's default
+``bias=False``, the course's ``--no-bias``); nanoGPT's has GPT-2's learned positions where the course's adds
+chapter 5's sinusoids. MFU counts both at the course's model FLOPs per token (6 per weight of a matrix product,
+12 L d T for attention) over the device's dense bf16 peak. Each also reports its
 validation loss after the fixed number of steps (nanoGPT's on its own ``eval_iters`` batches, the course's on
 256 windows: estimates of the same quantity, not the same windows).
 
 ``--ablation`` trains the course's model at a shape once with every speed-up and once without each of them
-(``make train``'s ``--without``): the effect of each, measured side by side.
+(``make train``'s ``--without``): the effect of each, measured side by side; and once with biases, the
+course's default model, which is not the same model and so no speed-up, to measure what its biases cost.
 """
 
 from __future__ import annotations
@@ -143,7 +145,9 @@ def _cuda() -> bool:
     return torch.cuda.is_available()
 
 
-def course_command(shape: dict, steps: int, out: str, without: list[str], quick: bool, compiled: bool) -> list[str]:
+def course_command(
+    shape: dict, steps: int, out: str, without: list[str], quick: bool, compiled: bool, biases: bool = False
+) -> list[str]:
     command = [
         PYTHON, "-m", "attention_course.trainer", "--task", "chars", "--corpus", "shakespeare",
         "--layers", str(shape["layers"]), "--d-model", str(shape["d_model"]), "--heads", str(shape["heads"]),
@@ -151,7 +155,7 @@ def course_command(shape: dict, steps: int, out: str, without: list[str], quick:
         "--batch-size", str(shape["batch"]), "--lr", str(shape["lr"]), "--warmup", str(shape["warmup"]),
         "--steps", str(steps), "--tie-weights", "--eval-examples", "256", "--log-every", str(LOG_EVERY),
         "--checkpoint-every", str(steps), "--precision", "bf16", "--compile", "--no-progress", "--out", out,
-        *(["--without", *without] if without else []),
+        "--bias" if biases else "--no-bias", *(["--without", *without] if without else []),
     ]  # fmt: skip
     if quick or not compiled:
         command = [part for part in command if part != "--compile"]
@@ -161,10 +165,18 @@ def course_command(shape: dict, steps: int, out: str, without: list[str], quick:
 
 
 def run_course(
-    shape: dict, steps: int, environment: dict, limit: float, quick: bool, without=(), eager=False, mode="default"
+    shape: dict,
+    steps: int,
+    environment: dict,
+    limit: float,
+    quick: bool,
+    without=(),
+    eager=False,
+    mode="default",
+    biases=False,
 ) -> dict:
     out = tempfile.mkdtemp(prefix="course-")
-    command = course_command(shape, steps, out, list(without), quick, compiled=not eager)
+    command = course_command(shape, steps, out, list(without), quick, compiled=not eager, biases=biases)
     if "--compile" in command:
         command += ["--compile-mode", mode]
     lines, status = timed_lines(command, ROOT, environment, limit)
@@ -214,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.shapes:
         shape = {**SHAPES[name], **(QUICK if args.quick else {})}
         steps = args.steps or shape["steps"]
-        row = {"steps": steps, **{k: v for k, v in shape.items() if k != "steps"}}
+        row = {"steps": steps, **{k: v for k, v in shape.items() if k != "steps"}, "course_biases": False}
         course = run_course(shape, steps, environment, args.limit, args.quick, eager=args.eager, mode=args.compile_mode)
         flops, peak = course.get("flops_per_token"), course.get("peak_tflops")
         row["course"] = with_mfu(course, flops, peak)
@@ -226,6 +238,9 @@ def main(argv: list[str] | None = None) -> int:
                 result = with_mfu(result, flops, peak)
                 row["without"][speedup] = result
                 print(f"{name}: without {speedup} {json.dumps(result)}", flush=True)
+            result = run_course(shape, steps, environment, args.limit, args.quick, eager=args.eager, biases=True)
+            row["with_biases"] = with_mfu(result, flops, peak)
+            print(f"{name}: with biases {json.dumps(row['with_biases'])}", flush=True)
         else:
             with tempfile.TemporaryDirectory(prefix="nanogpt-run-") as work:
                 folder = nanogpt_folder(args.nanogpt, text, Path(work))
@@ -236,8 +251,13 @@ def main(argv: list[str] | None = None) -> int:
             row["ratio"] = round(ours / theirs, 3) if ours and theirs else None
         figures["shapes"][name] = row
     print(json.dumps(figures), flush=True)
-    runs = [row["course"], row.get("nanogpt", {}), *row.get("without", {}).values()]
-    return 1 if any(run.get("status") for row in figures["shapes"].values() for run in runs) else 0
+    runs = [run for row in figures["shapes"].values() for run in runs_of(row)]
+    return 1 if any(run.get("status") for run in runs) else 0
+
+
+def runs_of(row: dict) -> list[dict]:
+    """Every training run of a shape's row: the course's, nanoGPT's, and the ablation's."""
+    return [row["course"], row.get("nanogpt", {}), row.get("with_biases", {}), *row.get("without", {}).values()]
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import sys
 import pytest
 import torch
 
+from attention_course.trainer import parse_args
 from benchmarks import attention, figures, gpu
 
 
@@ -222,3 +223,19 @@ def test_nanogpt_runs_from_a_folder_of_its_own_and_is_timed_between_its_logs(tmp
     assert 20_000 < result["steady_tokens_per_second"] < 33_000
     with pytest.raises(SystemExit, match="not a nanoGPT checkout"):
         nanogpt.nanogpt_folder(tmp_path / "elsewhere", text, tmp_path / "work2")
+
+
+def test_the_course_trains_nanogpts_model_beside_it_and_its_own_in_the_ablation():
+    """nanoGPT's default model has no biases: beside it the course trains the same (--no-bias); the ablation's
+    extra run has the biases of make train's default model, and its status counts as every other run's."""
+    from benchmarks import nanogpt
+
+    shape = nanogpt.SHAPES["gpt2"]
+    beside = nanogpt.course_command(shape, 10, "OUT", [], quick=False, compiled=True)
+    assert "--no-bias" in beside and "--bias" not in beside and "--compile" in beside
+    own = nanogpt.course_command(shape, 10, "OUT", ["tf32"], quick=True, compiled=True, biases=True)
+    assert "--bias" in own and "--no-bias" not in own and own[-2:] == ["--without", "tf32"]
+    assert beside[1:3] == ["-m", "attention_course.trainer"]
+    parse_args(beside[3:])  # options that make train takes
+    row = {"course": {"status": 0}, "with_biases": {"status": 1}, "without": {"tf32": {"status": 0}}}
+    assert [run.get("status") for run in nanogpt.runs_of(row)] == [0, None, 1, 0]  # nanoGPT's: not run

@@ -15,7 +15,8 @@ from attention_course.fused_attention import (
     use_fused_attention,
 )
 from attention_course.interop import to_torch_encoder_layer
-from attention_course.model import DecoderOnly, EncoderDecoder, ModelConfig
+from attention_course.layers import feed_forward
+from attention_course.model import NO_BIASES, DecoderOnly, EncoderDecoder, ModelConfig
 from attention_course.solutions.ch03_multi_head import MultiHeadAttention
 from attention_course.solutions.ch04_masking import causal_mask
 from attention_course.solutions.ch06_transformer import EncoderLayer
@@ -248,3 +249,33 @@ def test_both_models_keep_their_settings_as_one_config_and_are_rebuilt_from_it()
     }
     with pytest.raises(TypeError):
         DecoderOnly.from_config(17, config, d_model=8)  # a setting is the config's, not an option
+
+
+def test_a_model_without_biases_has_none_and_nanogpts_parameter_count():
+    """NO_BIASES (nanoGPT's bias=False): no bias in the attention, the feed-forward network, the norms or the
+    output layer, so that a tied model of L layers of width d has L (12 d² + 2 d) + d + V d parameters, as
+    nanoGPT's (less its learned positions); it computes and trains as the biased one does."""
+    vocab, d, layers = 65, 32, 2
+    for kind in ("relu", "gelu", "gelu_exact", "swiglu"):
+        model = DecoderOnly(vocab, d, 4, layers, 4 * d, dropout=0.0, fused=True, tie_weights=True, feed_forward=kind,
+                            **NO_BIASES)  # fmt: skip
+        assert [name for name, _ in model.named_parameters() if "bias" in name] == [], kind
+        ids = torch.randint(0, vocab, (2, 12))
+        model(ids).sum().backward()
+        assert all(p.grad is not None for p in model.parameters())
+    model = DecoderOnly(vocab, d, 4, layers, 4 * d, dropout=0.0, fused=True, tie_weights=True, **NO_BIASES)
+    assert sum(p.numel() for p in model.parameters()) == layers * (12 * d * d + 2 * d) + d + vocab * d
+    biased = DecoderOnly(vocab, d, 4, layers, 4 * d, dropout=0.0, fused=True, tie_weights=True)
+    assert sum("bias" in name for name, _ in biased.named_parameters()) == layers * 8 + 2  # as before
+
+
+@pytest.mark.parametrize("kind", ["relu", "gelu"])
+def test_feed_forward_without_biases_is_the_biased_network_with_zero_biases(kind):
+    torch.manual_seed(0)
+    biased, unbiased = feed_forward(kind, 16, 32, 0.0, True), feed_forward(kind, 16, 32, 0.0, False)
+    unbiased.load_state_dict({k: v for k, v in biased.state_dict().items() if not k.endswith("bias")})
+    with torch.no_grad():
+        for layer in (biased.linear1, biased.linear2):
+            layer.bias.zero_()
+    x = torch.randn(3, 5, 16)
+    torch.testing.assert_close(unbiased(x), biased(x))

@@ -241,6 +241,35 @@ def test_a_run_records_the_speedups_it_went_without_and_its_compile_mode(tmp_pat
         parse_args(["--without", "flash"])
 
 
+def test_no_bias_trains_the_language_model_without_biases_and_is_refused_for_dates(tmp_path, capsys):
+    """--no-bias: nanoGPT's bias=False, the model that benchmarks.nanogpt trains beside nanoGPT's; it resumes from
+    its checkpoint as the model it is. The date task's encoder-decoder has no such option: refused by name."""
+    args = [*SPEEDUP_RUNS["chars"], "--no-bias"]
+    final = trainer.main([*args, "--out", str(tmp_path), "--device", chosen_device()])
+    biased = trainer.main([*SPEEDUP_RUNS["chars"], "--out", str(tmp_path / "biased"), "--device", chosen_device()])
+    assert final["bias"] is False and biased["bias"] is True and final["val_loss"] > 0
+    assert final["parameters"] < biased["parameters"]
+    resumed = trainer.main([*args, "--steps", "8", "--resume", str(tmp_path / "checkpoint.pt"), "--out",
+                            str(tmp_path / "resumed"), "--device", chosen_device()])  # fmt: skip
+    assert resumed["steps"] == 8 and resumed["parameters"] == final["parameters"]
+    for wrong in ("--no-bias", "--compile-regions"):
+        with pytest.raises(SystemExit) as refused:
+            parse_args([wrong])
+        assert refused.value.code == 2 and wrong in capsys.readouterr().err
+
+
+def test_compiling_by_layers_gives_the_losses_of_the_model_not_compiled(with_every_speedup, tmp_path):
+    """--compile --compile-regions compiles each layer on its own: the same losses step by step, two graphs
+    compiled in all (the encoder's layer and the decoder's), none for the evaluation, which runs the layers
+    uncompiled (its shapes and eval mode would each compile them again)."""
+    torch._dynamo.utils.counters.clear()
+    compiled = step_losses([*SPEEDUP_RUNS["dates"], "--compile", "--compile-regions"], tmp_path)
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 2
+    assert compiled == pytest.approx(with_every_speedup["dates"], rel=1e-4)
+    final = json.loads((tmp_path / "final.json").read_text())
+    assert final["compile_regions"] is True and final["compile_mode"] == "default"
+
+
 POEM = (
     "The cat sat on the mat; the dog sat on the log. Naïve café crème, déjà vu — résumé.\n"
     "Attention weighs the values by how well each key answers the query.\n"
