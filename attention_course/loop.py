@@ -103,23 +103,36 @@ def train_step(run: Run, progress: Progress) -> tuple[torch.Tensor, int]:
     ]
     # The batch is gathered on the device; its tokens and FLOPs are counted on the host, which never waits for
     # the device inside a window of steps (only log_window does, to read its clock and loss).
-    b, step_tokens, flops = run.task.step_batch(run.raw_model, indices, run.device)
+    with phase("batch"):
+        b, step_tokens, flops = run.task.step_batch(run.raw_model, indices, run.device)
     progress.run_flops += flops
     if args.compile and args.compile_mode == "reduce-overhead":
         torch.compiler.cudagraph_mark_step_begin()  # a new step: the last one's CUDA-graph outputs may be reused
-    with run.autocast:
+    with phase("forward"), run.autocast:
         loss = run.step_loss(b, args.label_smoothing)
-    run.optimizer.zero_grad(set_to_none=True)
-    run.scaler.scale(loss).backward()
-    if args.clip > 0:
-        run.scaler.unscale_(run.optimizer)
-        torch.nn.utils.clip_grad_norm_(run.model.parameters(), args.clip)
-    run.scaler.step(run.optimizer)  # skipped where fp16's scaled gradients overflowed
-    run.scaler.update()
-    with warnings.catch_warnings():  # a skipped first step is no mistake of order: LambdaLR need not say so
-        warnings.filterwarnings("ignore", r"Detected call of `lr_scheduler\.step\(\)` before `optimizer\.step\(\)`")
-        run.schedule.step()  # the next step's learning rate
+    with phase("backward"):
+        run.optimizer.zero_grad(set_to_none=True)
+        run.scaler.scale(loss).backward()
+    with phase("clip"):
+        if args.clip > 0:
+            run.scaler.unscale_(run.optimizer)
+            torch.nn.utils.clip_grad_norm_(run.model.parameters(), args.clip)
+    with phase("optimizer"):
+        run.scaler.step(run.optimizer)  # skipped where fp16's scaled gradients overflowed
+        run.scaler.update()
+        with warnings.catch_warnings():  # a skipped first step is no mistake of order: LambdaLR need not say so
+            warnings.filterwarnings("ignore", r"Detected call of `lr_scheduler\.step\(\)` before `optimizer\.step\(\)`")
+            run.schedule.step()  # the next step's learning rate
     return loss, step_tokens
+
+
+PHASES = ("batch", "forward", "backward", "clip", "optimizer")
+
+
+def phase(name: str) -> torch.profiler.record_function:
+    """A part of a step, one of :data:`PHASES`, named for ``torch.profiler`` (benchmarks/profile_step.py gives the
+    host's milliseconds in each); a few microseconds where no profiler runs."""
+    return torch.profiler.record_function(f"step: {name}")
 
 
 def log_window(run: Run, progress: Progress, loss, window_tokens: int, window_start: float, metrics, bar) -> None:

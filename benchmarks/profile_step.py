@@ -7,8 +7,10 @@ Everything after ``--`` is ``make train``'s options (``python -m attention_cours
 is built as the trainer builds it, takes ``--warmup-steps`` steps (compiling, if asked, and warming up), then
 ``--steps`` steps under the profiler. Printed: the wall-clock milliseconds of a step, the host's milliseconds
 in the operators it launches, and the device's milliseconds in its kernels, with the operators that take the
-most device time; last, one JSON line of the figures (the device's time by kind of kernel: matrix products,
-attention, optimizer, the rest).
+most device time; last, one JSON line of the figures: the device's time by kind of kernel (matrix products,
+attention, optimizer, the rest) and the host's time in each part of the step (``attention_course.loop.PHASES``:
+making the batch, the forward pass, the backward pass, clipping, the optimizer's step), what a step costs
+the host whatever the device.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from attention_course.checkpoints import Progress
-from attention_course.loop import train_step
+from attention_course.loop import PHASES, train_step
 from attention_course.processes import Processes, synchronize
 from attention_course.trainer import allow_tf32, build, check_options, parse_args
 
@@ -77,12 +79,15 @@ def main(argv: list[str] | None = None) -> int:
             kinds[kind_of(event.name)] = kinds.get(kind_of(event.name), 0.0) + ms / options.steps
             device_ms += ms / options.steps
     host_ms = sum(e.self_cpu_time_total for e in events) / 1e3 / options.steps
+    by_phase = {e.key.removeprefix("step: "): e.cpu_time_total / 1e3 / options.steps for e in events
+                if e.key.startswith("step: ")}  # fmt: skip
     figures = {
         "device": torch.cuda.get_device_name() if run.device.type == "cuda" else "CPU",
         "step_ms": round(step_ms, 3),
         "host_ms": round(host_ms, 3),
         "device_ms": round(device_ms, 3),
         "device_ms_by_kind": {k: round(v, 3) for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])},
+        "host_ms_by_phase": {name: round(by_phase.get(name, 0.0), 3) for name in PHASES},
         "options": " ".join(trainer_args),
     }
     print(json.dumps(figures), flush=True)

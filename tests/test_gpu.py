@@ -239,3 +239,15 @@ def test_the_course_trains_nanogpts_model_beside_it_and_its_own_in_the_ablation(
     parse_args(beside[3:])  # options that make train takes
     row = {"course": {"status": 0}, "with_biases": {"status": 1}, "without": {"tf32": {"status": 0}}}
     assert [run.get("status") for run in nanogpt.runs_of(row)] == [0, None, 1, 0]  # nanoGPT's: not run
+
+
+def test_the_profile_gives_the_hosts_time_in_each_part_of_a_step(capsys):
+    from attention_course.loop import PHASES
+    from benchmarks import profile_step
+
+    tiny = ["--d-model", "16", "--heads", "2", "--layers", "1", "--d-ff", "32", "--batch-size", "4"]
+    assert profile_step.main(["--warmup-steps", "1", "--steps", "2", "--", *tiny, "--device", "cpu"]) == 0
+    figures = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert list(figures["host_ms_by_phase"]) == list(PHASES)
+    assert all(ms > 0 for ms in figures["host_ms_by_phase"].values())
+    assert sum(figures["host_ms_by_phase"].values()) < figures["step_ms"]
