@@ -44,9 +44,33 @@ def save_checkpoint(path: Path, model, optimizer, step: int, args, history, vali
     partial.replace(path)
 
 
-def resume(path: Path, model, optimizer, device: torch.device) -> Progress:
-    """Load the model and optimizer from the checkpoint at ``path``; the progress it saved."""
+# The options that shape a task's model (block_size: a language model's positions; vocab_size: its tokenizer's),
+# and the value of each in a checkpoint saved before the option was.
+MODEL_OPTIONS = {"task": None, "d_model": None, "heads": None, "layers": None, "d_ff": None, "norm": None,
+                 "tie_weights": None, "bias": True}  # fmt: skip
+LANGUAGE_MODEL_OPTIONS = {"block_size": None, "vocab_size": None}
+
+
+def model_differences(saved: dict, args) -> list[str]:
+    """The options that shape the model whose values in ``args`` differ from a checkpoint's ``saved`` ones."""
+    options = {**MODEL_OPTIONS, **(LANGUAGE_MODEL_OPTIONS if saved.get("task") != "dates" else {})}
+    if saved.get("task") != "lm":
+        options.pop("vocab_size", None)
+    differ = []
+    for name, before in options.items():
+        then, now = saved.get(name, before), getattr(args, name, None)
+        if then is not None and then != now:
+            differ.append(f"--{name.replace('_', '-')} was {then!r}, is {now!r}")
+    return differ
+
+
+def resume(path: Path, model, optimizer, device: torch.device, args=None) -> Progress:
+    """Load the model and optimizer from the checkpoint at ``path``; the progress it saved. Given the run's
+    ``args``, a checkpoint of another model (other options that shape it) is refused, by its options' names."""
     state = torch.load(path, map_location=device, weights_only=False)
+    differ = model_differences(state.get("args", {}), args) if args is not None else []
+    if differ:
+        raise SystemExit(f"--resume {path}: that checkpoint is of another model: {'; '.join(differ)}")
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
     return Progress(

@@ -231,7 +231,7 @@ def build(args: argparse.Namespace, procs: Processes) -> tuple[Run, Progress]:
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01, fused=True if fused else None
     )
-    progress = Progress() if args.resume is None else resume(args.resume, model, optimizer, device)
+    progress = Progress() if args.resume is None else resume(args.resume, model, optimizer, device, args)
     schedule = scheduler(optimizer, args.lr, args.steps, args.warmup, args.schedule, start=progress.step)
     raw_model = model
     if procs.world > 1:

@@ -252,6 +252,11 @@ def test_no_bias_trains_the_language_model_without_biases_and_is_refused_for_dat
     resumed = trainer.main([*args, "--steps", "8", "--resume", str(tmp_path / "checkpoint.pt"), "--out",
                             str(tmp_path / "resumed"), "--device", chosen_device()])  # fmt: skip
     assert resumed["steps"] == 8 and resumed["parameters"] == final["parameters"]
+    biased_checkpoint = str(tmp_path / "biased" / "checkpoint.pt")
+    for other, named in ((["--no-bias"], "--bias was True, is False"), (["--d-model", "64"], "--d-model was 32")):
+        with pytest.raises(SystemExit, match=named):  # another model's checkpoint: refused by its options
+            trainer.main([*SPEEDUP_RUNS["chars"], *other, "--steps", "8", "--resume", biased_checkpoint, "--out",
+                          str(tmp_path / "refused"), "--device", chosen_device()])  # fmt: skip
     for wrong in ("--no-bias", "--compile-regions"):
         with pytest.raises(SystemExit) as refused:
             parse_args([wrong])
