@@ -44,21 +44,20 @@ def save_checkpoint(path: Path, model, optimizer, step: int, args, history, vali
     partial.replace(path)
 
 
-# The options that shape a task's model (block_size: a language model's positions; vocab_size: its tokenizer's),
-# and the value of each in a checkpoint saved before the option was.
-MODEL_OPTIONS = {"task": None, "d_model": None, "heads": None, "layers": None, "d_ff": None, "norm": None,
-                 "tie_weights": None, "bias": True}  # fmt: skip
-LANGUAGE_MODEL_OPTIONS = {"block_size": None, "vocab_size": None}
+# The options that shape every task's model; a language model's positions (block_size) and the lm task's
+# tokenizer (vocab_size) shape theirs too.
+MODEL_OPTIONS = ("task", "d_model", "heads", "layers", "d_ff", "norm", "tie_weights", "bias")
+# An option's value in a checkpoint saved before the option was.
+BEFORE_SAVED = {"bias": True}
 
 
 def model_differences(saved: dict, args) -> list[str]:
     """The options that shape the model whose values in ``args`` differ from a checkpoint's ``saved`` ones."""
-    options = {**MODEL_OPTIONS, **(LANGUAGE_MODEL_OPTIONS if saved.get("task") != "dates" else {})}
-    if saved.get("task") != "lm":
-        options.pop("vocab_size", None)
+    task = saved.get("task")
+    names = [*MODEL_OPTIONS, *(["block_size"] if task != "dates" else []), *(["vocab_size"] if task == "lm" else [])]
     differ = []
-    for name, before in options.items():
-        then, now = saved.get(name, before), getattr(args, name, None)
+    for name in names:
+        then, now = saved.get(name, BEFORE_SAVED.get(name)), getattr(args, name, None)
         if then is not None and then != now:
             differ.append(f"--{name.replace('_', '-')} was {then!r}, is {now!r}")
     return differ

@@ -54,12 +54,17 @@ RUNS = (
     ("by layers, warm", ["--compile", "--compile-regions"], "by layers, cold"),
 )
 BASELINE = "fp32"
+COMPILED_RUNS = [name for name, options, _ in RUNS if "--compile" in options]  # those that may break even
 
 
 def run_training(options: list[str], caches: Path, limit: float) -> dict:
     """One ``make train`` run with ``options`` and the compiler caches in ``caches``: its final figures, its steady
     rate and its exit status (with the end of its output where it failed)."""
-    out = Path(tempfile.mkdtemp(prefix="compile-cost-"))
+    with tempfile.TemporaryDirectory(prefix="compile-cost-") as out:
+        return _run_training(options, caches, Path(out), limit)
+
+
+def _run_training(options: list[str], caches: Path, out: Path, limit: float) -> dict:
     environment = {
         **os.environ,
         "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"),
@@ -118,7 +123,7 @@ def table(figures: dict) -> str:
             lines.append(f"{name:16} failed ({run.get('status')})")
             continue
         even = figures["break_even"].get(name)
-        shown = "-" if name in ("fp32", "bf16") else ("never" if even is None else f"{even:,}")
+        shown = "-" if name not in figures["break_even"] else ("never" if even is None else f"{even:,}")
         lines.append(
             f"{name:16} {run['train_seconds']:8.1f} {run['steady_tokens_per_second']:13,.0f} "
             f"{run.get('overhead_seconds', float('nan')):11.1f} {shown:>16}"
@@ -161,9 +166,8 @@ def main(argv: list[str] | None = None) -> int:
             figures["runs"].append({"name": name, **result})
             print(f"{name}: {json.dumps(result)} ({time.perf_counter() - started:.0f} s)", flush=True)
     baseline = next(run for run in figures["runs"] if run["name"] == BASELINE)
-    figures["break_even"] = {
-        run["name"]: break_even_step(run, baseline) for run in figures["runs"] if run["name"] not in ("fp32", "bf16")
-    }
+    figures["break_even"] = {run["name"]: break_even_step(run, baseline) for run in figures["runs"]
+                             if run["name"] in COMPILED_RUNS}  # fmt: skip
     print(table(figures))
     print(json.dumps(figures), flush=True)
     failed = [run["name"] for run in figures["runs"] if run.get("status") != 0]

@@ -185,7 +185,7 @@ def run_course(
     rates = [json.loads(line)["tokens_per_second"] for line in logged]
     final = next((json.loads(line) for _, line in reversed(lines) if line.startswith("{")), {})
     result = {"status": status, "steps": final.get("steps"), "steady_tokens_per_second": steady(rates)}
-    for key in ("val_loss", "flops_per_token", "peak_tflops", "parameters", "train_seconds", "wall_seconds"):
+    for key in ("val_loss", "flops_per_token", "peak_tflops", "parameters", "bias", "train_seconds", "wall_seconds"):
         result[key] = final.get(key)
     if status != 0:
         result["tail"] = "\n".join(line for _, line in lines[-30:])
@@ -226,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.shapes:
         shape = {**SHAPES[name], **(QUICK if args.quick else {})}
         steps = args.steps or shape["steps"]
-        row = {"steps": steps, **{k: v for k, v in shape.items() if k != "steps"}, "course_biases": False}
+        row = {"steps": steps, **{k: v for k, v in shape.items() if k != "steps"}}
         course = run_course(shape, steps, environment, args.limit, args.quick, eager=args.eager, mode=args.compile_mode)
         flops, peak = course.get("flops_per_token"), course.get("peak_tflops")
         row["course"] = with_mfu(course, flops, peak)
