@@ -130,9 +130,15 @@ c.SanitizeStudentHTML.strip = False
 # The kernel's own log (it listens on localhost without encryption) is not the student's business.
 c.Execute.extra_arguments = ["--IPKernelApp.log_level=ERROR"]
 c.HTMLExporter.sanitize_html = True
-# nbconvert's strip_files_prefix takes quadratic time on a line of "[" (minutes for 150,000); the
-# course's gives the same output in linear time.
-c.HTMLExporter.filters = {"strip_files_prefix": "autograder.nbgrader.files_prefix.strip_files_prefix"}
+# The formgrader's page of a submission and the feedback load nothing that a student named: markdown's own
+# images (![alt](url), which no sanitiser of HTML sees) show as text, "[image: alt — url]", and any other tag
+# that would load something is shown escaped (autograder/nbgrader/inert.py), in the two filters that nbgrader's
+# templates apply last to a markdown cell and to an output or raw cell. nbconvert's strip_files_prefix
+# also takes quadratic time on a line of "[" (minutes for 150,000); the course's takes linear time.
+c.HTMLExporter.filters = {
+    "strip_files_prefix": "autograder.nbgrader.inert.strip_files_prefix",
+    "clean_html": "autograder.nbgrader.inert.clean_html",
+}
 c.LimitMarkdown.max_cell_chars = 20_000
 c.LimitMarkdown.max_total_chars = 200_000
 

@@ -698,7 +698,7 @@ NBGRADERS_OWN = """
 c.Autograde.sanitize_preprocessors = [
     p for p in c.Autograde.sanitize_preprocessors if not p.endswith("InstructorCellRoles")
 ]
-c.HTMLExporter.filters = {}
+c.HTMLExporter.filters = {"strip_files_prefix": "nbconvert.filters.strip_files_prefix"}
 c.LimitMarkdown.max_cell_chars = 10**9
 c.LimitMarkdown.max_total_chars = 10**9
 """

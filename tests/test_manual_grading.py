@@ -13,11 +13,8 @@ import csv
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -30,6 +27,7 @@ from autograder.grading.feedback import write_feedback
 from autograder.grading.gradesheet import db_url
 from autograder.nbgrader import formgrader
 from autograder.release import course
+from tests.support import formgrader as running_formgrader
 from tests.support.points import full_marks, max_points
 
 A = "ch10_what_heads_learn"
@@ -152,12 +150,6 @@ def test_nbgrader_export_leaves_an_assignment_never_submitted_without_a_score(gr
     assert rows["tests_only"]["note"] == f"written answer(s) {WRITTEN} left blank: 0 of 2 points"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _get(url: str) -> tuple[int, str]:
     try:
         with urllib.request.urlopen(url, timeout=10) as response:
@@ -173,30 +165,11 @@ def test_the_formgrader_step_works_as_the_guide_says_with_the_rubric_beside_the_
     its rubric right below it; then stopped."""
     folder, _ = graded
     exchange = folder.parent / "exchange"
-    port, token = _free_port(), "course-test-token"
-    log = tmp_path / "lab.log"
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "jupyter"), "JUPYTER_RUNTIME_DIR": str(tmp_path / "rt")}
-    with log.open("w") as out:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "autograder.nbgrader.formgrader", "--root", str(folder), "--no-browser"]
-            + [f"--port={port}", f"--IdentityProvider.token={token}", "--ServerApp.port_retries=0"],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-        )
-    base = f"http://127.0.0.1:{port}/formgrader"
-    try:
-        status, page = 0, ""
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and server.poll() is None:
-            try:
-                status, page = _get(f"{base}/manage_assignments?token={token}")
-                break
-            except OSError:  # not listening yet
-                time.sleep(0.5)
+    token = running_formgrader.TOKEN
+    with running_formgrader.running(folder, tmp_path) as (base, log):
+        status, page = _get(f"{base}/manage_assignments?token={token}")
         said = log.read_text()
-        assert status == 200, f"exit {server.poll()}, status {status}:\n{said[-3000:]}"
+        assert status == 200, f"status {status}:\n{said[-3000:]}"
         assert "warning-exchange" not in page and "does not exist" not in page
         assert exchange.is_dir() and (exchange.stat().st_mode & 0o777) == formgrader.EXCHANGE_MODE
         assert f"made nbgrader's exchange {exchange}" in said
@@ -211,13 +184,6 @@ def test_the_formgrader_step_works_as_the_guide_says_with_the_rubric_beside_the_
         rubric = shown.index(f"Rubric for <code>{WRITTEN}</code>")
         assert answer < rubric < shown.index("One point for each of") < shown.index("Question 2"), "rubric not below"
         assert f"from <code>solutions/{A}/{A}.ipynb</code>" in shown
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(10)
     said = log.read_text()
     assert "Running as root is not recommended" not in said, said[-2000:]  # root allowed where it is root
     assert "ExchangeError" not in said and "exchange directory" not in said.lower(), said[-3000:]

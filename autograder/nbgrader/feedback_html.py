@@ -1,5 +1,8 @@
 """nbgrader's feedback page with the course's MathJax inlined (``FeedbackHTMLExporter``): it renders offline.
 
+It loads nothing that a student named: its cells' HTML goes through :mod:`autograder.nbgrader.inert`'s filters,
+and a Content-Security-Policy holds the page to it (:func:`loads_nothing`).
+
 A written answer that the instructor has not graded yet (:class:`AwaitingGrading` finds them in the gradebook)
 shows "awaiting grading", and the page's total says that it is partial (:func:`awaiting_grading`), where
 nbgrader's template shows a score of 0 and a total out of every point.
@@ -15,6 +18,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 
 from attention_course import notebooks
 from autograder.grading.gradesheet import AWAITING, written_state
+from autograder.nbgrader import inert
 from autograder.release import course
 
 # nbconvert's template loads MathJax 2 from a CDN, between these two comments; a feedback page opened
@@ -61,12 +65,20 @@ class FeedbackHTMLExporter(HTMLExporter):
     (:data:`autograder.release.course.FEEDBACK_MATHJAX`, fetched by ``make book``): nbgrader releases the page
     alone, and it renders offline, in MathJax's safe mode. Without the local copy (all of
     :data:`autograder.release.course.FEEDBACK_MATHJAX_PARTS` too), the page keeps nbconvert's CDN (MathJax 2,
-    safe mode)."""
+    safe mode). Its cells' HTML goes through :mod:`autograder.nbgrader.inert`'s filters (its own defaults, which
+    ``nbgrader_config.py`` names for every ``HTMLExporter``: an image a student named is shown as text), and a page
+    with the course's MathJax forbids loading from elsewhere (:func:`loads_nothing`)."""
+
+    def default_filters(self):
+        yield from super().default_filters()
+        yield ("strip_files_prefix", inert.strip_files_prefix)
+        yield ("clean_html", inert.clean_html)
 
     def from_notebook_node(self, nb, resources=None, **kw):
         output, resources = super().from_notebook_node(nb, resources, **kw)
         page = awaiting_grading(named_index(output), (resources or {}).get("nbgrader") or {})
-        return inline_mathjax(page), resources
+        inlined = inline_mathjax(page)
+        return (loads_nothing(inlined) if inlined != page else inlined), resources
 
 
 class AwaitingGrading(NbGraderPreprocessor):
@@ -169,6 +181,8 @@ _INDEX_COMMENT = re.compile(r'<li><a href="#comment-([A-Za-z0-9_-]+)">Comment</a
 _FEEDBACK_CSS = (
     "<style>.rendered_html table { border-collapse: collapse; margin: 0.5em 0; }\n"
     ".rendered_html th, .rendered_html td { padding: 0.3em 0.8em; border: 1px solid #ddd; text-align: left; }\n"
+    f".rendered_html code.{inert.INERT_IMAGE} {{ color: #555; background: #f5f5f5; border: 1px dashed #999; "
+    "padding: 0 0.3em; overflow-wrap: anywhere; }\n"
     "</style>\n</head>"
 )
 
@@ -193,6 +207,27 @@ def inline_mathjax(page: str, script: Path = course.FEEDBACK_MATHJAX) -> str:
     )
     block = f"{_MATHJAX_CONFIG.replace('__PARTS__', inlined)}\n<script>{_one_script(code)}</script>"
     return _CDN_MATHJAX.sub(lambda _: block, page, count=1)
+
+
+# What a page with the course's MathJax inlined may load: its own inline scripts and styles, the fonts of its own
+# origin (bootstrap's, beside the page where it is served), images of data: URLs (an output's figure); no image,
+# style sheet, media, frame, object, prefetch or connection from anywhere else, no <base> and no form's target.
+# The filters already leave a student's cells nothing that loads (autograder/nbgrader/inert.py): this holds the
+# page to it, whatever a template or filter changes.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; font-src 'self'; img-src data:; "
+    "base-uri 'none'; form-action 'none'"
+)
+
+
+def loads_nothing(page: str) -> str:
+    """``page`` with :data:`CONTENT_SECURITY_POLICY` first in its head, before anything that the page loads.
+    Raises :class:`TemplateChanged` where the page has no head."""
+    meta = f'<meta http-equiv="Content-Security-Policy" content="{CONTENT_SECURITY_POLICY}">'
+    page, found = re.subn(r"<head>", lambda _: f"<head>\n{meta}", page, count=1)
+    if not found:
+        raise TemplateChanged("the feedback page has no <head> to hold its Content-Security-Policy")
+    return page
 
 
 def _one_script(code: str) -> str:

@@ -13,7 +13,11 @@ from autograder.release import course
 class SanitizeStudentHTML(SanitizeHTML):
     """nbconvert's :class:`SanitizeHTML`, for what the student wrote: a markdown cell identical to one of
     the released notebook's (the course's own text) is left as written, so that its code spans are not
-    escaped twice (``->`` shown as ``-&gt;``); every other markdown or raw cell is sanitised."""
+    escaped twice (``->`` shown as ``-&gt;``); every other markdown or raw cell is sanitised, and so are
+    outputs, each without its metadata: nbconvert's template loads the file that an image output's
+    ``metadata.filenames`` names, and puts an HTML output marked ``isolated`` in a frame. Markdown's own
+    images are not HTML until they are rendered: the pages' filters show them as text
+    (:mod:`autograder.nbgrader.inert`)."""
 
     def preprocess(self, nb, resources):
         assignment = (resources.get("nbgrader") or {}).get("assignment")
@@ -24,6 +28,12 @@ class SanitizeStudentHTML(SanitizeHTML):
         if cell.cell_type == "markdown" and cell.source in self._course_text:
             return cell, resources
         return super().preprocess_cell(cell, resources, cell_index)
+
+    def sanitize_code_outputs(self, outputs):
+        for output in outputs:
+            if "metadata" in output:
+                output.metadata = {}
+        return super().sanitize_code_outputs(outputs)
 
 
 def _released_markdown(assignment: str) -> frozenset[str]:
