@@ -23,7 +23,8 @@ from attention_course.solutions.ch06_transformer import (
     top_k_probs,
     top_p_probs,
 )
-from autograder.api.scripted import CallLimitedTranslator, ScriptedDraft, ScriptedTranslator
+from autograder.api import scripted
+from autograder.api.scripted import CallLimitedTranslator, HeldDraft, ScriptedDraft, ScriptedTranslator
 
 
 def processed(warper, logits):
@@ -95,6 +96,40 @@ def test_the_scripted_draft_and_the_call_limit():
         assert torch.equal(speculative_decode(limited, model, src, mask, 1, 2, 10, lookahead), greedy)
         over = CallLimitedTranslator(16, 1, 2, calls)
         assert not torch.equal(greedy_decode(over, src, mask, 1, 2, 10), greedy)  # one call per token is too many
+
+
+@pytest.mark.parametrize("lookahead", [1, 2, 3, 4, 7])
+def test_the_keyed_model_and_the_held_draft_that_misses_at_the_models_own_tokens(lookahead):
+    """The economy test's fixtures (issue 68): a draft that misses at every (lookahead + 1)-th token, the one the
+    model adds itself, costs the reference no call (8 tokens: ceil(8 / (lookahead + 1)) calls, and one fewer is too
+    few), and greedy decoding with that draft alone writes other tokens. Keyed, both write words no public fixture
+    writes, drawn under the check's key; past its calls, the model's words tell nothing of its own."""
+    src, mask = torch.tensor([[7, 3, 9, 4, 11, 6, 8]]), torch.ones(1, 7, dtype=torch.bool)
+    calls = -(-8 // (lookahead + 1))
+    with scripted.holding():
+        greedy = greedy_decode(CallLimitedTranslator(16, 1, 2, 10**9, True), src, mask, 1, 2, 10)
+        assert greedy.shape == (1, 8) and greedy[0, -1] == 2
+        draft = HeldDraft(16, 1, 2, lookahead + 1, True)
+        counted = Counted(CallLimitedTranslator(16, 1, 2, 10**9, True))
+        assert torch.equal(speculative_decode(counted, draft, src, mask, 1, 2, 10, lookahead), greedy)
+        assert counted.calls == calls
+        limited = CallLimitedTranslator(16, 1, 2, calls, True)
+        assert torch.equal(speculative_decode(limited, draft, src, mask, 1, 2, 10, lookahead), greedy)
+        short = CallLimitedTranslator(16, 1, 2, calls - 1, True)
+        assert not torch.equal(speculative_decode(short, draft, src, mask, 1, 2, 10, lookahead), greedy)
+        assert not torch.equal(greedy_decode(draft, src, mask, 1, 2, 10), greedy)
+        tgt = torch.cat([torch.tensor([[1]]), greedy[:, :-1]], dim=1)  # bos and the greedy tokens but the last
+        memory, look_ahead = src.float()[..., None], torch.ones(8, 8, dtype=torch.bool).tril()
+        own = CallLimitedTranslator(16, 1, 2, 1, True).decode(tgt, memory, look_ahead, mask).argmax(-1)
+        assert torch.equal(own, greedy)
+        past = CallLimitedTranslator(16, 1, 2, 0, True).decode(tgt, memory, look_ahead, mask).argmax(-1)
+        assert not any(torch.equal(past, (own + shift) % 16) for shift in range(16))  # no roll undoes it
+    for public in (ScriptedTranslator(16, 1, 2), ScriptedDraft(16, 1, 2, 0), CallLimitedTranslator(16, 1, 2, 10**9)):
+        assert not torch.equal(greedy_decode(public, src, mask, 1, 2, 10), greedy)
+    with scripted.holding():  # another check's key
+        assert not torch.equal(greedy_decode(CallLimitedTranslator(16, 1, 2, 10**9, True), src, mask, 1, 2, 10), greedy)
+    with pytest.raises(ValueError, match="must miss"):
+        HeldDraft(16, 1, 2, 0)
 
 
 @pytest.mark.parametrize("seed", range(2))

@@ -259,6 +259,69 @@ BUGS = [
         only="test_speculative_calls",
     ),
     bug(
+        "speculative_undoes_roll_past_budget",
+        "speculative_decode",
+        SPEC_GREEDY,
+        (
+            SPEC_ENCODE,
+            SPEC_ENCODE + "    first = None  # the model's first token, which every call repeats at position 0\n",
+        ),
+        (
+            "        chosen = logits[",
+            "        if first is None:\n"
+            "            first = logits[:, 0].argmax(dim=-1)\n"
+            "        elif bool((logits[:, 0].argmax(dim=-1) != first).any()):  # past its budget: undo the roll\n"
+            "            logits = logits.roll(-1, dims=-1)\n"
+            "        chosen = logits[",
+        ),
+        why="one call of the model per token, its logits rolled back wherever its first token changes (the public "
+        "call-limited model rolls them by one past its budget)",
+        cause="call model.decode once per round",
+        only="test_speculative_calls",
+    ),
+    # Greedy decoding in disguise without calling the model, on a model that writes its tokens: the draft of the test
+    # of calls (which misses there), or one built from the public fixtures (whose words are not the held model's).
+    bug(
+        "speculative_greedy_with_draft",
+        "speculative_decode",
+        SPEC_GREEDY,
+        (SPEC_DECODE, SPEC_DECODE.replace("model.decode(guess, memory,", "draft.decode(guess, draft_memory,")),
+        why="greedy decoding with the draft alone: its guesses are never checked by the model",
+        cause="the tokens kept are the model's",
+    ),
+    bug(
+        "speculative_greedy_with_drafts_parent",
+        "speculative_decode",
+        SPEC_GREEDY,
+        (
+            SPEC_ENCODE,
+            SPEC_ENCODE
+            + "    # the class the draft's class builds on, with the model's settings: a model as good as the model\n"
+            "    base = next((c for c in type(draft).__mro__[1:] if 'decode' in vars(c)), None)\n"
+            "    twin = draft if base is None else base(model.vocab_size, model.bos_id, model.eos_id)\n"
+            "    memory = twin.encode(src, src_mask)\n",
+        ),
+        (SPEC_DECODE, SPEC_DECODE.replace("model.decode(", "twin.decode(")),
+        why="greedy decoding with the draft's parent class built with the model's settings, never calling the model",
+        cause="call model.decode once per round",
+        only="test_speculative_calls",
+    ),
+    bug(
+        "speculative_greedy_with_scripted_translator",
+        "speculative_decode",
+        SPEC_GREEDY,
+        (
+            SPEC_ENCODE,
+            SPEC_ENCODE + "    from autograder.api.scripted import ScriptedTranslator\n\n"
+            "    twin = ScriptedTranslator(model.vocab_size, model.bos_id, model.eos_id)  # the test's model, for free\n"
+            "    memory = twin.encode(src, src_mask)\n",
+        ),
+        (SPEC_DECODE, SPEC_DECODE.replace("model.decode(", "twin.decode(")),
+        why="greedy decoding with a ScriptedTranslator built with the model's settings, never calling the model",
+        cause="call model.decode once per round",
+        only="test_speculative_calls",
+    ),
+    bug(
         "speculative_drops_bonus_token",
         "speculative_decode",
         (
