@@ -751,10 +751,10 @@ def decoder_self_attention_mask(tgt, pad_id):
 # state_dict() with every layer it found there, in the grader: 20,000 keys that each look like a layer held
 # `make grade` for over ten minutes.
 MANY_KEYS_TRANSFORMER = """
-class Transformer(Transformer):  # the reference answer, above, with a state_dict of 20,000 more "layers"
-    def state_dict(self, *args, **kwargs):
+class Transformer(Transformer):  # the reference answer, above, with a state_dict of 4,000 more "layers"
+    def state_dict(self, *args, **kwargs):  # (more than 5,000 could not be sent: wire.MAX_VALUES)
         state = super().state_dict(*args, **kwargs)
-        for i in range(20_000):
+        for i in range(4_000):
             state[f"unused.{i}.self_attn.W_q.weight"] = torch.zeros(1)
         return state
 """
@@ -798,3 +798,64 @@ def softmax(x, axis=-1):
     exps = np.exp(x - np.max(x, axis=axis, keepdims=True))
     return exps / np.sum(exps, axis=axis, keepdims=True)
 """
+
+# ch02 (issue 68, finding 4: replies costly to decode): the worker's encoder replaced, so that every graded
+# function's reply is 600,000 empty sets, 7.8 MB of JSON, under the 8 MiB message limit; decoded, each of its
+# few bytes would become a dict, a list and a set in the grader's own process.
+BLOATED_ENCODER = r"""
+from autograder.sandbox import values as _values  # the worker's own module, whose encoder its replies go through
+
+_encode = _values.encode
+
+
+class _Bloat:
+    pass
+
+
+def _bloated(value, *args, **kwargs):
+    if isinstance(value, _Bloat):
+        return {"list": [{"set": []}] * 600_000}
+    return _encode(value, *args, **kwargs)
+
+
+_values.encode = _bloated
+"""
+_CH02_SIGNATURES = {
+    "softmax": "x, axis=-1",
+    "attention_numpy": "Q, K, V",
+    "scaled_dot_product_attention": "q, k, v, mask=None",
+    "score_matrix_bytes": "batch, heads, len_q, len_k, bytes_per_element",
+    "unscaled_score_std": "d_k",
+}
+BLOATED_REPLIES = {item: f"def {item}({params}):\n    return _Bloat()\n" for item, params in _CH02_SIGNATURES.items()}
+
+# ch02 (issue 68, finding 6: hidden inputs through a shape): softmax and scaled_dot_product_attention return
+# empty boolean arrays or tensors whose dimensions after the first (a 0: an empty array may have any others, and holds
+# nothing) are their first argument's first entries, written as numbers from 100 to 999 (LEAKED); attention_numpy
+# returns a list as long as its first entry says. A message that quoted a whole shape, or every size, would give the
+# hidden inputs away.
+SHAPE_LEAK = {
+    "softmax": """
+def _leak(x, count=2):
+    return [0] + [100 + int(abs(v) * 1000) % 900 for v in np.asarray(x, dtype=np.float64).reshape(-1)[:count]]
+
+
+def softmax(x, axis=-1):
+    return np.empty(_leak(x), dtype=bool)
+""",
+    "attention_numpy": """
+def attention_numpy(Q, K, V):
+    return [None] * _leak(Q, 1)[1]
+""",
+    "scaled_dot_product_attention": """
+def scaled_dot_product_attention(q, k, v, mask=None):
+    return torch.empty(_leak(q), dtype=torch.bool), torch.empty(_leak(k), dtype=torch.bool)
+""",
+}
+
+
+def leaked(x, count: int = 2) -> list[int]:
+    """The numbers that SHAPE_LEAK writes of its argument ``x`` into a shape."""
+    import numpy as np
+
+    return [100 + int(abs(v) * 1000) % 900 for v in np.asarray(x, dtype=np.float64).reshape(-1)[:count]]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import json
 import os
 import struct
 import threading
@@ -206,3 +207,64 @@ def test_a_stand_in_call_that_costs_the_grader_long_is_cut_off_at_the_calls_dead
     marker.set("the check's")
     cut_off_at_the_deadline(tmp_path, slow_answer)
     assert seen == ["the check's"]
+
+
+def json_nodes(data) -> int:
+    """The values of decoded JSON: numbers, strings, lists, objects and their keys."""
+    if isinstance(data, dict):
+        return 1 + sum(1 + json_nodes(value) for value in data.values())
+    if isinstance(data, list):
+        return 1 + sum(json_nodes(value) for value in data)
+    return 1
+
+
+def returned(value) -> bytes:
+    return json.dumps({"event": "returned", "seq": 1, "value": value}).encode()
+
+
+@pytest.mark.parametrize(
+    "value,read",
+    [
+        ({"list": [{"set": []}] * 70_000}, False),  # the attack of issue 68: few bytes, many objects
+        ([1] * 100_000, False),
+        ([{}] * 50_000, False),  # an empty list or object counts as two (its bracket and a comma)
+        (", :[{" * 100_000, True),  # brackets, commas and colons in a string are no values
+        ([", :[{" * 10] * 60_000, True),  # ... but each string is one
+        ([", :[{" * 10] * 70_000, False),
+        (['\\"', '"\\', "a,b", '\\\\",:['] * 16_000, True),  # escaped quotes and backslashes
+        ({f"key, {i}: [": i for i in range(30_000)}, True),
+        ({"dict": {"a": [{"int": "1"}] * 1000}}, True),
+    ],
+    ids=["empty sets", "numbers", "empty objects", "a string", "strings", "more strings", "escapes", "keys", "a reply"],
+)
+def test_the_values_of_a_message_are_never_counted_fewer_than_it_holds(value, read):
+    """Issue 68: json_values counts, on a message's bytes, at least the values that decoding it would make (or more
+    than the bound, where it holds more), not the brackets, commas and colons inside its strings where that matters:
+    a message of no more values than the bound whose other structure is in strings is ``read``."""
+    payload = returned(value)
+    exact = json_nodes(json.loads(payload))
+    counted = wire.json_values(payload, wire.MAX_VALUES)
+    assert counted >= min(exact, wire.MAX_VALUES + 1), (counted, exact)
+    assert (counted <= wire.MAX_VALUES) == read, (counted, exact)
+    assert wire.json_values(bytearray(payload), wire.MAX_VALUES) == counted
+
+
+def test_a_message_of_more_values_than_the_grader_decodes_is_refused_unread_and_stays_refused(pipe):
+    """Issue 68: 70,000 empty sets (0.9 MB, under the message limit, and once 50 MB of objects in the grader) are
+    refused before they are decoded, in milliseconds, saying what was too large; the conversation is over. A message
+    as long whose commas are in a string is read."""
+    inbox, write = pipe
+    commas = wire.frame(wire.Raised(1, "ValueError", ", " * 400_000))
+    bloated = returned({"list": [{"set": []}] * 70_000})
+    data = commas + struct.pack(">I", len(bloated)) + bloated + READY
+    writer = threading.Thread(target=lambda: os.write(write, data))
+    writer.start()
+    assert inbox.next(soon()) == wire.Raised(1, "ValueError", ", " * 400_000)
+    started = time.monotonic()
+    with pytest.raises(wire.TooManyValues, match=f"more than {wire.MAX_VALUES:,} values"):
+        inbox.next(soon())
+    assert time.monotonic() - started < 0.5
+    with pytest.raises(wire.TooManyValues):
+        inbox.next(soon())
+    writer.join()
+    assert 0 < inbox.seconds < 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
 import math
@@ -116,7 +117,74 @@ def test_output_shapes():
         QKV,
         shapes=[(2, 5, 6), (2, 5, 7)],
     )
-    assert "output has shape (2, 5, 7); expected (2, 5, 6)" in msg
+    assert "output has size 7 in dimension 2; expected 6: (2, 5, 6)" in msg
+
+
+HIDDEN_SIZES = (130, 141, 650)  # sizes an answer chose, as if written from a hidden input
+
+
+def sizes_quoted(message: str) -> set[int]:
+    return {int(n) for n in re.findall(r"(?<![\d.,])\d+(?![\d.,])", message.split("problem: ")[1])} & set(HIDDEN_SIZES)
+
+
+@pytest.mark.parametrize(
+    "returned,quoted",
+    [
+        (lambda: torch.empty(0, *HIDDEN_SIZES), "output has 4 dimensions; expected 3: (2, 5, 6)"),
+        (lambda: torch.empty(0, *HIDDEN_SIZES[:2]), "output has size 0 in dimension 0; expected 2: (2, 5, 6)"),
+        (lambda: torch.empty(HIDDEN_SIZES[0], 0, HIDDEN_SIZES[2]), "output has size 130 in dimension 0; expected 2"),
+        (lambda: torch.empty(10**9, 0, 6), "output has size over 1000 in dimension 0; expected 2: (2, 5, 6)"),
+    ],
+    ids=["its dimensions", "an empty first dimension", "a first size", "a large size"],
+)
+def test_a_shape_is_quoted_by_its_number_of_dimensions_or_one_size_never_whole(returned, quoted):
+    """Issue 68, finding 6: an empty tensor may have any shape, and an answer could write a hidden input into its
+    dimensions. A failed check quotes the number of dimensions or the first size that differs, bounded, never the
+    whole shape; in every check that quotes a shape, and in the grader's hidden tests as in a notebook's."""
+    item = sdpa_item(lambda q, k, v, mask=None: (returned(), torch.empty(0)))
+    for hidden in (False, True):
+        with items.hidden_tests() if hidden else contextlib.nullcontext():
+            messages = [
+                failure(check_output_shapes, item, QKV, shapes=[(2, 5, 6), (2, 5, 7)]),
+                failure(check_matches_reference, item, QKV),
+                failure(check_equals, item, QKV, np.zeros((2, 5, 6)).tolist()),
+                failure(check_matches, item, SDPA, QKV),
+            ]
+        for message in messages:
+            assert quoted.split(":")[0].split(";")[0] in message, message
+            assert len(sizes_quoted(message)) <= 1, message
+        assert quoted in messages[0], messages[0]
+
+
+def test_a_length_and_a_type_are_quoted_bounded():
+    """Issue 68, finding 6: a returned list's length is quoted up to a bound, a type's name cut; the message still
+    says what is wrong."""
+    message = failure(check_output_shapes, sdpa_item(lambda q, k, v: [None] * 141), QKV, shapes=[(2, 5, 6)] * 2)
+    assert "it returned a list of 141 values; expected a tuple of 2: (output, weights)" in message
+    message = failure(check_output_shapes, sdpa_item(lambda q, k, v: [None] * 130_141_650), QKV, shapes=[(2,)] * 2)
+    assert "it returned a list of over 1000 values; expected a tuple of 2" in message
+    assert not sizes_quoted(message) and "130141650" not in message.replace(",", "")
+    named = type("A" * 200, (), {})
+    message = failure(
+        check_returns_number, Item(A, "score_matrix_bytes", lambda *a: named()), [1, 2, 3, 4, 4], kind="int"
+    )
+    assert f"it returned a {'A' * 40}..., not an int" in message and "A" * 41 not in message
+
+
+def test_a_wrong_shape_names_the_dimension_and_the_expected_shape_in_every_check_that_quotes_one():
+    """Right work passes each check; a mask that does not broadcast, a missing dimension and a shape that changes
+    with the input are named without the sizes returned."""
+    check_masked_get_zero_weight(sdpa_item(good_attention), [*QKV, mask(2, 5, 7)], mask=3)
+    wide = sdpa_item(lambda q, k, v, mask=None: (torch.zeros(2, 5, 6), torch.full((2, 5, 141), 1 / 141)))
+    message = failure(check_masked_get_zero_weight, wide, [*QKV, mask(2, 5, 7)], mask=3)
+    assert "weights has size 141 in dimension -1, which the mask (2, 5, 7) does not broadcast to" in message
+    flat = sdpa_item(lambda q, k, v, mask=None: (torch.zeros(2, 5, 6), torch.tensor(1.0)))
+    message = failure(check_rows_sum_to_one, flat, QKV, output="weights")
+    assert "weights has 0 dimensions, so no dimension -1" in message
+    written = Item(A, "softmax", lambda x: torch.zeros(2, 100 + int(abs(x).sum() * 1000) % 900))
+    message = failure(check_causal, written, [tensor(2, 5, 4)], change=0)
+    assert "result changes shape when the input changes: its dimension 1 is another" in message
+    assert not re.search(r"\b[1-9]\d\d\b", message.split("problem: ")[1]), message
 
 
 def test_matches_reference():
@@ -709,6 +777,23 @@ def test_fixtures_cross_the_wire_as_name_and_arguments():
         specs.fixture("Nothing")
 
 
+def test_in_a_check_the_grader_builds_only_the_fixtures_it_sent():
+    """A fixture coming back from the sandbox is built in the grader only where the check being run sent it: one
+    named with other arguments (a model of sizes the student chose) is refused before anything is built."""
+    from autograder.api import scripted
+    from autograder.sandbox import values
+
+    huge = {"fixture": {"name": "AttentionOnly", "args": values.encode([50_000, 50_000, 4096, 64, 48, 0])}}
+    with scripted.holding():
+        sent = values.encode(specs.fixture("ScriptedTranslator", 16, 1, 2).make(np.random.default_rng(0)))
+        assert isinstance(values.decode(sent), scripted.ScriptedTranslator)
+        with pytest.raises(ValueError, match="did not hand over"):
+            values.decode(huge)
+        other = {"fixture": {"name": "ScriptedTranslator", "args": values.encode([17, 1, 2])}}
+        with pytest.raises(ValueError, match="did not hand over"):
+            values.decode(other)
+
+
 def test_a_message_larger_than_a_pipe_arrives_whole_from_an_unbuffered_stream():
     """An unbuffered pipe hands over at most 64 KiB per read: the worker must keep reading."""
     import io
@@ -902,8 +987,8 @@ def test_check_in_model_refuses_what_comes_back_in_the_wrong_shape_before_using_
             return output, (k.repeat_interleave(2, dim=1), v.repeat_interleave(2, dim=1))
 
     message = failure(check_in_model, rotary_item(Repeated), tensor(1, 3, 16), init=(16, 4, 2), new_tokens=2)
-    assert "in layer 0, after 0 cached positions, the keys it returned are (1, 4, 3, 4)" in message
-    assert "expected a float tensor (1, 2, 3, 4)" in message
+    assert "in layer 0, after 0 cached positions, the keys tensor it returned has size 4 in dimension 1" in message
+    assert "expected a float tensor with 2: (1, 2, 3, 4)" in message
 
 
 def test_sets_cross_the_wire_as_sets():
@@ -916,6 +1001,70 @@ def test_sets_cross_the_wire_as_sets():
         assert back == value and type(back) is type(value)
     with pytest.raises(WireError, match="hashed"):
         values.decode({"set": [{"list": []}]})
+
+
+SECRET = "h" * 300  # what a forged value says where a message could quote it
+
+
+@pytest.mark.parametrize(
+    "data,error",
+    [
+        ({"list": [{"set": []}] * 70_000}, "more than 65,536 values"),
+        ({"tensor": {"dtype": "float32", "shape": [0, 10**12], "data": ""}}, "other dimensions describe more than"),
+        ({"tensor": {"dtype": "float32", "shape": [0, 2**31, 2**31], "data": ""}}, "other dimensions describe more"),
+        ({"ndarray": {"dtype": "float64", "shape": [2**31, 2**31], "data": ""}}, "does not hold what its shape"),
+        ({"tensor": {"dtype": "float32", "shape": [10**400], "data": ""}}, "at most 32 sizes"),
+        ({"tensor": {"dtype": "float32", "shape": [1] * 33, "data": "AAAAAA=="}}, "at most 32 sizes"),
+        ({"tensor": {"dtype": "float32", "shape": [-1], "data": ""}}, "at most 32 sizes"),
+        ({"tensor": {"dtype": "float32", "shape": ["2"], "data": "AAAAAAAAAAA="}}, "at most 32 sizes"),
+        ({"tensor": {"dtype": "float32", "shape": [2], "data": "AAAAAAAAAAAAAAAA"}}, "does not hold what its shape"),
+        ({"tensor": {"dtype": "float32", "shape": [2], "data": "AAAAAAAAAA!="}}, "not base64"),
+        ({"tensor": {"dtype": "float32", "shape": [2**62, 2**62], "device": "meta", "data": ""}}, "too many elements"),
+        ({"tensor": {"dtype": SECRET, "shape": [2], "data": ""}}, "malformed tensor"),
+        ({SECRET: 1}, "an unknown kind of value"),
+        ({"device": SECRET}, "an unknown device"),
+        ({"dtype": SECRET}, "an unknown dtype"),
+        ({"int": SECRET}, "malformed int"),
+        ({"float": {"a": 1}}, "malformed float"),
+        ({"list": {"a": 1}}, "malformed list"),
+        ({"dict": [1, 2]}, "malformed dict"),
+    ],
+)
+def test_decoding_makes_no_more_than_its_data_holds_and_quotes_nothing_of_it(data, error):
+    """Issue 68: a value decoded makes at most 65,536 values, and an array only of the bytes its data holds; an
+    empty one (which holds none) describes at most 8 MiB with its other dimensions, so that a tiny message cannot
+    make an operation over its empty dimension allocate a huge array. What is refused says why, in words of the
+    grader's, never quoting what it was given."""
+    from autograder.sandbox import values
+    from autograder.sandbox.wire import WireError
+
+    with pytest.raises(WireError, match=error) as refused:
+        values.decode(data)
+    assert SECRET[:20] not in str(refused.value) and len(str(refused.value)) < 120
+
+
+def test_arrays_cross_the_wire_whole_and_empty_ones_within_their_bound():
+    """What the encoder makes is decoded to what it was: arrays and tensors of every dtype, scalars, empty ones,
+    meta tensors of any shape; an empty array whose other dimensions describe up to 8 MiB still crosses."""
+    from autograder.sandbox import values
+
+    for value in (
+        torch.arange(12, dtype=torch.float32).reshape(3, 4),
+        torch.ones(2, 3, dtype=torch.bfloat16),
+        torch.tensor(7),
+        torch.zeros(0, 1024, 2048),  # 8 MiB described, none held
+        torch.empty(2**40, 2**20, device="meta"),
+        np.arange(6, dtype=np.int16).reshape(2, 3),
+        np.float32(2.5),
+        np.zeros((4, 0), dtype=bool),
+    ):
+        back = values.decode(values.encode(value))
+        assert type(back) is type(value), (type(back), type(value))
+        assert back.shape == value.shape and back.dtype == value.dtype
+        if isinstance(value, torch.Tensor) and not value.is_meta:
+            assert torch.equal(back, value)
+        elif isinstance(value, (np.ndarray, np.generic)):
+            assert np.array_equal(back, value)
 
 
 def test_a_value_failure_within_memory_is_diagnosed_on_the_queries_compared(monkeypatch):
@@ -950,3 +1099,40 @@ def test_a_value_failure_within_memory_is_diagnosed_on_the_queries_compared(monk
     msg = failure(check_within_memory, Item(assignment, name, failing, known=(unscaled,)), inputs, budget_mb=64)
     assert "with 64 MiB of memory to spare" in msg and unscaled.cause not in msg, msg
     assert lengths == [512], lengths  # never made again
+
+
+def test_a_mistakes_values_are_computed_once_a_process_and_a_notebooks_diagnosis_has_a_budget(monkeypatch):
+    """What a known mistake gives on a check's inputs is the same for every notebook of a class: it is computed
+    once and kept, so a class of answers wrong in the same checks pays for it once. A notebook that has spent its
+    budget of naming causes keeps the checks' own hints; a call whose inputs differ in their data is kept apart."""
+    monkeypatch.setenv("RELEASED", A)
+    runs = []
+    real = reference.variant
+
+    def counted(*args, **kwargs):
+        made = real(*args, **kwargs)
+
+        def variant(*inputs, **keywords):
+            runs.append(1)
+            return made(*inputs, **keywords)
+
+        return variant
+
+    monkeypatch.setattr(reference, "variant", counted)
+    monkeypatch.setattr(diagnosis, "_VALUES", type(diagnosis._VALUES)())
+    item = sdpa_item(unscaled_attention)
+    arguments = {"args": QKV, "seed": 0}
+    with items.known_mistakes():
+        assert diagnosis.cause(item, arguments, (UNSCALED,)) == UNSCALED.cause
+    with items.known_mistakes():  # another notebook: the mistake's values are kept, not computed again
+        assert diagnosis.cause(item, arguments, (UNSCALED,)) == UNSCALED.cause
+    assert len(runs) == 1
+    with items.known_mistakes():  # other data under the same spec: computed, not read from another's
+        other = {"args": [specs.made(torch.randn(2, 5, 4)), *QKV[1:]], "seed": 0}
+        diagnosis.cause(item, other, (UNSCALED,))
+        diagnosis.cause(item, {"args": [specs.made(torch.randn(2, 5, 4)), *QKV[1:]], "seed": 0}, (UNSCALED,))
+    assert len(runs) == 3
+    with items.known_mistakes() as spent:
+        spent.seconds = diagnosis.SECONDS_PER_NOTEBOOK + 1
+        assert diagnosis.cause(item, {"args": QKV, "seed": 1}, (UNSCALED,)) is None
+    assert len(runs) == 3

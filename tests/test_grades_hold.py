@@ -18,6 +18,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell
 
+from attention_course import notebooks
 from attention_course.notebooks import COURSE_ROOT
 from autograder.grading.classroom import fill, solution_bodies
 from autograder.grading.notebook import grade_notebook
@@ -95,8 +96,122 @@ def test_helpers_that_return_huge_masks_cost_the_grader_nothing(tmp_path):
     assert found["peak"] < 1.4e9, f"the grader's process peaked at {found['peak'] / 1e9:.2f} GB"
 
 
+# Grades the notebooks named on its command line side by side, a thread each (as make grade does, two at a time), in
+# a process of its own: its peak memory, its seconds, and each notebook's report in short.
+GRADE_SIDE_BY_SIDE = """
+import json, resource, sys, time
+from concurrent.futures import ThreadPoolExecutor
+from autograder.grading.notebook import grade_notebook
+
+started = time.monotonic()
+with ThreadPoolExecutor(max_workers=2) as threads:
+    reports = list(threads.map(lambda path: grade_notebook("ch02_scaled_dot_product", path), sys.argv[1:]))
+print(json.dumps({
+    "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+    "seconds": time.monotonic() - started,
+    "reports": [
+        {"score": r.score, "seconds": r.seconds, "phases": r.phases, "notes": r.notes, "not_graded": r.not_graded,
+         "failed": {g: t.message for g, t in r.tests.items() if not t.passed}}
+        for r in reports
+    ],
+}))
+"""
+
+
+def graded_side_by_side(*paths) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-c", GRADE_SIDE_BY_SIDE, *map(str, paths)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=COURSE_ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_replies_that_cost_much_to_decode_are_refused_at_little_cost_to_the_grader(tmp_path, capsys):
+    """Issue 68, finding 4. ch02: the worker's encoder replaced, so that every graded function replies with 7.8 MB of
+    JSON, 600,000 empty sets (under the message limit), which the grader once decoded into 0.4 GB of objects, for
+    minutes. Graded beside a right notebook, as make grade grades two at a time, each such reply is refused before
+    it is decoded, as the student breaking the protocol, and says why; the attacker's graded functions score nothing;
+    the grader's peak memory moves by less than a tenth from that of two right notebooks, the pair takes less longer
+    than one notebook's time limit, the right one keeps full marks, and the decoding's seconds are in the attacker's
+    report."""
+    from autograder.grading.notebook import TOTAL_SECONDS
+    from autograder.sandbox import wire
+
+    assignment = "ch02_scaled_dot_product"
+    right, bloated = tmp_path / "right.ipynb", tmp_path / "bloated.ipynb"
+    nbformat.write(fill(assignment), str(right))
+    nb = fill(assignment, attacks.BLOATED_REPLIES)
+    nb.cells.insert(
+        1 + next(i for i, c in enumerate(nb.cells) if notebooks.is_setup(c)), new_code_cell(attacks.BLOATED_ENCODER)
+    )
+    nbformat.write(nb, str(bloated))
+    baseline = graded_side_by_side(right, right)
+    attacked = graded_side_by_side(right, bloated)
+    with capsys.disabled():
+        print(
+            f"\ntwo right notebooks: peak {baseline['peak'] / 2**20:.0f} MiB, {baseline['seconds']:.1f} s; "
+            f"a right one beside the bloated replies: peak {attacked['peak'] / 2**20:.0f} MiB, "
+            f"{attacked['seconds']:.1f} s (the attacker's {attacked['reports'][1]['seconds']:.1f} s, "
+            f"{attacked['reports'][1]['phases'].get('decoding', 0):.3f} s of it decoding)"
+        )
+    neighbour, attacker = attacked["reports"]
+    full = max(r["score"] for r in baseline["reports"])
+    assert neighbour["score"] == full and not neighbour["failed"], neighbour
+    assert not attacker["not_graded"], attacker
+    too_many = f"more than {wire.MAX_VALUES:,} values"
+    assert any(too_many in note for note in attacker["notes"]), attacker["notes"]
+    assert {gid for item in attacks.BLOATED_REPLIES for gid in graded_tests(assignment)[item]} <= set(
+        attacker["failed"]
+    )
+    assert attacked["peak"] < 1.1 * baseline["peak"], (attacked["peak"], baseline["peak"])
+    assert attacked["seconds"] - baseline["seconds"] < TOTAL_SECONDS, (attacked["seconds"], baseline["seconds"])
+    assert "decoding" in attacker["phases"] and attacker["phases"]["decoding"] < 5, attacker["phases"]
+
+
+def test_hidden_inputs_written_into_a_shape_or_a_length_come_back_one_number_at_most(monkeypatch):
+    """Issue 68, finding 6. ch02: answers that write their first argument's first entries into the dimensions of
+    an empty array or tensor (which may have any), or into the length of a list. Every input the grader sends is
+    recorded, and what the answers would write of it: no message of the graded notebook quotes more than one of
+    those numbers, and each shape's message still says what is wrong (a number of dimensions, or a dimension, and
+    the shape expected)."""
+    import re
+
+    import numpy as np
+    import torch
+
+    from autograder.sandbox import values
+
+    assignment = "ch02_scaled_dot_product"
+    written: set[int] = set()
+    encode = values.encode
+
+    def recording(value, *args, **kwargs):
+        if isinstance(value, (np.ndarray, torch.Tensor)) and value.dtype != torch.bool and value.size != 0:
+            written.update(attacks.leaked(value))
+        return encode(value, *args, **kwargs)
+
+    monkeypatch.setattr(values, "encode", recording)
+    report = grade_notebook(assignment, fill(assignment, attacks.SHAPE_LEAK), release=term_before(assignment))
+    assert not report.not_graded, report.not_graded
+    failed = {gid: test.message for gid, test in report.tests.items() if not test.passed}
+    items = ("softmax", "attention_numpy", "scaled_dot_product_attention")
+    assert {gid for item in items for gid in graded_tests(assignment)[item]} <= set(failed), failed
+    assert len(written) > 10, written
+    for text in [*failed.values(), *report.notes]:
+        quoted = {int(n) for n in re.findall(r"(?<![\d.,])\d{3}(?![\d.,])", text)} & written
+        assert len(quoted) <= 1, (quoted, text)
+    assert re.search(r"result has size 0 in dimension 0; expected \d+: \(", failed["test_softmax_values"]) or (
+        "result has 3 dimensions; expected" in failed["test_softmax_values"]
+    ), failed["test_softmax_values"]
+    assert "it returned a list of " in failed["test_attention_numpy_general"], failed["test_attention_numpy_general"]
+
+
 def test_a_state_dict_of_many_keys_is_refused_in_bounded_time():
-    """ch06: a Transformer whose state_dict() holds 20,000 entries besides its own. Finding its parameters
+    """ch06: a Transformer whose state_dict() holds 4,000 entries besides its own. Finding its parameters
     is linear and refused past a few times the reference's count: its tests fail with a message that says
     why, the notebook is graded in bounded time, and the other items keep their points."""
     assignment = "ch06_transformer"

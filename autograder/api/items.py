@@ -91,6 +91,48 @@ def quoted_error(exc: BaseException) -> str:
     return f"{quoted[:most]} [the rest of its message is not shown]"
 
 
+# A failed check quotes of a value that the student's code returned no more than it needs: of a shape, its number of
+# dimensions, or the first dimension that differs from the expected one; of a length, the length; of a type, its name
+# cut to QUOTED_TYPE_CHARS. Never a whole shape: an empty tensor may have any, and code that wrote a hidden check's
+# inputs into its dimensions (torch.empty(0, 130, 141, 650)) would read them back from the message. One size at most,
+# and whole up to QUOTED_SIZE (or twice what was expected, where that is more): one number of a few digits, never
+# several packed into a large one.
+QUOTED_SIZE = 1000
+QUOTED_TYPE_CHARS = 40
+
+
+def quoted_size(size: int, expected: int | None = None) -> str:
+    """A size that the student's code chose (a dimension, a length) as a failed check quotes it: whole up to
+    :data:`QUOTED_SIZE` or twice ``expected``, else as "over" that."""
+    most = max(QUOTED_SIZE, 2 * expected) if expected is not None else QUOTED_SIZE
+    return f"{size}" if size <= most else f"over {most}"
+
+
+def dimensions(count: int) -> str:
+    """``count`` dimensions, in words: "1 dimension", "3 dimensions"."""
+    return f"{count} dimension{'' if count == 1 else 's'}"
+
+
+def shape_difference(name: str, got, want, expected: str = "expected") -> str:
+    """How the shape ``got`` of the value ``name`` that the student's code returned differs from ``want`` (the one
+    expected, made from the inputs' shapes, which the check shows): its number of dimensions, or else the first
+    dimension that differs, and the whole expected shape; one size of ``got`` at most (:func:`quoted_size`).
+    ``expected``: who expects it ("the reference solution gives")."""
+    got, want = tuple(got), tuple(want)
+    if len(got) != len(want):
+        return f"{name} has {dimensions(len(got))}; {expected} {len(want)}: {want}"
+    for index, (size, wanted) in enumerate(zip(got, want)):
+        if size != wanted:
+            return f"{name} has size {quoted_size(size, wanted)} in dimension {index}; {expected} {wanted}: {want}"
+    return f"{name} has the shape {want}"
+
+
+def type_name(value) -> str:
+    """The name of ``value``'s type as a failed check quotes it: cut to :data:`QUOTED_TYPE_CHARS` characters."""
+    name = type(value).__name__
+    return name if len(name) <= QUOTED_TYPE_CHARS else f"{name[:QUOTED_TYPE_CHARS]}..."
+
+
 SHOWN_WIDTH = 80
 
 

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from autograder.api import specs
-from autograder.api.items import CheckFailed, Item, quoted_error
+from autograder.api.items import CheckFailed, Item, quoted_error, quoted_size, type_name
 from autograder.api.keywords import gathered
 from autograder.calls import global_rng, parameter_roles, standins
 from autograder.release import reference
@@ -210,7 +210,7 @@ class Call:
         except Exception as exc:
             self.fail(f"{self.item.name}.state_dict() raised {quoted_error(exc)}")
         if not isinstance(state, dict):
-            self.fail(f"{self.item.name}.state_dict() returned a {type(state).__name__}, not a dict of tensors")
+            self.fail(f"{self.item.name}.state_dict() returned a {type_name(state)}, not a dict of tensors")
         return state
 
     def bound(self, instance):
@@ -239,7 +239,7 @@ class Call:
         """Call ``target`` (the student's function, or a method of an object built for this call), seeded."""
         if not callable(target):
             self.fail(
-                f"{self.item.name} is {type(target).__name__}, not a function or class",
+                f"{self.item.name} is {type_name(target)}, not a function or class",
                 f"define {self.item.name} as the assignment describes",
             )
         try:
@@ -300,9 +300,9 @@ class Call:
         if not names:
             return {"result": returned}
         if not isinstance(returned, (tuple, list)) or len(returned) != len(names):
-            got = f"a {type(returned).__name__}"
+            got = f"a {type_name(returned)}"
             if isinstance(returned, (tuple, list)):
-                got += f" of {len(returned)} values"
+                got += f" of {quoted_size(len(returned), len(names))} values"
             self.fail(
                 f"it returned {got}; expected a tuple of {len(names)}: ({', '.join(names)})",
                 f"end {self.item.name} with `return {', '.join(names)}`",
@@ -344,9 +344,7 @@ class Call:
                 )
             value = np.asarray(value)
             return value if value.dtype == bool else value.astype(np.float64)
-        self.fail(
-            f"{name} is a {type(value).__name__}, not a {'NumPy array' if library == 'numpy' else 'torch tensor'}"
-        )
+        self.fail(f"{name} is a {type_name(value)}, not a {'NumPy array' if library == 'numpy' else 'torch tensor'}")
 
     def select(self, returned, output: str | None) -> tuple[str, np.ndarray]:
         values = self.outputs(returned)

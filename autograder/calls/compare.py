@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from autograder.api.items import dimensions, shape_difference
 from autograder.calls.call import Call
 
 
@@ -27,7 +28,7 @@ def compare(
     if public:
         call = _Showing(call, got, want, against, rtol, atol)
     if got.shape != want.shape:
-        call.fail(f"{name} has shape {got.shape}, but {against} gives shape {want.shape}")
+        call.fail(shape_difference(name, got.shape, want.shape, f"{against} gives"))
     if want.dtype == bool:
         if got.dtype != bool:
             call.fail(
@@ -101,8 +102,11 @@ class _Showing:
 
 def shown(value: np.ndarray) -> str:
     """``value`` in a line: whole where it has at most :data:`SHOWN_ENTRIES` entries, else its shape and its
-    first entries (four significant digits)."""
+    first entries (four significant digits); an empty one by its number of dimensions alone (it may have any
+    shape, and its nested lists could be as many as its first dimension says)."""
     value = np.asarray(value)
+    if value.size == 0:
+        return f"an empty array of {dimensions(value.ndim)}"
     if value.size <= SHOWN_ENTRIES:
         return _nested(value)
     first = ", ".join(_entry(entry) for entry in value.reshape(-1)[:6])

@@ -7,6 +7,12 @@ mistake that changes nothing here, such as a guard for rows that these inputs do
 explains nothing) and equal the student's at the check's own tolerance. Otherwise the check's own
 hint, which says what the property needs, stands.
 
+What a mistake's variant (or the reference) gives on a check's inputs depends on those inputs alone, which every
+notebook of a class shares: it is computed once in the grader's process and kept (:func:`_kept`), so that a class of
+answers wrong in the same checks pays for the variants once, not once a notebook (chapter 11's run its kernels in
+Triton's interpreter: seconds each). A notebook's diagnosis has a budget, :data:`SECONDS_PER_NOTEBOOK`: past it, its
+failures keep the checks' own hints (the score is the same either way).
+
 The known mistakes come in as data (the item's own, or those its notebook's record holds:
 :class:`~autograder.api.items.KnownMistakes`); this module keeps no record of them. A student's code that cannot
 be replayed explains nothing, nor does a mistake whose code fails on these inputs; a mistake whose variant
@@ -17,8 +23,12 @@ the student.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import threading
 import time
 import warnings
+from collections import OrderedDict
 
 import numpy as np
 import torch
@@ -45,19 +55,24 @@ def possible(item: Item, in_sandbox: bool) -> bool:
         return False
 
 
+SECONDS_PER_NOTEBOOK = 30.0  # of naming causes, in one notebook's grading
+KEPT = 2048  # the values of mistakes (and references) on checks' inputs kept in this process
+
+
 def cause(item: Item, arguments: dict, known: tuple[Mistake, ...]) -> str | None:
     """The cause of the failure of a check called with ``arguments`` (by parameter name): the one of the
-    ``known`` mistakes that explains it, or None."""
-    if not known:
+    ``known`` mistakes that explains it, or None (also once the notebook has spent its
+    :data:`SECONDS_PER_NOTEBOOK`)."""
+    if not known or items.current_record().seconds > SECONDS_PER_NOTEBOOK:
         return None
     started = time.monotonic()
     try:
-        return _cause(item, arguments, known)
+        return _cause(item, arguments, known, started)
     finally:  # the grader adds it to the notebook's diagnosis phase (autograder.grading.timings)
         items.current_record().seconds += time.monotonic() - started
 
 
-def _cause(item: Item, arguments: dict, known: tuple[Mistake, ...]) -> str | None:
+def _cause(item: Item, arguments: dict, known: tuple[Mistake, ...], started: float) -> str | None:
     try:
         solution = reference.get(item.assignment, item.name)
     except reference.ReferenceUnavailable:  # a student's machine: the visible tests only
@@ -69,23 +84,96 @@ def _cause(item: Item, arguments: dict, known: tuple[Mistake, ...]) -> str | Non
         if call.init is not None:
             call.use_reference_weights()
         got = call.outputs(call.run())
-        right = _right(call, standins.as_chosen(solution, item.free), arguments)
+        key = _key(item, arguments)
+        right = _kept((key, "reference"), lambda: _right(call, standins.as_chosen(solution, item.free), arguments))
     except Exception:  # the student's code cannot even be replayed: nothing to compare
         return None
     for mistake in known:
+        if items.current_record().seconds + time.monotonic() - started > SECONDS_PER_NOTEBOOK:
+            return None
         variant = items.current_record().variant(item, mistake)
         if variant is None:
             continue
         try:
-            with warnings.catch_warnings():  # a mistake's own warnings (`k.T` on 3-D tensors) are the grader's
-                warnings.simplefilter("ignore")
-                wrong = call.outputs(call.run(standins.as_chosen(variant, item.free)))
+
+            def run(variant=variant):
+                with warnings.catch_warnings():  # a mistake's own warnings (`k.T` on 3-D tensors) are the grader's
+                    warnings.simplefilter("ignore")
+                    return call.outputs(call.run(standins.as_chosen(variant, item.free)))
+
+            wrong = _kept((key, mistake.cause, mistake.replacements), run)
             explains = not same(call, {name: wrong.get(name) for name in right}, right, rtol, atol)
             if explains and same(call, got, wrong, rtol, atol):
                 return mistake.cause
         except Exception:  # the mistake's code fails on these inputs: it explains nothing here
             continue
     return None
+
+
+_VALUES: OrderedDict = OrderedDict()
+_VALUES_LOCK = threading.Lock()
+
+
+def _kept(key, compute):
+    """``compute()``, kept under ``key`` in this process (the least recently used dropped past :data:`KEPT`); a
+    key of None is computed every time."""
+    if key is None or key[0] is None:
+        return compute()
+    with _VALUES_LOCK:
+        if key in _VALUES:
+            _VALUES.move_to_end(key)
+            return _VALUES[key]
+    value = compute()
+    with _VALUES_LOCK:
+        _VALUES[key] = value
+        while len(_VALUES) > KEPT:
+            _VALUES.popitem(last=False)
+    return value
+
+
+def _key(item: Item, arguments: dict) -> tuple | None:
+    """What a mistake's values on a check's call depend on: the item and the call's arguments (the inputs'
+    specs and made data, the seed, the options), or None where they depend on more (the student's own choice of
+    the arguments of a module the item builds, ``free``)."""
+    if item.free:
+        return None
+    described = {name: value for name, value in arguments.items() if name not in ("item", "hint")}
+    return (item.assignment, item.name, item.outputs, _digest(described))
+
+
+def _digest(value) -> str:
+    """A digest of plain data: specs, tensors and arrays by their contents, containers by their items."""
+    digest = hashlib.sha256()
+
+    def feed(part) -> None:
+        if isinstance(part, torch.Tensor):
+            data = part.detach().cpu().contiguous()
+            digest.update(f"tensor {data.dtype} {tuple(data.shape)}".encode())
+            digest.update((data.view(torch.int16) if data.dtype == torch.bfloat16 else data).numpy().tobytes())
+        elif isinstance(part, np.ndarray):
+            digest.update(f"array {part.dtype} {part.shape}".encode())
+            digest.update(np.ascontiguousarray(part).tobytes())
+        elif dataclasses.is_dataclass(part) and not isinstance(part, type):
+            digest.update(type(part).__qualname__.encode())
+            for field in dataclasses.fields(part):
+                digest.update(field.name.encode())
+                feed(getattr(part, field.name))
+        elif isinstance(part, dict):
+            digest.update(b"{")
+            for name in sorted(part, key=repr):
+                feed(name)
+                feed(part[name])
+            digest.update(b"}")
+        elif isinstance(part, (list, tuple)):
+            digest.update(b"[" if isinstance(part, list) else b"(")
+            for item in part:
+                feed(item)
+            digest.update(b"]")
+        else:
+            digest.update(f"{type(part).__qualname__} {part!r}".encode())
+
+    feed(value)
+    return digest.hexdigest()
 
 
 def _right(call: Call, solution, arguments: dict) -> dict:

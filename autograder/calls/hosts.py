@@ -16,6 +16,7 @@ from collections.abc import Callable
 import torch
 
 from attention_course.model import DecoderOnly
+from autograder.api.items import shape_difference, type_name
 from autograder.calls import global_rng
 from autograder.calls.call import Call
 from autograder.calls.kv_cache import cache_pair
@@ -84,10 +85,10 @@ class GuestAttention(torch.nn.Module):
             ("keys", keys, kv_shape),
             ("values", values, kv_shape),
         ):
-            if not isinstance(value, torch.Tensor) or not value.is_floating_point() or value.shape != shape:
-                found = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
-                self.call.fail(
-                    f"in layer {self.layer}, after {past} cached positions, the {name} it returned "
-                    f"{'are' if name != 'output' else 'is'} {found}; expected a float tensor {tuple(shape)}"
-                )
+            where = f"in layer {self.layer}, after {past} cached positions, the {name} tensor it returned"
+            if not isinstance(value, torch.Tensor) or not value.is_floating_point():
+                found = f"a {type_name(value)}" if not isinstance(value, torch.Tensor) else f"of dtype {value.dtype}"
+                self.call.fail(f"{where} is {found}; expected a float tensor {tuple(shape)}")
+            if value.shape != shape:
+                self.call.fail(shape_difference(where, value.shape, shape, "expected a float tensor with"))
         return got["output"].to(x.dtype), (keys.to(x.dtype), values.to(x.dtype))

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import torch
 
+from autograder.api.items import type_name
+
 LAYER_KEY = "self_attn.W_q.weight"
 MAX_EXTRA = 64  # parameters and buffers a model may hold besides four times the reference's
 
@@ -56,7 +58,7 @@ def arrange(layout: str, weights: dict, state: dict, init: tuple) -> Arranged:
     if layout != "transformer":
         raise ValueError(f"unknown layout {layout!r}")
     if not isinstance(state, dict):
-        raise NotFound(f"state_dict() returned a {type(state).__name__}, not a dict of tensors")
+        raise NotFound(f"state_dict() returned a {type_name(state)}, not a dict of tensors")
     most = 4 * len(weights) + MAX_EXTRA
     if len(state) > most:
         raise NotFound(

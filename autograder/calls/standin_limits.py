@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from autograder.api.items import quoted_size
 from autograder.sandbox import values
 
 # How far a stand-in's call may go past the largest the reference item makes on the same inputs.
@@ -57,8 +58,8 @@ class Size:
             ("has dimensions:", self.dims, limit.dims + 2),
         )
         for what, got, most in checks:
-            if got > most:
-                return f"{what} {got}, more than the {most} allowed"
+            if got > most:  # one size of the student's choosing, quoted as a failed check quotes it
+                return f"{what} {quoted_size(got, most)}, more than the {most} allowed"
         return None
 
 

@@ -78,6 +78,11 @@ class Scope:
     uses: tuple[str, ...]
     seed: int | None = None
     memory_mb: int | None = None  # the address space the next call may add, in MiB, where it can be enforced
+    # Whether the next call records the Triton kernels it launches (autograder.calls.launches), and what came back:
+    # the record as plain data (None: none came), and the session's replay of kernels in a sandbox of its own.
+    trace: bool = False
+    traced: object = None
+    replayer: Callable[[str, dict], dict] | None = None
     # Runs the item's reference on the check's inputs with {name: helper} in place of its helpers.
     run_reference: Callable[[dict], object] | None = None
     # The largest sizes among the check's own inputs: the limit where the reference made no such call.

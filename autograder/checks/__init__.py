@@ -2,7 +2,8 @@
 
 The kinds: the values an item returns (:mod:`.values`), what attention may weigh and look at
 (:mod:`.attention`), the form of what an item returns and does (:mod:`.form`), a self-attention module with
-a key/value cache (:mod:`.generation`), and multiple-choice questions (:mod:`.questions`). Test cells import
+a key/value cache (:mod:`.generation`), multiple-choice questions (:mod:`.questions`), and how an item
+computes: in Triton kernels it launches, skipping the blocks a causal mask hides (:mod:`.kernels`). Test cells import
 them from :mod:`autograder` (``from autograder import *``).
 
 Every check takes an :class:`~autograder.api.items.Item` (the student's object and its name in the

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from autograder.api import specs
-from autograder.api.items import Item
+from autograder.api.items import Item, dimensions, quoted_size
 from autograder.api.options import CompareOptions, compares
 from autograder.calls.call import Call, CallOptions, takes_options
 from autograder.calls.isolation import isolated
@@ -31,7 +31,7 @@ def check_rows_sum_to_one(
     call = options.call(item, f"{output or 'result'} sum to one along dim {dim}", args, kwargs, compared.hint)
     name, got = call.select(call.run(), output)
     if got.ndim == 0 or not -got.ndim <= dim < got.ndim:
-        call.fail(f"{name} has shape {got.shape}, which has no dimension {dim}")
+        call.fail(f"{name} has {dimensions(got.ndim)}, so no dimension {dim}")
     if not np.isfinite(got).all():
         call.fail(f"{name} contains NaN or inf", "the weights must stay finite for large scores, such as [1000, 1001]")
     if (got < -atol).any():
@@ -61,7 +61,7 @@ def check_masked_get_zero_weight(
     try:
         keep = np.broadcast_to(keep, got.shape)
     except ValueError:
-        call.fail(f"{name} has shape {got.shape}, which the mask {keep.shape} does not broadcast to")
+        call.fail(_not_broadcast(name, got.shape, keep.shape))
     if not np.isfinite(got).all():
         call.fail(f"{name} contains NaN or inf")
     leaked = np.abs(np.where(keep, 0.0, got))
@@ -76,6 +76,18 @@ def check_masked_get_zero_weight(
             f"with the mask applied, rows of {name} sum to values between {sums.min():.4g} and {sums.max():.4g}",
             "the visible keys must share all of the weight: a masked key takes none of it",
         )
+
+
+def _not_broadcast(name: str, shape: tuple, mask: tuple) -> str:
+    """Why the mask (of shape ``mask``, the check's input) does not broadcast to a returned value of ``shape``: one
+    size of it at most (:func:`autograder.api.items.shape_difference`'s rule)."""
+    if len(mask) > len(shape):
+        return f"{name} has {dimensions(len(shape))}, fewer than the mask {mask}"
+    for index in range(-1, -len(mask) - 1, -1):
+        if mask[index] not in (1, shape[index]):
+            size = quoted_size(shape[index], mask[index])
+            return f"{name} has size {size} in dimension {index}, which the mask {mask} does not broadcast to"
+    return f"{name} does not take the mask {mask}"
 
 
 def _changed(value: torch.Tensor, where: torch.Tensor, seed: int) -> torch.Tensor:
@@ -107,8 +119,13 @@ def _perturbation(call: Call, change: int | str, output: str | None, where_fn, s
         else:
             changed_inputs[change] = new
         _, after = call.select(call.invoke(target, changed_inputs, changed_keywords), output)
-        if after.shape != before.shape:
-            call.fail(f"{name} has shape {after.shape} after the change, and {before.shape} before")
+        if after.shape != before.shape:  # both the student's: which dimension changed, and no size of either
+            changed = (
+                "its number of dimensions"
+                if after.ndim != before.ndim
+                else f"its dimension {next(i for i, (a, b) in enumerate(zip(after.shape, before.shape)) if a != b)}"
+            )
+            call.fail(f"{name} changes shape when the input changes: {changed} is another")
         results.append((label, after))
     return name, before, results
 

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from autograder.api import specs
-from autograder.api.items import CheckFailed, Item, quoted_error
+from autograder.api.items import CheckFailed, Item, quoted_error, shape_difference, type_name
 from autograder.api.options import CompareOptions, compares
 from autograder.calls.call import CallOptions, parameter_names, seeded, takes_options
 from autograder.calls.isolation import isolated
@@ -32,7 +32,7 @@ def check_output_shapes(item: Item, args, kwargs=None, *, options: CallOptions, 
     for (name, value), shape in zip(values.items(), shapes):
         got = call.as_numpy(value, name).shape
         if got != shape:
-            call.fail(f"{name} has shape {got}; expected {shape}")
+            call.fail(shape_difference(name, got, shape))
 
 
 @isolated()
@@ -110,14 +110,14 @@ NUMBERS = {"int": "an int", "float": "a float"}  # the kinds of number a contrac
 def check_returns_number(item: Item, args, kwargs=None, *, options: CallOptions, compared: CompareOptions, kind: str):
     """The item returns one number of the ``kind`` its contract names: ``"int"``, an integer (Python's or
     NumPy's; not a bool, not a float that happens to be whole, not a tensor), or ``"float"``, a real number
-    (an int is one as well). The message names the type returned, never the value."""
+    (an int is one as well). The message names the type returned (cut), never the value."""
     if kind not in NUMBERS:
         raise ValueError(f"kind must be one of {sorted(NUMBERS)}, got {kind!r}")
     call = options.call(item, f"the result is {NUMBERS[kind]}", args, kwargs, compared.hint)
     got = call.run()
     wanted = numbers.Integral if kind == "int" else numbers.Real
     if isinstance(got, (bool, np.bool_)) or not isinstance(got, wanted):
-        call.fail(f"it returned a {type(got).__name__}, not {NUMBERS[kind]}")
+        call.fail(f"it returned a {type_name(got)}, not {NUMBERS[kind]}")
 
 
 @isolated()
@@ -131,7 +131,7 @@ def check_output_device(
     call = options.call(item, f"result on the device {device!r}", args, kwargs, compared.hint)
     for name, value in call.outputs(call.run()).items():
         if not isinstance(value, torch.Tensor):
-            call.fail(f"{name} is a {type(value).__name__}, not a torch tensor")
+            call.fail(f"{name} is a {type_name(value)}, not a torch tensor")
         if value.device.type != torch.device(device).type:
             call.fail(f"{name} is on the device {value.device.type!r}")
 
@@ -155,9 +155,9 @@ def check_buffer(item: Item, name: str, *, options: CallOptions, compared: Compa
         except Exception:
             call.fail(f"{item.name} has no buffer {name!r}")
     if not isinstance(value, torch.Tensor):
-        call.fail(f"{name} is a {type(value).__name__}, not a tensor")
+        call.fail(f"{name} is a {type_name(value)}, not a tensor")
     if shape is not None and tuple(value.shape) != tuple(shape):
-        call.fail(f"{name} has shape {tuple(value.shape)}; expected {tuple(shape)}")
+        call.fail(shape_difference(name, value.shape, shape))
 
 
 @isolated(diagnose=False)

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from autograder.api import specs
-from autograder.api.items import Item
+from autograder.api.items import Item, dimensions, quoted_size
 from autograder.api.options import CompareOptions, compares
 from autograder.calls.call import CallOptions, takes_options
 from autograder.calls.compare import compare
@@ -48,11 +48,16 @@ def check_incremental(item: Item, x, *, options: CallOptions, compared: CompareO
             pieces.append(call.as_numpy(got["output"], "output"))
             cache = cache_pair(call, got)
             for name, part in zip(("keys", "values"), cache):
-                held = call.as_numpy(part, f"cache {name}").shape
-                if len(held) != 4 or held[2] != start + piece.size(1):
+                held, length = call.as_numpy(part, f"cache {name}").shape, start + piece.size(1)
+                if len(held) != 4 or held[2] != length:
+                    found = (
+                        f"have {dimensions(len(held))}"
+                        if len(held) != 4
+                        else f"have size {quoted_size(held[2], length)} in dimension 2"
+                    )
                     call.fail(
-                        f"after {start + piece.size(1)} positions the cached {name} have shape {held}; "
-                        f"expected (B, num_kv_heads, {start + piece.size(1)}, d_head)"
+                        f"after {length} positions the cached {name} {found}; "
+                        f"expected (B, num_kv_heads, {length}, d_head)"
                     )
         got = np.concatenate(pieces, axis=1)
         if got.shape != want.shape or not np.allclose(got, want, atol=compared.atol, rtol=1e-5):

@@ -172,8 +172,13 @@ def check_within_memory(
         else:
             inputs[which] = value
     try:
-        if got.ndim < 2 or got.shape[-2] != length:
-            call.fail(f"{name} has shape {got.shape}: expected one row per query ({length} along dimension -2)")
+        if got.ndim < 2:
+            call.fail(
+                f"{name} has {items.dimensions(got.ndim)}: expected one row per query ({length} along dimension -2)"
+            )
+        if got.shape[-2] != length:
+            rows = items.quoted_size(got.shape[-2], length)
+            call.fail(f"{name} has size {rows} in dimension -2: expected one row per query ({length})")
         solution = reference.get(item.assignment, item.name)
         if options.init is not None:
             want = call.as_numpy(call.outputs(call.run(solution, (inputs, keywords)))[name], name)

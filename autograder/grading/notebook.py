@@ -199,10 +199,11 @@ def _grade(assignment, submission, notebook, limits, isolation, release, as_subm
             report.key = program_key(source, program.pieces, limits, release, only)
         if program is not None and program.runs:
             if pool is None:
-                sandboxes = functools.partial(Sandbox, limits, isolation, grader.packages(release))
-            else:
-                sandboxes = pool.sandbox
-            session = Session(program.pieces, program.where, report, limits, started + TOTAL_SECONDS, sandboxes)
+                sandboxes = runners = functools.partial(Sandbox, limits, isolation, grader.packages(release))
+            else:  # the course's own notebooks: their kernels are run again here (a pool's worker would wait for
+                sandboxes, runners = pool.sandbox, None  # the server that the notebook's worker holds)
+            deadline = started + TOTAL_SECONDS
+            session = Session(program.pieces, program.where, report, limits, deadline, sandboxes, runners)
             try:
                 with items.known_mistakes() as known, items.hidden_tests():  # no known answer shown
                     try:

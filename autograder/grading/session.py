@@ -15,11 +15,11 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from autograder.calls import standins
+from autograder.calls import global_rng, standins
 from autograder.grading import timings
 from autograder.grading.report import Report
 from autograder.sandbox import values, wire
-from autograder.sandbox.errors import SandboxDied, SandboxError, SandboxTimeout
+from autograder.sandbox.errors import SandboxDied, SandboxError, SandboxTimeout, SandboxUnavailable
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.process import Sandbox
 from autograder.text.terminal import clean_text
@@ -43,11 +43,16 @@ class Session:
         limits: Limits,
         deadline: float,
         sandboxes: Callable[[], Sandbox],
+        runners: Callable[[], Sandbox] | None = None,
     ):
-        """``sandboxes`` starts a sandbox for the program (a fresh one each time it is called)."""
+        """``sandboxes`` starts a sandbox for the program (a fresh one each time it is called); ``runners`` one of the
+        grader's own, where the student's kernels are run again (:meth:`replay`); None: in this process, for the
+        course's own notebooks only (a warm pool's, whose worker holds the server a runner would wait for)."""
         self.program, self.where, self.report = program, where, report
         self.limits, self.deadline = limits, deadline
         self.sandboxes = sandboxes
+        self.runners = runners
+        self.runner: Sandbox | None = None
         self.skipped: set[int] = set()
         self.sandbox: Sandbox | None = None
         self.restarts = 0
@@ -134,6 +139,7 @@ class Session:
         scope = standins.current()  # the check calling: the stand-ins of its item, and the call's seed
         self.refusals = set()
         callbacks = None if scope is None else functools.partial(_noting_refusals, scope.answer, self.refusals)
+        decoded = sandbox.decoding_seconds
         try:
             sandbox.stand_in(*(scope.kinds() if scope else ((), ())), timeout=timeout)
             if _passes_meta(args, kwargs) and not sandbox.warm:
@@ -151,9 +157,12 @@ class Session:
                 seed=None if scope is None else scope.seed,
                 callbacks=callbacks,
                 memory_mb=None if scope is None else scope.memory_mb,
+                trace=scope is not None and scope.trace,
             )
             if sandbox.unbounded and UNBOUNDED not in self.report.notes:
                 self.report.notes.append(UNBOUNDED)
+            if scope is not None and scope.trace:
+                scope.traced, scope.replayer = _trace_of(reply), self.replay
             return reply
         except SandboxError as exc:
             self._keep_output(sandbox)
@@ -173,6 +182,8 @@ class Session:
             sandbox.close()
             self.sandbox = None
             raise
+        finally:  # the grader's decoding of the messages that came, on the notebook's time
+            timings.add("decoding", sandbox.decoding_seconds - decoded)
 
     def result(self, reply: wire.Reply, item: str, args=(), kwargs=None):
         """The value of a reply, as plain data here; objects that stay in the sandbox become RemoteObjects."""
@@ -195,19 +206,62 @@ class Session:
                 raise TypeError(f"the state of {item}'s arguments after the call could not be read back")
         generation = self.generation
         try:
-            return values.decode(
-                reply.value, resolve=lambda number, kind: RemoteObject(self, number, kind, item, generation)
-            )
+            with timings.phase("decoding"):
+                return values.decode(
+                    reply.value, resolve=lambda number, kind: RemoteObject(self, number, kind, item, generation)
+                )
         except (wire.WireError, ValueError, KeyError, TypeError) as exc:
             raise TypeError(
                 f"{item} returned something that is not a tensor, array, number or object ({exc})"
             ) from None
+
+    def replay(self, program: str, request: dict) -> dict:
+        """The student's kernels (``program``, read as Triton code alone) run again on ``request``'s launches by
+        :func:`autograder.sandbox.replay.replay`, in a sandbox of the grader's where none of the student's other code
+        runs, started once for the notebook: what it returns, or ``{"error": why}`` where the replay stopped or the
+        kernels made its sandbox fail (the student's doing). A sandbox that cannot start is the grader's failure."""
+        if self.runners is None:
+            from autograder.sandbox import replay
+
+            with global_rng.LOCK:  # kernels run here one at a time: Triton's interpreter keeps one program's state
+                return replay.replay(program, request)
+        timeout = min(self.limits.call_timeout, max(0.1, self.deadline - time.monotonic()))
+        try:
+            if self.runner is None:
+                runner = self.runners()
+                try:
+                    errors = runner.run_cells([REPLAY_SETUP], ["the grader's replay of the kernels"])
+                except SandboxError as exc:
+                    runner.close()
+                    raise SandboxUnavailable(f"the sandbox that replays the kernels could not start: {exc}") from None
+                if errors[0]:
+                    runner.close()
+                    raise SandboxUnavailable(f"the sandbox that replays the kernels could not start: {errors[0]}")
+                self.runner = runner
+            reply = self.runner.call(
+                "replay", [values.encode(program), values.encode(request)], {}, timeout=timeout, label="the replay"
+            )
+        except SandboxError as exc:
+            if self.runner is not None:
+                self.runner.close()
+                self.runner = None
+            return {"error": clean_text(f"the kernels' replay stopped: {exc}", 300)}
+        if isinstance(reply, wire.Raised):  # its type only: the message could quote what the kernels computed
+            return {"error": clean_text(f"{reply.error_type} raised while the kernels were set up", 120)}
+        try:
+            result = values.decode(reply.value)
+        except (wire.WireError, ValueError, KeyError, TypeError):
+            result = None
+        return result if isinstance(result, dict) else {"error": "the kernels' replay answered with something else"}
 
     def close(self) -> None:
         if self.sandbox is not None:
             self._keep_output(self.sandbox)
             self.sandbox.close()
             self.sandbox = None
+        if self.runner is not None:
+            self.runner.close()
+            self.runner = None
 
 
 class Remote:
@@ -271,10 +325,26 @@ class RemoteObject:
         return f"<{self._kind} of {self._item}, in the sandbox>"
 
 
+REPLAY_SETUP = "from autograder.sandbox.replay import replay\n"
+
+
+def _trace_of(reply: wire.Reply):
+    """The record of the Triton kernels a call launched (:mod:`autograder.sandbox.launch_log`), as plain data, or
+    None where none came or it cannot be read."""
+    if not isinstance(reply, wire.Returned) or reply.trace is None:
+        return None
+    try:
+        return values.decode(reply.trace)
+    except (wire.WireError, ValueError, KeyError, TypeError):
+        return None
+
+
 def _count_start(sandbox: Sandbox, started: float) -> None:
-    """The phases of a sandbox asked for at ``started``: its start-up, then the notebook's cells."""
+    """The phases of a sandbox asked for at ``started``: its start-up, then the notebook's cells (and the decoding of
+    the messages that came meanwhile)."""
     timings.add("start-up", sandbox.startup_seconds)
     timings.add("cells", time.monotonic() - started - sandbox.startup_seconds)
+    timings.add("decoding", sandbox.decoding_seconds)
 
 
 def _passes_meta(args, kwargs) -> bool:
@@ -297,7 +367,8 @@ def _copy_back(original, after) -> bool:
     if after is None:
         return False
     try:
-        changed = values.decode(after)
+        with timings.phase("decoding"):
+            changed = values.decode(after)
     except Exception:
         return False
     if isinstance(original, torch.Tensor) and isinstance(changed, torch.Tensor) and changed.shape == original.shape:

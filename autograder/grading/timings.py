@@ -11,8 +11,10 @@ their own.
 The phases: ``reading`` (the instructor's and the student's notebooks), ``start-up`` (sandboxes started,
 until their worker is ready; a notebook restarted after a hung cell starts more than one), ``cells`` (the
 student's cells), ``warm-up`` (torch's meta-device kernels, loaded before the first call that needs
-them), ``tests`` (the test cells, diagnosis included; each cell's own seconds are on its result) and
-``diagnosis`` (naming the known mistake that explains a failure).
+them), ``tests`` (the test cells, diagnosis included; each cell's own seconds are on its result),
+``diagnosis`` (naming the known mistake that explains a failure) and ``decoding`` (the grader's decoding of the
+sandbox's messages and of the values in them, part of the cells' and the tests' seconds: work that a student's
+replies ask of the grader's own process, bounded by :data:`autograder.sandbox.wire.MAX_VALUES`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import contextvars
 import time
 from collections.abc import Iterator
 
-PHASES = ("reading", "start-up", "cells", "warm-up", "tests", "diagnosis")
+PHASES = ("reading", "start-up", "cells", "warm-up", "tests", "diagnosis", "decoding")
 
 _CURRENT: contextvars.ContextVar[dict[str, float] | None] = contextvars.ContextVar("grading_phases", default=None)
 

@@ -79,10 +79,18 @@ class Channel:
                 f"the process running your code broke the grading protocol (an unexpected {error.kind!r} "
                 f"message); {error.detail}"
             )
+        except wire.TooManyValues as error:  # what is too large, said: a reply of the student's own choosing
+            return SandboxProtocolError(f"the process running your code sent {error}")
         except Exception as error:  # an oversized message, or one that is not one, ends the conversation
             return SandboxProtocolError(
                 f"the process running your code sent a malformed message ({type(error).__name__})"
             )
+
+    @property
+    def decoding_seconds(self) -> float:
+        """How long the grader took to decode this sandbox's messages, in all (``wire.Inbox.seconds``)."""
+        inbox = getattr(self, "_inbox", None)  # none before the process has started
+        return 0.0 if inbox is None else inbox.seconds
 
     def _drain_output(self) -> None:
         keep = self.limits.output_kb * 1024

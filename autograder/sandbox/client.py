@@ -82,6 +82,7 @@ class Client(Channel):
         seed: int | None = None,
         callbacks: Callable[[dict], dict] | None = None,
         memory_mb: int | None = None,
+        trace: bool = False,
     ) -> wire.Reply:
         """Call the student's object (a name, or a handle number), or its attribute ``attr``, the
         random generators seeded with ``seed`` first (if given), with ``args`` and ``kwargs`` encoded
@@ -97,12 +98,16 @@ class Client(Channel):
         code held before the call and frees during it does not count in its favour. That is measured by the
         sandbox's memory cgroup (a call past it gets a MemoryError reply), or else enforced on the address
         space of each of the sandbox's processes (:meth:`_address_space_budget`).
+
+        With ``trace``, the reply also carries the record of the Triton kernels the call launched (``trace``).
         """
         name, handle = (target, None) if isinstance(target, str) else (None, int(target))
         seed = None if seed is None else int(seed)
 
         def request(seq: int) -> wire.Call:
-            return wire.Call(seq, list(args), dict(kwargs), name=name, handle=handle, attr=attr, seed=seed)
+            return wire.Call(
+                seq, list(args), dict(kwargs), name=name, handle=handle, attr=attr, seed=seed, trace=bool(trace)
+            )
 
         what = f"a call of {label or target}"
         self._note_baseline()

@@ -4,7 +4,8 @@ Each is declared here, and every message received is checked against its declara
 A message is a :class:`msgspec.Struct`, tagged with its kind (``"event"`` from the worker, ``"op"`` from
 the grader), with fields of fixed types (and ranges, where a number could drive work) and no other field.
 On the pipe it is a 4-byte big-endian length, then JSON. :func:`receive` refuses a message longer than
-its limit before reading it, then checks it against the union of the messages that may come
+its limit before reading it (and the grader's :class:`Inbox` one that holds more than :data:`MAX_VALUES` JSON
+values, before decoding it: :class:`TooManyValues`), then checks it against the union of the messages that may come
 (:data:`FromWorkerMessage`, :data:`FromGraderMessage`): a message of the wrong form (an unknown kind, a
 missing, extra or wrong-typed field, a number out of range) raises :class:`MessageError`, which names the
 kind of message it claimed to be; what is not a message at all raises :class:`WireError`. The grader
@@ -30,6 +31,12 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 MAX_MESSAGE = 256 * 2**20  # bytes; the grader takes at most Limits.message_kb from a sandbox
+# The most JSON values (numbers, strings, lists, objects and their keys) that the grader decodes of one message from
+# a sandbox. What a message costs the grader's shared process is what decoding it makes, up to a few hundred bytes
+# of Python objects per value, not its bytes: 7.8 MB of empty sets took the grader 425 MiB and 3 s. The course's
+# largest message holds 1,507 (the reference notebooks of ch01 to ch11 graded: a reply of ch06's); one of 65,536
+# takes the grader at most about 8 MiB and a tenth of a second to decode (json_values: milliseconds to count).
+MAX_VALUES = 2**16
 
 Value = Any  # a value as plain data, checked where it is decoded (autograder.sandbox.values)
 Seq = Annotated[int, msgspec.Meta(ge=0, lt=2**53)]  # a request's number
@@ -46,6 +53,16 @@ class MessageError(WireError):
     def __init__(self, kind: str, detail: str):
         super().__init__(f"an unexpected {kind!r} message: {detail}")
         self.kind, self.detail = kind, detail
+
+
+class TooManyValues(WireError):
+    """A message that holds more JSON values than the grader decodes (:data:`MAX_VALUES`); refused unread."""
+
+    def __init__(self, most: int):
+        super().__init__(
+            f"a message of more than {most:,} values (numbers, strings, lists and objects in its JSON), "
+            f"the most that the grader decodes of one"
+        )
 
 
 # ---------------------------------------------------------------------------- from the worker
@@ -79,6 +96,7 @@ class Returned(FromWorker, tag="returned"):
     value: Value
     args_after: list[Value] | None = None
     kwargs_after: dict[str, Value] | None = None
+    trace: Value = None  # the Triton kernels the call launched, where the call asked for them (Call.trace)
 
 
 class Raised(FromWorker, tag="raised"):
@@ -153,6 +171,7 @@ class Call(FromGrader, tag="call"):
     handle: int | None = None
     attr: str | None = None
     seed: int | None = None  # the random generators are seeded with it just before the call
+    trace: bool = False  # record the Triton kernels the call launches (autograder.sandbox.launch_log)
 
 
 class GetAttr(FromGrader, tag="getattr"):
@@ -249,8 +268,11 @@ def receive(stream, schema=None, max_size: int = MAX_MESSAGE):
     return decode(payload, schema)
 
 
-def decode(payload: bytes, schema=None):
-    """A message's payload (after its length) as the message of ``schema`` it is, or as its JSON object."""
+def decode(payload: bytes | bytearray, schema=None, max_values: int | None = None):
+    """A message's payload (after its length) as the message of ``schema`` it is, or as its JSON object. With
+    ``max_values``, a payload of more JSON values than that is refused before it is decoded (:class:`TooManyValues`)."""
+    if max_values is not None and json_values(payload, max_values) > max_values:
+        raise TooManyValues(max_values)
     try:
         data = json.loads(payload)
     except (ValueError, RecursionError) as error:
@@ -260,15 +282,41 @@ def decode(payload: bytes, schema=None):
     return data if schema is None else checked(data, schema)
 
 
+_STRUCTURE = (b"{", b"[", b",", b":")
+
+
+def json_values(payload: bytes | bytearray, most: int) -> int:
+    """At least as many as the values of the JSON ``payload`` (numbers, strings, lists, objects and their keys), or
+    than ``most`` where it has more, counted on its bytes before anything is decoded: each value is the whole, or
+    follows an opening bracket, a comma or a colon (an empty list or object counts twice). Above ``most``, the count
+    is made again without the brackets, commas and colons inside strings (or is the count of its strings, where that
+    is above it too). Milliseconds for a message of 8 MiB."""
+    count = 1 + sum(payload.count(c) for c in _STRUCTURE)
+    if count <= most:
+        return count
+    strings = (payload.count(b'"') - payload.count(b'\\"')) // 2  # at least: an escaped quote follows a backslash
+    if strings > most:
+        return strings
+    if not strings:
+        return count
+    bare = payload.replace(b"\\\\", b"").replace(b'\\"', b"") if b"\\" in payload else payload
+    outside = bare.split(b'"')[0::2]  # no escape left: each quote opens or ends a string; at most 2 * most + 1 pieces
+    return 1 + sum(piece.count(c) for piece in outside for c in _STRUCTURE)
+
+
 class Inbox:
     """The messages of a pipe, each read when it is asked for, by a deadline: no thread waits on the pipe, so a
     reply reaches the grader's thread with no hand-over between threads. The pipe is made non-blocking; only
     what one message needs is read at a time (a message longer than ``max_size`` is refused from its length).
-    After the end of the pipe or a message that is not one, every later :meth:`next` says the same."""
+    After the end of the pipe or a message that is not one, every later :meth:`next` says the same. A message of
+    more than ``max_values`` JSON values is refused before it is decoded (:class:`TooManyValues`); ``seconds``:
+    how long decoding its messages took, in all (the grader's own work, on the time of the notebook it grades)."""
 
     CHUNK = 65536
 
-    def __init__(self, stream, schema, max_size: int = MAX_MESSAGE):
+    def __init__(self, stream, schema, max_size: int = MAX_MESSAGE, max_values: int = MAX_VALUES):
+        self._max_values = max_values
+        self.seconds = 0.0
         self._fd = stream.fileno()
         os.set_blocking(self._fd, False)
         self._poll = select.poll()
@@ -321,13 +369,23 @@ class Inbox:
 
     def _take(self):
         size = _size(self._buffer[:4], self._max_size)
-        payload = bytes(self._buffer[4 : 4 + size])
-        del self._buffer[: 4 + size]
+        if len(self._buffer) == 4 + size:  # the buffer holds this message alone: taken whole, not copied
+            payload, self._buffer = self._buffer, bytearray()
+            del payload[:4]
+        else:
+            with memoryview(self._buffer) as view:
+                payload = bytes(view[4 : 4 + size])
+            del self._buffer[: 4 + size]
+        started = time.monotonic()
         try:
-            return decode(payload, self._schema)
+            return decode(payload, self._schema, self._max_values)
         except WireError as error:
             self._error = error
-            raise
+        finally:
+            self.seconds += time.monotonic() - started
+            del payload
+        # raised again by every later next(): with no traceback into decode(), whose frame holds the payload
+        raise self._error.with_traceback(None)
 
 
 def checked(data: dict, schema):

@@ -21,6 +21,8 @@ Requests, and what it answers:
   are not plain data (a module the student's class built, a bound method) stay here and are returned as
   handles. A fixture that the grader holds arrives as a proxy: its public attributes, and methods whose
   calls are sent to the grader as a stand-in's are (``Callback``), answered and counted there.
+  With ``trace``, the Triton kernels the call launches are recorded (:mod:`autograder.sandbox.launch_log`) and
+  sent with the value, for the grader to run again where this process cannot reach.
 * :class:`~autograder.sandbox.wire.GetAttr`: an attribute of a handle; reply ``Returned`` or ``Raised``.
 * :class:`~autograder.sandbox.wire.StandIn`: put the grader's stand-ins in place of the notebook's objects
   of these names (and of every other name bound to the same object), after putting back those of the
@@ -181,12 +183,21 @@ def _call(
         held = stand_ins.held_fixture
         args = [values.decode(a, resolve=handles.get, held=held) for a in request.args]
         kwargs = {k: values.decode(v, resolve=handles.get, held=held) for k, v in request.kwargs.items()}
-        value = target(*args, **kwargs)
+        trace = None
+        if request.trace:
+            from autograder.sandbox import launch_log
+
+            with launch_log.recording() as log:
+                value = target(*args, **kwargs)
+            trace = values.encode(log.as_data())
+        else:
+            value = target(*args, **kwargs)
         return wire.Returned(
             request.seq,
             values.encode(value, make_handle=handles.number),
             args_after=[values.encode(a) if _is_array(a) else None for a in args],
             kwargs_after={k: values.encode(v) for k, v in kwargs.items() if _is_array(v)},
+            trace=trace,
         )
     except BaseException as exc:  # the student's error, reported to the grader as data
         if isinstance(exc, (SystemExit, KeyboardInterrupt, GeneratorExit)):

@@ -15,7 +15,7 @@ mistakes: the diagnosis may then not recognise its known mistake, and the check'
 words that both hints hold.
 """
 
-from tests.buggy import wrong_answers
+from tests.buggy import Bug, wrong_answers
 
 A = "ch11_flash_attention"
 
@@ -69,6 +69,8 @@ TESTS = {
         "test_forward_causal",
         "test_forward_stable",
         "test_forward_errors",
+        "test_forward_kernel",
+        "test_forward_skips",
     ],
     "flash_attention_backward": [
         "test_backward_shapes",
@@ -76,6 +78,8 @@ TESTS = {
         "test_backward_grad_k",
         "test_backward_grad_q",
         "test_backward_causal",
+        "test_backward_kernel",
+        "test_backward_skips",
     ],
     "causal_blocks_visited": ["test_causal_blocks_visited"],
     "forward_bytes_read": ["test_forward_bytes_read"],
@@ -446,5 +450,141 @@ BUGS += [
         (VALUES_READ, "values_read = blocks * 2 * length * head_dim"),
         why="counts the keys and values that each program reads, but not the queries",
         cause="its queries, then every key and value",
+    ),
+]
+
+# ------------------------------------------------------------------ how the passes compute: kernels, blocks skipped
+# The values of these are right: each loses the test cells of how its pass computes, and those alone.
+SIZES_CHECKED = """    for name, size in (("block_q", block_q), ("block_k", block_k), ("q", q.shape[-1])):
+        if size < 16 or size & (size - 1):
+            raise ValueError(f"{name}: must be a power of two of at least 16, got {size}")
+"""
+NO_KERNEL = "Triton kernel that flash_attention_forward launches"
+BUGS += [
+    Bug(
+        "forward_pytorchs_attention",
+        "flash_attention_forward",
+        "import torch.nn.functional as F\n\n\n"
+        "def flash_attention_forward(q, k, v, causal=False, block_q=16, block_k=16):\n"
+        + SIZES_CHECKED
+        + "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])\n"
+        "    if causal:\n"
+        "        hidden = torch.ones(scores.shape[-2:], dtype=torch.bool).triu(1)\n"
+        "        scores = scores.masked_fill(hidden, float('-inf'))\n"
+        "    return F.scaled_dot_product_attention(q, k, v, is_causal=causal), torch.logsumexp(scores, dim=-1)\n",
+        why="PyTorch's attention (F.scaled_dot_product_attention) and the log-sum-exp of the whole matrix of scores: "
+        "the right values, and no kernel",
+        cause=NO_KERNEL,
+    ),
+    Bug(
+        "forward_courses_attention",
+        "flash_attention_forward",
+        "def flash_attention_forward(q, k, v, causal=False, block_q=16, block_k=16):\n"
+        + SIZES_CHECKED
+        + "    return attention(q, k, v, causal)\n",
+        why="returns the course's own attention (imported by the setup cell for trying the kernel): the right values, "
+        "and no kernel",
+        cause=NO_KERNEL,
+    ),
+    bug(
+        "forward_kernel_copies_pytorchs_result",
+        "flash_attention_forward",
+        (
+            "def flash_attention_forward(q, k, v, causal=False, block_q=16, block_k=16):",
+            "@triton.jit\n"
+            "def copy_kernel(src, dst, n, BLOCK: tl.constexpr):\n"
+            "    at = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+            "    tl.store(dst + at, tl.load(src + at, mask=at < n), mask=at < n)\n\n\n"
+            "def flash_attention_forward(q, k, v, causal=False, block_q=16, block_k=16):",
+        ),
+        (
+            "    return out.reshape(q.shape), lse.reshape(*lead, n_queries)",
+            "    want, want_lse = attention(q, k, v, causal)\n"
+            "    copy_kernel[(triton.cdiv(out.numel(), 64),)](want.reshape(out.shape).contiguous(), out, out.numel(), "
+            "BLOCK=64)\n"
+            "    copy_kernel[(triton.cdiv(lse.numel(), 64),)](want_lse.reshape(lse.shape).contiguous(), lse, "
+            "lse.numel(), BLOCK=64)\n"
+            "    return out.reshape(q.shape), lse.reshape(*lead, n_queries)",
+        ),
+        why="launches its kernel, then a kernel that copies the plain computation's result into the outputs: the "
+        "kernels compute nothing of what is returned",
+        cause=NO_KERNEL,
+    ),
+    bug(
+        "forward_one_tile_per_head",
+        "flash_attention_forward",
+        (GRID, "grid = (1, q3.shape[0])"),
+        (
+            "        BLOCK_Q=block_q,\n        BLOCK_K=block_k,\n",
+            "        BLOCK_Q=max(16, triton.next_power_of_2(n_queries)),\n"
+            "        BLOCK_K=max(16, triton.next_power_of_2(n_keys)),\n",
+        ),
+        why="one program per sequence holding all its queries and all its keys at once: the whole matrix of scores "
+        "in one tile, whatever the blocks asked for",
+        cause="one block of scores at a time",
+    ),
+    bug(
+        "forward_causal_skips_nothing",
+        "flash_attention_forward",
+        ("        end = tl.minimum(n_keys, (block + 1) * BLOCK_Q)", "        end = n_keys"),
+        why="with causal=True every program walks through every block of keys and masks the hidden ones: right "
+        "values, and none of the work the causal kernel saves",
+        cause="end each program's loop over the keys",
+        only="test_forward_skips",
+    ),
+    bug(
+        "forward_causal_masks_the_loads",
+        "flash_attention_forward",
+        ("        end = tl.minimum(n_keys, (block + 1) * BLOCK_Q)", "        end = n_keys"),
+        (
+            "        key_ok = keys < n_keys\n",
+            "        key_ok = (keys < n_keys) & ((keys < (block + 1) * BLOCK_Q) | (CAUSAL == 0))\n",
+        ),
+        why="with causal=True every program still walks through every block of keys, the hidden ones masked out of "
+        "the loads: the loop, and its products, are not skipped",
+        cause="end each program's loop over the keys",
+        only="test_forward_skips",
+    ),
+]
+
+NO_KERNELS = "in the Triton kernels that flash_attention_backward launches"
+BUGS += [
+    Bug(
+        "backward_autograd",
+        "flash_attention_backward",
+        "def flash_attention_backward(q, k, v, output, lse, grad_output, causal=False, block_q=16, block_k=16):\n"
+        + SIZES_CHECKED
+        + "    leaves = [t.detach().clone().requires_grad_() for t in (q, k, v)]\n"
+        "    torch.nn.functional.scaled_dot_product_attention(*leaves, is_causal=causal).backward(grad_output)\n"
+        "    return tuple(leaf.grad for leaf in leaves)\n",
+        why="autograd through PyTorch's attention: the right gradients, and no kernel",
+        cause=NO_KERNELS,
+    ),
+    bug(
+        "backward_keys_kernel_skips_nothing",
+        "flash_attention_backward",
+        ("        first = (block * BLOCK_K) // BLOCK_Q * BLOCK_Q", "        first = 0"),
+        why="with causal=True the keys' kernel walks through every block of queries, the ones before its keys masked",
+        cause="the keys' kernel starts its loop",
+        only="test_backward_skips",
+    ),
+    bug(
+        "backward_queries_kernel_skips_nothing",
+        "flash_attention_backward",
+        (
+            "        end = tl.minimum(n_keys, (block + 1) * BLOCK_Q)\n    for start in range(0, end, BLOCK_K):\n"
+            "        keys = start + tl.arange(0, BLOCK_K)\n        key_ok = keys < n_keys\n"
+            "        kv_at = seq * n_keys * HEAD_DIM + keys[:, None] * HEAD_DIM + cols[None, :]\n"
+            "        k = tl.load(k_ptr + kv_at, mask=key_ok[:, None], other=0.0)\n"
+            "        v = tl.load(v_ptr + kv_at, mask=key_ok[:, None], other=0.0)\n        visible = row_ok",
+            "        end = n_keys\n    for start in range(0, end, BLOCK_K):\n"
+            "        keys = start + tl.arange(0, BLOCK_K)\n        key_ok = keys < n_keys\n"
+            "        kv_at = seq * n_keys * HEAD_DIM + keys[:, None] * HEAD_DIM + cols[None, :]\n"
+            "        k = tl.load(k_ptr + kv_at, mask=key_ok[:, None], other=0.0)\n"
+            "        v = tl.load(v_ptr + kv_at, mask=key_ok[:, None], other=0.0)\n        visible = row_ok",
+        ),
+        why="with causal=True the queries' kernel walks through every block of keys, the ones past its queries masked",
+        cause="the queries' kernel stops",
+        only="test_backward_skips",
     ),
 ]

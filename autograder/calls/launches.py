@@ -1,0 +1,372 @@
+"""The Triton kernels a call of a student's function launched, laid out to be run again where the student cannot reach.
+
+Chapter 11 teaches a *how*: the forward and backward passes of attention written as Triton kernels that never hold
+the whole matrix of scores, and causal kernels that skip the blocks the mask hides. Comparing outputs cannot tell a
+kernel from ``F.scaled_dot_product_attention``; a count kept in the sandbox is the student's to forge. So the
+grader, given the launches that a call of the student's function recorded (:func:`traced`, through
+:mod:`autograder.sandbox.launch_log`: untrusted), runs them again in a sandbox of its own, where nothing of the
+student's runs but their kernels' source read as Triton code alone (:mod:`autograder.calls.kernel_source`,
+:mod:`autograder.sandbox.replay`), and reads what they did (:mod:`autograder.calls.replayed`). Here:
+
+- :func:`read` bounds the record (launches, arguments, sizes) before anything is computed on it;
+- :func:`plan` lays the launches out for the replay, each tensor filled with what the grader trusts: a tensor that
+  holds one of the check's inputs (reshaped, transposed, scaled or cast: ``q * scale`` is still ``q``) gets the
+  grader's own copy; zeros stay zeros; what a kernel wrote stays what the replayed kernel wrote; a small tensor the
+  launcher computed (chapter 11's Δ, one number per query) is taken as recorded, up to :func:`untrusted_budget`
+  bytes in all; everything else is NaN. A tensor of as many numbers as the whole matrix of scores is refused.
+
+A forged record gains nothing: the replay computes from the grader's inputs with code that can only compute, so an
+output the kernels did not compute does not match.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import itertools
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import torch
+
+from autograder.calls import global_rng, standins
+from autograder.calls.call import is_remote
+
+MAX_LAUNCHES = 16
+MAX_ARGUMENTS = 32  # of one launch
+MAX_NUMBERS = 24  # arguments of one launch that are numbers (a forged launch could carry an output in them)
+MAX_TENSORS = 16  # of one launch
+MAX_RANK = 5
+DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64", "int16", "int8", "uint8", "bool")
+
+
+class Refused(Exception):
+    """What the grader does not replay: the message says why, for the student."""
+
+
+@dataclass
+class View:
+    """One tensor argument of one launch, as recorded."""
+
+    launch: int
+    name: str
+    storage: int
+    offset: int
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+    dtype: str
+    data: torch.Tensor | None
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def end(self) -> int:
+        """One past the last element of its storage that it covers."""
+        if not self.numel:
+            return self.offset
+        return self.offset + sum((n - 1) * s for n, s in zip(self.shape, self.stride)) + 1
+
+
+@dataclass
+class Launch:
+    kernel: str
+    grid: tuple[int, ...]
+    numbers: dict[str, object]
+    views: list[View]
+
+
+@dataclass
+class Record:
+    launches: list[Launch]
+    functions: dict
+    constants: dict
+
+
+@dataclass
+class Sizes:
+    """The check's sizes: leading positions (batch and heads, flattened), queries, keys."""
+
+    heads: int
+    queries: int
+    keys: int
+
+    @property
+    def scores(self) -> int:
+        return self.heads * self.queries * self.keys
+
+
+def _integer(value, low: int = 0, high: int = 2**40) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value < high:
+        raise Refused("the record of its launches could not be read")
+    return value
+
+
+def read(data, sizes: Sizes) -> Record:
+    """The record of a call's launches, each part bounded; :class:`Refused` where it cannot be replayed."""
+    if not isinstance(data, dict) or not isinstance(data.get("launches"), list):
+        raise Refused("the record of its launches could not be read")
+    if data.get("dropped") or len(data["launches"]) > MAX_LAUNCHES:
+        raise Refused(f"it launched more than {MAX_LAUNCHES} kernels for one call")
+    launches = []
+    for index, entry in enumerate(data["launches"]):
+        if not isinstance(entry, dict) or not isinstance(entry.get("args"), list):
+            raise Refused("the record of its launches could not be read")
+        kernel = str(entry.get("kernel", ""))[:80]
+        grid = tuple(_integer(n, 0, 2**31) for n in (entry.get("grid") or [])[:3])
+        if len(entry["args"]) > MAX_ARGUMENTS:
+            raise Refused(f"the kernel {kernel} takes more than {MAX_ARGUMENTS} arguments")
+        numbers, views = {}, []
+        for argument in entry["args"]:
+            if not isinstance(argument, dict):
+                raise Refused("the record of its launches could not be read")
+            name = str(argument.get("name", ""))
+            if not name.isidentifier():
+                raise Refused("the record of its launches could not be read")
+            if "tensor" in argument:
+                views.append(_view(index, name, argument["tensor"], sizes))
+            elif "unsupported" in argument:
+                raise Refused(
+                    f"the kernel {kernel} takes {name}, a {str(argument['unsupported'])[:40]}, which the grader "
+                    "cannot pass to it again: pass tensors and numbers"
+                )
+            else:
+                value = argument.get("value")
+                if not (
+                    value is None
+                    or isinstance(value, (bool, int, float))
+                    or (isinstance(value, str) and len(value) < 40)
+                ):
+                    raise Refused("the record of its launches could not be read")
+                if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2**63:
+                    raise Refused("the record of its launches could not be read")
+                numbers[name] = value
+        if len(numbers) > MAX_NUMBERS or len(views) > MAX_TENSORS:
+            raise Refused(f"the kernel {kernel} takes more than {MAX_NUMBERS} numbers or {MAX_TENSORS} tensors")
+        launches.append(Launch(kernel, grid, numbers, views))
+    functions, constants = data.get("functions"), data.get("constants")
+    if not isinstance(functions, dict) or not isinstance(constants, dict):
+        raise Refused("the record of its launches could not be read")
+    return Record(launches, functions, constants)
+
+
+def _view(launch: int, name: str, tensor, sizes: Sizes) -> View:
+    if not isinstance(tensor, dict):
+        raise Refused("the record of its launches could not be read")
+    shape = tensor.get("shape") or []
+    stride = tensor.get("stride") or []
+    if (
+        not isinstance(shape, list)
+        or not isinstance(stride, list)
+        or len(shape) != len(stride)
+        or len(shape) > MAX_RANK
+    ):
+        raise Refused("the record of its launches could not be read")
+    dtype = str(tensor.get("dtype", ""))
+    if dtype not in DTYPES:
+        raise Refused(f"the kernel takes {name}, a tensor of dtype {dtype[:20]}, which the grader does not replay")
+    view = View(
+        launch,
+        name,
+        _integer(tensor.get("storage"), 0, 4 * MAX_TENSORS * MAX_LAUNCHES),
+        _integer(tensor.get("offset")),
+        tuple(_integer(n) for n in shape),
+        tuple(_integer(s) for s in stride),
+        dtype,
+        None,
+    )
+    if view.end >= sizes.scores or view.numel >= sizes.scores:
+        raise Refused(
+            f"it passes the kernel a tensor ({name}) as large as the whole matrix of scores "
+            f"({sizes.heads} x {sizes.queries} x {sizes.keys}) or larger: a kernel holds one block of scores at a "
+            "time, never all of them"
+        )
+    data = tensor.get("data")
+    if isinstance(data, torch.Tensor) and tuple(data.shape) == view.shape and str(data.dtype) == f"torch.{dtype}":
+        view.data = data
+    return view
+
+
+# ---------------------------------------------------------------------------- laying out the replay
+
+
+@dataclass
+class Plan:
+    """The replay's request, and what the grader knows of each view it lays out."""
+
+    request: dict
+    record: Record
+    sizes: Sizes
+    views: list[View] = field(default_factory=list)
+    storage_sizes: dict[int, int] = field(default_factory=dict)
+
+
+def untrusted_budget(sizes: Sizes) -> int:
+    """Bytes of tensors the launcher computed that the replay takes as recorded: one float64 per query of each
+    leading position (a Δ, which chapter 11 allows the launcher to compute), far less than any output holds."""
+    return 8 * sizes.heads * sizes.queries
+
+
+def canonical(tensor: torch.Tensor) -> torch.Tensor:
+    """``(N, L, d)`` of a tensor ``(..., L, d)``; ``(N, L)`` of one ``(..., L)`` with one dimension (an lse)."""
+    if tensor.dim() >= 3:
+        return tensor.reshape(-1, *tensor.shape[-2:])
+    return tensor.reshape(-1, tensor.shape[-1]) if tensor.dim() == 2 else tensor.reshape(1, -1)
+
+
+def matching(data: torch.Tensor, canon: torch.Tensor, loose: bool = False) -> tuple[tuple, float] | None:
+    """``(permutation, scale)`` such that ``data`` holds ``scale * canon.permute(permutation)`` (flattened), or None."""
+    if data is None or data.numel() != canon.numel() or not data.numel():
+        return None
+    flat = data.detach().double().reshape(-1)
+    rtol = 1e-2 if loose or data.dtype in (torch.float16, torch.bfloat16) else 1e-4
+    for permutation in itertools.permutations(range(canon.dim())):
+        ref = canon.detach().double().permute(permutation).reshape(-1)
+        norm = float(ref @ ref)
+        if not math.isfinite(norm) or norm == 0:
+            continue
+        scale = float(flat @ ref) / norm
+        if not math.isfinite(scale) or scale == 0:
+            continue
+        if abs(scale - 1) < 1e-6:
+            scale = 1.0
+        atol = rtol * float(ref.abs().max()) * abs(scale)
+        if torch.allclose(flat, scale * ref, rtol=rtol, atol=atol, equal_nan=False):
+            return permutation, scale
+    return None
+
+
+SIDES = {"q": "query", "grad_output": "query", "output": "query", "k": "key", "v": "key"}
+
+
+def plan(record: Record, inputs: dict[str, torch.Tensor], sizes: Sizes) -> Plan:
+    """The replay's request: every view filled with what the grader trusts (see the module's docstring)."""
+    if not record.launches:
+        raise Refused(
+            "it launched no Triton kernel: the computation must run in kernels it launches (kernel[grid](...)), "
+            "not in PyTorch"
+        )
+    canons = {name: canonical(tensor) for name, tensor in inputs.items() if isinstance(tensor, torch.Tensor)}
+    views = [view for launch in record.launches for view in launch.views]
+    storages: dict[int, tuple[str, int]] = {}
+    for view in views:
+        dtype, end = storages.get(view.storage, (view.dtype, 0))
+        if dtype != view.dtype:
+            raise Refused("it passes views of one storage with different dtypes, which the grader does not replay")
+        storages[view.storage] = (dtype, max(end, view.end))
+    if sum(end for _, end in storages.values()) >= 8 * sizes.scores:
+        raise Refused("its kernels are given more memory than the whole matrix of scores several times over")
+    numbering = {number: i for i, number in enumerate(sorted(storages))}
+    first = {}
+    for view in views:
+        first.setdefault(view.storage, view.launch)
+    # what each view is, as far as the grader trusts it
+    fills, untrusted = {}, []
+    rows = []
+    for i, view in enumerate(views):
+        role = None
+        for name, canon in canons.items():
+            found = matching(view.data, canon)
+            if found is not None:
+                role = (name, *found)
+                break
+        if role is not None:
+            name, permutation, scale = role
+            exact = (scale * canons[name].double().permute(permutation)).reshape(view.shape)
+            fills[i] = exact.to(getattr(torch, view.dtype))
+            if name in SIDES and canons[name].dim() == 3:
+                rows.append(_rows(view, canons[name], permutation, numbering[view.storage], SIDES[name]))
+        elif view.data is not None and not view.data.any():
+            fills[i] = torch.zeros(view.shape, dtype=getattr(torch, view.dtype))
+        elif view.data is not None:
+            untrusted.append(i)
+        else:
+            fills[i] = None
+    budget = untrusted_budget(sizes)
+    for i in sorted(untrusted, key=lambda j: views[j].numel * views[j].data.element_size()):
+        cost = views[i].numel * views[i].data.element_size()
+        fills[i] = views[i].data if cost <= budget else None
+        budget -= min(cost, budget) if cost <= budget else 0
+    launches = []
+    position = 0
+    for index, launch in enumerate(record.launches):
+        arguments = {name: {"value": value} for name, value in launch.numbers.items()}
+        for view in launch.views:
+            spec = {
+                "storage": numbering[view.storage],
+                "offset": view.offset,
+                "shape": list(view.shape),
+                "stride": list(view.stride),
+                "fill": fills[position],
+                "logged": view.data if first[view.storage] < index else None,
+            }
+            arguments[view.name] = {"view": spec}
+            position += 1
+        launches.append({"kernel": launch.kernel, "grid": list(launch.grid), "args": arguments})
+    request = {
+        "storages": [{"dtype": storages[n][0], "size": storages[n][1]} for n in sorted(storages)],
+        "launches": launches,
+        "rows": rows,
+    }
+    return Plan(request, record, sizes, views, {numbering[n]: storages[n][1] for n in storages})
+
+
+def _rows(view: View, canon: torch.Tensor, permutation: tuple, storage: int, side: str) -> dict:
+    """The row (``n * L + l``) of each element of ``view``, which holds ``canon`` permuted, and where each lies in
+    its storage."""
+    heads, length, width = canon.shape
+    grid = (torch.arange(heads)[:, None, None] * length + torch.arange(length)[None, :, None]).expand(
+        heads, length, width
+    )
+    rows = grid.permute(permutation).reshape(-1)
+    index = torch.arange(view.end)
+    elements = torch.as_strided(index, view.shape, view.stride, view.offset).reshape(-1)
+    return {"storage": storage, "side": side, "elements": elements, "rows": rows}
+
+
+# ---------------------------------------------------------------------------- a call's launches
+
+
+@dataclass
+class Trace:
+    """What a call's launches left: the record (plain data, untrusted), and where its kernels are run again."""
+
+    data: object = None
+    replayer: object = None
+
+    def replay(self, program: str, request: dict) -> dict:
+        if self.replayer is None:
+            return {"error": "the kernels could not be run again here"}
+        return self.replayer(program, request)
+
+
+@contextlib.contextmanager
+def traced(obj) -> Iterator[Trace]:
+    """Record the Triton kernels that the calls of ``obj`` in this block launch: in the sandbox, where ``obj`` runs
+    there (the grader's session brings the record back, and replays in a sandbox of its own); here otherwise (a
+    notebook's own process, where the student's code runs anyway, replays here too)."""
+    trace = Trace()
+    if is_remote(obj):
+        scope = standins.current()
+        if scope is None:
+            raise RuntimeError("a call in the sandbox is traced only while a check runs")
+        scope.trace, scope.traced, scope.replayer = True, None, None
+        try:
+            yield trace
+        finally:
+            scope.trace = False
+            trace.data, trace.replayer = scope.traced, scope.replayer
+        return
+    from autograder.sandbox import launch_log, replay
+
+    # one at a time in this process (the grader's threads run kernels too): the launches recorded are this call's
+    with global_rng.LOCK, launch_log.recording() as log:
+        yield trace
+    trace.data, trace.replayer = log.as_data(), functools.partial(_here, replay.replay)
+
+
+def _here(replay, program: str, request: dict) -> dict:
+    with global_rng.LOCK:  # Triton's interpreter keeps one program's state for the whole process
+        return replay(program, request)

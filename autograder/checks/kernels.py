@@ -1,0 +1,91 @@
+"""The checks of how an item computes: in Triton kernels it launches, skipping the blocks a causal mask hides.
+
+Each runs the item once, recording the kernels it launches, then has the grader run those launches again where
+the student's code cannot reach, and reads what they computed and touched (:mod:`autograder.calls.launches`): the
+values of the item are other checks' business; these pass a kernel whose values are wrong, and fail an item that
+returns the right values without its kernels computing them.
+"""
+
+from __future__ import annotations
+
+from autograder.api.items import Item
+from autograder.api.options import CompareOptions, compares
+from autograder.calls import kernel_source, launches, replayed
+from autograder.calls.call import Call, CallOptions, takes_options
+from autograder.calls.isolation import isolated
+
+ROLES = ("q", "k", "v", "output", "lse", "grad_output")
+
+
+def _replayed(call: Call, roles: tuple[str, ...], names: tuple[str, ...]):
+    """Run the item, recording its launches; run them again: ``(plan, result, returned)``. The check fails where
+    the launches cannot be replayed (none, too many, a kernel that is not Triton code alone, a tensor as large as
+    the whole matrix of scores)."""
+    unknown = set(roles) - set(ROLES)
+    if unknown:
+        raise ValueError(f"roles must name inputs among {ROLES}, got {sorted(unknown)}")
+    inputs = dict(zip(roles, call.inputs))
+    q, k = inputs["q"], inputs["k"]
+    sizes = launches.Sizes(q.numel() // (q.shape[-2] * q.shape[-1]), q.shape[-2], k.shape[-2])
+    with launches.traced(call.item.obj) as trace:
+        returned = call.outputs(call.run())
+    try:
+        record = launches.read(trace.data, sizes)
+        program = kernel_source.program(record.functions, record.constants, [x.kernel for x in record.launches])
+        plan = launches.plan(record, inputs, sizes)
+    except (launches.Refused, kernel_source.KernelRefused) as exc:
+        call.fail(str(exc))
+    result = trace.replay(program, plan.request)
+    if not isinstance(result, dict):
+        call.fail("the grader could not run its kernels again")
+    return plan, result, {name: returned[name] for name in (names or returned)}
+
+
+@isolated(diagnose=False)
+@takes_options("seed")
+@compares(
+    "outputs",
+    hint="launch Triton kernels that compute the outputs from q, k and v one block at a time, and return what they "
+    "write",
+)
+def check_kernels_compute(
+    item: Item, args, kwargs=None, *, options: CallOptions, compared: CompareOptions, roles: tuple[str, ...]
+):
+    """The item's outputs (or those named in ``outputs``) are what Triton kernels it launches wrote (reshaped, cast
+    or scaled), computed from its inputs, and no kernel holds a tensor or a tile of ``Lq × Lk`` scores. ``roles``
+    names the positional inputs, in order, by what they are (:data:`ROLES`: ``"q"``, ``"k"``, ``"v"``,
+    ``"output"``, ``"lse"``, ``"grad_output"``). The launches are run again by the grader
+    (:mod:`autograder.calls.launches`): the outputs' values are not compared with the right ones here."""
+    call = options.call(item, "computed by its Triton kernels", args, kwargs, compared.hint)
+    plan, result, returned = _replayed(call, tuple(roles), tuple(compared.outputs or ()))
+    problems = replayed.judge(plan, result, returned)
+    if problems:
+        call.fail("; ".join(problems))
+
+
+@isolated(diagnose=False)
+@takes_options("seed")
+@compares(
+    hint="with causal=True, stop each program's loop over the keys at the block that holds its last query, and "
+    "start its loop over the queries at the block that holds its first key",
+)
+def check_skips_hidden_blocks(
+    item: Item,
+    args,
+    kwargs=None,
+    *,
+    options: CallOptions,
+    compared: CompareOptions,
+    roles: tuple[str, ...],
+    block_q: int,
+    block_k: int,
+):
+    """With a causal mask (the call's ``kwargs``), no program of the item's kernels touches more than one block of
+    keys (``block_k``) past the last query it holds, nor more than one block of queries (``block_q``) before the
+    first key it holds: the blocks that the mask hides entirely are skipped, not loaded and masked. The kernels must
+    compute the outputs (:func:`check_kernels_compute`'s property) for this to be read."""
+    call = options.call(item, "skips the blocks that the causal mask hides", args, kwargs, compared.hint)
+    plan, result, returned = _replayed(call, tuple(roles), ())
+    problems = replayed.judge(plan, result, returned) or replayed.hidden_blocks(plan, result, block_q, block_k)
+    if problems:
+        call.fail("; ".join(problems))

@@ -1,0 +1,424 @@
+"""Chapter 11's checks of how the passes compute (autograder/checks/kernels.py): the launches a call records, read as
+Triton code alone and run again by the grader (autograder/calls/kernel_source.py, launches.py,
+autograder/sandbox/launch_log.py, replay.py).
+
+Each check must pass the reference and the course's other idioms, and fail what it exists to catch: no kernel, a
+kernel that copies what PyTorch computed, a tile of the whole matrix of scores, a causal kernel that visits the
+blocks the mask hides. The replay must refuse code that is not Triton code alone, and stop any access outside the
+tensors it was given, before it happens."""
+
+from __future__ import annotations
+
+import linecache
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attention_course import flash
+from autograder.api.derived import attention_saved
+from autograder.api.items import CheckFailed, Item
+from autograder.api.specs import tensor
+from autograder.calls import kernel_source, launches
+from autograder.checks.kernels import check_kernels_compute, check_skips_hidden_blocks
+
+A = "ch11_flash_attention"
+FORWARD = ("q", "k", "v")
+BACKWARD = ("q", "k", "v", "output", "lse", "grad_output")
+
+
+@pytest.fixture(scope="module")
+def reference():
+    flash.load_triton(interpret=True)
+    from attention_course.solutions import ch11_flash_attention
+
+    return ch11_flash_attention
+
+
+def defined(name: str, code: str) -> dict:
+    """The names ``code`` defines, run as a notebook cell would be (its source where Triton reads a kernel's)."""
+    triton, tl = flash.load_triton(interpret=True)
+    filename = f"<cell {name}>"
+    linecache.cache[filename] = (len(code), None, code.splitlines(keepends=True), filename)
+    namespace = {"triton": triton, "tl": tl, "torch": torch, "math": math, "F": F, "attention": flash.attention}
+    namespace["__name__"] = "__main__"
+    exec(compile(code, filename, "exec"), namespace)  # noqa: S102 (the tests' own code)
+    return namespace
+
+
+def forward(function) -> Item:
+    return Item(A, "flash_attention_forward", function, outputs=("output", "lse"))
+
+
+def backward(function) -> Item:
+    return Item(A, "flash_attention_backward", function, outputs=("grad_q", "grad_k", "grad_v"))
+
+
+def qkv(lq=64, lk=64, d=16):
+    return [tensor(2, lq, d), tensor(2, lk, d), tensor(2, lk, d)]
+
+
+def computes(item: Item, args, blocks: dict, roles=FORWARD):
+    check_kernels_compute(item, args, blocks, roles=roles)
+
+
+def skips(item: Item, args, bq: int, bk: int, roles=FORWARD):
+    check_skips_hidden_blocks(
+        item, args, {"causal": True, "block_q": bq, "block_k": bk}, roles=roles, block_q=bq, block_k=bk
+    )
+
+
+def problem(check, *args, **kwargs) -> str:
+    with pytest.raises(CheckFailed) as failed:
+        check(*args, **kwargs)
+    return failed.value.problem
+
+
+def source_of(reference, name: str) -> str:
+    """The reference answer's code (the kernels and the launcher of one pass)."""
+    from autograder.grading.classroom import solution_bodies
+
+    return solution_bodies(A)[name]
+
+
+def catalogued(name: str) -> str:
+    """The code of the catalogue's wrong answer ``name`` (tests/buggy/ch11_flash_attention.py)."""
+    from tests.buggy.ch11_flash_attention import BUGS
+
+    return next(bug.code for bug in BUGS if bug.name == name)
+
+
+@pytest.mark.parametrize("blocks", [(16, 32), (32, 16)])
+def test_the_reference_passes_computes_in_kernels_and_skips_the_hidden_blocks(reference, blocks):
+    bq, bk = blocks
+    computes(forward(reference.flash_attention_forward), qkv(), {"block_q": bq, "block_k": bk})
+    skips(forward(reference.flash_attention_forward), qkv(), bq, bk)
+    skips(forward(reference.flash_attention_forward), qkv(48, 96), bq, bk)  # Lq < Lk: the last keys seen by none
+    item = backward(reference.flash_attention_backward)
+    computes(item, attention_saved(2, 64, 16, seed=1), {"block_q": bq, "block_k": bk}, BACKWARD)
+    skips(item, attention_saved(2, 64, 16, causal=True, seed=1), bq, bk, BACKWARD)
+
+
+def test_attention_without_a_kernel_fails_both_checks():
+    def sdpa(q, k, v, causal=False, block_q=16, block_k=16):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal), flash.attention(q, k, v, causal)[1]
+
+    assert "launched no Triton kernel" in problem(computes, forward(sdpa), qkv(), {"block_k": 32})
+    assert "launched no Triton kernel" in problem(skips, forward(sdpa), qkv(), 16, 16)
+
+    def autograd(q, k, v, output, lse, grad_output, causal=False, block_q=16, block_k=16):
+        return flash.attention_gradients(q, k, v, grad_output, causal)
+
+    saved = attention_saved(2, 64, 16, seed=0)
+    assert "launched no Triton kernel" in problem(computes, backward(autograd), saved, {}, BACKWARD)
+
+
+def test_a_kernel_that_copies_what_pytorch_computed_fails_and_names_what_it_read():
+    name = "forward_kernel_copies_pytorchs_result"
+    said = problem(computes, forward(defined(name, catalogued(name))["flash_attention_forward"]), qkv(), {})
+    assert "output is not what its kernels wrote" in said
+    assert "copy_kernel's src: read before any kernel wrote it" in said
+
+
+def test_a_kernel_whose_program_holds_the_whole_matrix_fails():
+    name = "forward_one_tile_per_head"
+    item = forward(defined(name, catalogued(name))["flash_attention_forward"])
+    assert "a tile of 64 x 64 scores" in problem(computes, item, qkv(), {})
+
+
+def test_a_launcher_that_hands_the_kernel_the_scores_fails():
+    namespace = defined(
+        "scores",
+        """
+@triton.jit
+def noop(scores_ptr, out_ptr):
+    tl.store(out_ptr, tl.load(scores_ptr))
+
+
+def flash_attention_forward(q, k, v, causal=False, block_q=16, block_k=16):
+    scores = q @ k.transpose(-2, -1)
+    noop[(1,)](scores, torch.empty(1))
+    return flash.attention(q, k, v, causal)
+""",
+    )
+    namespace["flash"] = flash
+    said = problem(computes, forward(namespace["flash_attention_forward"]), qkv(), {})
+    assert "as large as the whole matrix of scores" in said
+
+
+@pytest.mark.parametrize("name", ["forward_causal_skips_nothing", "forward_causal_masks_the_loads"])
+def test_a_causal_forward_kernel_that_visits_the_hidden_blocks_fails_the_skip_check_only(reference, name):
+    item = forward(defined(name, catalogued(name))["flash_attention_forward"])
+    computes(item, qkv(), {"causal": True, "block_k": 32})
+    said = problem(skips, item, qkv(), 16, 16)
+    assert "a program of flash_forward_kernel visits keys that none of its queries sees" in said
+
+
+@pytest.mark.parametrize(
+    "name,said",
+    [
+        ("backward_keys_kernel_skips_nothing", "visits queries that see none of its keys"),
+        ("backward_queries_kernel_skips_nothing", "visits keys that none of its queries sees"),
+    ],
+)
+def test_a_causal_backward_kernel_that_visits_the_hidden_blocks_fails_the_skip_check(reference, name, said):
+    item = backward(defined(name, catalogued(name))["flash_attention_backward"])
+    computes(item, attention_saved(2, 64, 16, seed=0), {}, BACKWARD)
+    assert said in problem(skips, item, attention_saved(2, 64, 16, causal=True, seed=0), 16, 16, BACKWARD)
+
+
+# ---------------------------------------------------------------------------- what a kernel may be
+
+KERNEL = """@triton.jit
+def kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    at = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + at, mask=at < n, other=0.0)
+{line}
+    tl.store(out_ptr + at, x, mask=at < n)
+"""
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "    x = tl.exp2(x * LOG2E) + tl.math.rsqrt(x * x + 1.0)",
+        "    x = helper(x).to(tl.float32)",
+        "    for i in tl.range(0, 2, num_stages=1):\n        x = x * 1.0",
+        "    tl.device_print(f'block {BLOCK}', x)",
+        "    if BLOCK > 16:\n        x = tl.where(at < n, x, float('-inf'))",
+        "    x = x * (1 / math.sqrt(16)) + triton.cdiv(n, BLOCK) * 0",
+    ],
+)
+def test_triton_code_alone_is_read(line):
+    helper = "@triton.jit\ndef helper(y):\n    return y * 2\n"
+    program = kernel_source.program(
+        {"kernel": KERNEL.format(line=line), "helper": helper}, {"LOG2E": 1.4426950408889634}, ["kernel"]
+    )
+    assert "def kernel(" in program and "@triton.jit" not in program
+
+
+@pytest.mark.parametrize(
+    "line,said",
+    [
+        ("    x = np.exp(x)", "uses np"),
+        ("    x = x.__class__", "reads the attribute __class__"),
+        ("    x = getattr(x, 'handle')", "uses getattr"),
+        ("    x = x.handle.data", "uses the attribute handle"),
+        ("    f = lambda y: y", "Lambda"),
+        ("    x = [y for y in range(2)]", "ListComp"),
+        ("    tl.dot = tl.sum", "assigns to an attribute"),
+        ("    import os", "Import"),
+        ("    x = interpreter_builder", "uses interpreter_builder"),
+        ("    x = tl.core.tensor", "uses tl.core"),
+        ("    x = tl.extra.cuda.libdevice.exp(x)", "uses tl.extra"),
+        ("    tl = 1", "names a variable tl"),
+        ("    global n", "Global"),
+        ("    x = (y := x)", "NamedExpr"),
+        ("    x = x + " + repr("a" * 300), "constant of the kind str"),
+    ],
+)
+def test_code_beyond_triton_is_refused_with_what_it_uses(line, said):
+    with pytest.raises(kernel_source.KernelRefused, match="kernel") as refused:
+        kernel_source.program({"kernel": KERNEL.format(line=line)}, {}, ["kernel"])
+    assert said in str(refused.value)
+
+
+def test_a_kernel_missing_or_not_one_function_is_refused():
+    with pytest.raises(kernel_source.KernelRefused, match="could not be read"):
+        kernel_source.program({"kernel": None}, {}, ["kernel"])
+    with pytest.raises(kernel_source.KernelRefused, match="not one function"):
+        kernel_source.program({"kernel": "x = 1\n"}, {}, ["kernel"])
+    with pytest.raises(kernel_source.KernelRefused, match="could not be read"):
+        kernel_source.program({}, {}, ["kernel"])
+
+
+# ---------------------------------------------------------------------------- the replay itself
+
+
+def out_of_bounds(kind: str) -> str:
+    access = {
+        "load": "    x = tl.load(x_ptr + at + 4096)\n    tl.store(out_ptr + at, x, mask=at < n)",
+        "store": "    tl.store(out_ptr + at + 4096, tl.load(x_ptr + at, mask=at < n), mask=at < n)",
+        "atomic": "    tl.atomic_add(out_ptr + at + 4096, tl.load(x_ptr + at, mask=at < n), mask=at < n)",
+    }[kind]
+    return (
+        "@triton.jit\ndef kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):\n"
+        "    at = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n" + access + "\n"
+    )
+
+
+@pytest.mark.parametrize("kind", ["load", "store", "atomic"])
+def test_an_access_outside_the_tensors_stops_the_replay_before_it_happens(kind):
+    from autograder.sandbox import replay
+
+    flash.load_triton(interpret=True)
+    program = kernel_source.program({"kernel": out_of_bounds(kind)}, {}, ["kernel"])
+    x = torch.arange(16, dtype=torch.float32)
+    view = {"storage": 0, "offset": 0, "shape": [16], "stride": [1]}
+    request = {
+        "storages": [{"dtype": "float32", "size": 16}, {"dtype": "float32", "size": 16}],
+        "launches": [
+            {
+                "kernel": "kernel",
+                "grid": [1],
+                "args": {
+                    "x_ptr": {"view": {**view, "fill": x, "logged": None}},
+                    "out_ptr": {"view": {**view, "storage": 1, "fill": torch.zeros(16), "logged": None}},
+                    "n": {"value": 16},
+                    "BLOCK": {"value": 16},
+                },
+            }
+        ],
+        "rows": [],
+    }
+    result = replay.replay(program, request)
+    assert result["error"] == f"a {kind} outside the tensors the kernel was given, where no mask kept it inside"
+    assert result["launch"] == 0
+    assert torch.equal(result["storages"][0], x)  # nothing was written anywhere
+
+
+def sizes():
+    return launches.Sizes(2, 64, 64)
+
+
+def launch(**overrides) -> dict:
+    entry = {"kernel": "kernel", "grid": [1], "args": [{"name": "n", "constexpr": False, "value": 3}]}
+    return {**entry, **overrides}
+
+
+@pytest.mark.parametrize(
+    "record,said",
+    [
+        ({"launches": [launch()] * 17, "dropped": 0, "functions": {}, "constants": {}}, "more than 16 kernels"),
+        ({"launches": [launch()], "dropped": 3, "functions": {}, "constants": {}}, "more than 16 kernels"),
+        (
+            {
+                "launches": [launch(args=[{"name": f"n{i}", "value": i} for i in range(25)])],
+                "functions": {},
+                "constants": {},
+            },
+            "more than 24 numbers",
+        ),
+        (
+            {
+                "launches": [
+                    launch(
+                        args=[
+                            {
+                                "name": "s",
+                                "tensor": {
+                                    "storage": 0,
+                                    "offset": 0,
+                                    "shape": [2, 64, 64],
+                                    "stride": [4096, 64, 1],
+                                    "dtype": "float32",
+                                    "data": None,
+                                },
+                            }
+                        ]
+                    )
+                ],
+                "functions": {},
+                "constants": {},
+            },
+            "as large as the whole matrix of scores",
+        ),
+        ({"launches": [launch(args=[{"name": "x", "value": object()}])], "functions": {}, "constants": {}}, "read"),
+        ({"launches": [launch(grid=[-1])], "functions": {}, "constants": {}}, "read"),
+        ("not a record", "read"),
+    ],
+    ids=["launches", "dropped", "numbers", "scores", "object", "grid", "garbage"],
+)
+def test_a_record_is_bounded_before_anything_is_computed_on_it(record, said):
+    with pytest.raises(launches.Refused, match=said):
+        launches.read(record, sizes())
+
+
+def test_the_replay_trusts_the_inputs_zeros_and_a_few_numbers_per_query_only():
+    q = torch.randn(2, 64, 16)
+    record = launches.Record(
+        [
+            launches.Launch(
+                "kernel",
+                (1,),
+                {},
+                [
+                    launches.View(0, "q", 0, 0, (2, 16, 64), (1024, 1, 16), "float32", q.transpose(1, 2) * 0.25),
+                    launches.View(0, "zeros", 1, 0, (2, 64), (64, 1), "float32", torch.zeros(2, 64)),
+                    launches.View(0, "delta", 2, 0, (2, 64), (64, 1), "float32", torch.randn(2, 64)),
+                    launches.View(0, "big", 3, 0, (2, 64, 16), (1024, 16, 1), "float32", torch.randn(2, 64, 16)),
+                ],
+            )
+        ],
+        {},
+        {},
+    )
+    plan = launches.plan(record, {"q": q}, sizes())
+    fills = {name: spec["view"]["fill"] for name, spec in plan.request["launches"][0]["args"].items()}
+    torch.testing.assert_close(fills["q"], q.transpose(1, 2) * 0.25)  # the grader's own q, transposed and scaled
+    assert not fills["zeros"].any()
+    assert fills["delta"] is not None  # 512 bytes, within the budget of one float64 per query
+    assert fills["big"] is None  # NaN in the replay
+    assert {entry["side"] for entry in plan.request["rows"]} == {"query"}
+
+
+# ---------------------------------------------------------------------------- graded in the sandbox
+
+
+def graded(code: str, limits=None):
+    """A notebook whose forward pass is ``code``, graded on that item in the sandbox as in a term."""
+    from autograder.grading.classroom import fill
+    from autograder.grading.notebook import grade_notebook
+    from autograder.release import course
+    from autograder.sandbox.limits import Limits
+
+    release = course.Release("term", set(course.assignments()[: course.assignments().index(A)]))
+    nb = fill(A, {"flash_attention_forward": code})
+    return grade_notebook(A, nb, release=release, only={"flash_attention_forward"}, limits=limits or Limits())
+
+
+HOW = {"test_forward_kernel", "test_forward_skips"}
+
+
+@pytest.mark.slow
+def test_graded_the_kernels_run_again_in_a_sandbox_of_the_graders_and_only_the_how_is_lost(reference):
+    right = graded(source_of(reference, "flash_attention_forward"))
+    assert right.score == right.max_score, {gid: t.message for gid, t in right.tests.items() if not t.passed}
+    sdpa = graded(
+        "import torch.nn.functional as F\n\n\n"
+        "def flash_attention_forward(q, k, v, causal=False, block_q=16, block_k=16):\n"
+        "    for name, size in (('block_q', block_q), ('block_k', block_k), ('q', q.shape[-1])):\n"
+        "        if size < 16 or size & (size - 1):\n"
+        "            raise ValueError(f'{name}: must be a power of two of at least 16, got {size}')\n"
+        "    return F.scaled_dot_product_attention(q, k, v, is_causal=causal), attention(q, k, v, causal)[1]\n"
+    )
+    failed = {gid: test.message for gid, test in sdpa.tests.items() if not test.passed}
+    assert set(failed) == HOW, failed
+    assert all("launched no Triton kernel" in message for message in failed.values())
+
+
+@pytest.mark.slow
+def test_a_record_forged_in_the_sandbox_runs_nothing_but_triton_code_and_stops_at_the_time_limit(reference):
+    """The student's process makes the record: here it gives the grader kernels of its own. One that is not
+    Triton code alone is refused unread; one that never ends stops the replay at its time limit, in the grader's
+    sandbox, and costs the kernel tests only."""
+    from autograder.sandbox.limits import Limits
+
+    forge = (
+        "import autograder.sandbox.launch_log as record\n\n"
+        "def forged(kernels):\n"
+        "    functions, constants = record.program_of.__wrapped__(kernels)\n"
+        "    functions['flash_forward_kernel'] = SOURCE\n"
+        "    return functions, constants\n\n"
+        "forged.__wrapped__ = record.program_of\n"
+        "record.program_of = forged\n"
+    )
+    kernel = source_of(reference, "flash_attention_forward")
+    endless = "def flash_forward_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr, n_queries, n_keys, scale, HEAD_DIM: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr, CAUSAL: tl.constexpr):\n    while True:\n        pass\n"  # noqa: E501
+    escape = endless.replace("    while True:\n        pass\n", "    __import__('os').system('touch /tmp/escaped')\n")
+    for source, said in ((endless, "the kernels' replay stopped"), (escape, "uses __import__")):
+        report = graded(f"SOURCE = {source!r}\n" + forge + "\n\n" + kernel, Limits(call_timeout=4.0))
+        failed = {gid: test.message for gid, test in report.tests.items() if not test.passed}
+        assert set(failed) == HOW, failed
+        assert all(said in message for message in failed.values()), failed
