@@ -422,3 +422,16 @@ def test_a_record_forged_in_the_sandbox_runs_nothing_but_triton_code_and_stops_a
         failed = {gid: test.message for gid, test in report.tests.items() if not test.passed}
         assert set(failed) == HOW, failed
         assert all(said in message for message in failed.values()), failed
+
+
+def test_a_message_quotes_no_name_that_only_the_record_holds():
+    """The record is written by the student's process, which holds the hidden inputs when it writes it: a name
+    found in it but not in the submission's own source (a kernel named at run time) is not quoted."""
+    record = {
+        "launches": [{"kernel": "k_0_523_1_889", "args": [{"name": "x", "tensor": {"dtype": "f_47"}}]}],
+        "functions": {"k_0_523_1_889": "def k_0_523_1_889(x):\n    pass\n", "mine": "def mine(x):\n    pass\n"},
+    }
+    trace = launches.Trace(record, None, "@triton.jit\ndef mine(x):\n    pass\n")
+    said = launches.scrubbed("the kernel k_0_523_1_889 stopped; mine's x, a f_47", trace)
+    assert said == "the kernel [a name not in your notebook] stopped; mine's x, a [a name not in your notebook]"
+    assert launches.scrubbed("k_0_523_1_889", launches.Trace(record, None, None)) == "k_0_523_1_889"

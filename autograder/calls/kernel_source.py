@@ -186,7 +186,7 @@ class _Reader:
 
     def statement(self, node: ast.stmt) -> None:
         if not isinstance(node, STATEMENTS):
-            self.refuse(f"holds a statement of the kind {type(node).__name__} (line {getattr(node, 'lineno', '?')})")
+            self.refuse(f"holds a statement of the kind {type(node).__name__}")
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.stmt):
                 self.statement(child)
@@ -197,7 +197,7 @@ class _Reader:
 
     def expression(self, node: ast.expr) -> None:
         if not isinstance(node, EXPRESSIONS):
-            self.refuse(f"holds an expression of the kind {type(node).__name__} (line {getattr(node, 'lineno', '?')})")
+            self.refuse(f"holds an expression of the kind {type(node).__name__}")
         if isinstance(node, ast.Constant):
             value = node.value
             if not (

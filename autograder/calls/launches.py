@@ -25,6 +25,7 @@ import contextlib
 import functools
 import itertools
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -331,10 +332,13 @@ def _rows(view: View, canon: torch.Tensor, permutation: tuple, storage: int, sid
 
 @dataclass
 class Trace:
-    """What a call's launches left: the record (plain data, untrusted), and where its kernels are run again."""
+    """What a call's launches left: the record (plain data, untrusted), where its kernels are run again, and, where
+    the call ran in the sandbox, the source of the submission's program (what the student wrote before any input
+    was made: :func:`scrubbed` quotes no other name)."""
 
     data: object = None
     replayer: object = None
+    source: str | None = None
 
     def replay(self, program: str, request: dict) -> dict:
         if self.replayer is None:
@@ -357,7 +361,7 @@ def traced(obj) -> Iterator[Trace]:
             yield trace
         finally:
             scope.trace = False
-            trace.data, trace.replayer = scope.traced, scope.replayer
+            trace.data, trace.replayer, trace.source = scope.traced, scope.replayer, scope.source
         return
     from autograder.sandbox import launch_log, replay
 
@@ -365,6 +369,37 @@ def traced(obj) -> Iterator[Trace]:
     with global_rng.LOCK, launch_log.recording() as log:
         yield trace
     trace.data, trace.replayer = log.as_data(), functools.partial(_here, replay.replay)
+
+
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def scrubbed(text: str, trace: Trace) -> str:
+    """``text`` (a failure's message) without a name that only the record holds: the record comes from the student's
+    process, which has the check's inputs when it writes it, so a name in it that the submission's own source does
+    not hold (a kernel, an argument, a dtype named at run time) could carry them to the feedback. Outside the sandbox
+    (a notebook's own process, which holds no hidden input) ``text`` is left as it is."""
+    if trace.source is None:
+        return text
+    written = set(IDENTIFIER.findall(trace.source))
+    recorded = set()
+
+    def collect(value) -> None:
+        if isinstance(value, str):
+            recorded.update(IDENTIFIER.findall(value))
+        elif isinstance(value, dict):
+            for item in value.values():
+                collect(item)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                collect(item)
+
+    collect(trace.data)
+    if isinstance(trace.data, dict):  # their keys are the student's names too (the record's others are the grader's)
+        for named in (trace.data.get("functions"), trace.data.get("constants")):
+            collect(list(named) if isinstance(named, dict) else None)
+    hidden = recorded - written
+    return IDENTIFIER.sub(lambda found: "[a name not in your notebook]" if found[0] in hidden else found[0], text)
 
 
 def _here(replay, program: str, request: dict) -> dict:

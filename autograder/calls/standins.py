@@ -83,6 +83,7 @@ class Scope:
     trace: bool = False
     traced: object = None
     replayer: Callable[[str, dict], dict] | None = None
+    source: str | None = None  # the submission's program, where the call ran in the sandbox
     # Runs the item's reference on the check's inputs with {name: helper} in place of its helpers.
     run_reference: Callable[[dict], object] | None = None
     # The largest sizes among the check's own inputs: the limit where the reference made no such call.

@@ -18,9 +18,9 @@ ROLES = ("q", "k", "v", "output", "lse", "grad_output")
 
 
 def _replayed(call: Call, roles: tuple[str, ...], names: tuple[str, ...]):
-    """Run the item, recording its launches; run them again: ``(plan, result, returned)``. The check fails where
+    """Run the item, recording its launches; run them again: ``(plan, result, returned, trace)``. The check fails where
     the launches cannot be replayed (none, too many, a kernel that is not Triton code alone, a tensor as large as
-    the whole matrix of scores)."""
+    the whole matrix of scores). A message names nothing that the record alone holds (:func:`launches.scrubbed`)."""
     unknown = set(roles) - set(ROLES)
     if unknown:
         raise ValueError(f"roles must name inputs among {ROLES}, got {sorted(unknown)}")
@@ -34,11 +34,11 @@ def _replayed(call: Call, roles: tuple[str, ...], names: tuple[str, ...]):
         program = kernel_source.program(record.functions, record.constants, [x.kernel for x in record.launches])
         plan = launches.plan(record, inputs, sizes)
     except (launches.Refused, kernel_source.KernelRefused) as exc:
-        call.fail(str(exc))
+        call.fail(launches.scrubbed(str(exc), trace))
     result = trace.replay(program, plan.request)
     if not isinstance(result, dict):
         call.fail("the grader could not run its kernels again")
-    return plan, result, {name: returned[name] for name in (names or returned)}
+    return plan, result, {name: returned[name] for name in (names or returned)}, trace
 
 
 @isolated(diagnose=False)
@@ -57,10 +57,10 @@ def check_kernels_compute(
     ``"output"``, ``"lse"``, ``"grad_output"``). The launches are run again by the grader
     (:mod:`autograder.calls.launches`): the outputs' values are not compared with the right ones here."""
     call = options.call(item, "computed by its Triton kernels", args, kwargs, compared.hint)
-    plan, result, returned = _replayed(call, tuple(roles), tuple(compared.outputs or ()))
+    plan, result, returned, trace = _replayed(call, tuple(roles), tuple(compared.outputs or ()))
     problems = replayed.judge(plan, result, returned)
     if problems:
-        call.fail("; ".join(problems))
+        call.fail(launches.scrubbed("; ".join(problems), trace))
 
 
 @isolated(diagnose=False)
@@ -85,7 +85,7 @@ def check_skips_hidden_blocks(
     first key it holds: the blocks that the mask hides entirely are skipped, not loaded and masked. The kernels must
     compute the outputs (:func:`check_kernels_compute`'s property) for this to be read."""
     call = options.call(item, "skips the blocks that the causal mask hides", args, kwargs, compared.hint)
-    plan, result, returned = _replayed(call, tuple(roles), ())
+    plan, result, returned, trace = _replayed(call, tuple(roles), ())
     problems = replayed.judge(plan, result, returned) or replayed.hidden_blocks(plan, result, block_q, block_k)
     if problems:
-        call.fail("; ".join(problems))
+        call.fail(launches.scrubbed("; ".join(problems), trace))

@@ -163,6 +163,7 @@ class Session:
                 self.report.notes.append(UNBOUNDED)
             if scope is not None and scope.trace:
                 scope.traced, scope.replayer = _trace_of(reply), self.replay
+                scope.source = "\n".join(piece for piece in self.program if piece)
             return reply
         except SandboxError as exc:
             self._keep_output(sandbox)
