@@ -269,16 +269,17 @@ def plan(record: Record, inputs: dict[str, torch.Tensor], sizes: Sizes) -> Plan:
     for i, view in enumerate(views):
         role = None
         for name, canon in canons.items():
-            found = matching(view.data, canon)
-            if found is not None:
-                role = (name, *found)
+            laid = _trusted(view.data, canon)
+            if laid is not None:
+                role = (name, *laid)
                 break
         if role is not None:
-            name, permutation, scale = role
-            exact = (scale * canons[name].double().permute(permutation)).reshape(view.shape)
-            fills[i] = exact.to(getattr(torch, view.dtype))
+            name, values, numbers = role
+            fills[i] = values.reshape(view.shape).to(getattr(torch, view.dtype))
             if name in SIDES and canons[name].dim() == 3:
-                rows.append(_rows(view, canons[name], permutation, numbering[view.storage], SIDES[name]))
+                elements = torch.as_strided(torch.arange(view.end), view.shape, view.stride, view.offset).reshape(-1)
+                entry = {"storage": numbering[view.storage], "side": SIDES[name], "elements": elements, "rows": numbers}
+                rows.append(entry)
         elif view.data is not None and not view.data.any():
             fills[i] = torch.zeros(view.shape, dtype=getattr(torch, view.dtype))
         elif view.data is not None:
@@ -314,17 +315,34 @@ def plan(record: Record, inputs: dict[str, torch.Tensor], sizes: Sizes) -> Plan:
     return Plan(request, record, sizes, views, {numbering[n]: storages[n][1] for n in storages})
 
 
-def _rows(view: View, canon: torch.Tensor, permutation: tuple, storage: int, side: str) -> dict:
-    """The row (``n * L + l``) of each element of ``view``, which holds ``canon`` permuted, and where each lies in
-    its storage."""
-    heads, length, width = canon.shape
-    grid = (torch.arange(heads)[:, None, None] * length + torch.arange(length)[None, :, None]).expand(
-        heads, length, width
-    )
-    rows = grid.permute(permutation).reshape(-1)
-    index = torch.arange(view.end)
-    elements = torch.as_strided(index, view.shape, view.stride, view.offset).reshape(-1)
-    return {"storage": storage, "side": side, "elements": elements, "rows": rows}
+def _trusted(data: torch.Tensor | None, canon: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """What the grader puts in a view that the record shows holding ``canon`` (an input, canonical): its own copy,
+    laid out as the view holds it (dimensions permuted, scaled, cast, or padded with zeros past each sequence's
+    end), flat, and the row (``n * L + l``) of each element, -1 in the padding; None where it holds no such thing."""
+    heads, length = canon.shape[:2]
+    grid = torch.arange(heads)[:, None] * length + torch.arange(length)[None, :]
+    grid = grid[..., None].expand(canon.shape) if canon.dim() == 3 else grid
+    found = matching(data, canon)
+    if found is not None:
+        permutation, scale = found
+        return (scale * canon.double().permute(permutation)).reshape(-1), grid.permute(permutation).reshape(-1)
+    if data is None or data.dim() < 2 or data.numel() <= canon.numel() or data.numel() % heads:
+        return None
+    flat = canonical(data) if canon.dim() == 3 else data.reshape(heads, -1)
+    if flat.dim() != canon.dim() or flat.shape[0] != heads or flat.shape[2:] != canon.shape[2:]:
+        return None
+    if flat.shape[1] <= length:
+        return None
+    if flat[:, length:].any():
+        return None
+    found = matching(flat[:, :length].contiguous(), canon)
+    if found is None or found[0] != tuple(range(canon.dim())):
+        return None
+    values = torch.zeros(flat.shape, dtype=torch.float64)
+    values[:, :length] = found[1] * canon.double()
+    numbers = torch.full(flat.shape, -1, dtype=torch.int64)
+    numbers[:, :length] = grid
+    return values.reshape(-1), numbers.reshape(-1)
 
 
 # ---------------------------------------------------------------------------- a call's launches

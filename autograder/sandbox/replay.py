@@ -283,10 +283,10 @@ class _Watch:
                 continue
             side, table = sides[0][items], sides[1][items]
             entry = self._entry(program)
-            for code, name in ((1, "query"), (2, "key")):
-                tried = table[side == code]
+            for code, name in ((1, "query"), (2, "key")):  # a row of -1: padding past a sequence's end
+                tried = table[(side == code) & (table >= 0)]
                 entry[f"{name}_tried"].update(int(r) for r in np.unique(tried))
-                loaded = table[(side == code) & wanted[here]]
+                loaded = table[(side == code) & (table >= 0) & wanted[here]]
                 entry[f"{name}_loaded"].update(int(r) for r in np.unique(loaded))
 
     def _entry(self, program: tuple) -> dict:

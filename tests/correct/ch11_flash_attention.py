@@ -278,6 +278,67 @@ def flash_attention_forward(q, k, v, causal=False, block_q=16, block_k=16):
         "the strides passed to the kernel instead of contiguous copies, tl.range, a grid given as a function of the "
         "meta-parameters, one tl.where for both masks",
     ),
+    Answer(
+        "forward_padded_inputs",
+        "flash_attention_forward",
+        """
+import torch.nn.functional as F
+
+
+@triton.jit
+def padded_forward(
+    q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr, rows_q, rows_k, n_keys, scale,
+    D: tl.constexpr, BQ: tl.constexpr, BK: tl.constexpr, CAUSAL: tl.constexpr,
+):
+    block, seq = tl.program_id(0), tl.program_id(1)
+    rows = block * BQ + tl.arange(0, BQ)
+    cols = tl.arange(0, D)
+    q = tl.load(q_ptr + seq * rows_q * D + rows[:, None] * D + cols[None, :])  # padded: no mask needed
+    m = tl.full((BQ,), float("-inf"), tl.float32)
+    l = tl.zeros((BQ,), tl.float32)
+    acc = tl.zeros((BQ, D), tl.float32)
+    end = rows_k
+    if CAUSAL:
+        end = tl.minimum(rows_k, (block + 1) * BQ)
+    for start in range(0, end, BK):
+        keys = start + tl.arange(0, BK)
+        at = seq * rows_k * D + keys[:, None] * D + cols[None, :]
+        s = tl.dot(q, tl.trans(tl.load(k_ptr + at))) * scale
+        seen = keys[None, :] < n_keys  # the padding's zeros are no keys
+        if CAUSAL:
+            seen = seen & (keys[None, :] <= rows[:, None])
+        s = tl.where(seen, s, float("-inf"))
+        m_new = tl.maximum(m, tl.max(s, axis=1))
+        p = tl.exp(s - m_new[:, None])
+        alpha = tl.exp(m - m_new)
+        l = l * alpha + tl.sum(p, axis=1)
+        acc = acc * alpha[:, None] + tl.dot(p, tl.load(v_ptr + at))
+        m = m_new
+    tl.store(out_ptr + seq * rows_q * D + rows[:, None] * D + cols[None, :], acc / l[:, None])
+    tl.store(lse_ptr + seq * rows_q + rows, m + tl.log(l))
+
+
+def flash_attention_forward(q, k, v, causal=False, block_q=16, block_k=16):
+    for name, size in (("block_q", block_q), ("block_k", block_k), ("q", q.shape[-1])):
+        if size < 16 or size & (size - 1):
+            raise ValueError(f"{name} must be a power of two of at least 16, got {size}")
+    n_q, d = q.shape[-2:]
+    n_k = k.shape[-2]
+    # every sequence padded with zeros to whole blocks: the kernel loads and stores without masks
+    q3 = F.pad(q.reshape(-1, n_q, d), (0, 0, 0, -n_q % block_q))
+    k3, v3 = (F.pad(t.reshape(-1, n_k, d), (0, 0, 0, -n_k % block_k)) for t in (k, v))
+    out = torch.empty_like(q3)
+    lse = torch.empty(q3.shape[:2], dtype=torch.float32)
+    grid = (q3.shape[1] // block_q, q3.shape[0])
+    padded_forward[grid](
+        q3, k3, v3, out, lse, q3.shape[1], k3.shape[1], n_k, 1 / math.sqrt(d),
+        D=d, BQ=block_q, BK=block_k, CAUSAL=causal,
+    )
+    return out[:, :n_q].reshape(q.shape), lse[:, :n_q].reshape(q.shape[:-1])
+""",
+        "every sequence padded with zeros to whole blocks (F.pad), so that the kernel loads and stores without "
+        "masks, the padding's keys given the score -inf, the outputs sliced back",
+    ),
     # ------------------------------------------------------------------ flash_attention_backward
     Answer(
         "backward_delta_kernel",
