@@ -283,7 +283,7 @@ def sizes():
 
 
 def launch(**overrides) -> dict:
-    entry = {"kernel": "kernel", "grid": [1], "args": [{"name": "n", "constexpr": False, "value": 3}]}
+    entry = {"kernel": "kernel", "grid": [1], "args": [{"name": "n", "value": 3}]}
     return {**entry, **overrides}
 
 

@@ -47,17 +47,16 @@ class Log:
         names = [p.name for p in inspect.signature(function).parameters.values()]
         bound = dict(zip(names, args))
         bound.update({k: v for k, v in kwargs.items() if k in names})
-        constexprs = _constexprs(function)
         launch = {
             "kernel": str(function.__name__)[:80],
             "grid": [],
-            "args": [self._argument(name, value, name in constexprs) for name, value in bound.items()],
+            "args": [self._argument(name, value) for name, value in bound.items()],
         }
         self.launches.append(launch)
         self.kernels.setdefault(launch["kernel"], function)
         return launch
 
-    def _argument(self, name: str, value, constexpr: bool) -> dict:
+    def _argument(self, name: str, value) -> dict:
         value = getattr(value, "base", value) if type(value).__name__ == "TensorWrapper" else value
         if isinstance(value, torch.Tensor):
             storage = value.untyped_storage().data_ptr()
@@ -74,17 +73,12 @@ class Log:
                     "data": value.detach().clone() if recorded else None,
                 },
             }
-        if isinstance(value, (bool, type(None), str, numbers.Number)):
-            plain = value if isinstance(value, (bool, type(None), str)) else _number(value)
-            return {"name": name, "constexpr": constexpr, "value": plain}
-        inner = getattr(value, "value", value)  # a tl.constexpr
-        if isinstance(inner, (bool, type(None), str, numbers.Number)):
-            return {
-                "name": name,
-                "constexpr": True,
-                "value": inner if not isinstance(inner, numbers.Number) else _number(inner),
-            }
-        return {"name": name, "constexpr": constexpr, "unsupported": type(value).__name__[:80]}
+        inner = getattr(value, "value", value) if type(value).__name__ == "constexpr" else value
+        if isinstance(inner, (bool, type(None), str)):
+            return {"name": name, "value": inner}
+        if isinstance(inner, numbers.Number):
+            return {"name": name, "value": _number(inner)}
+        return {"name": name, "unsupported": type(value).__name__[:80]}
 
     def as_data(self) -> dict:
         """The record as plain data (what crosses to the grader)."""
@@ -101,16 +95,6 @@ def _number(value):
     if isinstance(value, numbers.Real):
         return float(value)
     return str(value)[:80]
-
-
-def _constexprs(function) -> set[str]:
-    """The parameters of a kernel annotated as ``tl.constexpr``."""
-    found = set()
-    for name, annotation in getattr(function, "__annotations__", {}).items():
-        text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", repr(annotation))
-        if "constexpr" in str(text):
-            found.add(name)
-    return found
 
 
 @contextlib.contextmanager
