@@ -202,6 +202,7 @@ def test_triton_code_alone_is_read(line):
     "line,said",
     [
         ("    x = np.exp(x)", "uses np"),
+        ("    __import__('os').system('true')", "uses __import__"),
         ("    x = x.__class__", "reads the attribute __class__"),
         ("    x = getattr(x, 'handle')", "uses getattr"),
         ("    x = x.handle.data", "uses the attribute handle"),
@@ -399,10 +400,10 @@ def test_graded_the_kernels_run_again_in_a_sandbox_of_the_graders_and_only_the_h
 
 
 @pytest.mark.slow
-def test_a_record_forged_in_the_sandbox_runs_nothing_but_triton_code_and_stops_at_the_time_limit(reference):
-    """The student's process makes the record: here it gives the grader kernels of its own. One that is not
-    Triton code alone is refused unread; one that never ends stops the replay at its time limit, in the grader's
-    sandbox, and costs the kernel tests only."""
+def test_a_kernel_forged_into_the_record_that_never_ends_stops_at_the_time_limit(reference):
+    """The student's process makes the record: here it gives the grader a kernel of its own that never ends. The
+    replay stops at its time limit, in the grader's sandbox, and costs the kernel tests only (a kernel that is not
+    Triton code alone is refused unread, by the same code as in a notebook: test_code_beyond_triton_is_refused...)."""
     from autograder.sandbox.limits import Limits
 
     forge = (
@@ -416,12 +417,10 @@ def test_a_record_forged_in_the_sandbox_runs_nothing_but_triton_code_and_stops_a
     )
     kernel = source_of(reference, "flash_attention_forward")
     endless = "def flash_forward_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr, n_queries, n_keys, scale, HEAD_DIM: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr, CAUSAL: tl.constexpr):\n    while True:\n        pass\n"  # noqa: E501
-    escape = endless.replace("    while True:\n        pass\n", "    __import__('os').system('touch /tmp/escaped')\n")
-    for source, said in ((endless, "the kernels' replay stopped"), (escape, "uses __import__")):
-        report = graded(f"SOURCE = {source!r}\n" + forge + "\n\n" + kernel, Limits(call_timeout=4.0))
-        failed = {gid: test.message for gid, test in report.tests.items() if not test.passed}
-        assert set(failed) == HOW, failed
-        assert all(said in message for message in failed.values()), failed
+    report = graded(f"SOURCE = {endless!r}\n" + forge + "\n\n" + kernel, Limits(call_timeout=4.0))
+    failed = {gid: test.message for gid, test in report.tests.items() if not test.passed}
+    assert set(failed) == HOW, failed
+    assert all("the kernels' replay stopped" in message for message in failed.values()), failed
 
 
 def test_a_message_quotes_no_name_that_only_the_record_holds():
