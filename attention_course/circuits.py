@@ -6,7 +6,8 @@
   whose forward hooks read or replace the residual stream that its queries, keys and values read
   (``hook_q_input``, ``hook_k_input``, ``hook_v_input``, (B, T, d_model) each: changing one changes that path
   alone), the attention pattern (``hook_pattern``, (B, H, T, T)) and each head's output before ``W_O``
-  (``hook_z``, (B, H, T, d_head)); the model has one more, ``hook_unembed_input``, the stream that the
+  (``hook_z``, (B, H, T, d_head)) and the residual stream before the layer, which the layer reads and adds to
+  (``hook_resid_pre``, (B, T, d_model)); the model has one more, ``hook_unembed_input``, the stream that the
   unembedding reads (the direct path).
 - :func:`repeated_tokens` draws the induction task: random tokens that repeat with a random period.
 - :func:`train_induction` trains a model on it and records the loss on the repeat and elsewhere.
@@ -66,6 +67,8 @@ class AttentionLayer(nn.Module):
         self.hook_q_input, self.hook_k_input, self.hook_v_input = nn.Identity(), nn.Identity(), nn.Identity()
         self.hook_pattern = nn.Identity()  # (B, H, T, T): each head's attention, a row per query
         self.hook_z = nn.Identity()  # (B, H, T, d_head): each head's weighted values, before W_O
+        # (B, T, d_model): the residual stream before the layer, which the layer reads and adds its output to
+        self.hook_resid_pre = nn.Identity()
 
     def forward(self, x):
         inputs = (self.hook_q_input(x), self.hook_k_input(x), self.hook_v_input(x))
@@ -101,10 +104,12 @@ class AttentionOnly(nn.Module):
                 f"ids must be (batch, length) with length <= {self.config.max_len}, got {tuple(ids.shape)}"
             )
         x = self.W_E[ids] + self.W_pos[: ids.size(1)]
-        stream = [x]
+        stream = []
         for layer in self.layers:
-            x = x + layer(x)
+            x = layer.hook_resid_pre(x)
             stream.append(x)
+            x = x + layer(x)
+        stream.append(x)
         return stream
 
     def forward(self, ids):
