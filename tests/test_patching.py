@@ -4,15 +4,22 @@ chapter 10's attention-only models and on a randomly initialised tiny GPT-2 (no 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
+from attention_course import pretrained
 from attention_course.circuits import AttentionOnly, AttentionOnlyConfig, induction_by_hand
 from attention_course.model import attention_weights
+from attention_course.notebooks import COURSE_ROOT
 from attention_course.patching import (
+    IOI_NAMES,
+    IOI_TEMPLATE,
     LogitDifference,
     attribution_patching,
     head_outputs,
+    ioi_prompts,
     logit_attribution,
     normalised,
     patch_each_head,
@@ -23,6 +30,7 @@ from attention_course.patching import (
     residual_streams,
 )
 from attention_course.pretrained import from_pretrained
+from attention_course.tokenization import train_bpe
 from tests.test_pretrained import build
 
 SMALL = AttentionOnlyConfig(vocab_size=16, max_len=16, d_model=16, num_heads=2, num_layers=2)
@@ -201,3 +209,43 @@ def test_logit_attribution_refuses_a_model_without_a_final_layernorm(tmp_path):
     llama = from_pretrained(tmp_path)
     with pytest.raises(ValueError, match="final LayerNorm"):
         logit_attribution(llama, torch.zeros(1, 4, dtype=torch.long), torch.tensor([1]), torch.tensor([2]))
+
+
+def names_tokenizer():
+    """A byte-level BPE tokenizer in which each of the indirect-object names is one token, as in GPT-2's."""
+    sentences = [IOI_TEMPLATE.format(a=a, b=b, s=b) for a, b in zip(IOI_NAMES, IOI_NAMES[1:] + IOI_NAMES[:1])]
+    return train_bpe("\n".join(sentences * 40), 1000)
+
+
+def test_ioi_prompts_name_the_subject_twice_and_the_corruption_a_third_name():
+    tokenizer = names_tokenizer()
+    prompts = ioi_prompts(tokenizer, 6, seed=1)
+    assert prompts.clean.shape == prompts.corrupted.shape and prompts.clean.size(0) == 6
+    for k in range(6):
+        clean, corrupted = tokenizer.decode(prompts.clean[k].tolist()), tokenizer.decode(prompts.corrupted[k].tolist())
+        io, s = tokenizer.decode([int(prompts.io[k])]), tokenizer.decode([int(prompts.s[k])])
+        assert clean.count(s) == 2 and clean.count(io) == 1 and corrupted.count(s) == 1 and corrupted.count(io) == 1
+        assert clean.index(io) < clean.index(s) if k % 2 == 0 else clean.index(s) < clean.index(io)
+    assert prompts.metric.positions.tolist() == [prompts.clean.size(1) - 1]
+    with pytest.raises(ValueError, match="one token each.*Zaphod"):
+        ioi_prompts(tokenizer, 2, names=[" Mary", " John", " Zaphod"])
+
+
+def test_the_chapters_gpt2_circuit_cells_run_on_a_small_gpt2_with_random_weights(tmp_path, monkeypatch, capsys):
+    """Chapter 10's cells for Colab (GPT-2's indirect-object circuit), which the offline build does not run, run
+    here as written, on a tiny GPT-2 checkpoint in place of GPT-2's and a tokenizer whose names are one token."""
+    text = (COURSE_ROOT / "book" / "ch10_what_heads_learn.md").read_text()
+    section = text[text.index("(ch10-gpt2-ioi)=") : text.index("## Key takeaways")]
+    cells = re.findall(r"```\{code-cell\} ipython3\n:tags: \[skip-execution\]\n(.*?)\n```", section, re.S)
+    assert len(cells) == 3
+    tokenizer = names_tokenizer()
+    build("gpt2-tied", tmp_path, vocab=tokenizer.get_vocab_size())
+    monkeypatch.setattr(pretrained, "load_tokenizer", lambda name: tokenizer)
+    namespace = {"gpt2": from_pretrained(tmp_path)}
+    for cell in cells:
+        exec(compile(cell, "ch10_what_heads_learn.md", "exec"), namespace)
+    printed = capsys.readouterr().out
+    assert "When" in printed and "writes IO over S the most: " in printed and "denoising restores the most: " in printed
+    parts = namespace["parts"]
+    assert parts.summed() == pytest.approx(parts.total, abs=1e-4) and parts.heads.shape == (2, 4)
+    assert namespace["noised"].shape == namespace["denoised"].shape == (2, 4)
