@@ -14,7 +14,7 @@ that the last ``make bench-book`` recorded (``benchmarks/figures.json``).
 
 It prints a line as each page starts and finishes (``[book] executing ch01_bahdanau ...``,
 ``[book] executed ch01_bahdanau in 154.2 s``) or is found in the cache, and while a page runs, every
-``--progress`` seconds (30), the code cell it is at (``[book] ch06_transformer: cell 12/80 (3 min)``: a
+``--progress`` seconds (30), the code cell it is at (``[book] ch06_transformer: cell 12/80 (3 min 10 s)``: a
 worker's thread that wakes up to print, nothing added to the cells), so that a long chapter on a busy
 machine is not taken for a hang; it exits 1, naming the page
 and its error, if a page fails: then it starts no other page, lets the ones already running finish
@@ -206,13 +206,14 @@ def local_kernel(sockets: str) -> Config:
 
 
 def _elapsed(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 60 else f"{seconds // 60:.0f} min"
+    whole = int(seconds)
+    return f"{whole} s" if whole < 60 else f"{whole // 60} min {whole % 60} s"
 
 
 class Progress:
     """Which code cell of a page its worker is executing, said every ``every`` seconds by a thread of the
     worker's own (a context manager: the thread runs while the page does), as
-    ``[book] ch06_transformer: cell 12/80 (3 min)``: the cell's place among the page's code cells that run (those
+    ``[book] ch06_transformer: cell 12/80 (3 min 10 s)``: the cell's place among the page's code cells that run (those
     with code) and the time since the page started. nbclient calls :meth:`cell_started` (its ``on_cell_execute``
     hook) as each code cell starts; nothing is added to the notebook or its cells."""
 

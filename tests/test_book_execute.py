@@ -192,7 +192,7 @@ def test_a_page_says_which_cell_it_is_at_while_it_runs(tmp_path):
     progress = book_execute.Progress("ch06_transformer", notebook_of(80), every=30)
     progress.started -= 190
     progress.cell_started(cell_index=11)
-    assert progress.line() == "[book] ch06_transformer: cell 12/80 (3 min)"
+    assert progress.line() == "[book] ch06_transformer: cell 12/80 (3 min 10 s)"
     refused = execute(book, 1, "--progress", "0")
     assert refused.returncode == 2 and "--progress must be" in refused.stderr, refused.stderr
 

@@ -524,6 +524,7 @@ def test_the_feedback_page_make_grade_wrote_fits_a_phone(graded):
     """The student's feedback page as `make grade` wrote it, at 390 x 844: no sideways scroll, each score readable
     inside its heading, every code box at least 300 px wide, nothing blocked by its policy."""
     page = graded / "feedback" / "mallory" / A / f"{A}.html"
+    assert f'content="{CONTENT_SECURITY_POLICY}"' in page.read_text()
     with chromium() as browser:
         problems, layout = phone_problems(browser, page.as_uri())
     assert layout["scores"] and layout["boxes"], layout
