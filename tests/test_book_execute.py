@@ -19,6 +19,7 @@ from myst_nb.core.read import read_myst_markdown_notebook
 from attention_course.notebooks import COURSE_ROOT
 from benchmarks import book as bench_book
 from course_site import execute as book_execute
+from course_site import progress as book_progress
 
 SLEEP = 1.5  # seconds that each page of the two-page book sleeps
 CONFIG = """\
@@ -188,8 +189,8 @@ def test_a_page_says_which_cell_it_is_at_while_it_runs(tmp_path):
     again = execute(write_book(tmp_path / "quiet", {"quick": ["time = 1"]}), 1)
     assert again.returncode == 0 and not PROGRESS.search(again.stdout), again.stdout
     with pytest.raises(ValueError, match="every"):
-        book_execute.Progress("slow", nbformat.v4.new_notebook(), every=0)
-    progress = book_execute.Progress("ch06_transformer", notebook_of(80), every=30)
+        book_progress.Progress("slow", nbformat.v4.new_notebook(), every=0)
+    progress = book_progress.Progress("ch06_transformer", notebook_of(80), every=30)
     progress.started -= 190
     progress.cell_started(cell_index=11)
     assert progress.line() == "[book] ch06_transformer: cell 12/80 (3 min 10 s)"
