@@ -167,7 +167,21 @@ def _book_build(entry: dict) -> str:
     return (
         f"A cold `make book` took {_minutes(figures['total_seconds'])} ({_setting(entry, 'benchmarks.book')}), "
         f"of which "
-        f"{executing}; the slowest chapters: {slowest}. {again}{_load(figures, 'the builds')}{_measured(entry)}.\n"
+        f"{executing}; the slowest chapters: {slowest}. {again}{_load(figures, 'the builds')}{_busier(entry)}"
+        f"{_measured(entry)}.\n"
+    )
+
+
+def _busier(entry: dict) -> str:
+    """That a busier machine builds slower: the load average for which the build's times hold, against the
+    machine's cores."""
+    cores = re.match(r"(\d+) cores?", entry.get("machine", ""))
+    on = f"its {cores.group(1)} cores" if cores else "its cores"
+    load = entry["figures"].get("load_mean")
+    at = f" than {load:.1f}" if isinstance(load, (int, float)) else ""
+    return (
+        f"These times hold at that load: where other work keeps {on} busier (a load average higher{at}), the "
+        "chapters run slower and the build takes longer. "
     )
 
 

@@ -13,7 +13,10 @@ first), then the longest first, by the time of a page's last run that the cache 
 that the last ``make bench-book`` recorded (``benchmarks/figures.json``).
 
 It prints a line as each page starts and finishes (``[book] executing ch01_bahdanau ...``,
-``[book] executed ch01_bahdanau in 154.2 s``) or is found in the cache, and exits 1, naming the page
+``[book] executed ch01_bahdanau in 154.2 s``) or is found in the cache, and while a page runs, every
+``--progress`` seconds (30), the code cell it is at (``[book] ch06_transformer: cell 12/80 (3 min 10 s)``: a
+worker's thread that wakes up to print, nothing added to the cells), so that a long chapter on a busy
+machine is not taken for a hang; it exits 1, naming the page
 and its error, if a page fails: then it starts no other page, lets the ones already running finish
 (their outputs are kept), and ``make book`` stops before the build.
 
@@ -61,6 +64,8 @@ from myst_parser.config.main import MdParserConfig
 from nbformat import NotebookNode
 from sphinx_external_toc.parsing import parse_toc_yaml
 from traitlets.config import Config
+
+from course_site.progress import PROGRESS_SECONDS, Progress
 
 DEFAULT_JOBS = 2
 # The files Sphinx reads a page from, in its order of preference; myst-nb reads the last two and
@@ -199,11 +204,23 @@ def local_kernel(sockets: str) -> Config:
     return config
 
 
-def execute_notebook(notebook: NotebookNode, cwd: str | None, timeout: int | None, allow_errors: bool) -> Outcome:
+def execute_notebook(
+    notebook: NotebookNode,
+    cwd: str | None,
+    timeout: int | None,
+    allow_errors: bool,
+    name: str = "",
+    progress_seconds: float = PROGRESS_SECONDS,
+) -> Outcome:
     """Run in a worker: execute ``notebook`` as myst-nb's ``NotebookClientCache`` does (in ``cwd``, or in a
-    temporary folder where ``cwd`` is None)."""
+    temporary folder where ``cwd`` is None), saying every ``progress_seconds`` which cell of the page ``name``
+    runs (:class:`Progress`)."""
     started = time.perf_counter()
-    with nullcontext(cwd) if cwd is not None else TemporaryDirectory() as folder, TemporaryDirectory() as sockets:
+    with (
+        nullcontext(cwd) if cwd is not None else TemporaryDirectory() as folder,
+        TemporaryDirectory() as sockets,
+        Progress(name or "page", notebook, progress_seconds) as progress,
+    ):
         try:
             result = single_nb_execution(
                 notebook,
@@ -212,6 +229,7 @@ def execute_notebook(notebook: NotebookNode, cwd: str | None, timeout: int | Non
                 allow_errors=allow_errors,
                 meta_override=True,
                 config=local_kernel(sockets),
+                on_cell_execute=progress.cell_started,
             )
         except Exception as error:  # the kernel died or did not start; myst-nb does not catch these either
             summary = f"{type(error).__name__}: {error}".splitlines()[0]
@@ -263,8 +281,15 @@ def _say(line: str, *, error: bool = False) -> None:
     print(line, file=sys.stderr if error else sys.stdout, flush=True)
 
 
-def execute_pages(pages: list[Page], cache_path: str | Path, jobs: int = DEFAULT_JOBS, root: Path = Path(".")) -> Run:
-    """Execute the pages whose code is not in the cache, ``jobs`` at a time, into the cache."""
+def execute_pages(
+    pages: list[Page],
+    cache_path: str | Path,
+    jobs: int = DEFAULT_JOBS,
+    root: Path = Path("."),
+    progress_seconds: float = PROGRESS_SECONDS,
+) -> Run:
+    """Execute the pages whose code is not in the cache, ``jobs`` at a time, into the cache, each saying every
+    ``progress_seconds`` which cell it is at."""
     cache = get_cache(cache_path)
     run = Run()
     pending: list[Page] = []
@@ -307,7 +332,13 @@ def execute_pages(pages: list[Page], cache_path: str | Path, jobs: int = DEFAULT
                 cwd = None if page.config.execution_in_temp else str(page.path.parent)
                 config = page.config
                 future = pool.submit(
-                    execute_notebook, page.notebook, cwd, config.execution_timeout, config.execution_allow_errors
+                    execute_notebook,
+                    page.notebook,
+                    cwd,
+                    config.execution_timeout,
+                    config.execution_allow_errors,
+                    page.name,
+                    progress_seconds,
                 )
                 running[future] = (page, record.uri)
                 _say(f"[book] executing {page.name} ...")
@@ -347,15 +378,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("book", nargs="?", default=".", help="the book's folder (_config.yml, _toc.yml); default: .")
     parser.add_argument("--jobs", type=int, default=DEFAULT_JOBS, help="pages executed at a time (default: 2)")
+    parser.add_argument(
+        "--progress",
+        type=float,
+        default=PROGRESS_SECONDS,
+        metavar="SECONDS",
+        help=f"while a page runs, say which cell it is at every SECONDS (default: {PROGRESS_SECONDS:g})",
+    )
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error("--jobs must be 1 or more")
+    if not args.progress > 0:
+        parser.error(f"--progress must be a number of seconds above 0, got {args.progress:g}")
     root = Path(args.book).absolute()  # as jupyter-book takes the source folder
     pages, nb_config = book_pages(root)
     if nb_config.execution_mode != "cache":
         _say(f"[book] execute_notebooks is {nb_config.execution_mode!r}, not 'cache': the build executes the pages")
         return 0
-    run = execute_pages(pages, nb_config.execution_cache_path, args.jobs, root)
+    run = execute_pages(pages, nb_config.execution_cache_path, args.jobs, root, args.progress)
     if run.failed:
         names = ", ".join(run.failed)
         left = f"; not started: {', '.join(run.left)}" if run.left else ""

@@ -1,7 +1,8 @@
 """The internal link check of a built site.
 
 Every link, image, script and stylesheet that points
-inside the site must name a file that exists, and every ``#fragment`` an element of that page.
+inside the site must name a file that exists, and every ``#fragment`` an element of that page; no id names two
+elements of a page (a link to it would reach the first only).
 
     python -m course_site.links [_build/html]     # exit 1 and list what is broken
 
@@ -11,6 +12,7 @@ External links are checked by ``make linkcheck`` (Sphinx's linkcheck builder, ne
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from functools import cache
 from html.parser import HTMLParser
@@ -26,6 +28,7 @@ class _Page(HTMLParser):
     def __init__(self):
         super().__init__(convert_charrefs=True)
         self.ids: set[str] = set()
+        self.id_counts: Counter[str] = Counter()  # the id attributes of the page's elements
         self.links: list[tuple[str, str]] = []  # (tag, url)
 
     def handle_starttag(self, tag, attrs):
@@ -33,6 +36,8 @@ class _Page(HTMLParser):
         for key in ("id", "name") if tag == "a" else ("id",):
             if attrs.get(key):
                 self.ids.add(attrs[key])
+        if attrs.get("id"):
+            self.id_counts[attrs["id"]] += 1
         url = attrs.get(LINK_ATTRIBUTES.get(tag, ""))
         if url:
             self.links.append((tag, url))
@@ -67,12 +72,16 @@ def is_internal(url: str) -> bool:
 
 
 def scan(site: Path) -> tuple[int, list[BrokenLink]]:
-    """Return the number of internal links checked and the broken ones."""
+    """Return the number of internal links checked and the broken ones (an id on two elements of a page is one:
+    ``#id``, on the first element that holds it)."""
     site = Path(site).resolve()
     _parse.cache_clear()
     checked, broken = 0, []
     for page_path in pages(site):
         page_name = page_path.relative_to(site).as_posix()
+        for id_, count in sorted(_parse(page_path).id_counts.items()):
+            if count > 1:
+                broken.append(BrokenLink(page_name, "id", f"#{id_}", f"the id of {count} elements of the page"))
         for tag, url in _parse(page_path).links:
             if not is_internal(url):
                 continue

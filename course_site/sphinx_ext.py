@@ -38,7 +38,8 @@ page.
 The extension also writes the site's root ``index.html``, which only redirects to the first page,
 as a complete page (title, favicon, a link for readers whose browser does not follow the
 redirect), and removes script tags that an extension of Jupyter Book adds twice to every
-page (a duplicated ``const`` declaration is a JavaScript error in the reader's console).
+page (a duplicated ``const`` declaration is a JavaScript error in the reader's console), and gives the body
+of each exercise and solution block an id of its own (sphinx-exercise gives them all the same two).
 
 A page whose executed code shows interactive maps (``attention_course.plotting.AttentionMaps``) loads
 plotly.js, copied from the pinned plotly package into the site's ``_static`` (no CDN: the site works
@@ -280,6 +281,31 @@ def retarget_downloads(app, exception) -> None:
             nbformat.write(nb, str(copy))
 
 
+# The id that sphinx-exercise gives the body of every exercise and every solution block: the same on each, so a
+# page with two exercises held one id twice (invalid HTML, and a link to it reaches the first only).
+SHARED_CONTENT_IDS = ("exercise-content", "solution-content")
+
+
+def unique_content_ids(app, doctree, docname) -> None:
+    """Each exercise's and solution's body named after its block (``<label>-content``, the block's own id, which
+    sphinx-exercise makes unique), or numbered where its block has no id, so that no id appears twice on a page."""
+    taken = {id_ for node in doctree.findall(nodes.Element) for id_ in node.get("ids", [])}
+    counts = dict.fromkeys(SHARED_CONTENT_IDS, 0)
+    for section in list(doctree.findall(nodes.section)):
+        for shared in [id_ for id_ in section["ids"] if id_ in SHARED_CONTENT_IDS]:
+            owner = section.parent
+            while owner is not None and not (isinstance(owner, nodes.Element) and owner.get("ids")):
+                owner = owner.parent
+            counts[shared] += 1
+            base = f"{owner['ids'][0]}-content" if owner is not None else f"{shared}-{counts[shared]}"
+            new, n = base, 1
+            while new in taken:
+                n += 1
+                new = f"{base}-{n}"
+            taken.add(new)
+            section["ids"] = [new if id_ == shared else id_ for id_ in section["ids"]]
+
+
 def drop_duplicate_scripts(app, pagename, templatename, context, doctree):
     scripts = context.get("script_files")
     if not scripts:
@@ -337,6 +363,7 @@ def setup(app):
     app.add_config_value("course_exercise_repository", "", "env", types=[str])
     app.connect("config-inited", set_release)
     app.connect("doctree-read", withhold_tagged_cells)
+    app.connect("doctree-resolved", unique_content_ids)
     app.add_directive("exercise-links", ExerciseLinks)
     app.add_directive("colab-install", ColabInstall)
     app.add_directive("solution-code", SolutionCode)

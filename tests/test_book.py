@@ -399,6 +399,49 @@ def test_figures_fit_their_column_and_open_at_full_size(visits, width):
     assert not closed, f"figures scaled down that cannot be opened at full size at {width} px:\n" + "\n".join(closed)
 
 
+def test_no_figure_on_a_phone_is_narrower_than_its_text_allows(visits):
+    """On a phone every result figure is drawn at least :data:`LEAST_FIGURE` pixels wide (or its own width, where
+    that is less): a chart of several panels side by side, scaled to the column, would leave each panel a third
+    of it."""
+    narrow = [
+        f"{name}: {figure['src']} drawn {figure['shown']:.0f} px wide of {figure['natural']}"
+        for name, visit in visits.items()
+        for figure in visit.widths[PHONE]["figures"]
+        if figure["shown"] < min(LEAST_FIGURE, figure["natural"]) - 1
+    ]
+    assert not narrow, "\n".join(narrow)
+
+
+# Chapter 8's measurements on a GPU: one figure a panel (time in float32, in bfloat16, memory).
+GPU_PANELS = ["ch08-fig-attention-gpu", "ch08-fig-attention-gpu-bf16", "ch08-fig-attention-gpu-memory"]
+LEAST_FIGURE = 300  # px: the least width of a chart's panel on a phone
+
+
+def test_chapter_8s_gpu_chart_gives_each_panel_the_phones_width(chromium):
+    """At 390 x 844 each panel of chapter 8's chart of attention on a GPU is a figure of its own, at least 300 px
+    wide and within the window (drawn as one figure of three panels, it was 342 x 98 px, 114 px a panel)."""
+    base, chrome = chromium
+    with browser.open_page(chrome, base + "book/ch08_training_fast.html", width=PHONE, height=HEIGHT[PHONE]) as (
+        page,
+        visit,
+    ):
+        next_frame(page)
+        drawn = page.evaluate(
+            """ids => ids.map(id => {
+                const img = document.querySelector(`figure[id="${id}"] img, [id="${id}"] img`);
+                if (!img) return null;
+                const r = img.getBoundingClientRect();
+                return {width: r.width, right: r.right, natural: img.naturalWidth};
+            })""",
+            GPU_PANELS,
+        )
+        view = page.evaluate("() => document.documentElement.clientWidth")
+    assert all(drawn), dict(zip(GPU_PANELS, drawn))
+    for name, panel in zip(GPU_PANELS, drawn):
+        assert LEAST_FIGURE <= panel["width"] <= panel["natural"] + 1 and panel["right"] <= view + 1, (name, panel)
+    assert not visit.problems, visit.problems
+
+
 def test_a_figure_opens_at_full_size_on_a_phone_and_closes(chromium):
     """On a phone a figure of chapter 10 is scaled to the column; a tap opens it at its own size over the page
     (scrolling sideways where it is wider than the window), and Escape or a tap closes it. The keyboard does the
@@ -450,6 +493,37 @@ def test_tables_break_names_between_words_and_show_their_last_column(visits, wid
     assert seen >= 10, f"only {seen} tables measured"
     assert not broken, f"code names broken inside a word at {width} px:\n" + "\n".join(broken)
     assert not cut, f"tables whose last column is out of reach at {width} px:\n" + "\n".join(cut)
+
+
+@pytest.mark.parametrize("chapter", ["ch06_transformer", "ch08_training_fast"])
+def test_a_chapter_opened_on_a_phone_fits_it_and_its_tables_say_that_they_scroll(chromium, chapter):
+    """A chapter opened at 390 x 844, as a phone opens it (laid out once, no resize), once MathJax has typeset the
+    formulas of its tables: the page is no wider than the window, and each table fits or scrolls inside its own box
+    and says so (chapters 6 and 8 each had a table of formulas that overflowed)."""
+    base, chrome = chromium
+    url = f"{base}book/{chapter}.html"
+    with browser.open_page(chrome, url, width=PHONE, height=HEIGHT[PHONE]) as (page, visit):
+        browser.wait_for_mathjax(page)
+        next_frame(page)
+        width, tables = browser.page_overflow(page), browser.tables(page)
+        # A table that fits, made wider than the column after the page loaded (as typesetting makes one), with no
+        # resize of the window: it says that it scrolls.
+        fits = next(i for i, table in enumerate(tables) if table["last_visible"] and not table["scrolls"])
+        page.evaluate(
+            """i => { const tables = Array.from(document.querySelectorAll('article table'))
+                          .filter(t => t.getClientRects().length);
+                      const cell = tables[i].querySelector('td, th');
+                      cell.style.whiteSpace = 'nowrap';
+                      cell.append(' a cell widened after the page loaded, wider than any phone'); }""",
+            fits,
+        )
+        next_frame(page)
+        widened = browser.tables(page)[fits]
+    assert width["width"] <= width["view"], width
+    cut = [table["first"] for table in tables if not table["last_visible"] and not table["says_it_scrolls"]]
+    assert tables and not cut, (cut, tables)
+    assert widened["scrolls"] and widened["says_it_scrolls"], widened
+    assert not visit.problems, visit.problems
 
 
 def test_the_exercises_table_shows_its_points_on_a_phone(visits):

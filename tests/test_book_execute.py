@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,7 @@ from myst_nb.core.read import read_myst_markdown_notebook
 from attention_course.notebooks import COURSE_ROOT
 from benchmarks import book as bench_book
 from course_site import execute as book_execute
+from course_site import progress as book_progress
 
 SLEEP = 1.5  # seconds that each page of the two-page book sleeps
 CONFIG = """\
@@ -63,10 +65,10 @@ def timed_sleep(name: str) -> str:
     return f"import time  # {name}\n\nstart = time.time()\ntime.sleep({SLEEP})\nprint(start, time.time())"
 
 
-def execute(book: Path, jobs: int) -> subprocess.CompletedProcess:
+def execute(book: Path, jobs: int, *options: str) -> subprocess.CompletedProcess:
     """``python -m course_site.execute --jobs N`` in the book's folder, as ``make book`` runs it."""
     env = {**os.environ, "PYTHONPATH": str(COURSE_ROOT)}
-    command = [sys.executable, "-m", "course_site.execute", "--jobs", str(jobs)]
+    command = [sys.executable, "-m", "course_site.execute", "--jobs", str(jobs), *options]
     return subprocess.run(command, cwd=book, env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -157,6 +159,47 @@ def test_a_page_that_raises_fails_the_run_with_its_name_and_error(tmp_path):
     assert "[book] executed fine in" in run.stdout  # the page beside it finished, and is kept
     said, _ = as_myst_nb_renders(book, "fine")
     assert any("Using cached notebook" in line for line in said), said
+
+
+PROGRESS = re.compile(r"^\[book\] (?P<page>\w+): cell (?P<cell>\d+)/(?P<cells>\d+) \((?P<seconds>\d+) s\)$", re.M)
+
+
+def test_a_page_says_which_cell_it_is_at_while_it_runs(tmp_path):
+    """While a page runs, a line every --progress seconds names the code cell it is at among its code cells (a
+    cell without code not counted) and the time since it started, between its executing and executed lines; the
+    default, 30 s, is what make book runs with, and a page that ends sooner says nothing more."""
+    cells = ["import time", "time.sleep(1.5)", "", "time.sleep(1.5)\nprint('done')"]
+    book = write_book(tmp_path, {"slow": cells})
+    run = execute(book, 1, "--progress", "0.4")
+    assert run.returncode == 0, run.stdout + run.stderr
+    lines = run.stdout.splitlines()
+    said = [(int(m["cell"]), int(m["cells"]), int(m["seconds"])) for m in PROGRESS.finditer(run.stdout)]
+    assert {m["page"] for m in PROGRESS.finditer(run.stdout)} == {"slow"}, run.stdout
+    assert said and all(cells == 3 for _, cells, _ in said), run.stdout
+    assert {2, 3} <= {cell for cell, _, _ in said}, run.stdout  # each sleeping cell named while it sleeps
+    assert [cell for cell, _, _ in said] == sorted(cell for cell, _, _ in said)
+    assert [seconds for _, _, seconds in said] == sorted(seconds for _, _, seconds in said) and said[-1][2] >= 2
+    assert 5 <= len(said) <= 12, run.stdout  # about every 0.4 s over 3 s
+    first, last = (
+        lines.index("[book] executing slow ..."),
+        next(i for i, line in enumerate(lines) if "executed slow" in line),
+    )
+    assert all(first < i < last for i, line in enumerate(lines) if PROGRESS.match(line)), run.stdout
+    (tmp_path / "quiet").mkdir()
+    again = execute(write_book(tmp_path / "quiet", {"quick": ["time = 1"]}), 1)
+    assert again.returncode == 0 and not PROGRESS.search(again.stdout), again.stdout
+    with pytest.raises(ValueError, match="every"):
+        book_progress.Progress("slow", nbformat.v4.new_notebook(), every=0)
+    progress = book_progress.Progress("ch06_transformer", notebook_of(80), every=30)
+    progress.started -= 190
+    progress.cell_started(cell_index=11)
+    assert progress.line() == "[book] ch06_transformer: cell 12/80 (3 min 10 s)"
+    refused = execute(book, 1, "--progress", "0")
+    assert refused.returncode == 2 and "--progress must be" in refused.stderr, refused.stderr
+
+
+def notebook_of(cells: int):
+    return nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(f"x = {i}") for i in range(cells)])
 
 
 def page_of(name: str, code: str) -> book_execute.Page:

@@ -48,6 +48,17 @@ def test_a_book_build_with_chapters_executed_side_by_side_gives_the_execution_ti
     assert "ch06_transformer 120 s" in text
 
 
+def test_a_book_builds_times_say_the_load_they_were_measured_at_and_that_a_busier_machine_is_slower():
+    loaded = {**ENTRY, "figures": {**ENTRY["figures"], "load_mean": 1.87, "load_peak": 2.14}}
+    text = figures.written("<!-- figures: book-build -->\n<!-- /figures -->", {"book-build": loaded})
+    assert "The load average over the builds was 1.9 (2.1 at most)." in text
+    assert "keeps its 2 cores busier (a load average higher than 1.9), the chapters run slower" in text
+    unloaded = figures.written("<!-- figures: book-build -->\n<!-- /figures -->", {"book-build": ENTRY})
+    assert "load average over" not in unloaded and "busier (a load average higher)" in unloaded
+    recorded = json.loads((figures.ROOT / "benchmarks" / "figures.json").read_text())["book-build"]["figures"]
+    assert isinstance(recorded["load_mean"], float)  # the README's build times carry their load
+
+
 def test_a_page_without_a_record_says_so_and_an_unknown_name_is_refused(tmp_path, monkeypatch):
     assert "No measurement recorded yet" in figures.written("<!-- figures: suite -->\n<!-- /figures -->", {})
     with pytest.raises(KeyError, match="nowhere"):

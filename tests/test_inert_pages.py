@@ -387,3 +387,145 @@ def _submission_id(base: str, token: str) -> str:
     with urllib.request.urlopen(f"{base}/api/submitted_notebooks/{A}/{A}?token={token}", timeout=10) as listed:
         (entry,) = json.loads(listed.read())
     return entry["id"]
+
+
+# ----------------------------------------------------------------------------- the feedback page on a phone
+
+PHONE = {"width": 390, "height": 844}  # a 6.1-inch phone in portrait, CSS pixels
+READABLE = 4.5  # WCAG's least contrast of normal text with its background
+CODE_WIDTH = 300  # px: the least width of a code box on the phone
+
+# The page at the phone's width: its width against the window's; each grade cell's score (the heading's right
+# part, "Score: 0.0 / 3.0 (Top)") with its colour, the colour drawn behind its text (the first opaque background at
+# the text's middle) and whether the text is within the heading; the width of every code box and output shown.
+_PHONE_LAYOUT = r"""() => {
+  const rgba = c => (c.match(/[\d.]+/g) || []).map(Number);
+  const behind = (x, y) => {
+    for (const e of document.elementsFromPoint(x, y)) {
+      const c = rgba(getComputedStyle(e).backgroundColor);
+      if (c.length === 3 || (c.length === 4 && c[3] > 0.5)) return c.slice(0, 3);
+    }
+    return [255, 255, 255];
+  };
+  const scores = [];
+  for (const span of document.querySelectorAll('div.nbgrader_cell .panel-heading .pull-right')) {
+    const text = Array.from(span.childNodes).find(n => n.nodeType === 3 && n.data.includes('Score'));
+    if (!text) continue;
+    span.scrollIntoView({block: 'center'});
+    const range = document.createRange();
+    range.selectNodeContents(text);
+    const r = Array.from(range.getClientRects()).find(b => b.width > 0);
+    const heading = span.closest('.panel-heading').getBoundingClientRect();
+    scores.push({text: text.data.trim(), colour: rgba(getComputedStyle(span).color).slice(0, 3),
+                 background: behind(r.left + r.width / 2, r.top + r.height / 2),
+                 inside: r.top >= heading.top - 1 && r.bottom <= heading.bottom + 1
+                         && r.left >= heading.left - 1 && r.right <= heading.right + 1});
+  }
+  const boxes = Array.from(document.querySelectorAll('div.input_area pre, div.output_subarea'))
+    .filter(e => e.getClientRects().length)
+    .map(e => ({width: e.getBoundingClientRect().width, first: (e.textContent || '').trim().slice(0, 40)}));
+  window.scrollTo(0, 0);
+  return {width: document.documentElement.scrollWidth, view: document.documentElement.clientWidth, scores, boxes};
+}"""
+
+
+def contrast(one: list[float], two: list[float]) -> float:
+    """WCAG's contrast ratio of two sRGB colours (0 to 255 each)."""
+
+    def luminance(rgb):
+        linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in (v / 255 for v in rgb)]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+    bright, dark = sorted((luminance(one), luminance(two)), reverse=True)
+    return (bright + 0.05) / (dark + 0.05)
+
+
+def phone_problems(browser, url: str) -> tuple[list[str], dict]:
+    """What a reader of the page at ``url`` on a phone cannot read: the page scrolling sideways, a score out of its
+    heading or unreadable against what is drawn behind it, a code box narrower than :data:`CODE_WIDTH`; and what
+    was measured. The page is opened offline: a request its policy blocks is a problem too."""
+    context = browser.new_context(viewport=PHONE, offline=True)
+    page = context.new_page()
+    blocked = []
+    page.on("console", lambda m: blocked.append(m.text) if "Content Security Policy" in m.text else None)
+    try:
+        page.goto(url, wait_until="load")
+        layout = page.evaluate(_PHONE_LAYOUT)
+    finally:
+        context.close()
+    problems = [f"blocked by the page's policy: {text}" for text in blocked]
+    if layout["width"] > layout["view"]:
+        problems.append(f"the page is {layout['width']} px wide in a {layout['view']} px window")
+    for score in layout["scores"]:
+        ratio = contrast(score["colour"], score["background"])
+        if not score["inside"] or ratio < READABLE:
+            problems.append(
+                f"{score['text']!r}: {'in' if score['inside'] else 'out of'} its heading, "
+                f"{score['colour']} on {score['background']}, contrast {ratio:.1f}"
+            )
+    problems += [f"a box {b['width']:.0f} px wide: {b['first']!r}" for b in layout["boxes"] if b["width"] < CODE_WIDTH]
+    return problems, layout
+
+
+def failed_submission():
+    """The released notebook answered with the reference's code, as nbgrader's feedback sees it after a grading
+    that failed every test cell: a score of 0 in each grade cell, and a wide error and a wide table in its output."""
+    from autograder.grading.classroom import fill
+
+    nb = fill(A, {})
+    wide = "CheckFailed: the weights of each row should sum to 1, " + "and they sum to 0.73 in row 3 " * 8
+    for cell in nb.cells:
+        info = cell.metadata.get("nbgrader") or {}
+        if info.get("grade"):
+            info["score"] = 0.0
+            if cell.cell_type == "code":
+                cell.outputs = [
+                    new_output("error", ename="CheckFailed", evalue=wide, traceback=[wide]),
+                    new_output(
+                        "display_data", data={"text/html": "<table><tr>" + "<td>0.125</td>" * 40 + "</tr></table>"}
+                    ),
+                ]
+    return nb
+
+
+@pytest.mark.browser
+def test_a_feedback_page_fits_a_phone_its_scores_readable_and_code_wide(tmp_path, monkeypatch):
+    """At 390 x 844 the feedback page of a submission that failed every test is as wide as the window (code,
+    outputs and tables scroll inside their own box), each grade cell's score is inside its heading and readable
+    there (WCAG's 4.5:1), and every code box and output is at least 300 px wide; its policy blocks nothing. The
+    same page without the course's rules for a phone fails each of these, so the measurement can fail."""
+    from autograder.nbgrader import feedback_html
+
+    script = tmp_path / "mathjax" / "tex-svg.js"  # a stand-in of the course's MathJax: the page gets its policy
+    for path in [script, *(script.parent / f"{part}.js" for part in course.FEEDBACK_MATHJAX_PARTS)]:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("var stand_in = 1;")
+    inline = feedback_html.inline_mathjax
+    monkeypatch.setattr(feedback_html, "inline_mathjax", lambda page: inline(page, script))
+    info = {"notebook": A, "score": 0, "max_score": 10, "late_penalty": 0}
+    page, _ = _feedback_exporter().from_notebook_node(failed_submission(), {"nbgrader": info})
+    assert f'content="{CONTENT_SECURITY_POLICY}"' in page and feedback_html.PHONE_CSS in page
+    fits, before = tmp_path / "feedback.html", tmp_path / "as-it-was.html"
+    fits.write_text(page)
+    before.write_text(page.replace(feedback_html.PHONE_CSS, ""))
+    with chromium() as browser:
+        problems, layout = phone_problems(browser, fits.as_uri())
+        old_problems, old = phone_problems(browser, before.as_uri())
+    assert layout["scores"] and len(layout["boxes"]) > 20, layout
+    assert problems == [], problems
+    assert old["width"] > old["view"], old
+    assert any("out of its heading" in problem for problem in old_problems), old_problems
+    assert any(box["width"] < CODE_WIDTH for box in old["boxes"]), old_problems
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_the_feedback_page_make_grade_wrote_fits_a_phone(graded):
+    """The student's feedback page as `make grade` wrote it, at 390 x 844: no sideways scroll, each score readable
+    inside its heading, every code box at least 300 px wide, nothing blocked by its policy."""
+    page = graded / "feedback" / "mallory" / A / f"{A}.html"
+    assert f'content="{CONTENT_SECURITY_POLICY}"' in page.read_text()
+    with chromium() as browser:
+        problems, layout = phone_problems(browser, page.as_uri())
+    assert layout["scores"] and layout["boxes"], layout
+    assert problems == [], problems

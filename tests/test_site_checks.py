@@ -48,6 +48,19 @@ def test_link_check_finds_missing_pages_anchors_and_images(small_site):
     assert links.main([str(small_site)]) == 1
 
 
+def test_link_check_finds_an_id_that_names_two_elements_of_a_page(small_site):
+    """Two exercises that sphinx-exercise laid out with the same id for their bodies: the check names the id and
+    the page; the same page with an id each passes."""
+    twice = '<div id="ex-1"><section id="exercise-content">a</section></div>'
+    twice += '<div id="ex-2"><section id="exercise-content">b</section></div><a name="exercise-content"></a>'
+    (small_site / "twice.html").write_text(f"<!doctype html><html><body>{twice}</body></html>")
+    _, broken = links.scan(small_site)
+    assert [str(b) for b in broken] == ["twice.html: <id> #exercise-content: the id of 2 elements of the page"]
+    once = twice.replace('"ex-2"><section id="exercise-content"', '"ex-2"><section id="ex-2-content"')
+    (small_site / "twice.html").write_text(f"<!doctype html><html><body>{once}</body></html>")
+    assert links.scan(small_site)[1] == []
+
+
 @pytest.mark.browser
 def test_browser_sees_a_sound_page_as_sound(small_site):
     with browser.serve(small_site) as base, browser.chromium() as chrome:

@@ -178,17 +178,47 @@ def awaiting_grading(page: str, info: dict) -> str:
 # room between their columns (the template's Bootstrap 3 gives them none).
 _INDEX_TEST = re.compile(r'<li><a href="#([A-Za-z0-9_-]+)">Test cell</a>')
 _INDEX_COMMENT = re.compile(r'<li><a href="#comment-([A-Za-z0-9_-]+)">Comment</a>')
+# The page on a phone (the template sets no viewport and lays a cell out for a desktop): the page as wide as the
+# screen; each grade cell's heading as tall as its text, so that its score, which wraps below the cell's name on a
+# narrow screen, stays white on the heading's blue instead of falling out of it (white on the page's grey), and
+# its "(Top)" link in the heading's own white; the prompt ("In [ ]:") above its cell rather than 21 characters
+# beside it, and the nested containers' padding cut, so that a code box has the screen's width; code, outputs,
+# tables and display equations wider than that scroll inside their own box, never the page. A <style> in the
+# page, which its Content-Security-Policy allows (style-src 'unsafe-inline'), as the table rules below.
+FEEDBACK_VIEWPORT = '<meta name="viewport" content="width=device-width, initial-scale=1">'
+PHONE_WIDTH = 600  # px: at most this wide, the page is laid out for a phone
+PHONE_CSS = (
+    "<style>div.nbgrader_cell .panel-heading { height: auto; min-height: 37px; overflow: hidden; }\n"
+    "div.nbgrader_cell .panel-heading a { color: inherit; text-decoration: underline; }\n"
+    "div.nbgrader_cell .panel-heading code { overflow-wrap: anywhere; white-space: normal; }\n"
+    "pre { overflow-x: auto; max-width: 100%; }\n"
+    "div.output_subarea, div.text_cell_render { min-width: 0; max-width: 100%; overflow-x: auto; }\n"
+    'mjx-container[display="true"] { max-width: 100%; overflow-x: auto; overflow-y: hidden; }\n'
+    f"@media (max-width: {PHONE_WIDTH}px) {{\n"
+    "  body { padding-top: 0.5em; }\n"
+    "  .container { width: auto; padding-left: 4px; padding-right: 4px; }\n"
+    "  .panel-body { padding: 6px 4px; }\n"
+    "  #toc ol { padding-left: 1.8em; }\n"
+    "  div.input, div.output_area { display: block; }\n"
+    "  div.prompt { min-width: 0; width: auto; text-align: left; padding: 0.2em 0; }\n"
+    "  div.inner_cell, div.nbgrader_cell, div.output_subarea { width: 100%; max-width: 100%; }\n"
+    "  div.nbgrader_cell .panel-heading .pull-right { float: none !important; display: block; }\n"
+    "  .rendered_html table { display: block; max-width: 100%; overflow-x: auto; }\n"
+    "}\n"
+    f"</style>\n{FEEDBACK_VIEWPORT}\n"
+)
 _FEEDBACK_CSS = (
     "<style>.rendered_html table { border-collapse: collapse; margin: 0.5em 0; }\n"
     ".rendered_html th, .rendered_html td { padding: 0.3em 0.8em; border: 1px solid #ddd; text-align: left; }\n"
     f".rendered_html code.{inert.INERT_IMAGE} {{ color: #555; background: #f5f5f5; border: 1px dashed #999; "
     "padding: 0 0.3em; overflow-wrap: anywhere; }\n"
-    "</style>\n</head>"
+    f"</style>\n{PHONE_CSS}</head>"
 )
 
 
 def named_index(page: str) -> str:
-    """``page`` with each test and comment of its index named by its cell's grade id, and its tables spaced."""
+    """``page`` with each test and comment of its index named by its cell's grade id, its tables spaced, and the
+    rules that lay it out on a phone (:data:`PHONE_CSS`)."""
     page = _INDEX_TEST.sub(r'<li><a href="#\1"><code>\1</code></a>', page)
     page = _INDEX_COMMENT.sub(r'<li><a href="#comment-\1">Comment on <code>\1</code></a>', page)
     return page.replace("</head>", _FEEDBACK_CSS, 1)

@@ -123,7 +123,7 @@ document.addEventListener("DOMContentLoaded", () => {
 /* Code names in tables break only between their words (course.css): a break opportunity (<wbr>) after each
  * underscore, dot or slash, and where a lower-case letter or a digit meets a capital. A table's box that
  * scrolls sideways (the table is wider than the column) says so (.course-scrolls) and takes the focus, so
- * that the keyboard scrolls it too. */
+ * that the keyboard scrolls it too; it is marked again whenever the box or its table changes size. */
 const NAME_BREAKS = /(?<=[_./])(?=.)|(?<=[a-z0-9])(?=[A-Z])/g;
 document.addEventListener("DOMContentLoaded", () => {
   for (const code of document.querySelectorAll("article table code")) {
@@ -149,4 +149,14 @@ document.addEventListener("DOMContentLoaded", () => {
   mark();
   window.addEventListener("load", mark);
   window.addEventListener("resize", mark);
+  // A table's width changes without the window's when MathJax typesets its formulas (after the page has loaded):
+  // marked again then too.
+  if ("ResizeObserver" in window) {
+    const observer = new ResizeObserver(mark);
+    for (const box of boxes) {
+      observer.observe(box);
+      const table = box.querySelector("table");
+      if (table) observer.observe(table);
+    }
+  }
 });
