@@ -47,11 +47,20 @@ DECODE_WAYS = ("naive", "latent", "absorbed")
 
 
 def decode_cost_per_position(
-    way: str, num_heads: int, head_dim: int, rope_dim: int, kv_latent_dim: int, bytes_per_value: int = 2
+    way: str,
+    num_heads: int,
+    head_dim: int,
+    rope_dim: int,
+    kv_latent_dim: int,
+    bytes_per_value: int = 2,
+    queries: int = 1,
 ) -> tuple[int, int]:
     """``(FLOPs, bytes read)`` that one cached position adds to a decoding step of one layer of multi-head latent
-    attention, for one sequence and one new query per head: the work that grows with the cache's length. The
-    projections of the new token, the same at any length, are left out.
+    attention, for one sequence and ``queries`` new queries per head (1; 2 where a step also checks a guessed
+    token, as DeepSeek-V3's multi-token prediction does): the work that grows with the cache's length. The
+    projections of the new tokens, the same at any length, are left out. The position is read once for all the
+    queries, so its FLOPs grow with ``queries`` and its bytes do not (the keys and values that the ``"latent"`` way
+    makes again serve all of them).
 
     - ``"naive"`` (DeepSeek's inference code's other way): the cache holds every head's keys, ``head_dim +
       rope_dim`` wide with the shared rotary part copied in, and values, ``head_dim`` wide; each number read is
@@ -65,12 +74,16 @@ def decode_cost_per_position(
     """
     if way not in DECODE_WAYS:
         raise ValueError(f"way must be one of {', '.join(DECODE_WAYS)}, got way={way!r}")
-    h, d, r, c = num_heads, head_dim, rope_dim, kv_latent_dim
+    if isinstance(queries, bool) or not isinstance(queries, int) or queries < 1:
+        raise ValueError(
+            f"queries must be a whole number of at least 1 (new queries per head), got queries={queries!r}"
+        )
+    h, d, r, c, n = num_heads, head_dim, rope_dim, kv_latent_dim, queries
     if way == "naive":
-        return 2 * h * (2 * d + r), h * (2 * d + r) * bytes_per_value
+        return n * 2 * h * (2 * d + r), h * (2 * d + r) * bytes_per_value
     if way == "latent":
-        return 2 * h * (2 * d + r) + 2 * h * 2 * d * c, (c + r) * bytes_per_value
-    return 2 * h * (2 * c + r), (c + r) * bytes_per_value
+        return n * 2 * h * (2 * d + r) + 2 * h * 2 * d * c, (c + r) * bytes_per_value
+    return n * 2 * h * (2 * c + r), (c + r) * bytes_per_value
 
 
 def _linear(weight: torch.Tensor) -> nn.Linear:

@@ -6,6 +6,10 @@ At temperature 0 the rule keeps the guesses equal to the model's most likely tok
 there, so the output is :meth:`DecoderOnly.generate`'s at temperature 0, token for token; at a temperature above 0
 each token follows the model's distribution at that temperature, as plain sampling's does. The positions of the
 guesses rejected are cut from both caches (rolled back) before the next round.
+
+Leviathan et al.'s model of the time it saves is here too: the tokens a call of the model yields on average
+(:func:`expected_tokens_per_call`), the speed-up once the draft's calls are paid for (:func:`speedup`) and the number
+of guesses that makes it largest (:func:`best_guesses`).
 """
 
 from __future__ import annotations
@@ -134,3 +138,42 @@ def speculative_generate(
         if draft_cache is not None:
             draft_cache = _rolled_back(draft_cache, min(kept, draft.cached_length(draft_cache)))
     return Speculation(ids, calls, draft_calls, guessed, accepted)
+
+
+# Leviathan et al.'s model of a round's wall-clock time (Leviathan, Kalman and Matias, 2023, section 3): each guess
+# is accepted with probability ``acceptance`` independently of the others, a call of the draft costs ``cost`` times a
+# call of the model, and a round is ``guesses`` calls of the draft followed by one call of the model.
+
+
+def _check_round(acceptance: float, guesses: int) -> None:
+    if not 0 <= acceptance <= 1:
+        raise ValueError(f"acceptance must be a probability, between 0 and 1, got acceptance={acceptance}")
+    if isinstance(guesses, bool) or not isinstance(guesses, int) or guesses < 0:
+        raise ValueError(f"guesses must be a whole number of 0 or more, got guesses={guesses!r}")
+
+
+def expected_tokens_per_call(acceptance: float, guesses: int) -> float:
+    """The tokens a round yields on average, one call of the model: ``1 + a + ... + a^g = (1 - a^(g+1)) / (1 - a)``
+    for acceptance ``a`` and ``g`` guesses (``g + 1`` at ``a = 1``); never more than ``1 / (1 - a)``."""
+    _check_round(acceptance, guesses)
+    if acceptance == 1:
+        return float(guesses + 1)
+    return (1 - acceptance ** (guesses + 1)) / (1 - acceptance)
+
+
+def speedup(acceptance: float, guesses: int, cost: float) -> float:
+    """How many times faster than plain decoding a round makes tokens, by Leviathan et al.'s model:
+    ``(1 - a^(g+1)) / ((1 - a) (g c + 1))``, the tokens of a round over its time (``g`` calls of the draft at
+    ``cost`` ``c`` each, one of the model), in calls of the model."""
+    _check_round(acceptance, guesses)
+    if cost < 0:
+        raise ValueError(f"cost must be 0 or more (the draft's time per call over the model's), got cost={cost}")
+    return expected_tokens_per_call(acceptance, guesses) / (guesses * cost + 1)
+
+
+def best_guesses(acceptance: float, cost: float, most: int = 64) -> int:
+    """The number of guesses per round, from 0 to ``most``, with the largest :func:`speedup` (the fewest of a
+    tie); 0 means that the draft does not pay."""
+    if isinstance(most, bool) or not isinstance(most, int) or most < 0:
+        raise ValueError(f"most must be a whole number of 0 or more, got most={most!r}")
+    return max(range(most + 1), key=lambda g: (speedup(acceptance, g, cost), -g))

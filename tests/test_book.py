@@ -771,6 +771,17 @@ def test_chapter_8s_gpu_sections_show_no_glue_or_assert():
     assert any(not shown(cell) for cell in cells), "no hidden cell in the GPU sections"
 
 
+def test_no_built_page_shows_build_plumbing(site):
+    """No code that a reader sees on a built page glues a value into the text, redirects a stream, or asserts what
+    only guards the build (tests/test_page_plumbing.py states the rule, and checks it on the sources too)."""
+    from tests.test_page_plumbing import html_cells, shown_plumbing_in_html
+
+    pages = sorted(site.rglob("*.html"))
+    assert sum(bool(html_cells(page.read_text())) for page in pages) >= 11, "no page with code cells found"
+    found = [line for page in pages for line in shown_plumbing_in_html(page, site)]
+    assert not found, "build plumbing in cells a reader sees (tag them remove-cell):\n" + "\n".join(found)
+
+
 def test_code_cells_keep_to_the_line_length():
     """The code that chapters show in their code cells keeps to CODE_LINE_LENGTH characters a line."""
     long_lines = []

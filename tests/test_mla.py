@@ -147,9 +147,11 @@ def test_what_the_course_cannot_compute_is_refused_by_name(setting, value):
 
 @pytest.mark.parametrize("sizes", [(4, 16, 8, 32), (3, 8, 4, 12), (2, 24, 6, 10)])
 @pytest.mark.parametrize("way, absorb", [("latent", False), ("absorbed", True)])
-def test_the_decoding_cost_per_cached_position_is_what_the_module_computes(sizes, way, absorb):
+@pytest.mark.parametrize("queries", [1, 2])
+def test_the_decoding_cost_per_cached_position_is_what_the_module_computes(sizes, way, absorb, queries):
     """FlopCounterMode's count of one decoding step grows by decode_cost_per_position's FLOPs per cached
-    position, absorbed or not; what does not depend on the cache (W_o W_uv, the projections) cancels."""
+    position, absorbed or not, with one new token or two (each a query per head); what does not depend on the
+    cache (W_o W_uv, the projections) cancels."""
     from torch.utils.flop_counter import FlopCounterMode
 
     from attention_course.mla import decode_cost_per_position
@@ -162,10 +164,10 @@ def test_the_decoding_cost_per_cached_position_is_what_the_module_computes(sizes
     def flops(cached):
         cache = (torch.randn(2, cached, latent), torch.randn(2, cached, rope_dim))
         with torch.no_grad(), FlopCounterMode(display=False) as counter:
-            attention(torch.randn(2, 1, 32), cache=cache, absorb=absorb)
+            attention(torch.randn(2, queries, 32), cache=cache, absorb=absorb)
         return counter.get_total_flops()
 
-    counted, read = decode_cost_per_position(way, heads, head_dim, rope_dim, latent, bytes_per_value=4)
+    counted, read = decode_cost_per_position(way, heads, head_dim, rope_dim, latent, bytes_per_value=4, queries=queries)
     assert (flops(21) - flops(5)) == 2 * 16 * counted  # two sequences, 16 more positions each
     assert read == (latent + rope_dim) * 4 == latent_cache_bytes(1, latent, rope_dim, 1, 1, 4)
 
@@ -180,3 +182,8 @@ def test_absorbed_decoding_is_multi_query_attention_with_576_wide_keys_at_deepse
     assert read == 576 * 2 and flops == 81_920 + 4 * 128 * 128 * 512
     with pytest.raises(ValueError, match="way"):
         decode_cost_per_position("fast", **v3)
+    # two queries a step (a guessed token checked too): twice the FLOPs on the same bytes
+    assert decode_cost_per_position("absorbed", **v3, queries=2) == (4 * 128 * (512 + 576), 576 * 2)
+    for wrong in (0, 1.5, True):
+        with pytest.raises(ValueError, match="queries"):
+            decode_cost_per_position("absorbed", **v3, queries=wrong)

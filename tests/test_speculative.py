@@ -105,3 +105,76 @@ def test_arguments_it_cannot_run_are_refused():
         speculative_generate(model, model, torch.zeros(1, 3, dtype=torch.long), 4, lookahead=0)
     with pytest.raises(ValueError, match="max_len"):
         speculative_generate(model, model, torch.zeros(1, 3, dtype=torch.long), 62)
+
+
+def tokens_per_round_by_counting(acceptance, guesses):
+    """The mean tokens of a round from its distribution: n guesses kept with probability a^n (1 - a) for n < g and
+    a^g for n = g, and one token of the model's after them."""
+    a, g = acceptance, guesses
+    return sum(a**n * (1 - a) * (n + 1) for n in range(g)) + a**g * (g + 1)
+
+
+@pytest.mark.parametrize("acceptance", [0.0, 0.3, 0.8, 0.95, 1.0])
+@pytest.mark.parametrize("guesses", [0, 1, 4, 10])
+def test_tokens_per_call_is_the_mean_of_a_rounds_distribution(acceptance, guesses):
+    from attention_course.speculative import expected_tokens_per_call
+
+    found = expected_tokens_per_call(acceptance, guesses)
+    assert found == pytest.approx(tokens_per_round_by_counting(acceptance, guesses), rel=1e-12)
+    if acceptance < 1:
+        assert found <= 1 / (1 - acceptance)  # never more, however many guesses
+
+
+def test_tokens_per_call_matches_rounds_simulated_with_speculative_sample():
+    """Rounds of the chapter's small example judged by the reference rule: the mean tokens per round is the formula's
+    at the acceptance a = sum min(p, q)."""
+    from attention_course.solutions.ch06_transformer import speculative_sample
+    from attention_course.speculative import expected_tokens_per_call
+
+    p_row = torch.tensor([0.30, 0.25, 0.20, 0.12, 0.08, 0.05])
+    q_row = torch.tensor([0.10, 0.35, 0.05, 0.30, 0.15, 0.05])
+    g, rounds = 3, 4000
+    draws = torch.Generator().manual_seed(0)
+    lengths = []
+    for _ in range(rounds):
+        proposed = torch.multinomial(q_row, g, replacement=True, generator=draws)
+        kept = speculative_sample(
+            p_row.expand(g + 1, -1), q_row.expand(g, -1), proposed, torch.rand(g + 1, generator=draws)
+        )
+        lengths.append(len(kept))
+    lengths = torch.tensor(lengths, dtype=torch.float64)
+    alpha = float(torch.minimum(p_row, q_row).sum())
+    assert abs(lengths.mean() - expected_tokens_per_call(alpha, g)) < 4 * lengths.std() / rounds**0.5
+
+
+def test_the_speedup_pays_for_the_drafts_calls_and_peaks_at_the_best_number_of_guesses():
+    from attention_course.speculative import best_guesses, expected_tokens_per_call, speedup
+
+    assert speedup(0.8, 0, 0.05) == 1.0  # no guess: plain decoding
+    assert speedup(0.8, 4, 0.0) == expected_tokens_per_call(0.8, 4)  # a free draft: the tokens per call
+    # Leviathan et al.'s formula, written out
+    assert speedup(0.7, 3, 0.1) == pytest.approx((1 - 0.7**4) / ((1 - 0.7) * (3 * 0.1 + 1)), rel=1e-12)
+    for acceptance, cost in [(0.6, 0.05), (0.8, 0.05), (0.9, 0.01), (0.9, 0.2), (0.5, 0.5)]:
+        best = best_guesses(acceptance, cost)
+        rates = [speedup(acceptance, g, cost) for g in range(65)]
+        assert rates[best] == max(rates) and best == rates.index(max(rates))
+    # a better draft, or a cheaper one, never asks for fewer guesses
+    assert best_guesses(0.6, 0.05) <= best_guesses(0.8, 0.05) <= best_guesses(0.9, 0.05)
+    assert best_guesses(0.8, 0.2) <= best_guesses(0.8, 0.05) <= best_guesses(0.8, 0.01)
+    # a draft that is always refused does not pay
+    assert best_guesses(0.0, 0.05) == 0
+
+
+def test_the_speedup_model_refuses_what_it_cannot_mean():
+    from attention_course.speculative import best_guesses, expected_tokens_per_call, speedup
+
+    for call, name in [
+        (lambda: expected_tokens_per_call(1.5, 4), "acceptance"),
+        (lambda: expected_tokens_per_call(-0.1, 4), "acceptance"),
+        (lambda: expected_tokens_per_call(0.5, -1), "guesses"),
+        (lambda: expected_tokens_per_call(0.5, 2.5), "guesses"),
+        (lambda: speedup(0.5, 4, -0.1), "cost"),
+        (lambda: best_guesses(0.5, 0.1, most=-1), "most"),
+    ]:
+        with pytest.raises(ValueError, match=name):
+            call()
