@@ -190,11 +190,26 @@ def _grading(entry: dict) -> str:
         f"| {row['pipeline']} | {row['seconds']:.1f} | {row['per_notebook']:.2f} | {row.get('vs_plain', '')} |"
         for row in figures["rows"]
     )
+    classes = " and of ".join(figures.get("assignments", [figures.get("assignment")]))
+    again = (
+        " first, then again with nothing changed and with one notebook changed (a notebook whose saved report "
+        "fits it is not run again)"
+        if "assignments" in figures
+        else ""
+    )
+    profile = "".join(
+        f"Where the first grade of {name} spent its time: make grade's phases, for the class, "
+        + ", ".join(f"{phase} {seconds:.1f} s" for phase, seconds in found["make_grade"].items())
+        + "; each notebook's grading, mean seconds by phase, "
+        + ", ".join(f"{phase} {seconds:.2f}" for phase, seconds in found["per_notebook"].items())
+        + ".\n\n"
+        for name, found in figures.get("profile", {}).items()
+    )
     return (
-        f"{figures['n']} correct submissions of {figures['assignment']}, graded end to end as `make grade` "
-        f"grades them (gradebook, autograde, feedback, CSV):\n\n"
+        f"{figures['n']} correct submissions of {classes}, graded end to end as `make grade` "
+        f"grades them (gradebook, autograde, feedback, CSV){again}:\n\n"
         f"| pipeline | seconds | per notebook | vs plain nbgrader |\n| --- | --- | --- | --- |\n{rows}\n\n"
-        f"{_measured(entry)}.\n"
+        f"{profile}{_load(figures, 'the runs')}{_measured(entry)}.\n"
     )
 
 

@@ -90,6 +90,11 @@ def main(argv: list[str] | None = None) -> int:
         "scores given since in formgrader (make grades)",
     )
     parser.add_argument(
+        "--again",
+        action="store_true",
+        help="run every notebook again, even one whose saved report still fits it (nothing graded changed since)",
+    )
+    parser.add_argument(
         course.ALLOW_RELEASED,
         action="store_true",
         help="grade even though the term's settings release this assignment's solutions",
@@ -134,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
             feedback_seconds=args.feedback_seconds,
             allow_released=args.allow_released,
             grader=grader,
+            again=args.again,
         )
     except GradingUnavailable as error:
         print(f"error: {error}", file=sys.stderr)

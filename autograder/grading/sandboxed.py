@@ -19,6 +19,7 @@ from attention_course import notebooks
 from autograder.grading.grader import Grader
 from autograder.grading.handoff import as_submitted, pending_path, report_path
 from autograder.grading.report import Report
+from autograder.grading.saved import Class, Decision, Inputs, Saved
 from autograder.grading.source import MAX_NOTEBOOK_BYTES, Source, unanswered
 from autograder.grading.submissions import names_list, notebook_names, refusals, submitted_notebooks
 from autograder.release import course
@@ -29,6 +30,8 @@ class Precomputed:
     """What the sandboxed pass found: notes per student, and the students that nbgrader must not grade."""
 
     notes: dict[str, list[str]]
+    # student -> what phase 3 did with each notebook and why (grading/saved): graded, or its saved report used
+    decisions: dict[str, list[str]] = field(default_factory=dict)
     refused: dict[str, str] = field(default_factory=dict)  # student -> why (scored 0)
     not_graded: dict[str, str] = field(default_factory=dict)  # student -> why (the grader's failure)
     unanswered: dict[str, list[str]] = field(default_factory=dict)  # student -> notebooks with nothing answered
@@ -44,29 +47,43 @@ def precompute(
     settings: course.Release | None = None,
     refused: dict[str, str] | None = None,
     grader: Grader | None = None,
+    again: bool = False,
+    say=None,
 ) -> Precomputed:
     """Grade every submitted notebook in a sandbox, ``jobs`` at a time; save the reports. ``refused``:
     the students not to grade, with why (default: :func:`~autograder.grading.submissions.refusals`).
-    ``grader``: the :class:`~autograder.grading.grader.Grader` that grades them (default: one each)."""
+    ``grader``: the :class:`~autograder.grading.grader.Grader` that grades them (default: one each).
+    A notebook whose saved report still fits it (:mod:`autograder.grading.saved`: nothing graded changed since)
+    is not run again: that report serves, unless ``again``. ``say``: called with each student's line (what was
+    done with their notebooks and why), as ``found.decisions`` records it."""
     from autograder.grading.notebook import grade_notebook
 
     refused = refusals(assignment, students, root) if refused is None else refused
     found = Precomputed({student: [] for student in students}, dict(refused))
     work = _notebooks_to_grade(assignment, students, root, found)
+    release = settings or course.release(root)
+    shared, saved = Class(assignment, root, release), Saved(root)
+    decided = []
+    for student, name, path in work:
+        inputs = shared.inputs(name, path)
+        decision = saved.decide(assignment, student, name, inputs, again)
+        decided.append((student, name, path, inputs, decision))
+        found.decisions.setdefault(student, []).append(decision.why)
 
-    def run(student: str, name: str, path: Path) -> tuple[str, str, Report]:
-        report = grade_notebook(
-            assignment,
-            path,
-            notebook=name,
-            isolation=isolation,
-            release=settings or course.release(root),
-            grader=grader,
-        )
+    def run(student: str, name: str, path: Path, inputs: Inputs, decision: Decision) -> tuple[str, str, Report]:
+        report = decision.report
+        if report is None:
+            report = grade_notebook(
+                assignment, path, notebook=name, isolation=isolation, release=release, grader=grader
+            )
+            saved.save(assignment, student, name, inputs, report)
         _save(report, root, assignment, student, name)
         return student, name, report
 
-    for student, name, report in _in_parallel(run, work, jobs, f"grading {assignment}", progress):
+    for student in students:
+        if say and student in found.decisions:
+            say(f"  {student}: {'; '.join(found.decisions[student])}")
+    for student, name, report in _in_parallel(run, decided, jobs, f"grading {assignment}", progress):
         if report.not_graded:
             found.not_graded[student] = report.not_graded
             continue
