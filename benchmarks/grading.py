@@ -51,15 +51,23 @@ def run(n: int, *, plain: bool, jobs: int, folder: Path, assignment: str = ASSIG
         seconds = time.perf_counter() - started
         with (course / "grades" / f"{assignment}.csv").open() as f:
             rows = list(csv.DictReader(f))
-        wrong = [row["student"] for row in rows if row["score"] != row["max_score"]]
+        wrong = below_full_marks(course, assignment, [row["student"] for row in rows])
         results = rows
     else:
         results = grade.grade(assignment, root=course, quiet=True, jobs=jobs, sandbox=not plain)
         seconds = time.perf_counter() - started
-        wrong = [r.student for r in results if r.score != r.max_score]
+        wrong = below_full_marks(course, assignment, [r.student for r in results])
     if len(results) != n or wrong:
         raise SystemExit(f"{'plain' if plain else 'sandboxed'}: not every submission got full marks: {wrong}")
     return seconds
+
+
+def below_full_marks(course: Path, assignment: str, students: list[str]) -> list[str]:
+    """The students whose score, from the gradebook, is below full marks, the written answers that await the
+    instructor (every correct notebook's, written in) left out."""
+    from autograder.grading.gradesheet import collect
+
+    return [r.student for r in collect(assignment, students, course) if r.score != r.max_score - r.awaiting_points]
 
 
 PHASE = re.compile(r"^\[(\d)/6\]")
@@ -86,7 +94,7 @@ def cli_phases(course: Path, assignment: str, jobs: int, code: Path, isolated: P
     if run.returncode != 0:
         raise SystemExit(f"make grade's command failed on {code} (exit {run.returncode})")
     with (course / "grades" / f"{assignment}.csv").open() as f:
-        wrong = [row["student"] for row in csv.DictReader(f) if row["score"] != row["max_score"]]
+        wrong = below_full_marks(course, assignment, [row["student"] for row in csv.DictReader(f)])
     if wrong:
         raise SystemExit(f"{code}: not every submission got full marks: {wrong}")
     ends = [at for _, at in marks[1:]] + [ended]

@@ -16,7 +16,11 @@
    one is never graded in its place: the summary says what was found and what it must be named; see
    :func:`autograder.grading.submissions.refusals`); one that the grader could not grade (its own
    failure) is marked "not graded", never scored. A notebook that answers nothing (its code as
-   released) is noted "nothing answered" (:func:`autograder.grading.sandboxed.nothing_answered`);
+   released) is noted "nothing answered" (:func:`autograder.grading.sandboxed.nothing_answered`).
+   A notebook graded before whose inputs are unchanged (its bytes, the assignment's instructor and
+   released notebooks, the grader's code, the pinned environment) is not run again: its saved report
+   serves (:mod:`autograder.grading.saved`); one line per student says which was done and why, and
+   ``--again`` runs every notebook;
 4. ``nbgrader autograde``, which takes the scores from those reports (one process
    writes the gradebook, so it stays consistent). A notebook that nbgrader refuses all the
    same (one it cannot read, say) is reported as refused, with nbgrader's reason, and scores 0;
