@@ -1,12 +1,13 @@
 """`make grade` run again grades only what changed (`autograder.grading.saved`).
 
-The saved records alone, without a sandbox: each input that changes says so, a record changed without the
-grader's secret or moved to another student is not used. Then a small class of chapter 2 graded by `make grade`'s
-phases five times in a row, counting the notebooks run (`grade_notebook`'s calls): the first grading runs all;
-again with nothing changed, none, and the CSV and the feedback are the same; with one notebook changed and a
-tampered record, those two; with the grader changed, all (and a written answer whose text changed loses the
-score given by hand, while one unchanged keeps it); `--again`, all, each student's line saying why. One student's
-notebook writes forged records wherever it can in its sandbox: none is ever used.
+The saved records alone, without a
+sandbox: each input that changes says so, a record changed without the grader's secret or moved to another student
+is not used. Then a small class of chapter 2 graded by `make grade`'s phases five times in a row, counting the
+notebooks run (`grade_notebook`'s calls): the first grading runs all; again with nothing changed, none (nor the
+sandbox's preflight), and the CSV and the feedback are the same; with one notebook changed and a tampered record,
+those two; with the grader changed, all (and a written answer whose text changed loses the score given by hand,
+while one unchanged keeps it); `--again`, all, each student's line saying why. One student's notebook writes forged
+records wherever it can in its sandbox: none is ever used.
 """
 
 from __future__ import annotations
@@ -166,9 +167,18 @@ def test_make_grade_again_runs_only_what_changed(tmp_path, monkeypatch, capsys):
         return real(assignment, submission, **options)
 
     monkeypatch.setattr(graded_notebook, "grade_notebook", counted)
+    preflights = []
+    real_preflight = graded_notebook.preflight
+
+    def preflight(*args, **options):
+        preflights.append(1)
+        return real_preflight(*args, **options)
+
+    monkeypatch.setattr(graded_notebook, "preflight", preflight)
 
     def graded(**options) -> dict:
         runs.clear()
+        preflights.clear()
         results = grade.grade(A, root=folder, quiet=True, jobs=2, settings=TERM, **options)
         return {r.student: r for r in results}
 
@@ -182,8 +192,8 @@ def test_make_grade_again_runs_only_what_changed(tmp_path, monkeypatch, capsys):
     assert not any("forged" in p.read_text() for p in [*state.rglob("*.json"), handed])
     before = _outputs(folder)
 
-    second = graded()  # nothing changed: no notebook runs, the same grades and feedback
-    assert runs == []
+    second = graded()  # nothing changed: no notebook runs (no sandbox started), the same grades and feedback
+    assert runs == [] and preflights == []
     assert all(r.grading.startswith(USED) for r in second.values()), [r.grading for r in second.values()]
     assert {s: r.score for s, r in second.items()} == {s: r.score for s, r in first.items()}
     assert _outputs(folder) == before
@@ -200,7 +210,7 @@ def test_make_grade_again_runs_only_what_changed(tmp_path, monkeypatch, capsys):
     record["report"] = tampered.to_json()
     record_path.write_text(json.dumps(record))
     third = graded()
-    assert sorted(runs) == ["alice", "mallory"]
+    assert sorted(runs) == ["alice", "mallory"] and preflights == [1]
     assert third["alice"].grading == "graded: the notebook changed" and third["bob"].grading.startswith(USED)
     assert third["mallory"].grading.startswith("graded: its saved report failed the grader's check")
     assert third["mallory"].score == first["mallory"].score and third["alice"].score == full + 1.5

@@ -32,7 +32,7 @@ from autograder.grading.gradesheet import (
 )
 from autograder.grading.handoff import GradeAgain, NotGraded
 from autograder.grading.nbgrader_log import nbgrader_refused
-from autograder.grading.sandboxed import Precomputed, grade_again, precompute, sandbox_score
+from autograder.grading.sandboxed import Precomputed, grade_again, plan, precompute, sandbox_score
 from autograder.grading.submissions import class_of, notebook_names, refusals
 from autograder.release import course
 from autograder.text.terminal import clean_text
@@ -158,17 +158,25 @@ def _grade_in_sandbox(run: Run, sandbox: bool, grader: Grader | None) -> Precomp
     grader = Grader() if own else grader
     try:
         with grader:
-            run.say("[2/6] checking that the sandbox works (a program known to be right)")
-            problem = preflight(run.settings, grader=grader)
-            if problem:
-                raise GradingUnavailable(f"grading cannot start, and nothing was scored: {problem}")
             refused = refusals(run.assignment, run.students, run.root)
+            planned = plan(run.assignment, run.students, run.root, run.settings, refused, run.again)
+            if planned.to_run:
+                run.say("[2/6] checking that the sandbox works (a program known to be right)")
+                problem = preflight(run.settings, grader=grader)
+                if problem:
+                    raise GradingUnavailable(f"grading cannot start, and nothing was scored: {problem}")
+            else:  # nothing to run: the sandbox is not started (phase 4 grades with it only where nbgrader asks)
+                run.say("[2/6] no notebook to run (each saved report serves): the sandbox is not started")
             also = f" ({len(refused)} refused, see the summary)" if refused else ""
             graded = len(run.students) - len(refused)
+            served = len(planned.decided) - planned.to_run
+            reused = f"; {served} notebook(s) not run again, their saved reports serve (--again runs them)"
             run.say(
-                f"[3/6] grading {graded} submission(s) in the sandbox, {run.jobs} at a time{also}; a notebook "
-                "graded before, if nothing graded changed, is not run again (--again runs it)"
+                f"[3/6] grading {graded} submission(s) in the sandbox, {run.jobs} at a time{also}"
+                + (reused if served else "")
             )
+            for line in planned.lines():
+                run.say(line)
             return precompute(
                 run.assignment,
                 run.students,
@@ -176,10 +184,8 @@ def _grade_in_sandbox(run: Run, sandbox: bool, grader: Grader | None) -> Precomp
                 run.jobs,
                 progress=not run.quiet,
                 settings=run.settings,
-                refused=refused,
                 grader=grader,
-                again=run.again,
-                say=run.say,
+                planned=planned,
             )
     finally:
         if own:

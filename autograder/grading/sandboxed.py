@@ -37,6 +37,47 @@ class Precomputed:
     unanswered: dict[str, list[str]] = field(default_factory=dict)  # student -> notebooks with nothing answered
 
 
+@dataclass
+class Plan:
+    """What phase 3 will do: each notebook to grade or whose saved report serves (:mod:`autograder.grading.saved`),
+    and what was found on the way (notes on missing notebooks, the refused, each student's decisions)."""
+
+    found: Precomputed
+    decided: list[tuple]  # (student, notebook, path, Inputs, Decision)
+    saved: Saved
+
+    @property
+    def to_run(self) -> int:
+        """How many notebooks the sandbox will run (a saved report serves the others)."""
+        return sum(1 for *_, decision in self.decided if decision.report is None)
+
+    def lines(self) -> list[str]:
+        """One line per student graded: what is done with their notebooks and why."""
+        return [f"  {student}: {'; '.join(whys)}" for student, whys in self.found.decisions.items()]
+
+
+def plan(
+    assignment: str,
+    students: list[str],
+    root: Path,
+    settings: course.Release,
+    refused: dict[str, str] | None = None,
+    again: bool = False,
+) -> Plan:
+    """The notebooks of the students not ``refused`` (default: :func:`~autograder.grading.submissions.refusals`),
+    each to grade, or its saved report to use where nothing graded changed since, unless ``again``."""
+    refused = refusals(assignment, students, root) if refused is None else refused
+    found = Precomputed({student: [] for student in students}, dict(refused))
+    shared, saved = Class(assignment, root, settings), Saved(root)
+    decided = []
+    for student, name, path in _notebooks_to_grade(assignment, students, root, found):
+        inputs = shared.inputs(name, path)
+        decision = saved.decide(assignment, student, name, inputs, again)
+        decided.append((student, name, path, inputs, decision))
+        found.decisions.setdefault(student, []).append(decision.why)
+    return Plan(found, decided, saved)
+
+
 def precompute(
     assignment: str,
     students: list[str],
@@ -48,27 +89,19 @@ def precompute(
     refused: dict[str, str] | None = None,
     grader: Grader | None = None,
     again: bool = False,
-    say=None,
+    planned: Plan | None = None,
 ) -> Precomputed:
     """Grade every submitted notebook in a sandbox, ``jobs`` at a time; save the reports. ``refused``:
     the students not to grade, with why (default: :func:`~autograder.grading.submissions.refusals`).
     ``grader``: the :class:`~autograder.grading.grader.Grader` that grades them (default: one each).
     A notebook whose saved report still fits it (:mod:`autograder.grading.saved`: nothing graded changed since)
-    is not run again: that report serves, unless ``again``. ``say``: called with each student's line (what was
-    done with their notebooks and why), as ``found.decisions`` records it."""
+    is not run again: that report serves, unless ``again``. ``planned``: the :func:`plan` made already (then
+    ``refused`` and ``again`` are its)."""
     from autograder.grading.notebook import grade_notebook
 
-    refused = refusals(assignment, students, root) if refused is None else refused
-    found = Precomputed({student: [] for student in students}, dict(refused))
-    work = _notebooks_to_grade(assignment, students, root, found)
     release = settings or course.release(root)
-    shared, saved = Class(assignment, root, release), Saved(root)
-    decided = []
-    for student, name, path in work:
-        inputs = shared.inputs(name, path)
-        decision = saved.decide(assignment, student, name, inputs, again)
-        decided.append((student, name, path, inputs, decision))
-        found.decisions.setdefault(student, []).append(decision.why)
+    planned = planned or plan(assignment, students, root, release, refused, again)
+    found, decided, saved = planned.found, planned.decided, planned.saved
 
     def run(student: str, name: str, path: Path, inputs: Inputs, decision: Decision) -> tuple[str, str, Report]:
         report = decision.report
@@ -80,9 +113,6 @@ def precompute(
         _save(report, root, assignment, student, name)
         return student, name, report
 
-    for student in students:
-        if say and student in found.decisions:
-            say(f"  {student}: {'; '.join(found.decisions[student])}")
     for student, name, report in _in_parallel(run, decided, jobs, f"grading {assignment}", progress):
         if report.not_graded:
             found.not_graded[student] = report.not_graded
