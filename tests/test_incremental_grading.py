@@ -12,6 +12,7 @@ records wherever it can in its sandbox: none is ever used.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import stat
@@ -85,7 +86,7 @@ def test_a_record_changed_without_the_secret_or_moved_to_another_student_is_not_
     assert not path.exists()  # the grader's failure is never saved
 
 
-def test_the_inputs_follow_the_notebooks_bytes_and_the_released_notebook(tmp_path):
+def test_the_inputs_follow_the_notebooks_bytes_the_tests_and_the_release(tmp_path, monkeypatch):
     folder = make_course(tmp_path / "course")
     path = submit(folder, "ann", A, fill(A))
     shared = saved.Class(A, folder, TERM)
@@ -94,6 +95,13 @@ def test_the_inputs_follow_the_notebooks_bytes_and_the_released_notebook(tmp_pat
     path.write_bytes(path.read_bytes() + b"\n")  # the same cells, other bytes: graded again
     assert shared.inputs(A, path).changed(first) == ["the notebook changed"]
     assert saved.Class(A, folder, course.Release("open", set())).inputs(A, path).environment != first.environment
+    # a hidden test changed in the instructor notebook that grading reads (Source.load's digest of its bytes)
+    load = saved.Source.load
+    monkeypatch.setattr(
+        saved.Source, "load", lambda *args: dataclasses.replace(load(*args), digest="a hidden test changed")
+    )
+    again = saved.Class(A, folder, TERM).inputs(A, path)
+    assert again.changed(first) == ["the notebook changed", "the assignment's tests or reference changed"]
 
 
 # A wrong answer to softmax that also writes a forged record (full marks, a made-up MAC) wherever it might be read.
