@@ -184,6 +184,17 @@ def _suite(entry: dict) -> str:
     )
 
 
+_GRADE_PHASES = {  # make grade's phases, timed from one phase's line to the next (benchmarks.grading.cli_phases)
+    "[1/6]": "1 (its imports; the tests recorded meanwhile)",
+    "[2/6]": "2 (the preflight)",
+    "[3/6]": "3 (the sandbox)",
+    "[4/6]": "4 (nbgrader autograde)",
+    "[5/6]": "5 (feedback)",
+    "[6/6]": "6 (the CSV and summary)",
+    "whole": "the whole command",
+}
+
+
 def _grading(entry: dict) -> str:
     figures = entry["figures"]
     rows = "\n".join(
@@ -199,9 +210,14 @@ def _grading(entry: dict) -> str:
     )
     profile = "".join(
         f"Where the first grade of {name} spent its time: make grade's phases, for the class, "
-        + ", ".join(f"{phase} {seconds:.1f} s" for phase, seconds in found["make_grade"].items())
-        + "; each notebook's grading, mean seconds by phase, "
-        + ", ".join(f"{phase} {seconds:.2f}" for phase, seconds in found["per_notebook"].items())
+        + ", ".join(
+            f"{_GRADE_PHASES.get(phase, phase)} {seconds:.1f} s" for phase, seconds in found["make_grade"].items()
+        )
+        + "; each notebook's grading in the sandbox, mean seconds by phase, "
+        + ", ".join(
+            f"{'the whole' if phase == 'report' else phase} {seconds:.2f}"
+            for phase, seconds in sorted(found["per_notebook"].items(), key=lambda item: -item[1])
+        )
         + ".\n\n"
         for name, found in figures.get("profile", {}).items()
     )

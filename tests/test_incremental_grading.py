@@ -167,6 +167,9 @@ def test_make_grade_again_runs_only_what_changed(tmp_path, monkeypatch, capsys):
     submit(folder, "alice", A, fill(A))
     submit(folder, "bob", A, fill(A))
     submit(folder, "mallory", A, fill(A, {"softmax": _forger(folder)}))
+    linked = folder / "submitted" / "rex" / A
+    linked.mkdir(parents=True)
+    (linked / f"{A}.ipynb").symlink_to(folder / "submitted" / "alice" / A / f"{A}.ipynb")  # refused, never run
     runs: list[str] = []
     real = graded_notebook.grade_notebook
 
@@ -192,6 +195,8 @@ def test_make_grade_again_runs_only_what_changed(tmp_path, monkeypatch, capsys):
 
     first = graded()
     assert sorted(runs) == ["alice", "bob", "mallory"]
+    assert first["rex"].note.startswith("refused: ") and first["rex"].score == 0 and first["rex"].grading == ""
+    first_rex_note = first.pop("rex").note
     assert {r.grading for r in first.values()} == {"graded: no saved report (first grade)"}
     full = first["alice"].score
     assert first["bob"].score == full and first["mallory"].score < full
@@ -201,6 +206,7 @@ def test_make_grade_again_runs_only_what_changed(tmp_path, monkeypatch, capsys):
     before = _outputs(folder)
 
     second = graded()  # nothing changed: no notebook runs (no sandbox started), the same grades and feedback
+    assert second.pop("rex").note == first_rex_note
     assert runs == [] and preflights == []
     assert all(r.grading.startswith(USED) for r in second.values()), [r.grading for r in second.values()]
     assert {s: r.score for s, r in second.items()} == {s: r.score for s, r in first.items()}
@@ -218,6 +224,7 @@ def test_make_grade_again_runs_only_what_changed(tmp_path, monkeypatch, capsys):
     record["report"] = tampered.to_json()
     record_path.write_text(json.dumps(record))
     third = graded()
+    third.pop("rex")
     assert sorted(runs) == ["alice", "mallory"] and preflights == [1]
     assert third["alice"].grading == "graded: the notebook changed" and third["bob"].grading.startswith(USED)
     assert third["mallory"].grading.startswith("graded: its saved report failed the grader's check")
@@ -228,6 +235,7 @@ def test_make_grade_again_runs_only_what_changed(tmp_path, monkeypatch, capsys):
     submit(folder, "bob", A, _written(fill(A), "Another explanation, rewritten."))
     monkeypatch.setattr(saved, "grader_digest", lambda: "another grader")
     fourth = graded()
+    fourth.pop("rex")
     assert sorted(runs) == ["alice", "bob", "mallory"]
     assert fourth["alice"].grading == "graded: the grader's code changed"
     assert fourth["bob"].grading == "graded: the notebook changed, the grader's code changed"

@@ -30,11 +30,11 @@ class Precomputed:
     """What the sandboxed pass found: notes per student, and the students that nbgrader must not grade."""
 
     notes: dict[str, list[str]]
-    # student -> what phase 3 did with each notebook and why (grading/saved): graded, or its saved report used
-    decisions: dict[str, list[str]] = field(default_factory=dict)
     refused: dict[str, str] = field(default_factory=dict)  # student -> why (scored 0)
     not_graded: dict[str, str] = field(default_factory=dict)  # student -> why (the grader's failure)
     unanswered: dict[str, list[str]] = field(default_factory=dict)  # student -> notebooks with nothing answered
+    # student -> what phase 3 did with each notebook and why (grading/saved): graded, or its saved report used
+    decisions: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -67,7 +67,7 @@ def plan(
     """The notebooks of the students not ``refused`` (default: :func:`~autograder.grading.submissions.refusals`),
     each to grade, or its saved report to use where nothing graded changed since, unless ``again``."""
     refused = refusals(assignment, students, root) if refused is None else refused
-    found = Precomputed({student: [] for student in students}, dict(refused))
+    found = Precomputed({student: [] for student in students}, refused=dict(refused))
     shared, saved = Class(assignment, root, settings), Saved(root)
     decided = []
     for student, name, path in _notebooks_to_grade(assignment, students, root, found):
