@@ -215,7 +215,7 @@ def _autograde(run: Run, sandbox: bool = True, grader: Grader | None = None) -> 
     given = [student for student in run.students if student not in run.excluded]
     for student, names in stale_written_grades(run.assignment, given, run.root).items():
         note = f"the score given by hand to {', '.join(names)} dropped: the answer's text changed since it was graded"
-        run.say(f"  {student}: {note}")
+        run.say(f"  {clean_text(student, 200)}: {note}")
         found.notes[student].append(note)
     refused_by_nbgrader, unexplained = _run_autograde(run, given, options)
     again = sorted(student for student, why in refused_by_nbgrader.items() if why.startswith(_GRADE_AGAIN))

@@ -23,6 +23,7 @@ from autograder.grading.saved import Class, Decision, Inputs, Saved
 from autograder.grading.source import MAX_NOTEBOOK_BYTES, Source, unanswered
 from autograder.grading.submissions import names_list, notebook_names, refusals, submitted_notebooks
 from autograder.release import course
+from autograder.text.terminal import clean_text
 
 
 @dataclass
@@ -53,7 +54,7 @@ class Plan:
 
     def lines(self) -> list[str]:
         """One line per student graded: what is done with their notebooks and why."""
-        return [f"  {student}: {'; '.join(whys)}" for student, whys in self.found.decisions.items()]
+        return [f"  {clean_text(student, 200)}: {'; '.join(whys)}" for student, whys in self.found.decisions.items()]
 
 
 def plan(
@@ -71,8 +72,15 @@ def plan(
     shared, saved = Class(assignment, root, settings), Saved(root)
     decided = []
     for student, name, path in _notebooks_to_grade(assignment, students, root, found):
-        inputs = shared.inputs(name, path)
-        decision = saved.decide(assignment, student, name, inputs, again)
+        try:
+            inputs = shared.inputs(name, path)
+        except OSError:  # graded as it is (the report says why it cannot be read), and nothing saved
+            inputs, decision = (
+                None,
+                Decision(None, "graded: the notebook cannot be read to compare with its last grade"),
+            )
+        else:
+            decision = saved.decide(assignment, student, name, inputs, again)
         decided.append((student, name, path, inputs, decision))
         found.decisions.setdefault(student, []).append(decision.why)
     return Plan(found, decided, saved)
@@ -103,13 +111,14 @@ def precompute(
     planned = planned or plan(assignment, students, root, release, refused, again)
     found, decided, saved = planned.found, planned.decided, planned.saved
 
-    def run(student: str, name: str, path: Path, inputs: Inputs, decision: Decision) -> tuple[str, str, Report]:
+    def run(student: str, name: str, path: Path, inputs: Inputs | None, decision: Decision) -> tuple[str, str, Report]:
         report = decision.report
         if report is None:
             report = grade_notebook(
                 assignment, path, notebook=name, isolation=isolation, release=release, grader=grader
             )
-            saved.save(assignment, student, name, inputs, report)
+            if inputs is not None:
+                saved.save(assignment, student, name, inputs, report)
         _save(report, root, assignment, student, name)
         return student, name, report
 
