@@ -30,6 +30,7 @@ import json
 import os
 import secrets
 import sys
+import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -112,21 +113,29 @@ class Saved:
     def __init__(self, root: Path):
         self.folder = Path(root) / STATE
         self._secret: bytes | None = None
+        self._lock = threading.Lock()
 
     def _key(self) -> bytes:
-        if self._secret is None:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            os.chmod(self.folder, 0o700)
-            path = self.folder / "secret"
-            try:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-            except FileExistsError:
+        """The grader's secret, drawn the first time (written whole before it is found: no reader sees it half
+        written, whichever process or thread is first)."""
+        with self._lock:
+            if self._secret is None:
+                self.folder.mkdir(parents=True, exist_ok=True)
+                os.chmod(self.folder, 0o700)
+                path = self.folder / "secret"
+                if not path.is_file():
+                    drawn = self.folder / f"secret.{os.getpid()}.{threading.get_ident()}"
+                    fd = os.open(drawn, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+                    with os.fdopen(fd, "w") as f:
+                        f.write(secrets.token_hex(32))
+                    try:
+                        os.link(drawn, path)  # fails where another drew one first: theirs is the secret
+                    except FileExistsError:
+                        pass
+                    finally:
+                        drawn.unlink()
                 self._secret = bytes.fromhex(path.read_text().strip())
-            else:
-                with os.fdopen(fd, "w") as f:
-                    f.write(secrets.token_hex(32))
-                self._secret = bytes.fromhex(path.read_text().strip())
-        return self._secret
+            return self._secret
 
     def path(self, assignment: str, student: str, notebook: str) -> Path:
         return self.folder / assignment / student / f"{notebook}.json"
