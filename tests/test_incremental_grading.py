@@ -63,7 +63,9 @@ def test_a_saved_report_serves_only_its_own_inputs_and_says_what_changed(tmp_pat
     assert saved.Saved(tmp_path).decide(A, "ann", A, _inputs()).report == _report(False)
     secret = tmp_path / saved.STATE / "secret"
     assert stat.S_IMODE(secret.stat().st_mode) == 0o600
-    assert len(bytes.fromhex(secret.read_text())) == 32 and [p.name for p in secret.parent.glob("secret*")] == ["secret"]
+    assert len(bytes.fromhex(secret.read_text())) == 32 and [p.name for p in secret.parent.glob("secret*")] == [
+        "secret"
+    ]
     assert stat.S_IMODE((tmp_path / saved.STATE).stat().st_mode) == 0o700
 
 
