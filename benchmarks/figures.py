@@ -213,6 +213,12 @@ def _grading(entry: dict) -> str:
         + ", ".join(
             f"{_GRADE_PHASES.get(phase, phase)} {seconds:.1f} s" for phase, seconds in found["make_grade"].items()
         )
+        + (
+            "; again with nothing changed, "
+            + ", ".join(f"{_GRADE_PHASES.get(p, p)} {t:.1f} s" for p, t in found["make_grade_again"].items())
+            if "make_grade_again" in found
+            else ""
+        )
         + "; each notebook's grading in the sandbox, mean seconds by phase, "
         + ", ".join(
             f"{'the whole' if phase == 'report' else phase} {seconds:.2f}"
