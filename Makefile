@@ -183,8 +183,8 @@ bench-book: venv $(MATHJAX)  ## time a cold book build (every chapter executed, 
 figures: venv  ## write the figures that README.md and the book quote from benchmarks/figures.json
 	$(BIN)/python -m benchmarks.figures
 
-bench-grading: venv sandbox  ## seconds per notebook, plain nbgrader vs sandboxed grading (N=8; BENCH_ARGS="--help")
-	$(BIN)/python -m benchmarks.grading $(or $(N),8) $(or $(BENCH_ARGS),--jobs 1 2)
+bench-grading: venv sandbox $(MATHJAX)  ## seconds per notebook: make grade on ch03 and ch11 classes of N (16), first and again (nothing changed, one changed), beside plain nbgrader; BENCH_ARGS="--help"
+	$(BIN)/python -m benchmarks.grading $(or $(N),16) $(BENCH_ARGS)
 
 test-device: venv  ## the tests that compute on a device, on DEVICE (default cuda; benchmarks/gpu.py's DEVICE_TESTS)
 	COURSE_TEST_DEVICE=$(or $(DEVICE),cuda) $(PYTEST) $(PYTEST_ARGS) $$($(BIN)/python -c 'from benchmarks.gpu import DEVICE_TESTS; print(*DEVICE_TESTS)')

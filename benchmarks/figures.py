@@ -198,17 +198,54 @@ def _suite(entry: dict) -> str:
     )
 
 
+_GRADE_PHASES = {  # make grade's phases, timed from one phase's line to the next (benchmarks.grading.cli_phases)
+    "[1/6]": "1 (its imports; the tests recorded meanwhile)",
+    "[2/6]": "2 (the preflight)",
+    "[3/6]": "3 (the sandbox)",
+    "[4/6]": "4 (nbgrader autograde)",
+    "[5/6]": "5 (feedback)",
+    "[6/6]": "6 (the CSV and summary)",
+    "whole": "the whole command",
+}
+
+
 def _grading(entry: dict) -> str:
     figures = entry["figures"]
     rows = "\n".join(
         f"| {row['pipeline']} | {row['seconds']:.1f} | {row['per_notebook']:.2f} | {row.get('vs_plain', '')} |"
         for row in figures["rows"]
     )
+    classes = " and of ".join(figures.get("assignments", [figures.get("assignment")]))
+    again = (
+        " first, then again with nothing changed and with one notebook changed (a notebook whose saved report "
+        "fits it is not run again)"
+        if "assignments" in figures
+        else ""
+    )
+    profile = "".join(
+        f"Where the first grade of {name} spent its time: make grade's phases, for the class, "
+        + ", ".join(
+            f"{_GRADE_PHASES.get(phase, phase)} {seconds:.1f} s" for phase, seconds in found["make_grade"].items()
+        )
+        + (
+            "; again with nothing changed, "
+            + ", ".join(f"{_GRADE_PHASES.get(p, p)} {t:.1f} s" for p, t in found["make_grade_again"].items())
+            if "make_grade_again" in found
+            else ""
+        )
+        + "; each notebook's grading in the sandbox, mean seconds by phase, "
+        + ", ".join(
+            f"{'the whole' if phase == 'report' else phase} {seconds:.2f}"
+            for phase, seconds in sorted(found["per_notebook"].items(), key=lambda item: -item[1])
+        )
+        + ".\n\n"
+        for name, found in figures.get("profile", {}).items()
+    )
     return (
-        f"{figures['n']} correct submissions of {figures['assignment']}, graded end to end as `make grade` "
-        f"grades them (gradebook, autograde, feedback, CSV):\n\n"
+        f"{figures['n']} correct submissions of {classes}, graded end to end as `make grade` "
+        f"grades them (gradebook, autograde, feedback, CSV){again}:\n\n"
         f"| pipeline | seconds | per notebook | vs plain nbgrader |\n| --- | --- | --- | --- |\n{rows}\n\n"
-        f"{_measured(entry)}.\n"
+        f"{profile}{_load(figures, 'the runs')}{_measured(entry)}.\n"
     )
 
 

@@ -1,21 +1,20 @@
-"""Seconds per notebook: plain nbgrader against the course's sandboxed grading, in one run.
+"""Seconds per notebook: plain nbgrader against the course's ``make grade``, first and again, in one run.
 
-    python -m benchmarks.grading            # 8 correct submissions of ch02, JOBS 1 and 2 (make bench-grading)
-    python -m benchmarks.grading 40 --jobs 1 2 4
-    python -m benchmarks.grading 16 --jobs 2 --assignment ch03_multi_head --sandboxed-only --cli
-    python -m benchmarks.grading 16 --jobs 2 --assignment ch03_multi_head --compare 7766174
+    python -m benchmarks.grading             # 16 correct notebooks of ch03 and of ch11, JOBS 2 (make bench-grading)
+    python -m benchmarks.grading 3 --assignments ch03_multi_head     # a quick run: 3 notebooks, chapter 3 only
+    python -m benchmarks.grading 16 --assignments ch03_multi_head --compare 7766174
 
-Both pipelines grade the same submissions end to end, as `make grade` does
-(gradebook, autograde, feedback, CSV): "plain nbgrader" executes each notebook
-in a Jupyter kernel with the tests beside the student's code; "sandboxed" runs
-the student's code under bubblewrap and the tests in the grader. Every
-submission must get full marks in both, or the figures are not printed. With ``--cli``
-the sandboxed runs time the command that ``make grade`` runs (``python -m
-autograder.cli.grade``, its start-up included) instead of calling it in this process, and each of its six
-phases (from the time each phase's line comes). With ``--compare COMMIT`` it runs that command of this
-checkout and of COMMIT's code (a git worktree, in the same environment) side by side, in turns, ``--rounds``
-times each, and prints the median seconds of every phase of both; nothing is recorded. The grading reports'
-own phases (sandbox start-up, the student's cells, the test cells) are printed where the code writes them.
+For each class (``--assignments``, N correct notebooks each) ``make grade``'s command (``python -m
+autograder.cli.grade``, its start-up included) grades three times, as an instructor meets it: the first grade,
+again with nothing changed (every saved report serves: :mod:`autograder.grading.saved`), and again with one
+notebook changed (that one runs); plain nbgrader, which executes each notebook in a Jupyter kernel with the
+tests beside the student's code, grades the first class once, end to end as well (gradebook, autograde,
+feedback, CSV). Every submission must get full marks, or the figures are not printed. Each first grade's six
+phases are timed from when each phase's line comes, and the grading reports' own phases per notebook (reading,
+sandbox start-up, the student's cells, the test cells, ...) are averaged: where a notebook's time goes. The
+figures are recorded with the load average while they were measured. With ``--compare COMMIT`` it runs that
+command of this checkout and of COMMIT's code (a git worktree, in the same environment) side by side, in turns,
+``--rounds`` times each, and prints the median seconds of every phase of both; nothing is recorded.
 """
 
 from __future__ import annotations
@@ -52,15 +51,23 @@ def run(n: int, *, plain: bool, jobs: int, folder: Path, assignment: str = ASSIG
         seconds = time.perf_counter() - started
         with (course / "grades" / f"{assignment}.csv").open() as f:
             rows = list(csv.DictReader(f))
-        wrong = [row["student"] for row in rows if row["score"] != row["max_score"]]
+        wrong = below_full_marks(course, assignment, [row["student"] for row in rows])
         results = rows
     else:
         results = grade.grade(assignment, root=course, quiet=True, jobs=jobs, sandbox=not plain)
         seconds = time.perf_counter() - started
-        wrong = [r.student for r in results if r.score != r.max_score]
+        wrong = below_full_marks(course, assignment, [r.student for r in results])
     if len(results) != n or wrong:
         raise SystemExit(f"{'plain' if plain else 'sandboxed'}: not every submission got full marks: {wrong}")
     return seconds
+
+
+def below_full_marks(course: Path, assignment: str, students: list[str]) -> list[str]:
+    """The students whose score, from the gradebook, is below full marks, the written answers that await the
+    instructor (every correct notebook's, written in) left out."""
+    from autograder.grading.gradesheet import collect
+
+    return [r.student for r in collect(assignment, students, course) if r.score != r.max_score - r.awaiting_points]
 
 
 PHASE = re.compile(r"^\[(\d)/6\]")
@@ -87,7 +94,7 @@ def cli_phases(course: Path, assignment: str, jobs: int, code: Path, isolated: P
     if run.returncode != 0:
         raise SystemExit(f"make grade's command failed on {code} (exit {run.returncode})")
     with (course / "grades" / f"{assignment}.csv").open() as f:
-        wrong = [row["student"] for row in csv.DictReader(f) if row["score"] != row["max_score"]]
+        wrong = below_full_marks(course, assignment, [row["student"] for row in csv.DictReader(f)])
     if wrong:
         raise SystemExit(f"{code}: not every submission got full marks: {wrong}")
     ends = [at for _, at in marks[1:]] + [ended]
@@ -176,54 +183,117 @@ def compare(commit: str, n: int, jobs: int, assignment: str, rounds: int) -> Non
         print(f"  {name}: {shown}")
 
 
+ASSIGNMENTS = ["ch03_multi_head", "ch11_flash_attention"]
+RUNS = ("first grade", "again, nothing changed", "again, one notebook changed")
+
+
+def change_one(course: Path, assignment: str) -> None:
+    """The first student's notebook changed as a student might change it, and still right: a code cell added."""
+    import nbformat
+
+    path = course / "submitted" / "student000" / assignment / f"{assignment}.ipynb"
+    nb = nbformat.read(str(path), as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell("checked_again = True  # one more cell, written after submitting"))
+    nbformat.write(nb, str(path))
+
+
+def grade_again_and_again(n: int, assignment: str, jobs: int, folder: Path) -> tuple[list[tuple], dict, dict]:
+    """``make grade``'s command on a class of ``n`` correct notebooks three times: the first grade, again with
+    nothing changed, again with one notebook changed. The rows (name, seconds); each run's six phases (seconds,
+    from when each phase's line comes); and the first grade's reports' phases (mean seconds per notebook)."""
+    course = make_course(folder)
+    notebook = fill(assignment)
+    for i in range(n):
+        submit(course, f"student{i:03d}", assignment, notebook)
+    rows, phases, reports = [], {}, {}
+    for kind in RUNS:
+        if kind == RUNS[2]:
+            change_one(course, assignment)
+        phases[kind] = cli_phases(course, assignment, jobs, figures.ROOT)
+        if kind == RUNS[0]:
+            reports = report_phases(course, assignment)
+        rows.append((f"{assignment}: make grade JOBS={jobs}, {kind}", phases[kind]["whole"]))
+    return rows, phases, reports
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("n", nargs="?", type=int, default=8, help="number of submissions (default 8)")
-    parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2], help="JOBS values for the sandboxed runs")
-    parser.add_argument("--assignment", default=ASSIGNMENT, help=f"the assignment graded (default {ASSIGNMENT})")
-    parser.add_argument("--sandboxed-only", action="store_true", help="leave out plain nbgrader")
-    parser.add_argument("--cli", action="store_true", help="time the sandboxed runs as make grade runs them")
+    parser.add_argument("n", nargs="?", type=int, default=16, help="notebooks in each class (default 16)")
+    parser.add_argument("--jobs", type=int, default=2, help="make grade's JOBS (default 2)")
+    parser.add_argument(
+        "--assignments",
+        nargs="+",
+        default=ASSIGNMENTS,
+        help=f"the classes graded by make grade (default {' '.join(ASSIGNMENTS)}); plain nbgrader grades the first",
+    )
+    parser.add_argument("--no-plain", action="store_true", help="leave out plain nbgrader")
     parser.add_argument("--no-record", action="store_true", help="print the figures without recording them")
     parser.add_argument("--compare", metavar="COMMIT", help="make grade's phases here and at COMMIT, side by side")
     parser.add_argument("--rounds", type=int, default=3, help="runs of each side with --compare (default 3)")
     args = parser.parse_args()
-    if args.n < 1 or min(args.jobs) < 1 or args.rounds < 1:
-        parser.error("n, --rounds and every --jobs value must be at least 1")
+    if args.n < 1 or args.jobs < 1 or args.rounds < 1:
+        parser.error(f"n, --jobs and --rounds must be at least 1, got {args.n}, {args.jobs}, {args.rounds}")
+    unknown = [a for a in args.assignments if a not in _all_assignments()]
+    if unknown:
+        parser.error(f"--assignments: no assignment {', '.join(unknown)} in solutions/")
     if args.compare:
-        compare(args.compare, args.n, args.jobs[0], args.assignment, args.rounds)
+        compare(args.compare, args.n, args.jobs, args.assignments[0], args.rounds)
         return
+    from benchmarks.suite import LoadAverage
+
     print(
-        f"{args.n} correct submissions of {args.assignment}; {os.cpu_count()} CPU cores, "
-        f"{platform.processor() or platform.machine()}, Python {platform.python_version()}"
+        f"{args.n} correct submissions of each of {', '.join(args.assignments)}; {os.cpu_count()} CPU cores, "
+        f"{platform.processor() or platform.machine()}, Python {platform.python_version()}",
+        flush=True,
     )
-    rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        if not args.sandboxed_only:
-            plain = run(args.n, plain=True, jobs=1, folder=Path(tmp) / "plain", assignment=args.assignment)
-            rows.append(("plain nbgrader (kernel)", 1, plain))
-        for jobs in args.jobs:
-            seconds = run(
-                args.n,
-                plain=False,
-                jobs=jobs,
-                folder=Path(tmp) / f"sandboxed{jobs}",
-                assignment=args.assignment,
-                cli=args.cli,
-            )
-            rows.append((f"{'make grade' if args.cli else 'sandboxed'}, JOBS={jobs}", jobs, seconds))
-    base = None if args.sandboxed_only else rows[0][2] / args.n
-    print(f"{'pipeline':<26} {'total s':>8} {'s/notebook':>11} {'vs plain':>9}")
+    rows, profile = [], {}
+    with tempfile.TemporaryDirectory() as tmp, LoadAverage(every=5.0) as load:
+        if not args.no_plain:
+            plain = run(args.n, plain=True, jobs=1, folder=Path(tmp) / "plain", assignment=args.assignments[0])
+            rows.append((f"{args.assignments[0]}: plain nbgrader (kernel)", plain))
+        for assignment in args.assignments:
+            found, phases, reports = grade_again_and_again(args.n, assignment, args.jobs, Path(tmp) / assignment)
+            rows += found
+            profile[assignment] = {
+                "make_grade": {k: round(v, 2) for k, v in phases[RUNS[0]].items()},
+                "make_grade_again": {k: round(v, 2) for k, v in phases[RUNS[1]].items()},
+                "per_notebook": {k: round(v, 3) for k, v in reports.items()},
+            }
+    base = None if args.no_plain else rows[0][1] / args.n
+    print(f"{'pipeline':<62} {'total s':>8} {'s/notebook':>11} {'vs plain':>9}")
     recorded = []
-    for name, _, seconds in rows:
+    for name, seconds in rows:
         per = seconds / args.n
         versus = "" if base is None else f"{base / per:.2f}x"
-        print(f"{name:<26} {seconds:>8.1f} {per:>11.2f} {versus:>9}")
+        print(f"{name:<62} {seconds:>8.1f} {per:>11.2f} {versus:>9}")
         recorded.append(
             {"pipeline": name, "seconds": round(seconds, 1), "per_notebook": round(per, 2), "vs_plain": versus}
         )
+    for assignment, found in profile.items():
+        print(f"\n{assignment}, the first grade: make grade's phases (seconds, the whole class)")
+        print("  " + ", ".join(f"{k} {v:.1f}" for k, v in found["make_grade"].items()))
+        print("  again, nothing changed: " + ", ".join(f"{k} {v:.1f}" for k, v in found["make_grade_again"].items()))
+        print("  each notebook's grading, by phase (mean seconds): ")
+        print("  " + ", ".join(f"{k} {v:.2f}" for k, v in found["per_notebook"].items()))
+    print(f"\nload average while measuring: {load.mean:.1f} ({load.peak:.1f} at most)")
     if not args.no_record:
         command = " ".join(["python -m benchmarks.grading", *sys.argv[1:]])
-        figures.record("grading", command, {"n": args.n, "assignment": args.assignment, "rows": recorded})
+        figure = {
+            "n": args.n,
+            "assignments": args.assignments,
+            "jobs": args.jobs,
+            "rows": recorded,
+            "profile": profile,
+            "load_mean": round(load.mean, 2),
+            "load_peak": round(load.peak, 2),
+        }
+        figures.record("grading", command, figure)
+
+
+def _all_assignments() -> list[str]:
+    from autograder.release import course
+
+    return list(course.assignments())
 
 
 if __name__ == "__main__":

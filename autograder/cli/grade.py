@@ -16,7 +16,11 @@
    one is never graded in its place: the summary says what was found and what it must be named; see
    :func:`autograder.grading.submissions.refusals`); one that the grader could not grade (its own
    failure) is marked "not graded", never scored. A notebook that answers nothing (its code as
-   released) is noted "nothing answered" (:func:`autograder.grading.sandboxed.nothing_answered`);
+   released) is noted "nothing answered" (:func:`autograder.grading.sandboxed.nothing_answered`).
+   A notebook graded before whose inputs are unchanged (its bytes, the assignment's instructor and
+   released notebooks, the grader's code, the pinned environment) is not run again: its saved report
+   serves (:mod:`autograder.grading.saved`); one line per student says which was done and why, and
+   ``--again`` runs every notebook;
 4. ``nbgrader autograde``, which takes the scores from those reports (one process
    writes the gradebook, so it stays consistent). A notebook that nbgrader refuses all the
    same (one it cannot read, say) is reported as refused, with nbgrader's reason, and scores 0;
@@ -90,6 +94,11 @@ def main(argv: list[str] | None = None) -> int:
         "scores given since in formgrader (make grades)",
     )
     parser.add_argument(
+        "--again",
+        action="store_true",
+        help="run every notebook again, even one whose saved report still fits it (nothing graded changed since)",
+    )
+    parser.add_argument(
         course.ALLOW_RELEASED,
         action="store_true",
         help="grade even though the term's settings release this assignment's solutions",
@@ -134,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
             feedback_seconds=args.feedback_seconds,
             allow_released=args.allow_released,
             grader=grader,
+            again=args.again,
         )
     except GradingUnavailable as error:
         print(f"error: {error}", file=sys.stderr)

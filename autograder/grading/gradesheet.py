@@ -29,6 +29,9 @@ class Result:
     written: dict[str, tuple[float | None, float]] = field(default_factory=dict)
     # the written answers left as released, which nbgrader scores 0 at once (its checksum rule), in order
     blank: list[str] = field(default_factory=list)
+    # what make grade's phase 3 did with the student's notebooks and why: graded, or a saved report used (not in
+    # the CSV: grades/.grader/, autograder.grading.saved)
+    grading: str = ""
 
     @property
     def failed(self) -> list[str]:
@@ -222,3 +225,40 @@ def summary(assignment: str, results: list[Result]) -> str:
     if missing:
         lines.append(f"not graded: {missing} (the grader's failure, see the notes; grade them again once fixed)")
     return "\n".join(lines)
+
+
+def stale_written_grades(assignment: str, students: list[str], root: Path = COURSE_ROOT) -> dict[str, list[str]]:
+    """The scores given by hand to written answers whose text the student has changed since: each dropped from
+    the gradebook (the answer awaits the instructor again), student -> the grade ids dropped.
+
+    nbgrader's autograde keeps a score given by hand whatever the answer now says; ``make grade`` calls this
+    before it, comparing each written answer of ``submitted/`` with the text that was graded, nbgrader's copy
+    in ``autograded/`` from the last grading. An answer whose text is the same keeps its score; a notebook
+    that either copy lacks or that cannot be read drops nothing."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    dropped: dict[str, list[str]] = {}
+    with Gradebook(db_url(root)) as gradebook:
+        for student in students:
+            for name in notebook_names(assignment, root):
+                now = Path(root) / "submitted" / student / assignment / f"{name}.ipynb"
+                graded = Path(root) / "autograded" / student / assignment / f"{name}.ipynb"
+                try:
+                    if now.is_symlink() or graded.is_symlink():
+                        continue
+                    before = notebooks.written_cells(notebooks.read(graded))
+                    after = notebooks.written_cells(notebooks.read(now))
+                except Exception:  # a copy missing or unreadable: nothing to compare, nothing dropped
+                    continue
+                for gid, cell in before.items():
+                    if gid in after and after[gid].source == cell.source:
+                        continue
+                    try:
+                        grade = gradebook.find_grade(gid, name, assignment, student)
+                    except MissingEntry:
+                        continue
+                    if grade.manual_score is not None:
+                        grade.manual_score = None
+                        dropped.setdefault(student, []).append(gid)
+            gradebook.db.commit()
+    return dropped

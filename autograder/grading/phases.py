@@ -21,10 +21,18 @@ from autograder.grading import run_nbgrader
 from autograder.grading.feedback import FEEDBACK_SECONDS, write_feedback_in_parallel
 from autograder.grading.feedback_pages import write_feedback_pages
 from autograder.grading.grader import Grader
-from autograder.grading.gradesheet import Result, collect, column_order, db_url, is_blank_note, write_csv
+from autograder.grading.gradesheet import (
+    Result,
+    collect,
+    column_order,
+    db_url,
+    is_blank_note,
+    stale_written_grades,
+    write_csv,
+)
 from autograder.grading.handoff import GradeAgain, NotGraded
 from autograder.grading.nbgrader_log import nbgrader_refused
-from autograder.grading.sandboxed import Precomputed, grade_again, precompute, sandbox_score
+from autograder.grading.sandboxed import Precomputed, grade_again, plan, precompute, sandbox_score
 from autograder.grading.submissions import class_of, notebook_names, refusals
 from autograder.release import course
 from autograder.text.terminal import clean_text
@@ -51,6 +59,7 @@ class Run:
     jobs: int
     feedback_seconds: float
     allow_released: bool
+    again: bool = False  # grade every notebook, its saved report fitting or not (--again)
     not_listed: list[str] = field(default_factory=list)  # with a submission, not on the class list: never graded
     found: Precomputed | None = None  # phases 2 and 3: notes, the refused, the not graded, nothing answered
     excluded: list[str] = field(default_factory=list)  # phase 4: the students not given to nbgrader
@@ -78,6 +87,7 @@ def grade(
     feedback_seconds: float = FEEDBACK_SECONDS,
     allow_released: bool = False,
     grader: Grader | None = None,
+    again: bool = False,
 ) -> list[Result]:
     """Grade every submission of ``assignment`` under ``root``; see :mod:`autograder.cli.grade`.
 
@@ -90,8 +100,12 @@ def grade(
     own, for this grading). Raises :class:`GradingUnavailable` when the sandbox does not work; then
     nothing is scored. Raises :class:`autograder.release.course.ReleasedRefusal` for a term's released
     assignment unless ``allow_released`` (nbgrader's own run, through the course's plugin, is told the same).
+    A notebook graded before whose inputs are all unchanged is not run again: its saved report serves
+    (:mod:`autograder.grading.saved`); ``again`` grades every notebook all the same. Phases 4 to 6 run for the
+    whole class either way, so the gradebook (scores given by hand kept), the feedback and the CSV are up to date.
     """
     run = _start(assignment, Path(root), quiet, jobs, settings, feedback_seconds, allow_released)
+    run.again = again
     run.say(f"[1/6] recording the tests of {assignment} in the gradebook (in the background)")
     with ThreadPoolExecutor(1) as background:  # leaving it waits for phase 1, whatever happened
         recording = background.submit(_record_tests, assignment, run.root)
@@ -144,14 +158,25 @@ def _grade_in_sandbox(run: Run, sandbox: bool, grader: Grader | None) -> Precomp
     grader = Grader() if own else grader
     try:
         with grader:
-            run.say("[2/6] checking that the sandbox works (a program known to be right)")
-            problem = preflight(run.settings, grader=grader)
-            if problem:
-                raise GradingUnavailable(f"grading cannot start, and nothing was scored: {problem}")
             refused = refusals(run.assignment, run.students, run.root)
+            planned = plan(run.assignment, run.students, run.root, run.settings, refused, run.again)
+            if planned.to_run:
+                run.say("[2/6] checking that the sandbox works (a program known to be right)")
+                problem = preflight(run.settings, grader=grader)
+                if problem:
+                    raise GradingUnavailable(f"grading cannot start, and nothing was scored: {problem}")
+            else:  # nothing to run: the sandbox is not started (phase 4 grades with it only where nbgrader asks)
+                run.say("[2/6] no notebook to run (each saved report serves): the sandbox is not started")
             also = f" ({len(refused)} refused, see the summary)" if refused else ""
             graded = len(run.students) - len(refused)
-            run.say(f"[3/6] grading {graded} submission(s) in the sandbox, {run.jobs} at a time{also}")
+            served = len(planned.decided) - planned.to_run
+            reused = f"; {served} notebook(s) not run again, their saved reports serve (--again runs them)"
+            run.say(
+                f"[3/6] grading {graded} submission(s) in the sandbox, {run.jobs} at a time{also}"
+                + (reused if served else "")
+            )
+            for line in planned.lines():
+                run.say(line)
             return precompute(
                 run.assignment,
                 run.students,
@@ -159,8 +184,8 @@ def _grade_in_sandbox(run: Run, sandbox: bool, grader: Grader | None) -> Precomp
                 run.jobs,
                 progress=not run.quiet,
                 settings=run.settings,
-                refused=refused,
                 grader=grader,
+                planned=planned,
             )
     finally:
         if own:
@@ -188,6 +213,10 @@ def _autograde(run: Run, sandbox: bool = True, grader: Grader | None = None) -> 
         options.append("--SandboxedExecute.allow_released=True")
     run.say("[4/6] recording the scores in the gradebook (nbgrader autograde)")
     given = [student for student in run.students if student not in run.excluded]
+    for student, names in stale_written_grades(run.assignment, given, run.root).items():
+        note = f"the score given by hand to {', '.join(names)} dropped: the answer's text changed since it was graded"
+        run.say(f"  {clean_text(student, 200)}: {note}")
+        found.notes[student].append(note)
     refused_by_nbgrader, unexplained = _run_autograde(run, given, options)
     again = sorted(student for student, why in refused_by_nbgrader.items() if why.startswith(_GRADE_AGAIN))
     if again:
@@ -295,6 +324,7 @@ def _settle(run: Run, result: Result) -> None:
     """The student's ``result`` as the phases left it: not graded, refused (by the grader or by nbgrader), or
     scored, with the notes of every phase; the course's own feedback pages where nbgrader wrote none."""
     found, student = run.found, result.student
+    result.grading = "; ".join(found.decisions.get(student, []))
     if student in found.not_graded:
         result.void(None)
         result.note = f"not graded: {found.not_graded[student]}"

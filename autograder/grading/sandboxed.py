@@ -19,9 +19,11 @@ from attention_course import notebooks
 from autograder.grading.grader import Grader
 from autograder.grading.handoff import as_submitted, pending_path, report_path
 from autograder.grading.report import Report
+from autograder.grading.saved import Class, Decision, Inputs, Saved
 from autograder.grading.source import MAX_NOTEBOOK_BYTES, Source, unanswered
 from autograder.grading.submissions import names_list, notebook_names, refusals, submitted_notebooks
 from autograder.release import course
+from autograder.text.terminal import clean_text
 
 
 @dataclass
@@ -32,6 +34,56 @@ class Precomputed:
     refused: dict[str, str] = field(default_factory=dict)  # student -> why (scored 0)
     not_graded: dict[str, str] = field(default_factory=dict)  # student -> why (the grader's failure)
     unanswered: dict[str, list[str]] = field(default_factory=dict)  # student -> notebooks with nothing answered
+    # student -> what phase 3 did with each notebook and why (grading/saved): graded, or its saved report used
+    decisions: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass
+class Plan:
+    """What phase 3 will do: each notebook to grade or whose saved report serves (:mod:`autograder.grading.saved`),
+    and what was found on the way (notes on missing notebooks, the refused, each student's decisions)."""
+
+    found: Precomputed
+    decided: list[tuple]  # (student, notebook, path, Inputs, Decision)
+    saved: Saved
+
+    @property
+    def to_run(self) -> int:
+        """How many notebooks the sandbox will run (a saved report serves the others)."""
+        return sum(1 for *_, decision in self.decided if decision.report is None)
+
+    def lines(self) -> list[str]:
+        """One line per student graded: what is done with their notebooks and why."""
+        return [f"  {clean_text(student, 200)}: {'; '.join(whys)}" for student, whys in self.found.decisions.items()]
+
+
+def plan(
+    assignment: str,
+    students: list[str],
+    root: Path,
+    settings: course.Release,
+    refused: dict[str, str] | None = None,
+    again: bool = False,
+) -> Plan:
+    """The notebooks of the students not ``refused`` (default: :func:`~autograder.grading.submissions.refusals`),
+    each to grade, or its saved report to use where nothing graded changed since, unless ``again``."""
+    refused = refusals(assignment, students, root) if refused is None else refused
+    found = Precomputed({student: [] for student in students}, refused=dict(refused))
+    shared, saved = Class(assignment, root, settings), Saved(root)
+    decided = []
+    for student, name, path in _notebooks_to_grade(assignment, students, root, found):
+        try:
+            inputs = shared.inputs(name, path)
+        except OSError:  # graded as it is (the report says why it cannot be read), and nothing saved
+            inputs, decision = (
+                None,
+                Decision(None, "graded: the notebook cannot be read to compare with its last grade"),
+            )
+        else:
+            decision = saved.decide(assignment, student, name, inputs, again)
+        decided.append((student, name, path, inputs, decision))
+        found.decisions.setdefault(student, []).append(decision.why)
+    return Plan(found, decided, saved)
 
 
 def precompute(
@@ -44,29 +96,33 @@ def precompute(
     settings: course.Release | None = None,
     refused: dict[str, str] | None = None,
     grader: Grader | None = None,
+    again: bool = False,
+    planned: Plan | None = None,
 ) -> Precomputed:
     """Grade every submitted notebook in a sandbox, ``jobs`` at a time; save the reports. ``refused``:
     the students not to grade, with why (default: :func:`~autograder.grading.submissions.refusals`).
-    ``grader``: the :class:`~autograder.grading.grader.Grader` that grades them (default: one each)."""
+    ``grader``: the :class:`~autograder.grading.grader.Grader` that grades them (default: one each).
+    A notebook whose saved report still fits it (:mod:`autograder.grading.saved`: nothing graded changed since)
+    is not run again: that report serves, unless ``again``. ``planned``: the :func:`plan` made already (then
+    ``refused`` and ``again`` are its)."""
     from autograder.grading.notebook import grade_notebook
 
-    refused = refusals(assignment, students, root) if refused is None else refused
-    found = Precomputed({student: [] for student in students}, dict(refused))
-    work = _notebooks_to_grade(assignment, students, root, found)
+    release = settings or course.release(root)
+    planned = planned or plan(assignment, students, root, release, refused, again)
+    found, decided, saved = planned.found, planned.decided, planned.saved
 
-    def run(student: str, name: str, path: Path) -> tuple[str, str, Report]:
-        report = grade_notebook(
-            assignment,
-            path,
-            notebook=name,
-            isolation=isolation,
-            release=settings or course.release(root),
-            grader=grader,
-        )
+    def run(student: str, name: str, path: Path, inputs: Inputs | None, decision: Decision) -> tuple[str, str, Report]:
+        report = decision.report
+        if report is None:
+            report = grade_notebook(
+                assignment, path, notebook=name, isolation=isolation, release=release, grader=grader
+            )
+            if inputs is not None:
+                saved.save(assignment, student, name, inputs, report)
         _save(report, root, assignment, student, name)
         return student, name, report
 
-    for student, name, report in _in_parallel(run, work, jobs, f"grading {assignment}", progress):
+    for student, name, report in _in_parallel(run, decided, jobs, f"grading {assignment}", progress):
         if report.not_graded:
             found.not_graded[student] = report.not_graded
             continue
