@@ -83,7 +83,7 @@ def _cause(item: Item, arguments: dict, known: tuple[Mistake, ...], started: flo
     try:
         if call.init is not None:
             call.use_reference_weights()
-        got = call.outputs(call.run())
+        got = call.outputs(call.run_shared())  # the failed check's own call, where checks share calls
         key = _key(item, arguments)
         right = _kept((key, "reference"), lambda: _right(call, standins.as_chosen(solution, item.free), arguments))
     except Exception:  # the student's code cannot even be replayed: nothing to compare
