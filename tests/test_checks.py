@@ -1136,3 +1136,60 @@ def test_a_mistakes_values_are_computed_once_a_process_and_a_notebooks_diagnosis
         spent.seconds = diagnosis.SECONDS_PER_NOTEBOOK + 1
         assert diagnosis.cause(item, {"args": QKV, "seed": 1}, (UNSCALED,)) is None
     assert len(runs) == 3
+
+
+def test_checks_of_one_notebook_share_a_call_on_the_same_inputs_and_each_judges_its_own_output():
+    from autograder.calls.call import shared_calls
+
+    calls = []
+
+    def counted(q, k, v, mask=None):
+        calls.append(q.shape)
+        output, weights = good_attention(q, k, v, mask)
+        return output, weights * 2  # right output, wrong weights
+
+    item = sdpa_item(counted)
+    other = "torch.nn.functional.scaled_dot_product_attention"
+    with shared_calls():
+        check_matches(item, other, QKV, output="output", seed=3)
+        check_finite(item, QKV, seed=3)
+        assert "weights" in failure(check_matches_reference, item, QKV, outputs=("weights",), seed=3)
+        assert len(calls) == 1  # one call read by three checks: the one that reads the wrong output fails
+        check_matches(item, other, QKV, output="output", seed=4)  # another seed, another call
+        check_matches(item, other, [tensor(2, 5, 4), tensor(2, 6, 4), tensor(2, 6, 6)], output="output", seed=3)
+        assert len(calls) == 3
+        check_matches(sdpa_item(counted), other, QKV, output="output", seed=3)  # the same function, built again
+        assert len(calls) == 3
+        check_matches(sdpa_item(lambda *a, **k: counted(*a, **k)), other, QKV, output="output", seed=3)  # another
+        assert len(calls) == 4
+    check_matches(item, other, QKV, output="output", seed=3)  # outside a notebook's grading, every check calls
+    check_matches(item, other, QKV, output="output", seed=3)
+    assert len(calls) == 6
+
+
+def test_a_shared_call_is_copied_for_each_check_and_one_that_raised_is_made_again():
+    from autograder.calls.call import shared_calls
+
+    calls = []
+
+    def flaky(x, axis=-1):
+        calls.append(x.shape)
+        if len(calls) == 1:
+            raise RuntimeError("first call fails")
+        return good_softmax(x, axis)
+
+    def scribbles(x, axis=-1):
+        return good_softmax(x, axis)
+
+    with shared_calls():
+        assert "first call fails" in failure(check_finite, softmax_item(flaky), [array(3, 4)])
+        check_finite(softmax_item(flaky), [array(3, 4)])
+        check_matches_reference(softmax_item(flaky), [array(3, 4)])
+        assert len(calls) == 2  # the failed call was made again, the right one shared
+        item = softmax_item(scribbles)
+        check_matches_reference(item, [array(3, 4)])
+        from autograder.calls.call import Call
+
+        first = Call(item, "a call", [array(3, 4)], None, 0, "").run_shared()
+        first[...] = np.nan  # what one check does to its copy no other check sees
+        check_matches_reference(item, [array(3, 4)])

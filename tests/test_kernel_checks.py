@@ -100,6 +100,26 @@ def test_the_reference_passes_computes_in_kernels_and_skips_the_hidden_blocks(re
     skips(item, attention_saved(2, 64, 16, causal=True, seed=1), bq, bk, BACKWARD)
 
 
+def test_the_kernel_checks_of_one_notebook_share_a_call_and_its_replay_and_each_judges_it(reference, monkeypatch):
+    from autograder.calls.call import shared_calls
+
+    replays = []
+    replay = launches.Trace.replay
+    monkeypatch.setattr(launches.Trace, "replay", lambda trace, *args: replays.append(1) or replay(trace, *args))
+    causal = {"causal": True, "block_q": 16, "block_k": 16}
+    with shared_calls():
+        computes(forward(reference.flash_attention_forward), qkv(), causal)
+        skips(forward(reference.flash_attention_forward), qkv(), 16, 16)  # the same call: its replay read again
+        assert len(replays) == 1
+        skips(forward(reference.flash_attention_forward), qkv(48, 96), 16, 16)
+        assert len(replays) == 2
+        # the same call of a kernel that visits the hidden blocks: the kernels compute, the skips fail
+        visits = forward(defined("forward", catalogued("forward_causal_skips_nothing"))["flash_attention_forward"])
+        computes(visits, qkv(), causal)
+        assert "visits keys that none of its queries sees" in problem(skips, visits, qkv(), 16, 16)
+        assert len(replays) == 3
+
+
 def test_attention_without_a_kernel_fails_both_checks():
     def sdpa(q, k, v, causal=False, block_q=16, block_k=16):
         return F.scaled_dot_product_attention(q, k, v, is_causal=causal), flash.attention(q, k, v, causal)[1]

@@ -37,7 +37,7 @@ from autograder.api import items
 from autograder.api.items import Item, Mistake
 from autograder.api.options import CompareOptions
 from autograder.calls import standins
-from autograder.calls.call import Call
+from autograder.calls.call import OPTIONS, Call
 from autograder.calls.compare import same
 from autograder.release import course, reference
 
@@ -57,6 +57,7 @@ def possible(item: Item, in_sandbox: bool) -> bool:
 
 SECONDS_PER_NOTEBOOK = 30.0  # of naming causes, in one notebook's grading
 KEPT = 2048  # the values of mistakes (and references) on checks' inputs kept in this process
+CALL_ARGUMENTS = ("args", "kwargs", "x", *OPTIONS)  # a check's arguments that make its call (Call.replaying)
 
 
 def cause(item: Item, arguments: dict, known: tuple[Mistake, ...]) -> str | None:
@@ -83,9 +84,13 @@ def _cause(item: Item, arguments: dict, known: tuple[Mistake, ...], started: flo
     try:
         if call.init is not None:
             call.use_reference_weights()
-        got = call.outputs(call.run())
+        got = call.outputs(call.run_shared())  # the failed check's own call, where checks share calls
         key = _key(item, arguments)
-        right = _kept((key, "reference"), lambda: _right(call, standins.as_chosen(solution, item.free), arguments))
+        known_answer = key is not None and "expected" in arguments  # what _right reads besides the call
+        answer = _digest([arguments["expected"], arguments.get("output")]) if known_answer else None
+        right = _kept(
+            (key, "reference", answer), lambda: _right(call, standins.as_chosen(solution, item.free), arguments)
+        )
     except Exception:  # the student's code cannot even be replayed: nothing to compare
         return None
     for mistake in known:
@@ -133,11 +138,12 @@ def _kept(key, compute):
 
 def _key(item: Item, arguments: dict) -> tuple | None:
     """What a mistake's values on a check's call depend on: the item and the call's arguments (the inputs'
-    specs and made data, the seed, the options), or None where they depend on more (the student's own choice of
-    the arguments of a module the item builds, ``free``)."""
+    specs and made data, the seed, the options: what :meth:`Call.replaying` reads, not how the check compares, so
+    that checks of different outputs of one call share them), or None where they depend on more (the student's own
+    choice of the arguments of a module the item builds, ``free``)."""
     if item.free:
         return None
-    described = {name: value for name, value in arguments.items() if name not in ("item", "hint")}
+    described = {name: value for name, value in arguments.items() if name in CALL_ARGUMENTS}
     return (item.assignment, item.name, item.outputs, _digest(described))
 
 

@@ -48,7 +48,7 @@ def check_finite(item: Item, args, kwargs=None, *, options: CallOptions, compare
     failure finds a known mistake in the values (those of an overflow are ill-conditioned: the sandbox and the grader
     round them differently)."""
     call = options.call(item, "finite outputs", args, kwargs, compared.hint)
-    for name, value in call.outputs(call.run()).items():
+    for name, value in call.outputs(call.run_shared()).items():
         got = call.as_numpy(value, name)
         if not np.isfinite(got).all():
             call.fail(f"{name} contains NaN or inf")

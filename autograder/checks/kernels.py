@@ -11,7 +11,7 @@ from __future__ import annotations
 from autograder.api.items import Item
 from autograder.api.options import CompareOptions, compares
 from autograder.calls import kernel_source, launches, replayed
-from autograder.calls.call import Call, CallOptions, takes_options
+from autograder.calls.call import Call, CallOptions, copy_of, shared, takes_options
 from autograder.calls.isolation import isolated
 
 ROLES = ("q", "k", "v", "output", "lse", "grad_output")
@@ -20,10 +20,21 @@ ROLES = ("q", "k", "v", "output", "lse", "grad_output")
 def _replayed(call: Call, roles: tuple[str, ...], names: tuple[str, ...]):
     """Run the item, recording its launches; run them again: ``(plan, result, returned, trace)``. The check fails where
     the launches cannot be replayed (none, too many, a kernel that is not Triton code alone, a tensor as large as
-    the whole matrix of scores). A message names nothing that the record alone holds (:func:`launches.scrubbed`)."""
+    the whole matrix of scores). A message names nothing that the record alone holds (:func:`launches.scrubbed`).
+    The kernel checks of one notebook share a call and its replay (:func:`autograder.calls.call.shared`): those on the
+    same inputs read the same launches, run again once."""
     unknown = set(roles) - set(ROLES)
     if unknown:
         raise ValueError(f"roles must name inputs among {ROLES}, got {sorted(unknown)}")
+    plan, result, returned, trace = shared(
+        call.shared_key("replayed", roles),
+        lambda: _replay(call, roles),
+        lambda found: (*found[:2], copy_of(found[2]), found[3]),
+    )
+    return plan, result, {name: returned[name] for name in (names or returned)}, trace
+
+
+def _replay(call: Call, roles: tuple[str, ...]):
     inputs = dict(zip(roles, call.inputs))
     q, k = inputs["q"], inputs["k"]
     sizes = launches.Sizes(q.numel() // (q.shape[-2] * q.shape[-1]), q.shape[-2], k.shape[-2])
@@ -38,7 +49,7 @@ def _replayed(call: Call, roles: tuple[str, ...], names: tuple[str, ...]):
     result = trace.replay(program, plan.request)
     if not isinstance(result, dict):
         call.fail("the grader could not run its kernels again")
-    return plan, result, {name: returned[name] for name in (names or returned)}, trace
+    return plan, result, returned, trace
 
 
 @isolated(diagnose=False)

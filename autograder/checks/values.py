@@ -29,7 +29,7 @@ def check_matches_reference(item: Item, args, kwargs=None, *, options: CallOptio
     call = options.call(item, "agreement with the reference solution", args, kwargs, compared.hint)
     if options.init is not None:
         call.use_reference_weights()
-    got = call.outputs(call.run())
+    got = call.outputs(call.run_shared())
     want = call.outputs(call.run(standins.as_chosen(reference.get(item.assignment, item.name), item.free)))
     for name in compared.outputs or got:
         compare(
@@ -58,7 +58,7 @@ def check_matches(
     module_name, _, attr = other.rpartition(".")
     builtin = getattr(importlib.import_module(module_name), attr)
     call = options.call(item, f"agreement with {other}", args, kwargs, compared.hint)
-    name, got = call.select(call.run(), compared.output)
+    name, got = call.select(call.run_shared(), compared.output)
     inputs, keywords = specs.materialize(call.args, call.kwargs, options.seed)
     keywords = {(rename or {}).get(k, k): v for k, v in keywords.items()}
     want = call.as_numpy(builtin(*inputs, **keywords), name)

@@ -34,6 +34,7 @@ import torch
 from attention_course import notebooks
 from autograder.api import items
 from autograder.api.items import CheckFailed, PartlyRight, share
+from autograder.calls.call import shared_calls
 from autograder.grading import grader as graders
 from autograder.grading import timings
 from autograder.grading.report import Report, TestResult
@@ -205,7 +206,8 @@ def _grade(assignment, submission, notebook, limits, isolation, release, as_subm
             deadline = started + TOTAL_SECONDS
             session = Session(program.pieces, program.where, report, limits, deadline, sandboxes, runners)
             try:
-                with items.known_mistakes() as known, items.hidden_tests():  # no known answer shown
+                # no known answer shown; checks on the same inputs share the student's call (calls/call.shared)
+                with items.known_mistakes() as known, items.hidden_tests(), shared_calls():
                     try:
                         _run_tests(source, tests, session, report)
                     finally:
