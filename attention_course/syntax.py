@@ -12,10 +12,17 @@ from __future__ import annotations
 import ast
 import threading
 
-_ONE_AT_A_TIME = threading.Lock()
+_ONE_AT_A_TIME = threading.RLock()
 
 
 def parse(source: str, filename: str = "<unknown>") -> ast.Module:
     """``ast.parse(source, filename)``, never while another thread of this process runs it here."""
     with _ONE_AT_A_TIME:
         return ast.parse(source, filename)
+
+
+def held():
+    """The lock :func:`parse` takes, for code that parses through ``ast`` itself (Triton's interpreter reads a
+    kernel's source with ``ast.parse`` and compiles the tree it rewrites): ``with held(): ...`` runs it while no
+    thread of this process parses here. Re-entrant: :func:`parse` may be called inside."""
+    return _ONE_AT_A_TIME

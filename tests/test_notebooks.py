@@ -250,3 +250,25 @@ def test_a_helper_planted_in_a_test_cell_is_found():
     )
     assert _helpers_defined(source) == ["helper", "twice", "fetch", "Sizes"]
     assert _helpers_defined("check_equals(item, [], 1, hint=HINT.format(name='base'))\n") == []
+
+
+def test_no_thread_parses_while_another_holds_the_parse_lock():
+    """Triton's interpreter parses a kernel with ast itself; the grader runs it holding syntax.held(), so that
+    no other grading thread's parse meets it in CPython 3.11's AST constructor (a SystemError)."""
+    import threading
+
+    from attention_course import syntax
+
+    parsed = threading.Event()
+
+    def parse_elsewhere():
+        syntax.parse("x = 1")
+        parsed.set()
+
+    with syntax.held():
+        syntax.parse("y = 2")  # re-entrant: the holder itself may parse
+        other = threading.Thread(target=parse_elsewhere)
+        other.start()
+        assert not parsed.wait(0.3), "a thread parsed while another held the parse lock"
+    assert parsed.wait(5), "the waiting parse never ran after the lock was released"
+    other.join()

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from attention_course import syntax
 from autograder.calls import global_rng, standins
 from autograder.calls.call import is_remote
 
@@ -384,7 +385,7 @@ def traced(obj) -> Iterator[Trace]:
     from autograder.sandbox import launch_log, replay
 
     # one at a time in this process (the grader's threads run kernels too): the launches recorded are this call's
-    with global_rng.LOCK, launch_log.recording() as log:
+    with global_rng.LOCK, syntax.held(), launch_log.recording() as log:
         yield trace
     trace.data, trace.replayer = log.as_data(), functools.partial(_here, replay.replay)
 
