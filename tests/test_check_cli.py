@@ -322,3 +322,91 @@ def test_validate_shows_the_value_returned_beside_a_visible_known_answer(tmp_pat
     assert status == 1
     assert "softmax: a known answer failed" in out, out
     assert "returned: [0.9061, 2.463, 6.695]" in out and "the known answer: [0.09, 0.2447, 0.6652]" in out, out
+
+
+# Names that browsers, Colab and people give a notebook: make must pass each to the command as it is.
+ODD_NAMES = ("ch02_scaled_dot_product (1).ipynb", "Copy of ch02_scaled_dot_product.ipynb", """it's "mine" (2).ipynb""")
+
+
+@pytest.mark.parametrize("target", ["check", "validate"])
+@pytest.mark.parametrize("makefile", ["instructor", "students"])
+def test_make_passes_the_notebook_and_assignment_as_given(makefile, target, tmp_path):
+    """A name with spaces, parentheses and quotes reaches the command as one argument, unchanged (the shell's
+    syntax error before); make check passes ASSIGNMENT as --assignment."""
+    if makefile == "instructor":
+        folder, old = COURSE_ROOT, (".venv/.installed", ".venv/.bytecode", "sandbox")
+    else:
+        folder, old = tmp_path / "students", (".venv/.installed", ".venv/.jupyter-config")
+        folder.mkdir()
+        shutil.copy(STUDENTS_MAKEFILE, folder / "Makefile")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    python = bin_dir / "python"
+    python.write_text("#!/bin/sh\nprintf 'arg:%s\\n' \"$@\"\n")
+    python.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k not in ("NOTEBOOK", "ASSIGNMENT")}
+    for name in ODD_NAMES:
+        notebook = f"downloads/{name}"
+        made = subprocess.run(
+            ["make", "-s", "-C", str(folder), *(f"--assume-old={o}" for o in old), f"BIN={bin_dir}", target]
+            + [f"NOTEBOOK={notebook}", f"ASSIGNMENT={A}"],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+        assert made.returncode == 0, made.stdout + made.stderr
+        args = [line.removeprefix("arg:") for line in made.stdout.splitlines() if line.startswith("arg:")]
+        assert notebook in args, (args, made.stderr)
+        if target == "check":
+            assert args[args.index("--assignment") + 1] == A, args
+        else:
+            assert "--assignment" not in args, args
+
+
+def test_the_assignment_of_a_renamed_copy_is_the_one_its_setup_cell_declares(tmp_path, monkeypatch, capsys):
+    """Colab's "Copy of ..." in a folder of any name: the setup cell's ASSIGNMENT names it, where it is one of
+    the course's; a name that is not (a path, say) is never taken, and then check asks for --assignment."""
+    copy = tmp_path / "Copy of ch11_flash_attention.ipynb"
+    shutil.copy(course.notebook_path("ch11_flash_attention", "exercises"), copy)
+    assert course.assignment_names(copy) == ["ch11_flash_attention"]
+    seen = []
+    monkeypatch.setattr(check, "grade_notebook", lambda assignment, *a, **k: seen.append(assignment) or _report(True))
+    check.main([str(copy)])
+    assert seen == ["ch11_flash_attention"]
+    nb = nbformat.read(str(copy), as_version=4)
+    for cell in nb.cells:
+        if notebooks.cell_id(cell) == "setup":
+            assert 'ASSIGNMENT = "ch11_flash_attention"' in cell.source
+            cell.source = cell.source.replace('"ch11_flash_attention"', '"../../solutions/ch11_flash_attention"')
+    nbformat.write(nb, str(copy))
+    assert notebooks.declared_assignment(nb) == "../../solutions/ch11_flash_attention"
+    assert course.assignment_names(copy) == []
+    with pytest.raises(SystemExit) as usage:
+        check.main([str(copy)])
+    assert usage.value.code == 2
+    err = capsys.readouterr().err
+    assert "cannot tell the assignment of" in err and "pass --assignment (make check ASSIGNMENT=...)" in err, err
+    check.main([str(copy), "--assignment", "ch11_flash_attention"])
+    assert seen == ["ch11_flash_attention"] * 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ODD_NAMES[:2])
+def test_make_validate_and_check_pass_a_right_notebook_downloaded_or_copied(name, tmp_path):
+    """The reference solution under a browser's and Colab's name, in a folder named for nothing: make validate
+    and make check run it, find its assignment, and pass."""
+    path = tmp_path / "Downloads" / name
+    path.parent.mkdir()
+    shutil.copy(course.notebook_path(A, "solutions"), path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k not in ("NOTEBOOK", "ASSIGNMENT")}
+    for target, last in (("validate", "All visible tests passed."), ("check", "Verdict: every test passes")):
+        made = subprocess.run(
+            ["make", "-s", "-C", str(COURSE_ROOT), "--assume-old=.venv/.installed", "--assume-old=.venv/.bytecode"]
+            + [target, f"NOTEBOOK={path}"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=600,
+        )
+        assert made.returncode == 0, made.stdout + made.stderr
+        assert made.stdout.strip().splitlines()[-1].startswith(last), made.stdout
