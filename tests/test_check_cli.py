@@ -18,7 +18,9 @@ from attention_course.notebooks import COURSE_ROOT
 from autograder.cli import check, validate
 from autograder.grading import report as graded
 from autograder.grading.classroom import fill
-from autograder.grading.notebook import grade_notebook
+from autograder.api import items
+from autograder.api.items import CheckFailed
+from autograder.grading.notebook import grade_notebook, test_runs
 from autograder.release import course
 
 A = "ch02_scaled_dot_product"
@@ -235,19 +237,52 @@ def test_the_verdict_of_a_notebook_without_written_answers_is_full_marks():
     )
 
 
-def test_make_check_shows_no_known_answer_as_the_grader_runs_hidden_tests():
-    """The grader runs the instructor's test cells whole, hidden tests and all: no failure there shows a known
-    answer (nor the value returned beside it), visible or hidden, as a notebook's kernel does."""
-    wrong = (
-        "import numpy as np\n"
-        "def softmax(x, axis=-1):\n"
-        "    e = np.exp((x - x.max(axis=axis, keepdims=True)) / 2)\n"
-        "    return e / e.sum(axis=axis, keepdims=True)\n"
-    )
-    report = grade_notebook(A, fill(A, {"softmax": wrong}), isolation="none", only=["softmax"])
+WRONG_SOFTMAX = (
+    "import numpy as np\n"
+    "def softmax(x, axis=-1):\n"
+    "    e = np.exp((x - x.max(axis=axis, keepdims=True)) / 2)\n"
+    "    return e / e.sum(axis=axis, keepdims=True)\n"
+)
+
+
+def test_make_check_shows_a_visible_known_answer_as_make_validate_does(tmp_path, capsys):
+    """A visible test's known answer is in the released cell: where it fails, the grader (make check) shows the
+    value returned beside it, in the same words as make validate's kernel."""
+    report = grade_notebook(A, fill(A, {"softmax": WRONG_SOFTMAX}), isolation="none", only=["softmax"])
     message = report.tests["test_softmax_values"].message
-    assert "a known answer failed" in message and "differs from the known answer" in message, message
-    assert "\n    returned:" not in message and "\n    the known answer:" not in message, message
+    assert "a known answer failed" in message, message
+    shown = [line.strip() for line in message.splitlines() if line.strip().startswith(("returned:", "the known"))]
+    assert shown == ["returned: [0.1863, 0.3072, 0.5065]", "the known answer: [0.09003, 0.2447, 0.6652]"], message
+    path = tmp_path / f"{A}.ipynb"
+    nbformat.write(fill(A, {"softmax": WRONG_SOFTMAX}), str(path))
+    lines, passed = validate.validate(path)
+    validated = [line.strip() for line in lines if line.strip().startswith(("returned:", "the known"))]
+    assert not passed and validated[:2] == shown, lines
+
+
+def test_a_hidden_known_answer_stays_hidden_where_the_cell_runs_visible_ones_beside_it():
+    """The grader runs a cell's visible lines and its hidden region in turn (grading/notebook.test_runs): the same
+    failing known answer shows its values in the visible lines and none in the hidden region."""
+    item = "item = Item('ch02_scaled_dot_product', 'softmax', lambda x, axis=-1: np.exp(x) / 3)\n"
+    known = "check_equals(item, [literal([1.0, 2.0, 3.0])], [0.09, 0.2447, 0.6652])\n"
+    header = "import numpy as np\nfrom autograder import Item, check_equals, literal\n" + item
+
+    def failure(code: str) -> str:
+        namespace: dict = {}
+        with pytest.raises(CheckFailed) as failed:
+            for hidden, run in test_runs(code, "test_0"):
+                with items.hidden_tests(hidden):
+                    exec(run, namespace)
+        return str(failed.value)
+
+    visible = failure(header + known + "### BEGIN HIDDEN TESTS\nx = 1\n### END HIDDEN TESTS\n")
+    assert "returned: [0.9061, 2.463, 6.695]" in visible and "the known answer: [0.09, 0.2447, 0.6652]" in visible
+    hidden = failure(header + "### BEGIN HIDDEN TESTS\n" + known + "### END HIDDEN TESTS\n")
+    assert "a known answer failed" in hidden and "returned:" not in hidden and "0.2447" not in hidden, hidden
+    # a hidden region inside a block cannot run apart: the cell runs whole, as hidden
+    nested = header + "if True:\n    ### BEGIN HIDDEN TESTS\n    " + known + "    ### END HIDDEN TESTS\n" + known
+    assert [hidden for hidden, _ in test_runs(nested, "test_0")] == [True]
+    assert "returned:" not in failure(nested)
 
 
 def _validated(tmp_path: Path, name: str, *cells) -> tuple[int, list[str]]:
