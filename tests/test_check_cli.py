@@ -15,12 +15,13 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from attention_course import notebooks
 from attention_course.notebooks import COURSE_ROOT
-from autograder.cli import check, validate
-from autograder.grading import report as graded
-from autograder.grading.classroom import fill
 from autograder.api import items
 from autograder.api.items import CheckFailed
-from autograder.grading.notebook import grade_notebook, test_runs
+from autograder.cli import check, validate
+from autograder.grading import notebook as graded_notebook
+from autograder.grading import report as graded
+from autograder.grading.classroom import fill
+from autograder.grading.notebook import grade_notebook
 from autograder.release import course
 
 A = "ch02_scaled_dot_product"
@@ -270,7 +271,7 @@ def test_a_hidden_known_answer_stays_hidden_where_the_cell_runs_visible_ones_bes
     def failure(code: str) -> str:
         namespace: dict = {}
         with pytest.raises(CheckFailed) as failed:
-            for hidden, run in test_runs(code, "test_0"):
+            for hidden, run in graded_notebook.test_runs(code, "test_0"):
                 with items.hidden_tests(hidden):
                     exec(run, namespace)
         return str(failed.value)
@@ -281,7 +282,7 @@ def test_a_hidden_known_answer_stays_hidden_where_the_cell_runs_visible_ones_bes
     assert "a known answer failed" in hidden and "returned:" not in hidden and "0.2447" not in hidden, hidden
     # a hidden region inside a block cannot run apart: the cell runs whole, as hidden
     nested = header + "if True:\n    ### BEGIN HIDDEN TESTS\n    " + known + "    ### END HIDDEN TESTS\n" + known
-    assert [hidden for hidden, _ in test_runs(nested, "test_0")] == [True]
+    assert [hidden for hidden, _ in graded_notebook.test_runs(nested, "test_0")] == [True]
     assert "returned:" not in failure(nested)
 
 
