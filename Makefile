@@ -164,8 +164,10 @@ grades: venv  ## write grades/$(ASSIGNMENT).csv again from the gradebook, with t
 	$(BIN)/python -m autograder.cli.grade "$$ASSIGNMENT" --csv-only
 
 # From the repository root, where nbgrader_config.py and gradebook.db are; --allow-root where it runs as root
-# (a container), and nbgrader's exchange folder made where it is missing (autograder/nbgrader/formgrader.py).
-formgrader: venv  ## grade written answers by hand: JupyterLab with nbgrader's formgrader, each answer beside its rubric; ARGS="--no-browser --port 8890"
+# (a container), nbgrader's exchange folder made where it is missing (the course's exchange/ unless
+# NBGRADER_EXCHANGE names another, nbgrader_config.py), the course's MathJax on its pages (autograder/nbgrader/formgrader.py).
+export NBGRADER_EXCHANGE
+formgrader: venv $(MATHJAX)  ## grade written answers by hand: JupyterLab with nbgrader's formgrader, each answer beside its rubric; ARGS="--no-browser --port 8890"; NBGRADER_EXCHANGE=DIR another exchange than the course's
 	$(BIN)/python -m autograder.nbgrader.formgrader $(ARGS)
 
 check: venv sandbox  ## check NOTEBOOK=path against the hidden tests, as grading would; fails unless all pass and every written answer is written; ASSIGNMENT=name where the notebook does not say

@@ -259,3 +259,75 @@ def test_an_exchange_that_cannot_be_made_is_said_with_what_to_do(tmp_path):
         f.write(f"\nc.Exchange.root = {str(made)!r}\n")
     assert formgrader.prepare_exchange(folder) == f"nbgrader's exchange: {made}"
     assert made.stat().st_mode & 0o777 == 0o755
+
+
+def test_the_exchange_is_the_courses_own_unless_another_is_named(tmp_path, monkeypatch):
+    """nbgrader_config.py keeps nbgrader's exchange in the course (exchange/), made there by make formgrader, never
+    nbgrader's system folder opened to every user; NBGRADER_EXCHANGE (which make passes on) names another."""
+    from autograder.exchange import exchange_settings
+
+    folder = tmp_path / "course"
+    folder.mkdir()
+    shutil.copy(course.COURSE_ROOT / "nbgrader_config.py", folder)
+    monkeypatch.delenv("NBGRADER_EXCHANGE", raising=False)
+    assert exchange_settings(folder).root == folder.resolve() / "exchange"
+    assert formgrader.prepare_exchange(folder) == (
+        f"made nbgrader's exchange {folder.resolve() / 'exchange'} (c.Exchange.root in nbgrader_config.py), "
+        "writable by every user"
+    )
+    system = tmp_path / "system-exchange"
+    monkeypatch.setenv("NBGRADER_EXCHANGE", str(system))
+    assert exchange_settings(folder).root == system
+    # make passes the variable on to the command (a stand-in python prints what it gets)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python").write_text('#!/bin/sh\necho "exchange: $NBGRADER_EXCHANGE"\n')
+    (bin_dir / "python").chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k != "NBGRADER_EXCHANGE"}
+    old = [f"--assume-old={name}" for name in (".venv/.installed", ".venv/.bytecode", "book/_static/mathjax/VERSION")]
+    for given, expected in (([], "exchange:"), ([f"NBGRADER_EXCHANGE={system}"], f"exchange: {system}")):
+        made = subprocess.run(
+            ["make", "-s", "-C", str(course.COURSE_ROOT), *old, f"BIN={bin_dir}", "formgrader", *given],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+        assert made.returncode == 0 and made.stdout.strip() == expected, made.stdout + made.stderr
+
+
+def test_the_formgrader_serves_the_courses_mathjax_and_its_template_asks_no_cdn():
+    """make formgrader's JupyterLab serves book/_static as static files, and nbconvert's mathjax macro that its page
+    of a submission calls is the course's, first on JUPYTER_PATH: the course's MathJax, no CDN."""
+    from nbconvert.exporters import HTMLExporter
+    from nbgrader.server_extensions.formgrader import handlers
+
+    command = formgrader.lab_command(Path("course"), [], as_root=False)
+    assert f"--ServerApp.extra_static_paths={course.FEEDBACK_MATHJAX.parent.parent}" in command
+    env = formgrader.lab_environment({"JUPYTER_PATH": "/elsewhere"})
+    assert env["JUPYTER_PATH"].split(os.pathsep) == [str(formgrader.TEMPLATES), "/elsewhere"]
+    cdn = HTMLExporter().mathjax_url.split("?")[0]
+    source = course.notebook_path(A, "exercises")
+    resources = {"base_url": "/", "notebook_id": A, "index": 0, "total": 1, "submission_id": "x"}
+    pages = {}
+    for path in (None, env["JUPYTER_PATH"]):
+        script = (
+            "import sys\nfrom nbconvert.exporters import HTMLExporter\n"
+            "exporter = HTMLExporter(template_name='formgrade', extra_template_basedirs=[sys.argv[1]])\n"
+            f"print(exporter.from_filename(sys.argv[2], resources={resources!r})[0])\n"
+        )
+        run_env = {k: v for k, v in os.environ.items() if k != "JUPYTER_PATH"}
+        if path:
+            run_env["JUPYTER_PATH"] = path
+        done = subprocess.run(
+            [sys.executable, "-c", script, handlers.template_path, str(source)],
+            capture_output=True,
+            text=True,
+            env=run_env,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        pages[path] = done.stdout
+    assert cdn in pages[None]  # nbgrader's own template, as it was: the CDN
+    assert (
+        cdn not in pages[env["JUPYTER_PATH"]]
+        and 'src="../../../static/mathjax/tex-svg.js"' in pages[env["JUPYTER_PATH"]]
+    )
