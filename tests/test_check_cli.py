@@ -446,3 +446,24 @@ def test_make_validate_and_check_pass_a_right_notebook_downloaded_or_copied(name
         )
         assert made.returncode == 0, made.stdout + made.stderr
         assert made.stdout.strip().splitlines()[-1].startswith(last), made.stdout
+
+
+@pytest.mark.parametrize("target,variable", [("student-repo", "DEST"), ("check-site", "SITE")])
+def test_make_passes_a_folder_as_given(target, variable, tmp_path):
+    """The folders that targets take pass as one argument too, whatever their name holds."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python").write_text("#!/bin/sh\nprintf 'arg:%s\\n' \"$@\"\n")
+    (bin_dir / "python").chmod(0o755)
+    folder = """../it's "the" site (1)"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k != variable}
+    made = subprocess.run(
+        ["make", "-s", "-C", str(COURSE_ROOT), "--assume-old=.venv/.installed", "--assume-old=.venv/.bytecode"]
+        + [f"BIN={bin_dir}", target, f"{variable}={folder}"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert made.returncode == 0, made.stdout + made.stderr
+    args = [line.removeprefix("arg:") for line in made.stdout.splitlines() if line.startswith("arg:")]
+    assert args.count(folder) == (3 if target == "check-site" else 1), args
