@@ -384,7 +384,7 @@ def test_each_student_fetches_their_own_feedback_with_their_score(term):
         heading = (
             f"{A} (Score: {scores[name]:.1f} / {MAX:.1f})"
             if name == "bob"
-            else f"{A} (Score: {scores[name]:g} / {MAX:g} so far; written answer "
+            else f"{A} (Score: {scores[name]:.1f} / {MAX:.1f} so far; written answer "
         )
         assert heading in html, (name, re.findall(r"<h4>.*?</h4>", html)[:2])
         assert (f"Late submission penalty (Score: -{FULL:.1f})" in html) == (name in LATE_ONES), name

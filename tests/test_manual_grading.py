@@ -101,10 +101,10 @@ def test_the_summary_names_a_blank_written_answer_and_counts_what_it_says(graded
 def test_feedback_before_manual_grading_says_awaiting_and_the_total_is_partial(graded):
     folder, _ = graded
     page = _feedback(folder, "reference")
-    assert f"(Score: {TESTS:g} / {MAX:g} so far; {AWAITING})</h4>" in page
+    assert f"(Score: {TESTS:.1f} / {MAX:.1f} so far; {AWAITING})</h4>" in page
     assert f'<a href="#{WRITTEN}">Written answer <code>{WRITTEN}</code></a> (awaiting grading: 2 points)' in page
     assert "Awaiting grading: 2 points, counted as 0 until graded" in page
-    assert f"Score: {TESTS:.1f} / {MAX:.1f}" not in page and "Written response" not in page
+    assert f"Score: {TESTS:.1f} / {MAX:.1f})" not in page and "Written response" not in page  # said to be so far
     # a written answer left as released is graded (0 at once): its score shows, and the total is whole
     left = _feedback(folder, "tests_only")
     assert f"(Score: {TESTS:.1f} / {MAX:.1f})</h4>" in left and "awaiting grading" not in left and "so far" not in left

@@ -176,13 +176,12 @@ def awaiting_grading(page: str, info: dict) -> str:
                 f"the feedback page would show the written answer {grade_id}, which awaits grading, with a score: "
                 "nbgrader's feedback template is not the one that autograder/nbgrader/feedback_html.py reads"
             )
-    score, most = float(info.get("score") or 0.0), float(info.get("max_score") or 0.0)
     waiting = awaiting_words(awaiting)
     unanswered = unanswered_note(info["notebook"]) if info.get("unanswered") and info.get("notebook") else ""
 
-    def total(match):
+    def total(match):  # the template's own total (nbgrader's score and maximum), said to be so far
         so_far = f" so far; {waiting}" if waiting else ""
-        line = f"<h4>{match.group(1)} (Score: {score:g} / {most:g}{so_far})</h4>"
+        line = f"<h4>{match.group(1)} (Score: {match.group(2)} / {match.group(3)}{so_far})</h4>"
         return line + (f"\n<p><b>{html.escape(unanswered)}</b></p>" if unanswered else "")
 
     if not (awaiting or unanswered):
