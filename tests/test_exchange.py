@@ -637,7 +637,11 @@ def test_make_grade_lists_the_refused_with_the_reason_and_scores_them_zero(term)
         assert not (term.course / "autograded" / name).exists()
         feedback = term.course / "feedback" / name / A  # the course's page alone, with what releases it
         assert sorted(p.name for p in feedback.iterdir()) == [f"{A}.html", SECRET, "timestamp.txt"], name
-    assert rows["alice"]["score"] == str(FULL) and rows["alice"]["note"] == ""
+    assert rows["alice"]["score"] == str(FULL)
+    assert (
+        rows["alice"]["note"]
+        == "written answer explain_saturated_attention awaiting grading: 2 points, counted as 0 until graded"
+    )
 
 
 # ----------------------------------------------------------------------------- a collect that follows links
