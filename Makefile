@@ -23,8 +23,12 @@ PYTEST_ARGS ?=
 BOOK_OUT ?= .
 SITE ?= _build/html
 DEST ?=
+# The files and names that targets take reach their commands through the environment ("$$NOTEBOOK"), never
+# pasted into the shell's line: a name as a browser, Colab or a person gives it (spaces, parentheses, quotes:
+# `Copy of x (1).ipynb`) passes as it is.
+export NOTEBOOK ASSIGNMENT DEST SITE BOOK_OUT NANOGPT
 
-.PHONY: help venv lock lint test-fast sandbox browser book linkcheck check-site student-repo test test-exhaustive exercises check-exercises grade grades formgrader check validate similarity bench-suite bench-book figures bench-grading bench-attacks grading-accuracy train generate bench-transformer bench-generate bench-pretrained test-device bench-gpu bench-compile clean
+.PHONY: help venv lab lock lint test-fast sandbox browser book linkcheck check-site student-repo test test-exhaustive exercises check-exercises grade grades formgrader check validate similarity bench-suite bench-book figures bench-grading bench-attacks grading-accuracy train generate bench-transformer bench-generate bench-pretrained test-device bench-gpu bench-compile clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -83,6 +87,15 @@ browser:  ## install Chromium, the browser that `make test` reads the built site
 	    echo "Installing chromium"; apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
 	  else echo "The site tests need Chromium: install it (e.g. sudo apt-get install chromium) or set CHROMIUM=/path/to/chrome"; exit 1; fi; }
 
+# JupyterLab serves the course's folder, where nbgrader_config.py is, and opens NOTEBOOK in it: nbgrader's course
+# folder (the one Jupyter starts in) must lie inside the server's root, and `jupyter lab path/to/x.ipynb` alone makes
+# the notebook's own folder the root (nbgrader then logs that it "will not work correctly"). JupyterLab refuses
+# to start as root unless told to: make tells it so where you are root (in a container, say).
+ALLOW_ROOT = $(if $(filter 0,$(shell id -u)),--allow-root)
+LAB_ARGS ?=
+lab: venv  ## open JupyterLab on the course, NOTEBOOK=path opened in it (LAB_ARGS="--no-browser --port 8890" passes options)
+	$(BIN)/jupyter lab --ServerApp.root_dir="$$(pwd)" $(ALLOW_ROOT) $(LAB_ARGS) $${NOTEBOOK:+"$$NOTEBOOK"}
+
 MATHJAX := book/_static/mathjax/VERSION
 
 $(MATHJAX): course_site/mathjax.py | $(VENV)/.installed
@@ -98,9 +111,9 @@ book: venv $(MATHJAX)  ## build the book into _build/html, open or term edition 
 	@# The build finds every chapter's outputs in the cache (one line each, from myst-nb's log), and would
 	@# execute, one after another, a page whose outputs are not there. MyST's two configuration dumps (a
 	@# line of thousands of characters each) are left out (course_site/build_log.py).
-	@set -o pipefail; PYTHONUNBUFFERED=1 $(BIN)/jupyter-book build $(BOOK_FLAGS) --path-output $(BOOK_OUT) . 2>&1 \
+	@set -o pipefail; PYTHONUNBUFFERED=1 $(BIN)/jupyter-book build $(BOOK_FLAGS) --path-output "$$BOOK_OUT" . 2>&1 \
 	  | $(BIN)/python -m course_site.build_log
-	@echo "The book is at file://$(abspath $(BOOK_OUT))/_build/html/index.html"
+	@echo "The book is at file://$$(cd "$$BOOK_OUT" && pwd)/_build/html/index.html"
 
 linkcheck: venv $(MATHJAX)  ## check the book's external links (needs a network; `make test` checks the internal ones)
 	@status=0; $(BIN)/jupyter-book build --builder linkcheck . || status=$$?; \
@@ -108,13 +121,13 @@ linkcheck: venv $(MATHJAX)  ## check the book's external links (needs a network;
 	echo "Report: _build/linkcheck/output.txt"; exit $$status
 
 check-site: venv  ## fail if the built site (SITE) has a broken link, a hidden test, a marker, an unreleased solution or a machine's path
-	$(BIN)/python -m course_site.links $(SITE)
-	$(BIN)/python -m course_site.leaks $(SITE)
-	$(BIN)/python -m course_site.paths $(SITE)
+	$(BIN)/python -m course_site.links "$$SITE"
+	$(BIN)/python -m course_site.leaks "$$SITE"
+	$(BIN)/python -m course_site.paths "$$SITE"
 
 student-repo: venv  ## write the students' repository (exercises, packages, released solutions only) into DEST, for term.yml's students_repository
-	@test -n "$(DEST)" || { echo "usage: make student-repo DEST=../attention-course-student [RELEASED=\"ch01_bahdanau ...\"] [STUDENTS_RELEASE=week-2]   (a new or empty folder outside this repository, or the checkout of an earlier export)"; exit 2; }
-	$(BIN)/python -m course_site.export $(DEST)
+	@test -n "$$DEST" || { echo "usage: make student-repo DEST=../attention-course-student [RELEASED=\"ch01_bahdanau ...\"] [STUDENTS_RELEASE=week-2]   (a new or empty folder outside this repository, or the checkout of an earlier export)"; exit 2; }
+	$(BIN)/python -m course_site.export "$$DEST"
 
 lint: venv  ## ruff (code and notebooks: lint and format) and import-linter (the packages import one way)
 	$(BIN)/ruff check .
@@ -142,31 +155,33 @@ check-exercises: venv  ## fail if exercises/ differs from what `make exercises` 
 	$(BIN)/python -m autograder.cli.exercises --check
 
 grade: venv sandbox $(MATHJAX)  ## autograde (sandboxed, JOBS at a time) submitted/*/$(ASSIGNMENT), write feedback and grades/$(ASSIGNMENT).csv; ARGS="--help"
-	@test -n "$(ASSIGNMENT)" || { echo "usage: make grade ASSIGNMENT=ch02_scaled_dot_product"; exit 2; }
-	$(BIN)/python -m autograder.cli.grade $(ASSIGNMENT) --jobs $(JOBS) $(ARGS)
+	@test -n "$$ASSIGNMENT" || { echo "usage: make grade ASSIGNMENT=ch02_scaled_dot_product"; exit 2; }
+	$(BIN)/python -m autograder.cli.grade "$$ASSIGNMENT" --jobs $(JOBS) $(ARGS)
 
 # check and validate fail unless every test passed: make's "Error 1" is a failed test (for check, or a written
 # answer left as released), "Error 2" a notebook that could not be checked (the commands' own exit status:
 # autograder/cli/check.py, validate.py; validate warns of a written answer left as released, and passes).
 grades: venv  ## write grades/$(ASSIGNMENT).csv again from the gradebook, with the written answers' scores given in formgrader
-	$(BIN)/python -m autograder.cli.grade $(ASSIGNMENT) --csv-only
+	$(BIN)/python -m autograder.cli.grade "$$ASSIGNMENT" --csv-only
 
 # From the repository root, where nbgrader_config.py and gradebook.db are; --allow-root where it runs as root
-# (a container), and nbgrader's exchange folder made where it is missing (autograder/nbgrader/formgrader.py).
-formgrader: venv  ## grade written answers by hand: JupyterLab with nbgrader's formgrader, each answer beside its rubric; ARGS="--no-browser --port 8890"
+# (a container), nbgrader's exchange folder made where it is missing (the course's exchange/ unless
+# NBGRADER_EXCHANGE names another, nbgrader_config.py), the course's MathJax on its pages (autograder/nbgrader/formgrader.py).
+export NBGRADER_EXCHANGE
+formgrader: venv $(MATHJAX)  ## grade written answers by hand: JupyterLab with nbgrader's formgrader, each answer beside its rubric; ARGS="--no-browser --port 8890"; NBGRADER_EXCHANGE=DIR another exchange than the course's
 	$(BIN)/python -m autograder.nbgrader.formgrader $(ARGS)
 
-check: venv sandbox  ## check NOTEBOOK=path against the hidden tests, as grading would; fails unless all pass and every written answer is written
-	@test -n "$(NOTEBOOK)" || { echo "usage: make check NOTEBOOK=exercises/ch02_scaled_dot_product/ch02_scaled_dot_product.ipynb"; exit 2; }
-	@$(BIN)/python -m autograder.cli.check $(NOTEBOOK)
+check: venv sandbox  ## check NOTEBOOK=path against the hidden tests, as grading would; fails unless all pass and every written answer is written; ASSIGNMENT=name where the notebook does not say
+	@test -n "$$NOTEBOOK" || { echo "usage: make check NOTEBOOK=exercises/ch02_scaled_dot_product/ch02_scaled_dot_product.ipynb [ASSIGNMENT=ch02_scaled_dot_product]"; exit 2; }
+	@$(BIN)/python -m autograder.cli.check "$$NOTEBOOK" $${ASSIGNMENT:+--assignment "$$ASSIGNMENT"}
 
 validate: venv  ## run NOTEBOOK top to bottom and list its visible tests' verdicts (no solutions needed); fails unless all pass
-	@test -n "$(NOTEBOOK)" || { echo "usage: make validate NOTEBOOK=exercises/ch02_scaled_dot_product/ch02_scaled_dot_product.ipynb"; exit 2; }
-	$(BIN)/python -m autograder.cli.validate $(NOTEBOOK)
+	@test -n "$$NOTEBOOK" || { echo "usage: make validate NOTEBOOK=exercises/ch02_scaled_dot_product/ch02_scaled_dot_product.ipynb"; exit 2; }
+	$(BIN)/python -m autograder.cli.validate "$$NOTEBOOK"
 
 similarity: venv  ## report near-identical submissions of ASSIGNMENT, and copies of the open edition (grades/similarity/)
-	@test -n "$(ASSIGNMENT)" || { echo "usage: make similarity ASSIGNMENT=ch03_multi_head"; exit 2; }
-	$(BIN)/python -m autograder.cli.similarity $(ASSIGNMENT)
+	@test -n "$$ASSIGNMENT" || { echo "usage: make similarity ASSIGNMENT=ch03_multi_head"; exit 2; }
+	$(BIN)/python -m autograder.cli.similarity "$$ASSIGNMENT"
 
 grading-accuracy: venv sandbox  ## correct answers at full marks, wrong ones caught in their item, per assignment
 	$(BIN)/python -m tests.grading_accuracy $(ARGS)
@@ -190,7 +205,7 @@ test-device: venv  ## the tests that compute on a device, on DEVICE (default cud
 	COURSE_TEST_DEVICE=$(or $(DEVICE),cuda) $(PYTEST) $(PYTEST_ARGS) $$($(BIN)/python -c 'from benchmarks.gpu import DEVICE_TESTS; print(*DEVICE_TESTS)')
 
 bench-gpu: venv  ## chapter 8's measurements on a GPU (benchmarks.gpu), recorded for the chapter; NANOGPT=DIR (a nanoGPT checkout) adds the side-by-side run; ARGS="--help"
-	$(BIN)/python -m benchmarks.gpu $(if $(NANOGPT),--nanogpt $(NANOGPT)) $(ARGS)
+	$(BIN)/python -m benchmarks.gpu $${NANOGPT:+--nanogpt "$$NANOGPT"} $(ARGS)
 
 bench-compile: venv  ## what torch.compile costs make train and when it pays back: fp32, bf16, compiled cold and warm, whole and by layers; recorded; ARGS="--steps 300 -- --eval-examples 200"
 	$(BIN)/python -m benchmarks.compile_cost --record $(ARGS)

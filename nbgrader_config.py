@@ -9,7 +9,9 @@ The course layout maps onto nbgrader's folders:
     autograded/, feedback/, gradebook.db             grading state            (git-ignored)
 """
 
+import os
 import warnings
+from pathlib import Path
 
 from nbformat.warnings import MissingIDFieldWarning
 from sqlalchemy.exc import SAWarning
@@ -84,6 +86,13 @@ c.Autograde.sanitize_preprocessors = [
 # and `make grade` lists it with its owner. Turn check_owner off only where every student shares
 # one system user (then a folder counts for whoever its name says).
 c.ExchangeFactory.collect = "autograder.exchange.collect.SafeCollect"
+# The exchange itself (release, fetch, submit, collect; the formgrader's Release and Collect buttons) is a folder
+# of this course, exchange/ (git-ignored), unless NBGRADER_EXCHANGE names another: nothing outside the course is
+# made or opened to every user. Where students submit through nbgrader on this machine (a JupyterHub), name the
+# exchange their nbgrader uses, for every nbgrader command and make target (`make formgrader
+# NBGRADER_EXCHANGE=/usr/local/share/nbgrader/exchange`, nbgrader's default: made writable by every user), or
+# write it here.
+c.Exchange.root = os.environ.get("NBGRADER_EXCHANGE") or str(Path(__file__).resolve().parent / "exchange")
 # The class list: only its students are collected and graded (`make grade` lists the rest); one
 # student id a line, or the CSV that `nbgrader db student import` reads (an "id" column), from this
 # folder. Unset, every student with a submission is (on a hub: every account that submits).

@@ -149,6 +149,29 @@ def is_setup(cell) -> bool:
     )
 
 
+def declared_assignment(nb) -> str | None:
+    """The assignment that ``nb``'s setup cells name (``ASSIGNMENT = "ch02_scaled_dot_product"``, a string
+    assigned at a setup cell's top level: :func:`is_setup`), as written: a name a notebook keeps whatever its file
+    is called (``Copy of ...``, ``... (1).ipynb``). Unchecked: the caller takes it only where it is one of the
+    course's assignment names, and never builds a path from it otherwise; None where no setup cell names one."""
+    for cell in nb.cells:
+        if not is_setup(cell):
+            continue
+        try:
+            tree = syntax.parse(cell_text(cell))
+        except (SyntaxError, ValueError):
+            continue
+        for node in tree.body:
+            if (
+                isinstance(node, ast.Assign)
+                and [getattr(target, "id", None) for target in node.targets] == ["ASSIGNMENT"]
+                and isinstance(node.value, ast.Constant)
+                and isinstance(node.value.value, str)
+            ):
+                return node.value.value
+    return None
+
+
 def cell_id(cell) -> str | None:
     gid = nbgrader_meta(cell).get("grade_id")
     return gid if isinstance(gid, str) else None

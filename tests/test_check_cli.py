@@ -15,7 +15,10 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from attention_course import notebooks
 from attention_course.notebooks import COURSE_ROOT
+from autograder.api import items
+from autograder.api.items import CheckFailed
 from autograder.cli import check, validate
+from autograder.grading import notebook as graded_notebook
 from autograder.grading import report as graded
 from autograder.grading.classroom import fill
 from autograder.grading.notebook import grade_notebook
@@ -235,19 +238,52 @@ def test_the_verdict_of_a_notebook_without_written_answers_is_full_marks():
     )
 
 
-def test_make_check_shows_no_known_answer_as_the_grader_runs_hidden_tests():
-    """The grader runs the instructor's test cells whole, hidden tests and all: no failure there shows a known
-    answer (nor the value returned beside it), visible or hidden, as a notebook's kernel does."""
-    wrong = (
-        "import numpy as np\n"
-        "def softmax(x, axis=-1):\n"
-        "    e = np.exp((x - x.max(axis=axis, keepdims=True)) / 2)\n"
-        "    return e / e.sum(axis=axis, keepdims=True)\n"
-    )
-    report = grade_notebook(A, fill(A, {"softmax": wrong}), isolation="none", only=["softmax"])
+WRONG_SOFTMAX = (
+    "import numpy as np\n"
+    "def softmax(x, axis=-1):\n"
+    "    e = np.exp((x - x.max(axis=axis, keepdims=True)) / 2)\n"
+    "    return e / e.sum(axis=axis, keepdims=True)\n"
+)
+
+
+def test_make_check_shows_a_visible_known_answer_as_make_validate_does(tmp_path, capsys):
+    """A visible test's known answer is in the released cell: where it fails, the grader (make check) shows the
+    value returned beside it, in the same words as make validate's kernel."""
+    report = grade_notebook(A, fill(A, {"softmax": WRONG_SOFTMAX}), isolation="none", only=["softmax"])
     message = report.tests["test_softmax_values"].message
-    assert "a known answer failed" in message and "differs from the known answer" in message, message
-    assert "\n    returned:" not in message and "\n    the known answer:" not in message, message
+    assert "a known answer failed" in message, message
+    shown = [line.strip() for line in message.splitlines() if line.strip().startswith(("returned:", "the known"))]
+    assert shown == ["returned: [0.1863, 0.3072, 0.5065]", "the known answer: [0.09003, 0.2447, 0.6652]"], message
+    path = tmp_path / f"{A}.ipynb"
+    nbformat.write(fill(A, {"softmax": WRONG_SOFTMAX}), str(path))
+    lines, passed = validate.validate(path)
+    validated = [line.strip() for line in lines if line.strip().startswith(("returned:", "the known"))]
+    assert not passed and validated[:2] == shown, lines
+
+
+def test_a_hidden_known_answer_stays_hidden_where_the_cell_runs_visible_ones_beside_it():
+    """The grader runs a cell's visible lines and its hidden region in turn (grading/notebook.test_runs): the same
+    failing known answer shows its values in the visible lines and none in the hidden region."""
+    item = "item = Item('ch02_scaled_dot_product', 'softmax', lambda x, axis=-1: np.exp(x) / 3)\n"
+    known = "check_equals(item, [literal([1.0, 2.0, 3.0])], [0.09, 0.2447, 0.6652])\n"
+    header = "import numpy as np\nfrom autograder import Item, check_equals, literal\n" + item
+
+    def failure(code: str) -> str:
+        namespace: dict = {}
+        with pytest.raises(CheckFailed) as failed:
+            for hidden, run in graded_notebook.test_runs(code, "test_0"):
+                with items.hidden_tests(hidden):
+                    exec(run, namespace)
+        return str(failed.value)
+
+    visible = failure(header + known + "### BEGIN HIDDEN TESTS\nx = 1\n### END HIDDEN TESTS\n")
+    assert "returned: [0.9061, 2.463, 6.695]" in visible and "the known answer: [0.09, 0.2447, 0.6652]" in visible
+    hidden = failure(header + "### BEGIN HIDDEN TESTS\n" + known + "### END HIDDEN TESTS\n")
+    assert "a known answer failed" in hidden and "returned:" not in hidden and "0.2447" not in hidden, hidden
+    # a hidden region inside a block cannot run apart: the cell runs whole, as hidden
+    nested = header + "if True:\n    ### BEGIN HIDDEN TESTS\n    " + known + "    ### END HIDDEN TESTS\n" + known
+    assert [hidden for hidden, _ in graded_notebook.test_runs(nested, "test_0")] == [True]
+    assert "returned:" not in failure(nested)
 
 
 def _validated(tmp_path: Path, name: str, *cells) -> tuple[int, list[str]]:
@@ -322,3 +358,112 @@ def test_validate_shows_the_value_returned_beside_a_visible_known_answer(tmp_pat
     assert status == 1
     assert "softmax: a known answer failed" in out, out
     assert "returned: [0.9061, 2.463, 6.695]" in out and "the known answer: [0.09, 0.2447, 0.6652]" in out, out
+
+
+# Names that browsers, Colab and people give a notebook: make must pass each to the command as it is.
+ODD_NAMES = ("ch02_scaled_dot_product (1).ipynb", "Copy of ch02_scaled_dot_product.ipynb", """it's "mine" (2).ipynb""")
+
+
+@pytest.mark.parametrize("target", ["check", "validate"])
+@pytest.mark.parametrize("makefile", ["instructor", "students"])
+def test_make_passes_the_notebook_and_assignment_as_given(makefile, target, tmp_path):
+    """A name with spaces, parentheses and quotes reaches the command as one argument, unchanged (the shell's
+    syntax error before); make check passes ASSIGNMENT as --assignment."""
+    if makefile == "instructor":
+        folder, old = COURSE_ROOT, (".venv/.installed", ".venv/.bytecode", "sandbox")
+    else:
+        folder, old = tmp_path / "students", (".venv/.installed", ".venv/.jupyter-config")
+        folder.mkdir()
+        shutil.copy(STUDENTS_MAKEFILE, folder / "Makefile")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    python = bin_dir / "python"
+    python.write_text("#!/bin/sh\nprintf 'arg:%s\\n' \"$@\"\n")
+    python.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k not in ("NOTEBOOK", "ASSIGNMENT")}
+    for name in ODD_NAMES:
+        notebook = f"downloads/{name}"
+        made = subprocess.run(
+            ["make", "-s", "-C", str(folder), *(f"--assume-old={o}" for o in old), f"BIN={bin_dir}", target]
+            + [f"NOTEBOOK={notebook}", f"ASSIGNMENT={A}"],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+        assert made.returncode == 0, made.stdout + made.stderr
+        args = [line.removeprefix("arg:") for line in made.stdout.splitlines() if line.startswith("arg:")]
+        assert notebook in args, (args, made.stderr)
+        if target == "check":
+            assert args[args.index("--assignment") + 1] == A, args
+        else:
+            assert "--assignment" not in args, args
+
+
+def test_the_assignment_of_a_renamed_copy_is_the_one_its_setup_cell_declares(tmp_path, monkeypatch, capsys):
+    """Colab's "Copy of ..." in a folder of any name: the setup cell's ASSIGNMENT names it, where it is one of
+    the course's; a name that is not (a path, say) is never taken, and then check asks for --assignment."""
+    copy = tmp_path / "Copy of ch11_flash_attention.ipynb"
+    shutil.copy(course.notebook_path("ch11_flash_attention", "exercises"), copy)
+    assert course.assignment_names(copy) == ["ch11_flash_attention"]
+    seen = []
+    monkeypatch.setattr(check, "grade_notebook", lambda assignment, *a, **k: seen.append(assignment) or _report(True))
+    check.main([str(copy)])
+    assert seen == ["ch11_flash_attention"]
+    nb = nbformat.read(str(copy), as_version=4)
+    for cell in nb.cells:
+        if notebooks.cell_id(cell) == "setup":
+            assert 'ASSIGNMENT = "ch11_flash_attention"' in cell.source
+            cell.source = cell.source.replace('"ch11_flash_attention"', '"../../solutions/ch11_flash_attention"')
+    nbformat.write(nb, str(copy))
+    assert notebooks.declared_assignment(nb) == "../../solutions/ch11_flash_attention"
+    assert course.assignment_names(copy) == []
+    with pytest.raises(SystemExit) as usage:
+        check.main([str(copy)])
+    assert usage.value.code == 2
+    err = capsys.readouterr().err
+    assert "cannot tell the assignment of" in err and "pass --assignment (make check ASSIGNMENT=...)" in err, err
+    check.main([str(copy), "--assignment", "ch11_flash_attention"])
+    assert seen == ["ch11_flash_attention"] * 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ODD_NAMES[:2])
+def test_make_validate_and_check_pass_a_right_notebook_downloaded_or_copied(name, tmp_path):
+    """The reference solution under a browser's and Colab's name, in a folder named for nothing: make validate
+    and make check run it, find its assignment, and pass."""
+    path = tmp_path / "Downloads" / name
+    path.parent.mkdir()
+    shutil.copy(course.notebook_path(A, "solutions"), path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k not in ("NOTEBOOK", "ASSIGNMENT")}
+    for target, last in (("validate", "All visible tests passed."), ("check", "Verdict: every test passes")):
+        made = subprocess.run(
+            ["make", "-s", "-C", str(COURSE_ROOT), "--assume-old=.venv/.installed", "--assume-old=.venv/.bytecode"]
+            + [target, f"NOTEBOOK={path}"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=600,
+        )
+        assert made.returncode == 0, made.stdout + made.stderr
+        assert made.stdout.strip().splitlines()[-1].startswith(last), made.stdout
+
+
+@pytest.mark.parametrize("target,variable", [("student-repo", "DEST"), ("check-site", "SITE")])
+def test_make_passes_a_folder_as_given(target, variable, tmp_path):
+    """The folders that targets take pass as one argument too, whatever their name holds."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python").write_text("#!/bin/sh\nprintf 'arg:%s\\n' \"$@\"\n")
+    (bin_dir / "python").chmod(0o755)
+    folder = """../it's "the" site (1)"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k != variable}
+    made = subprocess.run(
+        ["make", "-s", "-C", str(COURSE_ROOT), "--assume-old=.venv/.installed", "--assume-old=.venv/.bytecode"]
+        + [f"BIN={bin_dir}", target, f"{variable}={folder}"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert made.returncode == 0, made.stdout + made.stderr
+    args = [line.removeprefix("arg:") for line in made.stdout.splitlines() if line.startswith("arg:")]
+    assert args.count(folder) == (3 if target == "check-site" else 1), args

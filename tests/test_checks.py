@@ -220,8 +220,8 @@ def test_matches_builtin_with_renamed_keyword():
 
 def test_equals_shows_a_visible_known_answer_and_the_value_returned_but_never_a_hidden_one():
     """A visible test's known answer is public (its cell prints it): in a notebook's kernel, where only visible
-    tests run, a failure shows it beside the value returned. Where hidden tests run (the grader, which runs the
-    instructor's cells whole), no failure shows a known answer, nor the value returned beside it."""
+    tests run, and in the grader's run of a cell's visible lines, a failure shows it beside the value returned. In
+    a hidden region (the grader's), no failure shows a known answer, nor the value returned beside it."""
     expected = [0.09003057317038046, 0.24472847105479767, 0.6652409557748219]
     check_equals(softmax_item(good_softmax), [literal([1.0, 2.0, 3.0])], expected=expected)
     wrong = softmax_item(lambda x, axis=-1: np.exp(x) / 3)

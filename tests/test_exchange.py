@@ -384,7 +384,7 @@ def test_each_student_fetches_their_own_feedback_with_their_score(term):
         heading = (
             f"{A} (Score: {scores[name]:.1f} / {MAX:.1f})"
             if name == "bob"
-            else f"{A} (Score: {scores[name]:g} / {FULL:g} so far; {MAX - FULL:g} points await your instructor's"
+            else f"{A} (Score: {scores[name]:.1f} / {MAX:.1f} so far; written answer "
         )
         assert heading in html, (name, re.findall(r"<h4>.*?</h4>", html)[:2])
         assert (f"Late submission penalty (Score: -{FULL:.1f})" in html) == (name in LATE_ONES), name
@@ -527,7 +527,8 @@ def test_make_grade_prints_each_phase_and_the_summary(term):
     assert -1 not in where and where == sorted(where), dict(zip(PHASES, where))
     assert f"Grades for {A}: 7 submission(s)" in out
     lines = {line.split()[0]: line for line in out.splitlines() if line.split()[:1] in [[name] for name in ANSWERS]}
-    assert f"{FULL:g} / {MAX:g}  all tests passed; awaiting manual grading: " in lines["alice"]
+    assert f"{FULL:g} / {MAX:g}  all tests passed; written answer " in lines["alice"]
+    assert " awaiting grading: 2 points, counted as 0 until graded" in lines["alice"]
     assert f"0 / {MAX:g}" in lines["bob"]
     assert all(f"0 / {MAX:g}  refused: the submission in the exchange holds" in lines[name] for name in REFUSED)
     assert "mean " in out and f"Grades:   {term.course / 'grades' / (A + '.csv')}" in out
@@ -636,7 +637,11 @@ def test_make_grade_lists_the_refused_with_the_reason_and_scores_them_zero(term)
         assert not (term.course / "autograded" / name).exists()
         feedback = term.course / "feedback" / name / A  # the course's page alone, with what releases it
         assert sorted(p.name for p in feedback.iterdir()) == [f"{A}.html", SECRET, "timestamp.txt"], name
-    assert rows["alice"]["score"] == str(FULL) and rows["alice"]["note"] == ""
+    assert rows["alice"]["score"] == str(FULL)
+    assert (
+        rows["alice"]["note"]
+        == "written answer explain_saturated_attention awaiting grading: 2 points, counted as 0 until graded"
+    )
 
 
 # ----------------------------------------------------------------------------- a collect that follows links

@@ -263,12 +263,14 @@ def test_a_written_answer_awaits_the_instructor_and_the_score_given_reaches_the_
     assert results["blank"].written == {written: (0.0, 2.0)} and not results["blank"].awaiting
     assert results["blank"].blank == [written] and results["reference"].blank == []
     before = _rows(folder, a)
-    assert before["reference"][written] == "" and before["blank"][written] == "0.0"
+    assert before["reference"][written] == "awaiting grading" and before["blank"][written] == "0.0"
     assert f"written answer {written} left blank: 0 of 2 points" in before["blank"]["note"]
     said = grade.summary(a, list(results.values()))
     assert f"make grades ASSIGNMENT={a}" in said and "full marks: counted once no written answer awaits" in said
     line = next(line for line in said.splitlines() if line.startswith("reference "))
-    assert line.endswith(f"all tests passed; awaiting manual grading: {written}"), line
+    assert line.endswith(
+        f"all tests passed; written answer {written} awaiting grading: 2 points, counted as 0 until graded"
+    ), line
 
     with Gradebook(db_url(folder)) as gradebook:
         gradebook.find_grade(written, a, a, "reference").manual_score = 1.5
@@ -282,7 +284,9 @@ def test_a_written_answer_awaits_the_instructor_and_the_score_given_reaches_the_
     after = _rows(folder, a)
     assert float(after["reference"][written]) == 1.5
     assert float(after["reference"]["score"]) == graded_max(results["reference"]) + 1.5
-    assert after["reference"]["note"] == before["reference"]["note"]
+    # graded since, it awaits nothing: the note on it goes, the grading's own notes stay
+    kept = [note for note in before["reference"]["note"].split("; ") if " awaiting grading: " not in note]
+    assert after["reference"]["note"] == "; ".join(kept) and "awaiting" not in after["reference"]["note"]
     assert {s: row for s, row in after.items() if s != "reference"} == {
         s: row for s, row in before.items() if s != "reference"
     }

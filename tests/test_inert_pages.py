@@ -329,14 +329,19 @@ def formgrader(folder: Path, tmp_path: Path):
 def test_the_formgraders_page_of_the_submission_loads_nothing_a_student_named(graded, tmp_path):
     """The formgrader's page of the submission, from `make formgrader`'s server, in Chromium: no request for any
     of the student's URLs (remote, or the instructor's own server's), only the page's own (its scripts, styles and
-    API on that server, and the MathJax of nbgrader's template); the student's text shown, each image as text."""
+    API on that server, and the course's MathJax, which that server serves: no CDN); the student's text shown, each
+    image as text."""
     with formgrader(graded, tmp_path) as (base, token):
         url = f"{base}/submissions/{_submission_id(base, token)}/"
         with chromium() as browser:
-            requests, _, text = visit(browser, url, local=urlsplit(base).netloc, token=token)
+            requests, errors, text = visit(browser, url, local=urlsplit(base).netloc, token=token)
     assert named(requests) == [], named(requests)
-    own = (f"{base}/static/", f"{base}/api/", HTMLExporter().mathjax_url.split("?")[0].rsplit("/", 1)[0])
+    mathjax = f"{base.removesuffix('/formgrader')}/static/mathjax/"  # the course's, as make formgrader serves it
+    own = (f"{base}/static/", f"{base}/api/", mathjax)
     assert [r for r in requests if r != url and not r.startswith(own)] == [], requests
+    assert f"{mathjax}tex-svg.js" in requests and f"{mathjax}ui/safe.js" in requests, "\n".join(requests)
+    assert HTMLExporter().mathjax_url.split("?")[0] not in " ".join(requests), requests
+    assert not [e for e in errors if "ERR_" in e or "Failed to load" in e], errors
     assert_shows_the_students_text(text)
     assert "Rubric for explain_" in text  # the formgrader's own page, with ShowRubric's rubric
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -34,6 +35,8 @@ A = "ch10_what_heads_learn"
 WRITTEN = "explain_split_prefix_score"
 TESTS = full_marks(A)  # the points of ch10's tests
 MAX = max_points(A)  # and its written answer's
+# The one set of words for the written answer awaiting grading: the summary's, the CSV's, the export's, the page's
+AWAITING = f"written answer {WRITTEN} awaiting grading: 2 points, counted as 0 until graded"
 
 
 def _as_released(nb):
@@ -81,7 +84,7 @@ def test_the_summary_names_a_blank_written_answer_and_counts_what_it_says(graded
     lines = {line.split()[0]: line for line in said.splitlines() if line.split()[:1] in [[s] for s in results]}
     blank_note = f"written answer {WRITTEN} left blank: 0 of 2 points"
     assert lines["tests_only"].endswith(f"{TESTS:g} / {MAX:g}  all tests passed; {blank_note}"), lines["tests_only"]
-    assert lines["reference"].endswith(f"all tests passed; awaiting manual grading: {WRITTEN}"), lines["reference"]
+    assert lines["reference"].endswith(f"all tests passed; {AWAITING}"), lines["reference"]
     assert blank_note in lines["blank"] and "nothing answered" in lines["blank"]
     # two students passed every test, and the count says that it counts that
     assert "over 3 graded submission(s); every test passed: 2 of 3" in said, said
@@ -90,21 +93,23 @@ def test_the_summary_names_a_blank_written_answer_and_counts_what_it_says(graded
     assert "written answers left blank (as released: 0 points, nothing to grade): 2, of 2 student(s)" in said
     rows = _rows(folder / "grades" / f"{A}.csv")
     assert blank_note in rows["tests_only"]["note"] and rows["tests_only"][WRITTEN] == "0.0"
-    assert rows["reference"][WRITTEN] == "" and "left blank" not in rows["reference"]["note"]
+    assert rows["reference"][WRITTEN] == "awaiting grading" and "left blank" not in rows["reference"]["note"]
+    assert rows["reference"]["note"] == AWAITING
 
 
 @pytest.mark.slow
 def test_feedback_before_manual_grading_says_awaiting_and_the_total_is_partial(graded):
     folder, _ = graded
     page = _feedback(folder, "reference")
-    assert f"(Score: {TESTS:g} / {TESTS:g} so far; 2 points await your instructor's grading)</h4>" in page
-    assert f'<a href="#{WRITTEN}">Written answer <code>{WRITTEN}</code></a> (awaiting grading, 2 points)' in page
-    assert "Awaiting your instructor's grading (2 points)" in page
-    assert f"Score: {TESTS:.1f} / {MAX:.1f}" not in page and "Written response" not in page
+    assert f"(Score: {TESTS:.1f} / {MAX:.1f} so far; {AWAITING})</h4>" in page
+    assert f'<a href="#{WRITTEN}">Written answer <code>{WRITTEN}</code></a> (awaiting grading: 2 points)' in page
+    assert "Awaiting grading: 2 points, counted as 0 until graded" in page
+    assert f"Score: {TESTS:.1f} / {MAX:.1f})" not in page and "Written response" not in page  # said to be so far
     # a written answer left as released is graded (0 at once): its score shows, and the total is whole
     left = _feedback(folder, "tests_only")
     assert f"(Score: {TESTS:.1f} / {MAX:.1f})</h4>" in left and "awaiting grading" not in left and "so far" not in left
-    assert f"Written answer <code>{WRITTEN}</code></a> (Score: 0.0 / 2.0)" in left
+    assert f"Written answer <code>{WRITTEN}</code></a> (left blank: 0 of 2 points)" in left
+    assert "Left blank: 0 of 2 points" in left
     for student in ("reference", "tests_only", "blank"):  # the formgrader's rubric never reaches a student
         assert "Rubric (2 points)" not in _feedback(folder, student)
 
@@ -146,8 +151,48 @@ def test_nbgrader_export_leaves_an_assignment_never_submitted_without_a_score(gr
     assert (never["raw_score"], never["score"], never["note"]) == ("", "", "not submitted"), never
     assert never["max_score"] == f"{MAX:.1f}"
     assert rows["blank"]["score"] == "0.0" and rows["reference"]["score"] == f"{TESTS:.1f}"
-    assert rows["reference"]["note"] == f"awaiting manual grading: {WRITTEN} (2 points, counted as 0 until graded)"
-    assert rows["tests_only"]["note"] == f"written answer(s) {WRITTEN} left blank: 0 of 2 points"
+    assert rows["reference"]["note"] == AWAITING
+    assert rows["tests_only"]["note"] == f"written answer {WRITTEN} left blank: 0 of 2 points"
+
+
+def _export(folder: Path, out: Path) -> dict[str, dict]:
+    bin_dir = Path(sys.executable).parent
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    run = subprocess.run(
+        [str(bin_dir / "nbgrader"), "export", "--to", str(out)], cwd=folder, capture_output=True, text=True, env=env
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    return _rows(out, "student_id")
+
+
+@pytest.mark.slow
+def test_one_total_and_one_set_of_words_on_the_page_the_summary_the_csv_and_the_export(graded, tmp_path):
+    """Each student's total is the same on the feedback page, in the summary, the CSV and `nbgrader export`: out
+    of every point, the written answer awaiting grading counted as 0 and named in the same words everywhere; a
+    notebook that answers nothing says so on its page as in the summary."""
+    folder, results = graded
+    said = grade.summary(A, list(results.values()))
+    lines = {line.split()[0]: line for line in said.splitlines() if line.split()[:1] in [[s] for s in results]}
+    rows = _rows(folder / "grades" / f"{A}.csv")
+    exported = _export(folder, tmp_path / "all.csv")
+    for student in ("reference", "tests_only", "blank"):
+        result = results[student]
+        page = _feedback(folder, student)
+        (heading,) = re.findall(rf"<h4>{A} \(Score: ([0-9.]+) / ([0-9.]+)", page)
+        on_page = tuple(float(n) for n in heading)
+        assert on_page == (result.score, result.max_score), (student, heading)
+        assert f"{result.score:g} / {result.max_score:g}" in lines[student], lines[student]
+        assert (float(rows[student]["score"]), float(rows[student]["max_score"])) == on_page, rows[student]
+        row = exported[student]
+        assert (float(row["score"]), float(row["max_score"])) == on_page, row
+    assert results["reference"].max_score == MAX and results["reference"].score == TESTS
+    for words in (lines["reference"], rows["reference"]["note"], exported["reference"]["note"]):
+        assert AWAITING in words, words
+    assert AWAITING in _feedback(folder, "reference")
+    nothing = "nothing answered: ch10_what_heads_learn.ipynb is as released"
+    assert nothing in lines["blank"] and nothing in rows["blank"]["note"]
+    assert nothing in _feedback(folder, "blank") and "was the right file submitted?" in _feedback(folder, "blank")
+    assert nothing not in _feedback(folder, "reference")
 
 
 def _get(url: str) -> tuple[int, str]:
@@ -214,3 +259,75 @@ def test_an_exchange_that_cannot_be_made_is_said_with_what_to_do(tmp_path):
         f.write(f"\nc.Exchange.root = {str(made)!r}\n")
     assert formgrader.prepare_exchange(folder) == f"nbgrader's exchange: {made}"
     assert made.stat().st_mode & 0o777 == 0o755
+
+
+def test_the_exchange_is_the_courses_own_unless_another_is_named(tmp_path, monkeypatch):
+    """nbgrader_config.py keeps nbgrader's exchange in the course (exchange/), made there by make formgrader, never
+    nbgrader's system folder opened to every user; NBGRADER_EXCHANGE (which make passes on) names another."""
+    from autograder.exchange import exchange_settings
+
+    folder = tmp_path / "course"
+    folder.mkdir()
+    shutil.copy(course.COURSE_ROOT / "nbgrader_config.py", folder)
+    monkeypatch.delenv("NBGRADER_EXCHANGE", raising=False)
+    assert exchange_settings(folder).root == folder.resolve() / "exchange"
+    assert formgrader.prepare_exchange(folder) == (
+        f"made nbgrader's exchange {folder.resolve() / 'exchange'} (c.Exchange.root in nbgrader_config.py), "
+        "writable by every user"
+    )
+    system = tmp_path / "system-exchange"
+    monkeypatch.setenv("NBGRADER_EXCHANGE", str(system))
+    assert exchange_settings(folder).root == system
+    # make passes the variable on to the command (a stand-in python prints what it gets)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python").write_text('#!/bin/sh\necho "exchange: $NBGRADER_EXCHANGE"\n')
+    (bin_dir / "python").chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k != "NBGRADER_EXCHANGE"}
+    old = [f"--assume-old={name}" for name in (".venv/.installed", ".venv/.bytecode", "book/_static/mathjax/VERSION")]
+    for given, expected in (([], "exchange:"), ([f"NBGRADER_EXCHANGE={system}"], f"exchange: {system}")):
+        made = subprocess.run(
+            ["make", "-s", "-C", str(course.COURSE_ROOT), *old, f"BIN={bin_dir}", "formgrader", *given],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+        assert made.returncode == 0 and made.stdout.strip() == expected, made.stdout + made.stderr
+
+
+def test_the_formgrader_serves_the_courses_mathjax_and_its_template_asks_no_cdn():
+    """make formgrader's JupyterLab serves book/_static as static files, and nbconvert's mathjax macro that its page
+    of a submission calls is the course's, first on JUPYTER_PATH: the course's MathJax, no CDN."""
+    from nbconvert.exporters import HTMLExporter
+    from nbgrader.server_extensions.formgrader import handlers
+
+    command = formgrader.lab_command(Path("course"), [], as_root=False)
+    assert f"--ServerApp.extra_static_paths={course.FEEDBACK_MATHJAX.parent.parent}" in command
+    env = formgrader.lab_environment({"JUPYTER_PATH": "/elsewhere"})
+    assert env["JUPYTER_PATH"].split(os.pathsep) == [str(formgrader.TEMPLATES), "/elsewhere"]
+    cdn = HTMLExporter().mathjax_url.split("?")[0]
+    source = course.notebook_path(A, "exercises")
+    resources = {"base_url": "/", "notebook_id": A, "index": 0, "total": 1, "submission_id": "x"}
+    pages = {}
+    for path in (None, env["JUPYTER_PATH"]):
+        script = (
+            "import sys\nfrom nbconvert.exporters import HTMLExporter\n"
+            "exporter = HTMLExporter(template_name='formgrade', extra_template_basedirs=[sys.argv[1]])\n"
+            f"print(exporter.from_filename(sys.argv[2], resources={resources!r})[0])\n"
+        )
+        run_env = {k: v for k, v in os.environ.items() if k != "JUPYTER_PATH"}
+        if path:
+            run_env["JUPYTER_PATH"] = path
+        done = subprocess.run(
+            [sys.executable, "-c", script, handlers.template_path, str(source)],
+            capture_output=True,
+            text=True,
+            env=run_env,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        pages[path] = done.stdout
+    assert cdn in pages[None]  # nbgrader's own template, as it was: the CDN
+    assert (
+        cdn not in pages[env["JUPYTER_PATH"]]
+        and 'src="../../../static/mathjax/tex-svg.js"' in pages[env["JUPYTER_PATH"]]
+    )

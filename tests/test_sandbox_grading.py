@@ -418,7 +418,7 @@ def test_gradebook_and_submissions_are_untouched_by_attackers(graded):
     # the written answer awaits the instructor: it counts in the maximum, not yet in the score, and the note says so
     honest = rows["honest_reference"]
     assert (float(honest["score"]), float(honest["max_score"])) == (FULL, max_points(A)), honest
-    assert honest["note"].startswith("awaiting manual grading: "), honest
+    assert honest["note"].startswith("written answer ") and " awaiting grading: " in honest["note"], honest
 
 
 def test_same_submission_same_score():

@@ -305,17 +305,19 @@ def mistakes(item: Item, *known: Mistake, also: tuple[str, str] | None = None) -
     return dataclasses.replace(item, known=built)
 
 
-# Whether the test cells being run hold hidden tests: the grader's do (it runs the instructor's cells whole),
-# a notebook's kernel runs only the visible tests that students have. A known answer of a visible test is
-# public (its cell prints it), one of a hidden test is the grader's secret; the grader cannot tell one check
-# of a cell from another, so where hidden tests run, no check shows a known answer (see known_answers_shown).
+# Whether the test code being run is hidden. A notebook's kernel runs only the visible tests that students have;
+# the grader runs the instructor's cells, each in its runs of lines in turn, a visible run under
+# hidden_tests(False) and a hidden region under hidden_tests() (grading/notebook.test_runs). A visible test's known
+# answer is public (its cell prints it): a failure there shows it beside the value returned, in make check as in
+# make validate. A hidden test's is the grader's secret: no failure shows it (see known_answers_shown).
 _HIDDEN: contextvars.ContextVar[bool] = contextvars.ContextVar("hidden_tests", default=False)
 
 
 @contextlib.contextmanager
-def hidden_tests() -> Iterator[None]:
-    """The test cells run inside hold hidden tests (the grader's): their failures show no known answer."""
-    token = _HIDDEN.set(True)
+def hidden_tests(hidden: bool = True) -> Iterator[None]:
+    """The test code run inside is hidden (the grader's, by default: its failures show no known answer), or, with
+    ``hidden=False``, a visible test's lines that students have (their known answers shown)."""
+    token = _HIDDEN.set(hidden)
     try:
         yield
     finally:

@@ -24,7 +24,6 @@ import traceback
 from pathlib import Path
 
 from attention_course import notebooks
-from attention_course.notebooks import COURSE_ROOT
 from autograder.grading.grader import Grader
 from autograder.grading.notebook import grade_notebook
 from autograder.grading.source import unreleased_prerequisites_note
@@ -85,7 +84,10 @@ def written_answers(path: Path, assignment: str) -> list[notebooks.WrittenAnswer
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("notebook", type=Path, help="the notebook to check")
-    parser.add_argument("--assignment", help="the assignment (default: from the notebook's name or folder)")
+    parser.add_argument(
+        "--assignment",
+        help="the assignment (default: the notebook's name, else the one its setup cell declares, else its folder's)",
+    )
     parser.add_argument(
         "--no-sandbox",
         action="store_true",
@@ -95,17 +97,21 @@ def main(argv: list[str] | None = None) -> int:
     if not args.notebook.is_file():
         parser.error(f"no notebook at {args.notebook}")
     known = course.assignments()
-    names = (args.notebook.stem, args.notebook.resolve().parent.name)  # the notebook's, or its folder's
+    # The notebook's name, the assignment its setup cell declares, its folder's: each one of the course's.
+    names = course.assignment_names(args.notebook)
     assignment = args.assignment or next((name for name in names if name in known), None)
     if assignment not in known:
-        withheld = next((name for name in names if (COURSE_ROOT / course.exercise_path(name)).is_file()), None)
+        withheld = names[0] if names else None  # an exercise of this copy, its hidden tests not here
         if withheld and not args.assignment:
             print(
                 f"Verdict: not checked. The hidden tests of {withheld} are not here: they come with its "
                 "solutions, once they are released. Until then, make validate runs its visible tests."
             )
             return 2
-        parser.error(f"cannot tell the assignment of {args.notebook}; pass --assignment, one of: {', '.join(known)}")
+        parser.error(
+            f"cannot tell the assignment of {args.notebook}; pass --assignment (make check ASSIGNMENT=...), "
+            f"one of: {', '.join(known)}"
+        )
     try:
         prerequisites = unreleased_prerequisites_note(assignment, course.release())
     except course.SettingsError:

@@ -146,9 +146,10 @@ def written_lines(written: list[notebooks.WrittenAnswer]) -> list[str]:
 
 
 def _released(path: Path):
-    """The released notebook of the exercise at ``path`` (named after its assignment, as its file or its
-    folder is), to compare its written answers with; None where this copy of the course has none."""
-    for name in (path.stem, path.resolve().parent.name):
+    """The released notebook of the exercise at ``path`` (its assignment named by its file, its setup cell or
+    its folder: :func:`autograder.release.course.assignment_names`), to compare its written answers with; None
+    where this copy of the course has none."""
+    for name in course.assignment_names(path):
         released = course.released_notebook(name)
         if released is not None:
             return released

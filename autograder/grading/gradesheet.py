@@ -103,32 +103,63 @@ def written_state(grade) -> str | None:
     return AWAITING if grade.auto_score is None else BLANK
 
 
+# The one set of words for a written answer, in the summary, the CSV, `nbgrader export` and the feedback page: one
+# that nobody has graded yet awaits grading (its points counted as 0 until then, in the maximum from the start:
+# one total everywhere), one left as released is left blank (0 at once), one graded shows its score.
+AWAITING_WORDS = "awaiting grading"  # its cell in the CSV, and the words of every note on it
+AWAITING_NOTE = f" {AWAITING_WORDS}: "  # what marks :func:`awaiting_words`' note among a CSV row's
+BLANK_NOTE = " left blank: 0 of "  # what marks :func:`blank_words`' note among a CSV row's
+
+
+def _answers(names: list[str]) -> str:
+    return f"written {'answers' if len(names) > 1 else 'answer'} {', '.join(names)}"
+
+
+def awaiting_words(points: dict[str, float]) -> str:
+    """The words on the written answers of ``points`` (grade_id -> points) that await grading; '' for none."""
+    if not points:
+        return ""
+    total = notebooks.points_text(sum(points.values()))
+    return f"{_answers(list(points))}{AWAITING_NOTE}{total}, counted as 0 until graded"
+
+
+def blank_words(points: dict[str, float]) -> str:
+    """The words on the written answers of ``points`` (grade_id -> points) left as released; '' for none."""
+    if not points:
+        return ""
+    return f"{_answers(list(points))}{BLANK_NOTE}{notebooks.points_text(sum(points.values()))}"
+
+
 def awaiting_note(result: Result) -> str:
-    """The summary's note on a submission whose written answers are not graded yet."""
-    return f"awaiting manual grading: {', '.join(result.awaiting)}" if result.awaiting else ""
-
-
-BLANK_NOTE = " left blank: 0 of "  # what marks :func:`blank_note`'s note among a CSV row's
+    """The note, in the CSV and the summary, on the written answers of ``result`` that are not graded yet."""
+    return awaiting_words({name: result.written[name][1] for name in result.awaiting})
 
 
 def blank_note(result: Result) -> str:
     """The note, in the CSV and the summary, on the written answers that ``result`` left as released: nbgrader
     scores each 0 at once (it is unchanged since its release), and none awaits the instructor."""
-    if not result.blank:
-        return ""
-    points = sum(result.written.get(name, (0.0, 0.0))[1] for name in result.blank)
-    answers = "answers" if len(result.blank) > 1 else "answer"
-    return f"written {answers} {', '.join(result.blank)}{BLANK_NOTE}{points:g} points"
+    return blank_words({name: result.written.get(name, (0.0, 0.0))[1] for name in result.blank})
 
 
 def is_blank_note(note: str) -> bool:
-    """Whether ``note``, one of a CSV row's, is :func:`blank_note`'s (which the gradebook gives afresh)."""
-    return note.startswith("written answer") and BLANK_NOTE in note
+    """Whether ``note``, one of a CSV row's, is the gradebook's to give afresh: :func:`blank_note`'s or
+    :func:`awaiting_note`'s (an answer graded since is neither)."""
+    return note.startswith("written answer") and (BLANK_NOTE in note or AWAITING_NOTE in note)
 
 
 def notes(result: Result) -> str:
-    """The note of ``result``'s row in the CSV: the grading's notes, then the written answers left blank."""
-    return "; ".join(filter(None, [result.note, blank_note(result)]))
+    """The note of ``result``'s row in the CSV: the grading's notes, then the written answers awaiting grading
+    and left blank."""
+    return "; ".join(filter(None, [result.note, awaiting_note(result), blank_note(result)]))
+
+
+def unanswered_note(notebook: str) -> str:
+    """The note on a notebook that answers nothing (:func:`~autograder.grading.sandboxed.nothing_answered`),
+    for the CSV, the summary and the feedback page."""
+    return (
+        f"nothing answered: {notebook}.ipynb is as released (no answer cell written in, no code added), "
+        "so every test failed; was the right file submitted?"
+    )
 
 
 def class_counts(graded: list[Result]) -> list[str]:
@@ -173,7 +204,7 @@ def column_order(assignment: str, root: Path = COURSE_ROOT) -> list[str]:
 
 def write_csv(path: Path, results: list[Result], order: list[str] | None = None) -> None:
     """One row per student; the columns of the tests and the written answers in ``order`` (the notebook's),
-    others after them; a written answer not graded yet is empty."""
+    others after them; a written answer not graded yet says so (:data:`AWAITING_WORDS`), as its note does."""
     path.parent.mkdir(parents=True, exist_ok=True)
     seen = {name for r in results for name in [*r.tests, *r.written]}
     tests = [name for name in (order or []) if name in seen] + sorted(seen - set(order or []))
@@ -194,7 +225,7 @@ def write_csv(path: Path, results: list[Result], order: list[str] | None = None)
 
 def _cell(result: Result, name: str):
     score = (result.tests.get(name) or result.written.get(name) or ("", ""))[0]
-    return "" if score is None else score
+    return AWAITING_WORDS if score is None else score
 
 
 def summary(assignment: str, results: list[Result]) -> str:

@@ -26,6 +26,7 @@ import inspect
 import time
 from collections.abc import Collection
 from pathlib import Path
+from types import CodeType
 from typing import NamedTuple
 
 import nbformat
@@ -276,7 +277,9 @@ def _run_tests(source: Source, tests: list, session: Session, report: Report) ->
         begun, before = time.monotonic(), _elsewhere(report)
         try:
             session.start()
-            exec(compile(code, f"<test {gid}>", "exec"), namespace)
+            for hidden, run in test_runs(code, gid):
+                with items.hidden_tests(hidden):
+                    exec(run, namespace)
             report.tests[gid] = TestResult(gid, points, True)
         except PartlyRight as exc:
             partial = share(points, exc.right, exc.total)
@@ -298,6 +301,33 @@ def _run_tests(source: Source, tests: list, session: Session, report: Report) ->
         own = max(0.0, time.monotonic() - begun - (_elsewhere(report) - before))
         report.tests[gid].seconds = round(own, 3)
         timings.add("tests", own)
+
+
+def test_runs(code: str, gid: str) -> list[tuple[bool, CodeType]]:
+    """A test cell's code in its runs of visible and hidden lines (``### BEGIN/END HIDDEN TESTS``, as nbgrader
+    reads them), in order, each ``(hidden, compiled)`` at its own line numbers, run in turn in one namespace: a
+    visible run's checks are the released cell's, which students have, and a failure there shows its known answer
+    as `make validate` does; a hidden run's show none. A cell whose runs do not compile apart (a hidden region
+    inside a block) is one hidden run, whole."""
+    begin, end = notebooks.HIDDEN_TESTS
+    runs: list[tuple[bool, int, list[str]]] = [(False, 0, [])]
+    for number, line in enumerate(code.split("\n")):
+        if begin in line:
+            runs.append((True, number + 1, []))
+        elif end in line:
+            if runs[-1][0]:
+                runs.append((False, number + 1, []))
+        else:
+            runs[-1][2].append(line)
+    name = f"<test {gid}>"
+    try:
+        return [
+            (hidden, compile("\n" * start + "\n".join(lines), name, "exec"))
+            for hidden, start, lines in runs
+            if any(line.strip() for line in lines)
+        ]
+    except SyntaxError:
+        return [(True, compile(code, name, "exec"))]
 
 
 def _elsewhere(report: Report) -> float:

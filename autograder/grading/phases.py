@@ -28,6 +28,7 @@ from autograder.grading.gradesheet import (
     db_url,
     is_blank_note,
     stale_written_grades,
+    unanswered_note,
     write_csv,
 )
 from autograder.grading.handoff import GradeAgain, NotGraded
@@ -344,21 +345,12 @@ def _settle(run: Run, result: Result) -> None:
     )
     extra = [
         refusal,
-        *(_unanswered_note(name) for name in blank),
+        *(unanswered_note(name) for name in blank),
         *found.notes.get(student, []),
         *run.feedback_notes.get(student, []),
         unreleased,
     ]
     result.note = clean_text("; ".join(filter(None, [result.note, *extra])), 4000)
-
-
-def _unanswered_note(notebook: str) -> str:
-    """The note on a notebook that answers nothing (:func:`~autograder.grading.sandboxed.nothing_answered`),
-    for the CSV and the summary."""
-    return (
-        f"nothing answered: {notebook}.ipynb is as released (no answer cell written in, no code added), "
-        "so every test failed; was the right file submitted?"
-    )
 
 
 def rewrite_csv(assignment: str, root: Path = COURSE_ROOT) -> list[Result]:
@@ -373,7 +365,7 @@ def rewrite_csv(assignment: str, root: Path = COURSE_ROOT) -> list[Result]:
     results = collect(assignment, list(before), root)
     for result in results:
         row = before[result.student]
-        # the note on written answers left blank is the gradebook's to give again (one graded since is not blank)
+        # the notes on written answers left blank or awaiting grading are the gradebook's to give again
         notes = [n for n in (row.get("note") or "").split("; ") if n and not is_blank_note(n)]
         if (row.get("score") or "") == "":  # not graded: the grader's failure, never a score
             result.void(None)

@@ -25,7 +25,7 @@ from pathlib import Path
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.plugins.export import ExportPlugin
 
-from autograder.grading.gradesheet import AWAITING, written_state
+from autograder.grading.gradesheet import AWAITING, awaiting_words, blank_words, written_state
 
 COLUMNS = [
     "assignment",
@@ -118,13 +118,7 @@ class CourseCsvExport(ExportPlugin):
         penalty = submission.late_submission_penalty or 0.0
         notes = []
         waiting, blank = written(submission)
-        if waiting:
-            points = sum(waiting.values())
-            notes.append(
-                f"awaiting manual grading: {', '.join(waiting)} ({points:g} points, counted as 0 until graded)"
-            )
-        if blank:
-            notes.append(f"written answer(s) {', '.join(blank)} left blank: 0 of {sum(blank.values()):g} points")
+        notes += filter(None, [awaiting_words(waiting), blank_words(blank)])
         if penalty:
             notes.append(f"late: {penalty:g} points deducted")
         return {

@@ -10,6 +10,7 @@ nbgrader's template shows a score of 0 and a total out of every point.
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 
@@ -17,7 +18,15 @@ from nbconvert.exporters import HTMLExporter
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from attention_course import notebooks
-from autograder.grading.gradesheet import AWAITING, written_state
+from autograder.grading.gradesheet import (
+    AWAITING,
+    AWAITING_WORDS,
+    BLANK,
+    awaiting_words,
+    unanswered_note,
+    written_state,
+)
+from autograder.grading.sandboxed import nothing_answered
 from autograder.nbgrader import inert
 from autograder.release import course
 
@@ -83,16 +92,17 @@ class FeedbackHTMLExporter(HTMLExporter):
 
 class AwaitingGrading(NbGraderPreprocessor):
     """Finds the notebook's written answers that the instructor has not graded yet, in the gradebook
-    (``resources["nbgrader"]["awaiting"]``: grade_id -> points), for :func:`awaiting_grading`. A written answer
-    has no score until the instructor gives one, except one left as released, which nbgrader scores 0 at once
-    (its checksum rule): that one is graded, and shows its 0."""
+    (``resources["nbgrader"]["awaiting"]``: grade_id -> points), and those left as released (``["blank"]``), for
+    :func:`awaiting_grading`. A written answer has no score until the instructor gives one, except one left as
+    released, which nbgrader scores 0 at once (its checksum rule): that one is graded, and shows its 0 as left
+    blank. Whether the notebook answers nothing at all (``["unanswered"]``), as the summary says."""
 
     def preprocess(self, nb, resources):
         from nbgrader.api import Gradebook, MissingEntry
         from nbgrader.utils import is_grade, is_solution
 
         info = resources["nbgrader"]
-        awaiting = {}
+        awaiting, blank = {}, {}
         with Gradebook(info["db_url"]) as gradebook:
             for cell in nb.cells:
                 if cell.cell_type != "markdown" or not (is_grade(cell) and is_solution(cell)):
@@ -102,9 +112,12 @@ class AwaitingGrading(NbGraderPreprocessor):
                     grade = gradebook.find_grade(grade_id, info["notebook"], info["assignment"], info["student"])
                 except MissingEntry:  # GetGrades, before this, would have stopped at it
                     continue
-                if written_state(grade) == AWAITING:
-                    awaiting[grade_id] = float(grade.max_score or 0.0)
-        info["awaiting"] = awaiting
+                state = written_state(grade)
+                if state in (AWAITING, BLANK):
+                    (awaiting if state == AWAITING else blank)[grade_id] = float(grade.max_score or 0.0)
+        info["awaiting"], info["blank"] = awaiting, blank
+        # a notebook that answers nothing gets the summary's note (nbgrader's feedback runs in the course folder)
+        info["unanswered"] = nothing_answered(info["assignment"], info["notebook"], info["student"], Path.cwd())
         return nb, resources
 
 
@@ -124,47 +137,56 @@ _HEADING_SCORE = (
 
 def awaiting_grading(page: str, info: dict) -> str:
     """``page`` with each written answer of ``info["awaiting"]`` (grade_id -> points, :class:`AwaitingGrading`)
-    shown as awaiting grading, in the index and in its cell's heading, and the total out of the points graded so
-    far, with the points that await the instructor; each written answer named by its grade id in the index.
-    Raises :class:`TemplateChanged` where an answer awaiting grading would still show a score."""
+    shown as awaiting grading, and each of ``info["blank"]`` as left blank, in the index and in its cell's heading,
+    in the words of the summary and the CSV (:mod:`autograder.grading.gradesheet`); the total out of every point,
+    as the summary, the CSV and `nbgrader export` give it, said to be so far where answers await the instructor;
+    under it, the summary's note on a notebook that answers nothing (``info["unanswered"]``); each written answer
+    named by its grade id in the index. Raises :class:`TemplateChanged` where an answer awaiting grading would
+    still show a score."""
     awaiting = info.get("awaiting") or {}
+    blank = info.get("blank") or {}
 
     def index(match):
         grade_id, score = match.group(1), match.group(2)
-        shown = (
-            f"awaiting grading, {notebooks.points_text(awaiting[grade_id])}"
-            if grade_id in awaiting
-            else f"Score: {score}"
-        )
+        if grade_id in awaiting:
+            shown = f"{AWAITING_WORDS}: {notebooks.points_text(awaiting[grade_id])}"
+        elif grade_id in blank:
+            shown = f"left blank: 0 of {notebooks.points_text(blank[grade_id])}"
+        else:
+            shown = f"Score: {score}"
         return f'<li><a href="#{grade_id}">Written answer <code>{grade_id}</code></a> ({shown})'
 
     page, named = _INDEX_WRITTEN.subn(index, page)
-    if not awaiting:
-        return page
-    for grade_id, points in awaiting.items():
+    headings = {
+        **{gid: f"Left blank: 0 of {notebooks.points_text(points)}" for gid, points in blank.items()},
+        **{
+            gid: f"{AWAITING_WORDS.capitalize()}: {notebooks.points_text(points)}, counted as 0 until graded"
+            for gid, points in awaiting.items()
+        },
+    }
+    for grade_id, heading in headings.items():
         page, found = re.subn(
             _HEADING_SCORE.format(re.escape(grade_id)),
-            lambda match, points=points: (
-                f"{match.group(1)}Awaiting your instructor's grading ({notebooks.points_text(points)})"
-            ),
+            lambda match, heading=heading: f"{match.group(1)}{heading}",
             page,
             count=1,
         )
-        if not found or not named:
+        if grade_id in awaiting and (not found or not named):
             raise TemplateChanged(
                 f"the feedback page would show the written answer {grade_id}, which awaits grading, with a score: "
                 "nbgrader's feedback template is not the one that autograder/nbgrader/feedback_html.py reads"
             )
-    total = sum(awaiting.values())
-    score, most = float(info.get("score") or 0.0), float(info.get("max_score") or 0.0)
+    waiting = awaiting_words(awaiting)
+    unanswered = unanswered_note(info["notebook"]) if info.get("unanswered") and info.get("notebook") else ""
 
-    def partial(match):
-        return (
-            f"<h4>{match.group(1)} (Score: {score:g} / {most - total:g} so far; {notebooks.points_text(total)} "
-            f"{'awaits' if total == 1 else 'await'} your instructor's grading)</h4>"
-        )
+    def total(match):  # the template's own total (nbgrader's score and maximum), said to be so far
+        so_far = f" so far; {waiting}" if waiting else ""
+        line = f"<h4>{match.group(1)} (Score: {match.group(2)} / {match.group(3)}{so_far})</h4>"
+        return line + (f"\n<p><b>{html.escape(unanswered)}</b></p>" if unanswered else "")
 
-    page, found = _TOTAL.subn(partial, page, count=1)
+    if not (awaiting or unanswered):
+        return page
+    page, found = _TOTAL.subn(total, page, count=1)
     if not found:
         raise TemplateChanged(
             "the feedback page's total would count the written answers that await grading as 0: nbgrader's feedback "

@@ -52,6 +52,28 @@ def exercise_path(assignment: str) -> str:
     return f"exercises/{assignment}/{assignment}.ipynb"
 
 
+def assignment_names(path: Path, root: Path | None = None) -> list[str]:
+    """The assignments that the notebook at ``path`` may be, most likely first, each one of the course's (an
+    instructor notebook or a released exercise under ``root``): its file's name, the name its setup cells
+    declare (:func:`attention_course.notebooks.declared_assignment`: a browser's ``... (1).ipynb`` and Colab's
+    ``Copy of ...`` keep it), its folder's name. A name that is not one of the course's is dropped, so nothing a
+    notebook says names a path; empty where none is."""
+    root = Path(root or COURSE_ROOT)
+    known = set(assignments(root)) | {
+        p.parent.name for p in (root / "exercises").glob("*/*.ipynb") if p.stem == p.parent.name
+    }
+    path = Path(path)
+    try:
+        declared = notebooks.declared_assignment(notebooks.read(path))
+    except Exception:  # not a notebook: named by its file or folder alone
+        declared = None
+    names = []
+    for name in (path.stem, declared, path.resolve().parent.name):
+        if isinstance(name, str) and name in known and name not in names:
+            names.append(name)
+    return names
+
+
 def released_notebook(assignment: str, root: Path | None = None):
     """The notebook of ``assignment`` as students received it (:func:`exercise_path` under ``root``, default
     the course folder; a students' copy holds it too), read; None where there is none, or it cannot be read."""
