@@ -410,11 +410,14 @@ def timing_table(forward, device: torch.device, lengths, heads: int, head_dim: i
         f"milliseconds ({how}).",
         f"  yours: {forward.__name__} {run}, block_q={block_q}, block_k={block_k}",
         "  flash: F.scaled_dot_product_attention(..., is_causal=True) held to SDPBackend.FLASH_ATTENTION, bfloat16 "
-        "(it takes no float32)",
+        "(it takes no float32): another dtype, so its time beside yours measures the dtype as much as the kernel",
+        "  efficient: the same, held to SDPBackend.EFFICIENT_ATTENTION, float32: a fused kernel in your dtype, the "
+        "like-for-like comparison",
         "  plain: softmax(q kᵀ / √d, masked) v in PyTorch, float32, the whole matrix of scores at once",
         "  |Δ|: the largest difference between your output and the plain one",
         "",
-        f"{'length':>8} {'yours (fp32)':>14} {'flash (bf16)':>14} {'plain (fp32)':>14} {'|Δ|':>10}",
+        f"{'length':>8} {'yours (fp32)':>14} {'efficient (fp32)':>17} {'plain (fp32)':>14} {'flash (bf16)':>14} "
+        f"{'|Δ|':>10}",
     ]
     notes: list[str] = []
     generator = torch.Generator(device=device).manual_seed(0)
@@ -430,19 +433,24 @@ def timing_table(forward, device: torch.device, lengths, heads: int, head_dim: i
                 warnings.simplefilter("ignore", UserWarning)  # why it refuses: the error says it
                 return F.scaled_dot_product_attention(*low, is_causal=True)
 
+        def efficient(q=q, k=k, v=v):
+            with sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION):
+                return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
         def plain(q=q, k=k, v=v):
             return plain_causal_attention(q, k, v)
 
         cells = [
             _cell(yours, device, notes, f"yours at length {length}"),
-            _cell(flash, device, notes, f"flash at length {length}"),
+            _cell(efficient, device, notes, f"efficient at length {length}"),
             _cell(plain, device, notes, f"plain at length {length}"),
+            _cell(flash, device, notes, f"flash at length {length}"),
         ]
         difference = "-"
         if "." in cells[0] and "." in cells[2]:  # both ran
             with contextlib.suppress(torch.OutOfMemoryError):
                 difference = f"{(yours()[0] - plain()).abs().max().item():.1e}"
-        lines.append(f"{length:>8} {cells[0]:>14} {cells[1]:>14} {cells[2]:>14} {difference:>10}")
+        lines.append(f"{length:>8} {cells[0]:>14} {cells[1]:>17} {cells[2]:>14} {cells[3]:>14} {difference:>10}")
         del q, k, v, low
         if device.type == "cuda":
             torch.cuda.empty_cache()
