@@ -249,8 +249,17 @@ def test_the_timing_module_tabulates_each_length_and_says_what_failed(notebook, 
     table = capsys.readouterr().out.splitlines()
     assert table[0].startswith("Causal attention on the CPU: 1 sequence, 1 head of size 16; median milliseconds")
     header = table.index(next(line for line in table if line.split()[:1] == ["length"]))
-    assert table[header].split()[1:] == ["yours", "(fp32)", "efficient", "(fp32)", "plain", "(fp32)", "flash",
-                                         "(bf16)", "|Δ|"]  # each column's dtype, the fused fp32 one beside yours
+    assert table[header].split()[1:] == [
+        "yours",
+        "(fp32)",
+        "efficient",
+        "(fp32)",
+        "plain",
+        "(fp32)",
+        "flash",
+        "(bf16)",
+        "|Δ|",
+    ]  # each column's dtype, the fused fp32 one beside yours
     assert any("another dtype" in line for line in table[:header])  # bf16 said not to compare with yours
     length, yours, efficient, plain, sdpa_flash, difference = table[header + 1].split()
     assert length == "8" and min(float(yours), float(sdpa_flash), float(plain)) > 0 and float(difference) < 1e-5
@@ -297,8 +306,9 @@ def test_split_kv_attention_combines_to_plain_attention(chunks):
     torch.testing.assert_close(output, want)
     torch.testing.assert_close(lse, want_lse)
     # averaging the chunks' outputs (no lse weights) is not attention
-    plain_mean = torch.stack([flash.attention(q, kc, vc)[0] for kc, vc in
-                              zip(k.tensor_split(chunks, -2), v.tensor_split(chunks, -2))]).mean(0)
+    plain_mean = torch.stack(
+        [flash.attention(q, kc, vc)[0] for kc, vc in zip(k.tensor_split(chunks, -2), v.tensor_split(chunks, -2))]
+    ).mean(0)
     assert chunks == 1 or not torch.allclose(plain_mean, want)
     with pytest.raises(ValueError, match="chunks"):
         flash.split_kv_attention(q, k, v, 51)
