@@ -1139,7 +1139,7 @@ def test_a_mistakes_values_are_computed_once_a_process_and_a_notebooks_diagnosis
 
 
 def test_checks_of_one_notebook_share_a_call_on_the_same_inputs_and_each_judges_its_own_output():
-    from autograder.calls.call import shared_calls
+    from autograder.calls.shared import shared_calls
 
     calls = []
 
@@ -1168,7 +1168,7 @@ def test_checks_of_one_notebook_share_a_call_on_the_same_inputs_and_each_judges_
 
 
 def test_a_shared_call_is_copied_for_each_check_and_one_that_raised_is_made_again():
-    from autograder.calls.call import shared_calls
+    from autograder.calls.shared import shared_calls
 
     calls = []
 

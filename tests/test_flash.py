@@ -12,7 +12,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attention_course import flash
+from attention_course import flash, flash_costs
 from attention_course.solutions import register_source
 
 
@@ -290,18 +290,18 @@ def test_without_a_gpu_time_on_gpu_says_so(monkeypatch, capsys, kernels):
 
 
 def test_causal_alignments_differ_only_where_the_lengths_do():
-    assert torch.equal(flash.causal_mask(4, 4), flash.causal_mask(4, 4, "bottom-right"))
-    top, bottom = flash.causal_mask(3, 5), flash.causal_mask(3, 5, "bottom-right")
+    assert torch.equal(flash_costs.causal_mask(4, 4), flash_costs.causal_mask(4, 4, "bottom-right"))
+    top, bottom = flash_costs.causal_mask(3, 5), flash_costs.causal_mask(3, 5, "bottom-right")
     assert top[0].tolist() == [True, False, False, False, False]  # query 0 sees key 0 alone
     assert bottom[-1].all() and bottom[0].tolist() == [True, True, True, False, False]
     with pytest.raises(ValueError, match="align"):
-        flash.causal_mask(3, 5, "left")
+        flash_costs.causal_mask(3, 5, "left")
 
 
 @pytest.mark.parametrize("chunks", [1, 3, 7])
 def test_split_kv_attention_combines_to_plain_attention(chunks):
     q, k, v = qkv((2,), 1, 50, 8, dtype=torch.float32)
-    output, lse = flash.split_kv_attention(q, k, v, chunks)
+    output, lse = flash_costs.split_kv_attention(q, k, v, chunks)
     want, want_lse = flash.attention(q, k, v)
     torch.testing.assert_close(output, want)
     torch.testing.assert_close(lse, want_lse)
@@ -311,15 +311,15 @@ def test_split_kv_attention_combines_to_plain_attention(chunks):
     ).mean(0)
     assert chunks == 1 or not torch.allclose(plain_mean, want)
     with pytest.raises(ValueError, match="chunks"):
-        flash.split_kv_attention(q, k, v, 51)
+        flash_costs.split_kv_attention(q, k, v, 51)
 
 
 def test_attention_flops_count_two_products_forward_and_five_or_seven_backward():
-    full = flash.attention_flops(1024, 1024, 64)
+    full = flash_costs.attention_flops(1024, 1024, 64)
     assert full["forward"] == 4 * 1024 * 1024 * 64
     assert full["backward_five"] / full["forward"] == 2.5 and full["backward_seven"] / full["forward"] == 3.5
-    causal = flash.attention_flops(1024, 1024, 64, causal=True)
+    causal = flash_costs.attention_flops(1024, 1024, 64, causal=True)
     assert causal["forward"] == 4 * 64 * 1024 * 1025 // 2  # the diagonal's pairs are kept: a little over half
-    assert flash.fused_forward_bytes(8, 8, 4, 2) == 4 * 8 * 4 * 2 + 4 * 8
+    assert flash_costs.fused_forward_bytes(8, 8, 4, 2) == 4 * 8 * 4 * 2 + 4 * 8
     with pytest.raises(ValueError, match="head_dim"):
-        flash.attention_flops(8, 8, 0)
+        flash_costs.attention_flops(8, 8, 0)

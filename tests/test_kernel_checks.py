@@ -101,7 +101,7 @@ def test_the_reference_passes_computes_in_kernels_and_skips_the_hidden_blocks(re
 
 
 def test_the_kernel_checks_of_one_notebook_share_a_call_and_its_replay_and_each_judges_it(reference, monkeypatch):
-    from autograder.calls.call import shared_calls
+    from autograder.calls.shared import shared_calls
 
     replays = []
     replay = launches.Trace.replay

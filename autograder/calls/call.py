@@ -14,15 +14,14 @@ method called and the train or eval mode) are declared once, :class:`CallOptions
 needs as keyword arguments (:func:`takes_options`).
 
 Checks that read only what a call returned (its values compared, their finiteness, the kernels it launched) share
-a call: within one notebook's grading (:func:`shared_calls`), the same function called on the same inputs, seed and
-stand-ins is called once (:meth:`Call.run_shared`, :func:`shared`), and each check reads its own copy of what it
+a call: within one notebook's grading (``shared.shared_calls``), the same function called on the same inputs, seed and
+stand-ins is called once (:meth:`Call.run_shared`, ``shared.shared``), and each check reads its own copy of what it
 returned. A test cell that checks an item's output and its log-sum-exp on the same inputs pays for one call.
 """
 
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import dataclasses
 import inspect
 import random
@@ -36,6 +35,7 @@ from autograder.api import specs
 from autograder.api.items import CheckFailed, Item, quoted_error, quoted_size, type_name
 from autograder.api.keywords import gathered
 from autograder.calls import global_rng, parameter_roles, standins
+from autograder.calls.shared import Identity, NotShared, shareable, shared
 from autograder.release import reference
 
 
@@ -102,56 +102,6 @@ def takes_options(*names: str, required: tuple[str, ...] = ()):
     arguments, with their defaults (none for those ``required``), and gets them as one argument,
     ``options``. The check's signature, as callers and :func:`inspect.signature` see it, lists them."""
     return gathered(CallOptions, "options", names or OPTIONS, required=required)
-
-
-# The calls that the checks of the notebook being graded share (key -> what the call returned), or None: each
-# check calls for itself (a notebook's own kernel, a test).
-_SHARED: contextvars.ContextVar[dict | None] = contextvars.ContextVar("shared_calls", default=None)
-
-
-@contextlib.contextmanager
-def shared_calls():
-    """The checks run inside share their calls (:func:`shared`), for the grading of one notebook."""
-    token = _SHARED.set({})
-    try:
-        yield
-    finally:
-        _SHARED.reset(token)
-
-
-def shared(key: tuple | None, make, copied=None):
-    """What ``make()`` returned, made once per ``key`` while :func:`shared_calls` holds, each caller given its own
-    copy (``copied``, by default :func:`copy_of`: a check may change what it reads); a call that raised is made again
-    by the next check (its error is that check's). Without a store, or with a key of None, ``make()`` every time."""
-    store = _SHARED.get()
-    if store is None or key is None:
-        return make()
-    if key not in store:
-        store[key] = make()
-    return (copied or copy_of)(store[key])
-
-
-def copy_of(value):
-    """A copy of a returned value made of tensors, arrays, numbers and containers of them."""
-    if isinstance(value, (torch.Tensor, np.ndarray)):
-        return value.copy() if isinstance(value, np.ndarray) else value.clone()
-    if isinstance(value, (tuple, list)):
-        return type(value)(copy_of(part) for part in value)
-    if isinstance(value, dict):
-        return {name: copy_of(part) for name, part in value.items()}
-    return value
-
-
-def shareable(value) -> bool:
-    """Whether a returned value may be shared between checks: tensors, arrays, numbers, strings and None, in tuples,
-    lists and dicts (an object that stays in the sandbox, a student's own class, is called again by each check)."""
-    if isinstance(value, (torch.Tensor, np.ndarray, bool, int, float, complex, str, np.generic)) or value is None:
-        return True
-    if isinstance(value, (tuple, list)) and type(value) in (tuple, list):
-        return all(shareable(part) for part in value)
-    if isinstance(value, dict) and type(value) is dict:
-        return all(isinstance(name, str) and shareable(part) for name, part in value.items())
-    return False
 
 
 class Call:
@@ -295,7 +245,7 @@ class Call:
         return self.invoke(target, inputs, keywords)
 
     def shared_key(self, *what) -> tuple | None:
-        """What the student's call depends on, for checks that share it (:func:`shared`): the item (its object, the
+        """What the student's call depends on, for checks that share it (``shared.shared``): the item (its object, the
         items it uses and those the student may choose), the inputs' specs and the seed; ``what`` tells kinds of
         sharing apart. None where the call is not shared: a class item (the object built holds state), an input
         that is an object the grader holds (a scripted fixture, whose state a check reads)."""
@@ -306,7 +256,7 @@ class Call:
             *what,
             item.obj.__shared_as__()
             if is_remote(item.obj) and hasattr(item.obj, "__shared_as__")
-            else _Identity(item.obj),
+            else Identity(item.obj),
             item.assignment,
             item.name,
             item.outputs,
@@ -331,14 +281,14 @@ class Call:
         def made():
             returned = self.run()
             if not shareable(returned):
-                raise _NotShared(returned)
+                raise NotShared(returned)
             return returned
 
         if key is None:
             return self.run()
         try:
             return shared(key, made)
-        except _NotShared as kept:
+        except NotShared as kept:
             return kept.returned
 
     def invoke(self, target, inputs, keywords):
@@ -463,30 +413,6 @@ class Call:
     def input_value(self, which: int | str):
         """One of the made inputs, by position or keyword."""
         return self.keywords[which] if isinstance(which, str) else self.inputs[which]
-
-
-class _Identity:
-    """An object as part of a key: equal to itself alone, and kept alive while the key is (so that its id is not
-    another's), whatever its own ``==`` and hash."""
-
-    __slots__ = ("obj",)
-
-    def __init__(self, obj):
-        self.obj = obj
-
-    def __hash__(self) -> int:
-        return id(self.obj)
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, _Identity) and other.obj is self.obj
-
-
-class _NotShared(Exception):
-    """A returned value that checks do not share (:func:`shareable`): the check that made the call reads it."""
-
-    def __init__(self, returned):
-        super().__init__("not shared")
-        self.returned = returned
 
 
 def _randomised(parameters: dict, seed: int) -> dict:

@@ -11,8 +11,9 @@ from __future__ import annotations
 from autograder.api.items import Item
 from autograder.api.options import CompareOptions, compares
 from autograder.calls import kernel_source, launches, replayed
-from autograder.calls.call import Call, CallOptions, copy_of, shared, takes_options
+from autograder.calls.call import Call, CallOptions, takes_options
 from autograder.calls.isolation import isolated
+from autograder.calls.shared import copy_of, shared
 
 ROLES = ("q", "k", "v", "output", "lse", "grad_output")
 
@@ -21,7 +22,7 @@ def _replayed(call: Call, roles: tuple[str, ...], names: tuple[str, ...]):
     """Run the item, recording its launches; run them again: ``(plan, result, returned, trace)``. The check fails where
     the launches cannot be replayed (none, too many, a kernel that is not Triton code alone, a tensor as large as
     the whole matrix of scores). A message names nothing that the record alone holds (:func:`launches.scrubbed`).
-    The kernel checks of one notebook share a call and its replay (:func:`autograder.calls.call.shared`): those on the
+    The kernel checks of one notebook share a call and its replay (:func:`autograder.calls.shared.shared`): those on the
     same inputs read the same launches, run again once."""
     unknown = set(roles) - set(ROLES)
     if unknown:

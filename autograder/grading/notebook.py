@@ -35,7 +35,7 @@ import torch
 from attention_course import notebooks
 from autograder.api import items
 from autograder.api.items import CheckFailed, PartlyRight, share
-from autograder.calls.call import shared_calls
+from autograder.calls.shared import shared_calls
 from autograder.grading import grader as graders
 from autograder.grading import timings
 from autograder.grading.report import Report, TestResult
@@ -207,7 +207,7 @@ def _grade(assignment, submission, notebook, limits, isolation, release, as_subm
             deadline = started + TOTAL_SECONDS
             session = Session(program.pieces, program.where, report, limits, deadline, sandboxes, runners)
             try:
-                # no known answer shown; checks on the same inputs share the student's call (calls/call.shared)
+                # no known answer shown; checks on the same inputs share the student's call (calls/shared)
                 with items.known_mistakes() as known, items.hidden_tests(), shared_calls():
                     try:
                         _run_tests(source, tests, session, report)
