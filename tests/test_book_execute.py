@@ -20,6 +20,7 @@ from attention_course.notebooks import COURSE_ROOT
 from benchmarks import book as bench_book
 from course_site import execute as book_execute
 from course_site import progress as book_progress
+from tests.support.myst import HEADER
 
 SLEEP = 1.5  # seconds that each page of the two-page book sleeps
 CONFIG = """\
@@ -33,18 +34,6 @@ execute:
 sphinx:
   config:
     nb_execution_raise_on_error: true
-"""
-HEADER = """\
----
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
 """
 
 

@@ -137,17 +137,23 @@ def _make(makefile_dir: Path, target: str, status: int, tmp_path: Path, *old: st
     )
 
 
+def _makefile_folder(makefile, tmp_path):
+    """The folder whose Makefile runs (the course's, or a copy of the students' in ``tmp_path``), and the files
+    that make must take as up to date there."""
+    if makefile == "instructor":
+        return COURSE_ROOT, (".venv/.installed", ".venv/.bytecode", "sandbox")
+    folder = tmp_path / "students"
+    folder.mkdir()
+    shutil.copy(STUDENTS_MAKEFILE, folder / "Makefile")
+    return folder, (".venv/.installed", ".venv/.jupyter-config")
+
+
 @pytest.mark.parametrize("target", ["check", "validate"])
 @pytest.mark.parametrize("makefile", ["instructor", "students"])
 def test_make_check_and_validate_fail_unless_every_test_passed(makefile, target, tmp_path):
     """make exits 0 only for the command's 0; for 1 (a test failed) and 2 (not checked) it fails, naming the
     status (make's own exit status is 2 for both)."""
-    if makefile == "instructor":
-        folder, old = COURSE_ROOT, (".venv/.installed", ".venv/.bytecode", "sandbox")
-    else:
-        folder, old = tmp_path / "students", (".venv/.installed", ".venv/.jupyter-config")
-        folder.mkdir()
-        shutil.copy(STUDENTS_MAKEFILE, folder / "Makefile")
+    folder, old = _makefile_folder(makefile, tmp_path)
     for status in (0, 1, 2):
         made = _make(folder, target, status, tmp_path, *old)
         assert "the command ran" in made.stdout, made.stdout + made.stderr
@@ -369,12 +375,7 @@ ODD_NAMES = ("ch02_scaled_dot_product (1).ipynb", "Copy of ch02_scaled_dot_produ
 def test_make_passes_the_notebook_and_assignment_as_given(makefile, target, tmp_path):
     """A name with spaces, parentheses and quotes reaches the command as one argument, unchanged (the shell's
     syntax error before); make check passes ASSIGNMENT as --assignment."""
-    if makefile == "instructor":
-        folder, old = COURSE_ROOT, (".venv/.installed", ".venv/.bytecode", "sandbox")
-    else:
-        folder, old = tmp_path / "students", (".venv/.installed", ".venv/.jupyter-config")
-        folder.mkdir()
-        shutil.copy(STUDENTS_MAKEFILE, folder / "Makefile")
+    folder, old = _makefile_folder(makefile, tmp_path)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     python = bin_dir / "python"

@@ -34,6 +34,7 @@ from pathlib import Path
 import pytest
 
 from attention_course.notebooks import COURSE_ROOT
+from tests.support.myst import HEADER
 from tests.test_book import code_cells
 
 PAGES = sorted((COURSE_ROOT / "book").glob("*.md"))
@@ -210,20 +211,6 @@ def shown_plumbing_in_source_at(path: Path, root: Path) -> list[str]:
         for line, code in source_cells(path.read_text())
         for found in plumbing(code)
     ]
-
-
-HEADER = """\
----
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-"""
 
 
 @pytest.mark.slow
