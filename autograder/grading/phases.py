@@ -60,8 +60,8 @@ class Run:
     jobs: int
     feedback_seconds: float
     allow_released: bool
-    again: bool = False  # grade every notebook, its saved report fitting or not (--again)
     not_listed: list[str] = field(default_factory=list)  # with a submission, not on the class list: never graded
+    again: bool = False  # grade every notebook, its saved report fitting or not (--again)
     found: Precomputed | None = None  # phases 2 and 3: notes, the refused, the not graded, nothing answered
     excluded: list[str] = field(default_factory=list)  # phase 4: the students not given to nbgrader
     refused_by_nbgrader: dict[str, str] = field(default_factory=dict)  # phase 4: student -> nbgrader's error
@@ -140,7 +140,9 @@ def _start(
     if not students:
         unlisted = f" of a student on the class list {found.class_list}" if found.not_listed else ""
         raise SystemExit(f"nothing to grade: no folder submitted/<student>/{assignment}/{unlisted} under {root}")
-    return Run(assignment, root, students, settings, quiet, jobs, feedback_seconds, allow_released, found.not_listed)
+    return Run(
+        assignment, root, students, settings, quiet, jobs, feedback_seconds, allow_released, not_listed=found.not_listed
+    )
 
 
 def _record_tests(assignment: str, root: Path) -> None:
