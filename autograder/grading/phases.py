@@ -387,7 +387,12 @@ def _write_feedback(run: Run) -> None:
             continue
         run.saved.forget(kept.FEEDBACK, run.assignment, student)
         if record and student not in run.autograded and not run.again:
-            why = "feedback written again: the student's scores or comments in the gradebook changed"
+            if record.get("state") != run.states.get(student):
+                why = "feedback written again: the student's scores or comments in the gradebook changed"
+            elif fits:
+                why = "feedback written again: a page of it was changed or removed since it was written"
+            else:
+                why = "feedback written again: what it is written from changed"
             run.found.decisions.setdefault(student, []).append(why)
             run.say(f"  {clean_text(student, 200)}: {why}")
     to_write = [student for student in given if student not in unchanged]
@@ -405,7 +410,7 @@ def _write_feedback(run: Run) -> None:
     )
     for student in to_write:
         if keys[student] is not None and student not in run.stopped:
-            record = {"key": keys[student], "pages": run.keys.pages(student, names)}
+            record = {"key": keys[student], "state": run.states.get(student), "pages": run.keys.pages(student, names)}
             run.saved.keep(
                 kept.FEEDBACK, run.assignment, student, {**record, "notes": run.feedback_notes.get(student, [])}
             )
