@@ -6,7 +6,8 @@ Each notebook that ``make grade`` grades in the sandbox leaves, besides the repo
 (:class:`Inputs`) and an HMAC of both under a secret that the grader drew once and keeps beside them
 (``grades/.grader/secret``, readable by the instructor's account alone). The next ``make grade`` computes the
 inputs again and uses the saved report instead of running the notebook where all of them are the same and the
-HMAC holds; it says for each student what it did and why (:class:`Decision`).
+HMAC holds; it says for each student what it did and why (:class:`Decision`). The records of phases 1, 4 and 5,
+by which ``make grade`` skips those too, are signed alike (:meth:`Saved.keep`; :mod:`autograder.grading.kept`).
 
 What the inputs are, computed from what is graded and never from a file's time:
 
