@@ -22,10 +22,11 @@ import pytest
 
 from attention_course import notebooks
 from autograder.cli import grade
+from autograder.grading import kept, run_nbgrader, saved
 from autograder.grading import notebook as graded_notebook
-from autograder.grading import saved
 from autograder.grading.classroom import fill, make_course, submit
 from autograder.grading.gradesheet import db_url
+from autograder.grading.handoff import report_path
 from autograder.grading.report import Report
 from autograder.grading.report import TestResult as Outcome
 from autograder.release import course
@@ -87,6 +88,72 @@ def test_a_record_changed_without_the_secret_or_moved_to_another_student_is_not_
     assert store.decide(A, "ann", A, _inputs()) == saved.Decision(None, failed)
     store.save(A, "ann", A, _inputs(), Report(A, A, not_graded="the sandbox could not start"))
     assert not path.exists()  # the grader's failure is never saved
+
+
+def test_a_phase_record_serves_only_where_its_hmac_holds(tmp_path):
+    store = saved.Saved(tmp_path)
+    assert store.kept(kept.FEEDBACK, A, "ann") is None
+    store.keep(kept.FEEDBACK, A, "ann", {"key": "k", "notes": []})
+    assert store.kept(kept.FEEDBACK, A, "ann") == {"key": "k", "notes": []}
+    assert store.kept(kept.AUTOGRADE, A, "ann") is None and store.kept(kept.FEEDBACK, A, None) is None
+    path = store._phase_path(kept.FEEDBACK, A, "ann")
+    other = store._phase_path(kept.FEEDBACK, A, "bob")
+    other.parent.mkdir(parents=True)
+    other.write_text(path.read_text())  # ann's record under bob's name
+    assert store.kept(kept.FEEDBACK, A, "bob") is None
+    record = json.loads(path.read_text())
+    record["payload"]["key"] = "forged"  # the key changed, the MAC left as it was
+    path.write_text(json.dumps(record))
+    assert store.kept(kept.FEEDBACK, A, "ann") is None
+    store.keep(kept.TESTS, A, None, {"key": "t"})
+    assert store.kept(kept.TESTS, A, None) == {"key": "t"}
+    store.forget(kept.TESTS, A, None)
+    assert store.kept(kept.TESTS, A, None) is None
+
+
+def test_the_keys_of_autograde_and_feedback_follow_what_those_phases_read(tmp_path):
+    folder = make_course(tmp_path / "course")
+    path = submit(folder, "ann", A, fill(A))
+    keys = kept.Keys(A, folder, TERM, [])
+    inputs = {A: saved.Class(A, folder, TERM).inputs(A, path)}
+    handed = report_path(folder, A, "ann", A)
+    handed.parent.mkdir(parents=True)
+    handed.write_text(_report(True).to_json())
+    first = keys.autograde("ann", inputs)
+    assert first == keys.autograde("ann", inputs) and keys.autograde("ann", {A: None}) is None
+    assert kept.Keys(A, folder, TERM, ["--SandboxedExecute.allow_released=True"]).autograde("ann", inputs) != first
+    handed.write_text(_report(False).to_json())  # another report handed to nbgrader
+    assert keys.autograde("ann", inputs) != first
+    assert keys.autograde("ann", {A: dataclasses.replace(inputs[A], notebook="other")}) != first
+    copies = {A: "copy"}
+    assert keys.feedback(copies, None, 60.0) is None and keys.feedback({A: None}, "state", 60.0) is None
+    feedback = keys.feedback(copies, "state", 60.0)
+    assert feedback == keys.feedback(copies, "state", 60.0)
+    assert len({feedback, keys.feedback(copies, "scores given", 60.0), keys.feedback({A: "other"}, "state", 60.0),
+                keys.feedback(copies, "state", 30.0)}) == 4  # fmt: skip
+    (folder / "nbgrader_config.py").write_text((folder / "nbgrader_config.py").read_text() + "\n# changed\n")
+    changed = kept.Keys(A, folder, TERM, [])
+    assert changed.tests != keys.tests and changed.feedback(copies, "state", 60.0) != feedback
+
+
+@pytest.mark.slow
+def test_phase_one_is_checked_against_the_gradebook_and_each_submission_state_read_from_it(tmp_path):
+    from nbgrader.api import Gradebook
+
+    folder = make_course(tmp_path / "course")
+    other = "ch01_bahdanau"
+    run_nbgrader.generate([other], into=tmp_path / "released", db_url=db_url(folder), root=folder, quiet=True)
+    with Gradebook(db_url(folder)) as gradebook:
+        assert kept.recorded_as_released(gradebook, other, folder)
+        assert not kept.recorded_as_released(gradebook, A, folder)  # not recorded yet
+    run_nbgrader.generate([A], into=tmp_path / "released", db_url=db_url(folder), root=folder, quiet=True)
+    with Gradebook(db_url(folder)) as gradebook:
+        assert kept.recorded_as_released(gradebook, A, folder)
+        assert kept.submission_state(gradebook, A, "ann") is None
+        cell = gradebook.find_assignment(A).notebooks[0].grade_cells[0]
+        cell.max_score += 1  # points the instructor notebook does not give
+        gradebook.db.commit()
+        assert not kept.recorded_as_released(gradebook, A, folder)
 
 
 def test_the_inputs_follow_the_notebooks_bytes_the_tests_and_the_release(tmp_path, monkeypatch):
@@ -189,10 +256,20 @@ def test_make_grade_again_runs_only_what_changed(tmp_path, monkeypatch, capsys):
         return real_preflight(*args, **options)
 
     monkeypatch.setattr(graded_notebook, "preflight", preflight)
+    commands: list[tuple[str, str]] = []  # each nbgrader command that make grade starts, and whom it leaves out
+    real_start = run_nbgrader.start
+
+    def start(*args, **options):
+        left_out = [a.split("=", 1)[1] for a in args if a.startswith("--CourseDirectory.student_id_exclude=")]
+        commands.append((args[0], ",".join(left_out)))
+        return real_start(*args, **options)
+
+    monkeypatch.setattr(run_nbgrader, "start", start)
 
     def graded(**options) -> dict:
         runs.clear()
         preflights.clear()
+        commands.clear()
         results = grade.grade(A, root=folder, quiet=True, jobs=2, settings=TERM, **options)
         return {r.student: r for r in results}
 
@@ -211,13 +288,38 @@ def test_make_grade_again_runs_only_what_changed(tmp_path, monkeypatch, capsys):
     second = graded()  # nothing changed: no notebook runs (no sandbox started), the same grades and feedback
     assert second.pop("rex").note == first_rex_note
     assert runs == [] and preflights == []
+    assert commands == []  # nor phases 1, 4 and 5: no nbgrader command at all
     assert all(r.grading.startswith(USED) for r in second.values()), [r.grading for r in second.values()]
     assert {s: r.score for s, r in second.items()} == {s: r.score for s, r in first.items()}
     assert _outputs(folder) == before
 
-    # scores given by hand; then alice's code changes (her written answer does not) and mallory's record is
-    # tampered with: full marks, without the secret
+    # scores given by hand, and nothing else: no notebook runs, no autograde, the feedback of those two (and of
+    # mallory, whose page was deleted) written again with their scores, the CSV with them
     assert _manual(folder, {"alice": 1.5, "bob": 1.0}) == {"alice": 1.5, "bob": 1.0}
+    mallory_page = folder / "feedback" / "mallory" / A / f"{A}.html"
+    mallory_page.unlink()
+    by_hand = graded()
+    by_hand.pop("rex")
+    assert runs == [] and {name for name, _ in commands} == {"generate_feedback"}
+    assert _given(commands) == {"alice", "bob", "mallory"}  # rex is refused
+    assert by_hand["alice"].score == full + 1.5 and by_hand["bob"].score == full + 1.0
+    again = "feedback written again: the student's scores or comments in the gradebook changed"
+    assert by_hand["alice"].grading.endswith(again) and by_hand["mallory"].grading.startswith(USED)
+    assert by_hand["mallory"].grading.endswith(
+        "feedback written again: a page of it was changed or removed since it was written"
+    )
+    rows = {row.split(",")[0]: row.split(",")[1] for row in (folder / "grades" / f"{A}.csv").read_text().splitlines()}
+    assert (float(rows["alice"]), float(rows["bob"])) == (full + 1.5, full + 1.0)
+    pages = {s: (folder / "feedback" / s / A / f"{A}.html").read_text() for s in ("alice", "bob", "mallory")}
+    assert f"Score: {full + 1.5:.1f} / " in pages["alice"] and "awaiting grading" not in pages["alice"]
+    assert f"Score: {full + 1.0:.1f} / " in pages["bob"] and "awaiting grading" in before_mallory_page(before)
+    assert mallory_page.read_bytes() == before[f"feedback/mallory/{A}/{A}.html"]
+    commands.clear()
+    graded()  # and nothing changed since: nothing written
+    assert commands == []
+
+    # alice's code changes (her written answer does not) and mallory's record is tampered with: full marks,
+    # without the secret
     submit(folder, "alice", A, fill(A, {"softmax": _softmax_other_idiom()}))
     record_path = state / A / "mallory" / f"{A}.json"
     record = json.loads(record_path.read_text())
@@ -229,6 +331,10 @@ def test_make_grade_again_runs_only_what_changed(tmp_path, monkeypatch, capsys):
     third = graded()
     third.pop("rex")
     assert sorted(runs) == ["alice", "mallory"] and preflights == [1]
+    # phase 1 not run again; autograde for those two alone (bob and rex left out), and the feedback of alice alone:
+    # mallory's notebook, graded again, gave nbgrader the same autograded copy and scores
+    assert [name for name, _ in commands][0] == "autograde" and _given(commands[:1]) == {"alice", "mallory"}
+    assert {name for name, _ in commands[1:]} == {"generate_feedback"} and _given(commands[1:]) == {"alice"}
     assert third["alice"].grading == "graded: the notebook changed" and third["bob"].grading.startswith(USED)
     assert third["mallory"].grading.startswith("graded: its saved report failed the grader's check")
     assert third["mallory"].score == first["mallory"].score and third["alice"].score == full + 1.5
@@ -255,6 +361,28 @@ def test_make_grade_again_runs_only_what_changed(tmp_path, monkeypatch, capsys):
         assert f"  {student}: graded: --again\n" in said, said[-3000:]
     assert not any("forged" in p.read_text() for p in state.rglob("*.json"))
     assert os.stat(state).st_mode & 0o077 == 0
+
+    # the gradebook removed: phase 1 records the tests again, and every student is autograded again, no notebook run
+    (folder / "gradebook.db").unlink()
+    runs.clear()
+    commands.clear()
+    assert grade.main([A, "--root", str(folder), "--jobs", "2"]) == 0  # the open edition, as the --again run
+    assert runs == [] and [name for name, _ in commands][:2] == ["generate_assignment", "autograde"]
+    assert _given(commands[1:2]) == {"alice", "bob", "mallory"}
+    rows = {row.split(",")[0]: row.split(",")[1] for row in (folder / "grades" / f"{A}.csv").read_text().splitlines()}
+    # the scores given by hand went with the gradebook
+    assert [float(rows[s]) for s in ("alice", "bob", "mallory")] == [full, full, first["mallory"].score]
+
+
+def _given(commands: list[tuple[str, str]]) -> set[str]:
+    """The students that ``commands`` (nbgrader's, each with whom it leaves out) were given, of this class."""
+    everyone = {"alice", "bob", "mallory", "rex"}
+    return set().union(*(everyone - set(left.split(",")) for _, left in commands))
+
+
+def before_mallory_page(before: dict[str, bytes]) -> str:
+    """Mallory's feedback page as the first grading wrote it (her written answer awaiting grading)."""
+    return before[f"feedback/mallory/{A}/{A}.html"].decode()
 
 
 def _softmax_other_idiom() -> str:

@@ -3,7 +3,8 @@
     python -m autograder.cli.grade ch02_scaled_dot_product --jobs 4
 
 1. records the assignment's test cells in the gradebook (as ``make exercises`` does), in the
-   background while phases 2 and 3 run (nothing before phase 4 reads the gradebook);
+   background while phases 2 and 3 run (nothing before phase 4 reads the gradebook); not again where
+   nothing it records changed since and the gradebook holds them (:mod:`autograder.grading.kept`);
 2. checks that the sandbox works at all, with a program known to be right (the
    preflight): if it does not, it stops with what to fix, and no student is scored;
 3. grades every ``submitted/<student>/<assignment>/`` of a student on the class list
@@ -25,11 +26,14 @@
    writes the gradebook, so it stays consistent). A notebook that nbgrader refuses all the
    same (one it cannot read, say) is reported as refused, with nbgrader's reason, and scores 0;
    one it leaves without a score and without naming an error (it stopped before it) is "not
-   graded";
+   graded". A student whose notebooks, reports handed to nbgrader and grader are unchanged since their last
+   autograde is not given to nbgrader again: their scores stand (:mod:`autograder.grading.kept`);
 5. ``nbgrader generate_feedback`` into ``feedback/<student>/<assignment>/``, each notebook
    within ``--feedback-seconds`` (:func:`autograder.grading.feedback.write_feedback`): one that
    takes longer is stopped, the class goes on, and that student's feedback is a page saying so.
-   ``--jobs`` processes share the class (each its own students; they only read the gradebook);
+   ``--jobs`` processes share the class (each its own students; they only read the gradebook). A student's
+   feedback is written again only where what it shows changed: their autograded notebooks, or their scores
+   and comments in the gradebook (a score given by hand in formgrader), or its page (``--again``: all);
 6. writes ``grades/<assignment>.csv`` (one row per student, one column per test
    cell, in the notebook's order) and prints a summary table with each student's
    failed tests and notes (for a notebook that answers nothing, "nothing answered" in place of

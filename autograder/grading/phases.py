@@ -8,6 +8,7 @@ needed, so that phase 1's nbgrader process starts before this one spends seconds
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import sys
 import tempfile
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from attention_course.notebooks import COURSE_ROOT
 from autograder.exchange import ClassListError
-from autograder.grading import run_nbgrader
+from autograder.grading import kept, run_nbgrader
 from autograder.grading.feedback import FEEDBACK_SECONDS, write_feedback_in_parallel
 from autograder.grading.feedback_pages import write_feedback_pages
 from autograder.grading.grader import Grader
@@ -34,6 +35,7 @@ from autograder.grading.gradesheet import (
 from autograder.grading.handoff import GradeAgain, NotGraded
 from autograder.grading.nbgrader_log import nbgrader_refused
 from autograder.grading.sandboxed import Precomputed, grade_again, plan, precompute, sandbox_score
+from autograder.grading.saved import Saved
 from autograder.grading.submissions import class_of, notebook_names, refusals
 from autograder.release import course
 from autograder.text.terminal import clean_text
@@ -61,6 +63,11 @@ class Run:
     feedback_seconds: float
     allow_released: bool
     not_listed: list[str] = field(default_factory=list)  # with a submission, not on the class list: never graded
+    keys: kept.Keys | None = None  # the keys of phases 1, 4 and 5 (grading/kept)
+    saved: Saved | None = None  # the grader's saved records
+    tests_recorded: bool = False  # phase 1 ran, or its record shows that nothing it records changed
+    states: dict[str, str | None] = field(default_factory=dict)  # phases 4, 5: each submission in the gradebook
+    autograded: set[str] = field(default_factory=set)  # phase 4: the students given to nbgrader autograde
     again: bool = False  # grade every notebook, its saved report fitting or not (--again)
     found: Precomputed | None = None  # phases 2 and 3: notes, the refused, the not graded, nothing answered
     excluded: list[str] = field(default_factory=list)  # phase 4: the students not given to nbgrader
@@ -102,16 +109,27 @@ def grade(
     nothing is scored. Raises :class:`autograder.release.course.ReleasedRefusal` for a term's released
     assignment unless ``allow_released`` (nbgrader's own run, through the course's plugin, is told the same).
     A notebook graded before whose inputs are all unchanged is not run again: its saved report serves
-    (:mod:`autograder.grading.saved`); ``again`` grades every notebook all the same. Phases 4 to 6 run for the
-    whole class either way, so the gradebook (scores given by hand kept), the feedback and the CSV are up to date.
+    (:mod:`autograder.grading.saved`); ``again`` grades every notebook all the same. Phases 1, 4 and 5 are
+    skipped likewise where nothing they read changed (:mod:`autograder.grading.kept`: a score given by hand
+    changes the feedback's key), so that the gradebook (scores given by hand kept), the feedback and the CSV
+    (phase 6, always written from the gradebook) are up to date.
     """
     run = _start(assignment, Path(root), quiet, jobs, settings, feedback_seconds, allow_released)
     run.again = again
-    run.say(f"[1/6] recording the tests of {assignment} in the gradebook (in the background)")
-    with ThreadPoolExecutor(1) as background:  # leaving it waits for phase 1, whatever happened
-        recording = background.submit(_record_tests, assignment, run.root)
+    run.keys = kept.Keys(assignment, run.root, run.settings, _autograde_options(run, sandbox))
+    run.saved = Saved(run.root)
+    tests = run.saved.kept(kept.TESTS, assignment, None) or {}
+    run.tests_recorded = not again and tests.get("key") == run.keys.tests
+    if run.tests_recorded:  # checked against the gradebook before phase 4 (_gradebook_states)
+        run.say(f"[1/6] the tests of {assignment} are in the gradebook as recorded last time (nothing they come from "
+                "changed): not recorded again")  # fmt: skip
         run.found = _grade_in_sandbox(run, sandbox, grader)  # phases 2 and 3
-        recording.result()
+    else:
+        run.say(f"[1/6] recording the tests of {assignment} in the gradebook (in the background)")
+        with ThreadPoolExecutor(1) as background:  # leaving it waits for phase 1, whatever happened
+            recording = background.submit(_record_tests, run)
+            run.found = _grade_in_sandbox(run, sandbox, grader)  # phases 2 and 3
+            recording.result()
     _autograde(run, sandbox, grader)  # phase 4
     _write_feedback(run)  # phase 5
     return _write_grades(run)  # phase 6
@@ -145,25 +163,30 @@ def _start(
     )
 
 
-def _record_tests(assignment: str, root: Path) -> None:
-    """Phase 1: the assignment's test cells into the gradebook; exercises/ is left alone."""
+def _record_tests(run: Run) -> None:
+    """Phase 1: the assignment's test cells into the gradebook; exercises/ is left alone. Its key kept
+    (:mod:`autograder.grading.kept`), so that the next ``make grade`` skips it where nothing it reads changed."""
+    run.saved.forget(kept.TESTS, run.assignment, None)
     with tempfile.TemporaryDirectory() as tmp:
-        run_nbgrader.generate([assignment], into=Path(tmp), db_url=db_url(root), root=root, quiet=True)
+        run_nbgrader.generate([run.assignment], into=Path(tmp), db_url=db_url(run.root), root=run.root, quiet=True)
+    run.saved.keep(kept.TESTS, run.assignment, None, {"key": run.keys.tests})
+    run.tests_recorded = True
 
 
 def _grade_in_sandbox(run: Run, sandbox: bool, grader: Grader | None) -> Precomputed:
     """Phases 2 and 3: the preflight, then every submission graded in the sandbox (nothing without ``sandbox``)."""
     if not sandbox:
         return Precomputed({student: [] for student in run.students})
-    from autograder.grading.notebook import preflight
-
     own = grader is None
     grader = Grader() if own else grader
     try:
-        with grader:
-            refused = refusals(run.assignment, run.students, run.root)
-            planned = plan(run.assignment, run.students, run.root, run.settings, refused, run.again)
+        refused = refusals(run.assignment, run.students, run.root)
+        planned = plan(run.assignment, run.students, run.root, run.settings, refused, run.again)
+        # the grader's settings (torch's threads: torch imported) only where a notebook runs
+        with grader if planned.to_run else contextlib.nullcontext():
             if planned.to_run:
+                from autograder.grading.notebook import preflight  # torch, imported only where a notebook runs
+
                 run.say("[2/6] checking that the sandbox works (a program known to be right)")
                 problem = preflight(run.settings, grader=grader)
                 if problem:
@@ -185,7 +208,7 @@ def _grade_in_sandbox(run: Run, sandbox: bool, grader: Grader | None) -> Precomp
                 run.students,
                 run.root,
                 run.jobs,
-                progress=not run.quiet,
+                progress=not run.quiet and planned.to_run > 0,
                 settings=run.settings,
                 grader=grader,
                 planned=planned,
@@ -204,18 +227,27 @@ def _autograde(run: Run, sandbox: bool = True, grader: Grader | None = None) -> 
 
     nbgrader grades nothing itself (``SandboxedExecute.grade_here`` off): a notebook whose phase-3 report does
     not fit nbgrader's copy of it is graded again in the sandbox as phase 3 grades (``JOBS`` at a time, each
-    within its time limit) and given to nbgrader again, once (:func:`_grade_again`)."""
+    within its time limit) and given to nbgrader again, once (:func:`_grade_again`). A student whose phase-4 inputs
+    are unchanged since their last autograde (:mod:`autograder.grading.kept`) is not given to nbgrader again."""
     found = run.found
     # nbgrader warns about every test cell with hidden tests (its checksum changes on release),
     # so only its errors are shown; the summary lists what each student lost. Refused and
     # not-graded submissions are not given to nbgrader: it would follow a link, or record a zero; nor are
     # those of students not on the class list.
     run.excluded = sorted({*found.refused, *found.not_graded, *run.not_listed})
-    options = ["--SandboxedExecute.grade_here=False"] if sandbox else []
-    if run.allow_released:
-        options.append("--SandboxedExecute.allow_released=True")
-    run.say("[4/6] recording the scores in the gradebook (nbgrader autograde)")
+    options = _autograde_options(run, sandbox)
     given = [student for student in run.students if student not in run.excluded]
+    run.states = _gradebook_states(run, given)
+    names = notebook_names(run.assignment, run.root)
+    unchanged = [student for student in given if _autograded_before(run, student, names)]
+    given = [student for student in given if student not in unchanged]
+    run.autograded = set(given)
+    kept_scores = f" ({len(unchanged)} unchanged since their last autograde: their scores stand)" if unchanged else ""
+    run.say(
+        f"[4/6] recording the scores in the gradebook (nbgrader autograde) for {len(given)} student(s){kept_scores}"
+    )
+    if not given:
+        return
     for student, names in stale_written_grades(run.assignment, given, run.root).items():
         note = f"the score given by hand to {', '.join(names)} dropped: the answer's text changed since it was graded"
         run.say(f"  {clean_text(student, 200)}: {note}")
@@ -248,6 +280,54 @@ def _autograde(run: Run, sandbox: bool = True, grader: Grader | None = None) -> 
             )
             del refused_by_nbgrader[student]
     run.refused_by_nbgrader = refused_by_nbgrader
+    done = [s for s in given if s not in found.not_graded and s not in refused_by_nbgrader]
+    run.states.update(_gradebook_states(run, done))
+    for student in done:
+        key = run.keys.autograde(student, found.inputs.get(student, {}))
+        if key is not None:
+            autograded = run.keys.autograded(student, notebook_names(run.assignment, run.root))
+            run.saved.keep(kept.AUTOGRADE, run.assignment, student, {"key": key, "autograded": autograded})
+
+
+def _autograde_options(run: Run, sandbox: bool) -> list[str]:
+    """The options of phase 4's ``nbgrader autograde`` (part of its key, :mod:`autograder.grading.kept`)."""
+    options = ["--SandboxedExecute.grade_here=False"] if sandbox else []
+    if run.allow_released:
+        options.append("--SandboxedExecute.allow_released=True")
+    return options
+
+
+def _gradebook_states(run: Run, students: list[str]) -> dict[str, str | None]:
+    """Each student's submission as the gradebook holds it (:func:`autograder.grading.kept.submission_state`), once
+    the gradebook holds the assignment's tests: where phase 1 was skipped and it does not (a new gradebook), phase
+    1 runs now."""
+    from nbgrader.api import Gradebook
+
+    if not (run.root / "gradebook.db").is_file():  # removed since: phase 1 makes it again (nbgrader, with alembic)
+        run.tests_recorded = False
+    if run.tests_recorded:
+        with Gradebook(db_url(run.root)) as gradebook:
+            run.tests_recorded = kept.recorded_as_released(gradebook, run.assignment, run.root)
+    if not run.tests_recorded:
+        run.say(f"  the gradebook does not hold the tests of {run.assignment} as last recorded: recording them")
+        _record_tests(run)
+    if not students:
+        return {}
+    with Gradebook(db_url(run.root)) as gradebook:
+        return {student: kept.submission_state(gradebook, run.assignment, student) for student in students}
+
+
+def _autograded_before(run: Run, student: str, names: list[str]) -> bool:
+    """Whether ``student``'s phase 4 can be skipped: its key is the one kept, nbgrader's autograded copies are as
+    it left them and the gradebook holds the submission (not with ``--again``)."""
+    if run.again or run.states.get(student) is None:
+        return False
+    key = run.keys.autograde(student, run.found.inputs.get(student, {}))
+    record = run.saved.kept(kept.AUTOGRADE, run.assignment, student) or {}
+    if key is not None and record.get("key") == key and record.get("autograded") == run.keys.autograded(student, names):
+        return True
+    run.saved.forget(kept.AUTOGRADE, run.assignment, student)
+    return False
 
 
 def _run_autograde(run: Run, students: list[str], options: list[str]) -> tuple[dict[str, str], list[str]]:
@@ -292,18 +372,51 @@ def _grade_again(run: Run, students: list[str], grader: Grader | None) -> dict[s
 
 
 def _write_feedback(run: Run) -> None:
-    """Phase 5: each student's feedback, by ``nbgrader generate_feedback``, each notebook within the time limit."""
-    run.say("[5/6] writing each student's feedback (nbgrader generate_feedback)")
+    """Phase 5: each student's feedback, by ``nbgrader generate_feedback``, each notebook within the time limit;
+    not written again where nothing it shows changed since it was written (:mod:`autograder.grading.kept`: the
+    autograded copies, the student's scores and comments in the gradebook, ...), its notes kept."""
+    left_out = {*run.excluded, *run.found.not_graded, *run.refused_by_nbgrader}
+    given = [student for student in run.students if student not in left_out]
+    names = notebook_names(run.assignment, run.root)
+    keys, unchanged = {}, {}
+    for student in given:
+        autograded = run.keys.autograded(student, names)
+        keys[student] = run.keys.feedback(autograded, run.states.get(student), run.feedback_seconds)
+        record = run.saved.kept(kept.FEEDBACK, run.assignment, student) or {}
+        fits = keys[student] is not None and record.get("key") == keys[student]
+        if fits and not run.again and record.get("pages") == run.keys.pages(student, names):
+            unchanged[student] = [clean_text(str(note), 500) for note in record.get("notes", [])]
+            continue
+        run.saved.forget(kept.FEEDBACK, run.assignment, student)
+        if record and student not in run.autograded and not run.again:
+            if record.get("state") != run.states.get(student):
+                why = "feedback written again: the student's scores or comments in the gradebook changed"
+            elif fits:
+                why = "feedback written again: a page of it was changed or removed since it was written"
+            else:
+                why = "feedback written again: what it is written from changed"
+            run.found.decisions.setdefault(student, []).append(why)
+            run.say(f"  {clean_text(student, 200)}: {why}")
+    to_write = [student for student in given if student not in unchanged]
+    same = f" ({len(unchanged)} unchanged since it was written: kept)" if unchanged else ""
+    run.say(f"[5/6] writing the feedback of {len(to_write)} student(s) (nbgrader generate_feedback){same}")
     run.feedback_notes, run.stopped = write_feedback_in_parallel(
         run.assignment,
         run.students,
         run.root,
         run.jobs,
-        exclude=[*run.excluded, *run.found.not_graded, *run.refused_by_nbgrader],
+        exclude=[student for student in run.students if student not in to_write],
         env=run.env,
         quiet=run.quiet,
         seconds=run.feedback_seconds,
     )
+    for student in to_write:
+        if keys[student] is not None and student not in run.stopped:
+            record = {"key": keys[student], "state": run.states.get(student), "pages": run.keys.pages(student, names)}
+            run.saved.keep(
+                kept.FEEDBACK, run.assignment, student, {**record, "notes": run.feedback_notes.get(student, [])}
+            )
+    run.feedback_notes.update({student: notes for student, notes in unchanged.items() if notes})
 
 
 def _write_grades(run: Run) -> list[Result]:

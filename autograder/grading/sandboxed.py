@@ -36,6 +36,8 @@ class Precomputed:
     unanswered: dict[str, list[str]] = field(default_factory=dict)  # student -> notebooks with nothing answered
     # student -> what phase 3 did with each notebook and why (grading/saved): graded, or its saved report used
     decisions: dict[str, list[str]] = field(default_factory=dict)
+    # student -> notebook -> the inputs it was graded from (None: not comparable), for phase 4's key (grading/kept)
+    inputs: dict[str, dict[str, Inputs | None]] = field(default_factory=dict)
 
 
 @dataclass
@@ -82,6 +84,7 @@ def plan(
         else:
             decision = saved.decide(assignment, student, name, inputs, again)
         decided.append((student, name, path, inputs, decision))
+        found.inputs.setdefault(student, {})[name] = inputs
         found.decisions.setdefault(student, []).append(decision.why)
     return Plan(found, decided, saved)
 
@@ -105,8 +108,6 @@ def precompute(
     A notebook whose saved report still fits it (:mod:`autograder.grading.saved`: nothing graded changed since)
     is not run again: that report serves, unless ``again``. ``planned``: the :func:`plan` made already (then
     ``refused`` and ``again`` are its)."""
-    from autograder.grading.notebook import grade_notebook
-
     release = settings or course.release(root)
     planned = planned or plan(assignment, students, root, release, refused, again)
     found, decided, saved = planned.found, planned.decided, planned.saved
@@ -114,6 +115,8 @@ def precompute(
     def run(student: str, name: str, path: Path, inputs: Inputs | None, decision: Decision) -> tuple[str, str, Report]:
         report = decision.report
         if report is None:
+            from autograder.grading.notebook import grade_notebook  # torch: imported only where a notebook runs
+
             report = grade_notebook(
                 assignment, path, notebook=name, isolation=isolation, release=release, grader=grader
             )

@@ -6,7 +6,8 @@ Each notebook that ``make grade`` grades in the sandbox leaves, besides the repo
 (:class:`Inputs`) and an HMAC of both under a secret that the grader drew once and keeps beside them
 (``grades/.grader/secret``, readable by the instructor's account alone). The next ``make grade`` computes the
 inputs again and uses the saved report instead of running the notebook where all of them are the same and the
-HMAC holds; it says for each student what it did and why (:class:`Decision`).
+HMAC holds; it says for each student what it did and why (:class:`Decision`). The records of phases 1, 4 and 5,
+by which ``make grade`` skips those too, are signed alike (:meth:`Saved.keep`; :mod:`autograder.grading.kept`).
 
 What the inputs are, computed from what is graded and never from a file's time:
 
@@ -41,6 +42,7 @@ from autograder.release import course
 from autograder.sandbox.limits import Limits
 
 STATE = Path("grades") / ".grader"  # under the course folder: the grader's own, never mounted in the sandbox
+PHASES = ".phases"  # under STATE: the records of phases 1, 4 and 5 (autograder.grading.kept); no assignment's name
 PINS = ("constraints.txt", "requirements.txt")
 
 
@@ -157,6 +159,40 @@ class Saved:
         partial = path.with_suffix(f".{os.getpid()}.part")
         partial.write_text(json.dumps(record))
         partial.replace(path)
+
+    def _phase_path(self, kind: str, assignment: str, student: str | None) -> Path:
+        where = self.folder / PHASES / assignment
+        return where / f"{kind}.json" if student is None else where / student / f"{kind}.json"
+
+    def _phase_mac(self, kind: str, assignment: str, student: str | None, payload: dict) -> str:
+        message = json.dumps([kind, assignment, student, payload], sort_keys=True).encode()
+        return hmac.new(self._key(), message, hashlib.sha256).hexdigest()
+
+    def keep(self, kind: str, assignment: str, student: str | None, payload: dict) -> None:
+        """Keep ``payload`` (plain JSON data: a phase's key and what it left) for ``kind`` of phase, signed;
+        ``student`` None: the assignment's own (:mod:`autograder.grading.kept`)."""
+        path = self._phase_path(kind, assignment, student)
+        record = {"payload": payload, "mac": self._phase_mac(kind, assignment, student, payload)}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.part")
+        partial.write_text(json.dumps(record))
+        partial.replace(path)
+
+    def kept(self, kind: str, assignment: str, student: str | None) -> dict | None:
+        """What :meth:`keep` kept, where its HMAC holds; else None (none kept, or changed without the secret)."""
+        path = self._phase_path(kind, assignment, student)
+        try:
+            record = json.loads(path.read_text())
+            payload = record["payload"]
+            good = isinstance(payload, dict) and hmac.compare_digest(
+                str(record["mac"]), self._phase_mac(kind, assignment, student, payload)
+            )
+        except (OSError, ValueError, TypeError, KeyError):
+            return None
+        return payload if good else None
+
+    def forget(self, kind: str, assignment: str, student: str | None) -> None:
+        self._phase_path(kind, assignment, student).unlink(missing_ok=True)
 
     def decide(self, assignment: str, student: str, notebook: str, inputs: Inputs, again: bool = False) -> Decision:
         """The saved report of ``notebook`` where its inputs are ``inputs`` and its HMAC holds, else why not."""
