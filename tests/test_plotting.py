@@ -1,4 +1,9 @@
-"""Heatmaps label as many positions as can be read (attention_course/plotting.py): 48 keys are not a smear."""
+"""Figures a phone can read (attention_course/plotting.py): heatmaps label as many positions as can be read (48 keys
+are not a smear), and a figure of panels side by side is also drawn with its panels one under another."""
+
+import io
+import json
+import re
 
 import matplotlib
 
@@ -7,8 +12,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+from matplotlib.transforms import Bbox
 
-from attention_course.plotting import plot_attention, tick_step
+from attention_course import plotting
+from attention_course.plotting import panel_layouts, panels_html, plot_attention, tick_step
 
 
 @pytest.fixture(autouse=True)
@@ -87,3 +94,74 @@ def test_a_crowded_heatmap_of_tokens_labels_every_kth_token_and_says_which():
         step = int(shown[1].removeprefix("tok"))
         assert shown == tokens[::step], "each label names the position it stands at"
         assert_apart(drawn_labels(ax, axis), axis)
+
+
+def image_of(png: bytes) -> np.ndarray:
+    return plt.imread(io.BytesIO(png))
+
+
+def three_heatmaps_one_colour_scale():
+    """Three heatmaps side by side, sharing their rows' labels and one colorbar drawn for all three."""
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4), sharey=True)
+    rng = np.random.default_rng(0)
+    for i, ax in enumerate(axes):
+        image = ax.imshow(rng.random((5, 5)), vmin=0, vmax=1)
+        ax.set_title(f"head {i}")
+    fig.colorbar(image, ax=list(axes))
+    return fig
+
+
+def test_a_figure_of_panels_is_drawn_side_by_side_and_stacked_from_one_drawing():
+    fig = three_heatmaps_one_colour_scale()
+    drawn = panel_layouts(fig)
+    wide, stacked = image_of(drawn["wide"]), image_of(drawn["stacked"])
+    assert wide.shape[1] == drawn["wide_width"] and len(drawn["wide_panels"]) == 3
+    # stacked: three rows, each a panel and the colour scale beside it, at the size the figure drew them
+    assert len(drawn["stacked_panels"]) == 3
+    assert stacked.shape[1] == max(drawn["stacked_panels"]) < wide.shape[1] / 2
+    assert stacked.shape[0] > 3 * 0.8 * wide.shape[0]
+    bar = fig.axes[-1].get_tightbbox(fig.canvas.get_renderer()).width
+    for own, beside in zip(drawn["wide_panels"], drawn["stacked_panels"]):
+        assert beside >= own + bar, "a panel stacked without the colour scale it shares"
+
+
+def test_each_panel_keeps_its_own_colorbar_and_the_figures_title_heads_the_stack():
+    fig, axes = plt.subplots(2, 2, figsize=(10, 7))
+    for i, ax in enumerate(axes.flat):
+        fig.colorbar(ax.imshow(np.full((3, 3), float(i))), ax=ax)
+        ax.set_title(f"panel {i}")
+    fig.suptitle("four panels")
+    fig.tight_layout()
+    drawn = panel_layouts(fig)
+    assert len(drawn["stacked_panels"]) == 4
+    title = fig._suptitle.get_window_extent(fig.canvas.get_renderer())
+    heights = image_of(drawn["stacked"]).shape[0]
+    panel = axes[0, 0].get_tightbbox(fig.canvas.get_renderer()).height
+    assert heights >= 4 * panel + title.height
+    # each panel is cut out with its own colorbar, and no other
+    renderer = fig.canvas.get_renderer()
+    bars = [ax for ax in fig.axes if hasattr(ax, "_colorbar")]
+    for panel, bar, width in zip(axes.flat, bars, drawn["stacked_panels"]):
+        own = Bbox.union([panel.get_tightbbox(renderer), bar.get_tightbbox(renderer)])
+        assert abs(width - own.width) <= 6, (width, own.width)
+
+
+def test_a_figure_of_panels_in_a_page_shows_them_stacked_in_a_window_too_narrow_for_them():
+    fig = three_heatmaps_one_colour_scale()
+    page = panels_html(fig, "Three heatmaps, one per head.")
+    narrowest = float(re.search(r'media="\(max-width: ([\d.]+)px\)"', page).group(1))
+    drawn = panel_layouts(fig)
+    panels = json.loads(re.search(r'data-panels="([^"]+)"', page).group(1).replace("&quot;", '"'))
+    assert panels == {"wide": drawn["wide_panels"], "stacked": drawn["stacked_panels"]}
+    # side by side from the width where each panel is drawn LEAST_PANEL px wide, or its own width where that is
+    # less (the column, plus the page's margins), and no sooner; at a desktop's width in any case
+    shown = min(1.0, (narrowest - plotting.PAGE_MARGINS) / drawn["wide_width"])
+    short = [w * shown - min(plotting.LEAST_PANEL, w) for w in drawn["wide_panels"]]
+    assert min(short) == pytest.approx(0, abs=2), short
+    fig.set_size_inches(30, 8)
+    assert f'media="(max-width: {plotting.DESKTOP_FROM - 0.02:.2f}px)"' in panels_html(fig, "Wider.")
+    assert 'alt="Three heatmaps, one per head."' in page
+    with pytest.raises(ValueError, match="alt"):
+        panels_html(fig, " ")
+    with pytest.raises(ValueError, match="no panel"):
+        panel_layouts(plt.figure())
