@@ -128,7 +128,7 @@ def show_figure(fig, name: str, alt: str, caption: str) -> None:
     from myst_nb import glue
 
     alt = " ".join(alt.split())  # an option of a directive is one line
-    if len(_panel_grid(fig)[0]) > 1:
+    if side_by_side(fig):
         glue(name, HTML(panels_html(fig, alt)), display=False)
         plt.close(fig)
         display(Markdown(f"```{{glue:figure}} {name}\n:name: {name}\n\n{caption}\n```"))
@@ -146,6 +146,16 @@ PAGE_MARGINS = 60
 # From this window's width on (CSS pixels) the book's theme shows its sidebars, and a figure of panels keeps the
 # look it was drawn with, side by side.
 DESKTOP_FROM = 992
+
+
+def side_by_side(fig) -> bool:
+    """Whether ``fig`` has two panels side by side: one beside the other, at heights that overlap."""
+    boxes = [ax.get_position() for ax in _panel_grid(fig)[0]]
+    return any(
+        (a.x1 <= b.x0 or b.x1 <= a.x0) and a.y0 < b.y1 and b.y0 < a.y1
+        for i, a in enumerate(boxes)
+        for b in boxes[i + 1 :]
+    )
 
 
 def _panel_grid(fig):

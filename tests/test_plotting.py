@@ -165,3 +165,12 @@ def test_a_figure_of_panels_in_a_page_shows_them_stacked_in_a_window_too_narrow_
         panels_html(fig, " ")
     with pytest.raises(ValueError, match="no panel"):
         panel_layouts(plt.figure())
+
+
+def test_only_panels_side_by_side_count_as_a_figure_of_panels():
+    assert plotting.side_by_side(three_heatmaps_one_colour_scale())
+    assert not plotting.side_by_side(plt.subplots(2, 1)[0])  # one under another already
+    assert not plotting.side_by_side(plt.subplots()[0])
+    single = plt.subplots()[0]
+    single.colorbar(single.axes[0].imshow(np.eye(3)))  # a colorbar is no panel
+    assert not plotting.side_by_side(single)
