@@ -439,9 +439,9 @@ def test_no_figure_on_a_phone_is_narrower_than_its_text_allows(visits):
 @pytest.mark.parametrize("chapter", ["ch02_scaled_dot_product", "ch04_masking"])
 def test_a_figure_of_panels_is_stacked_on_a_phone_and_side_by_side_on_a_desktop(chromium, chapter):
     """A chapter's figures of panels (chapter 2's line charts and heatmaps, chapter 4's masks and weights) opened at
-    390 x 844: each shows its panels one under another, every one at least :data:`LEAST_FIGURE` px wide; the same figures side by side, as
-    they were drawn before (the stacked image taken out of the page), leave panels narrower, and the check finds
-    them. At a desktop's width each shows its panels side by side, as drawn."""
+    390 x 844: each shows its panels one under another, every one at least :data:`LEAST_FIGURE` px wide; the same
+    figures side by side, as they were drawn before (the stacked image taken out of the page), leave panels
+    narrower, and the check finds them. At a desktop's width each shows its panels side by side, as drawn."""
     base, chrome = chromium
     url = f"{base}book/{chapter}.html"
     with browser.open_page(chrome, url, width=PHONE, height=HEIGHT[PHONE]) as (page, visit):
