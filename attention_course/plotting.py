@@ -184,13 +184,20 @@ def _png(pixels: np.ndarray, dpi: float) -> bytes:
     return buffer.getvalue()
 
 
+# A panel narrower than the widest of its figure is drawn again larger in the stacked image, up to this many times its
+# size, so that every panel spans the column alike (a panel left narrower would be scaled down with the widest).
+MOST_ENLARGED = 3.0
+
+
 def panel_layouts(fig) -> dict:
-    """``fig`` drawn twice from one rendering, as PNG images: ``"wide"``, the figure as drawn (its panels side by
-    side, cut to its drawn content as a notebook shows a figure), and ``"stacked"``, each panel cut out of it with
-    its labels, title, legend and own colorbar, and set one under another. A colorbar drawn for several panels
-    (``fig.colorbar(image, ax=axes)``) stands beside each of them in the stacked image, so that every panel keeps
-    its colour scale; a figure's title and legends head the stack. ``"wide_panels"`` and ``"stacked_panels"``
-    are the panels' widths in each image (pixels), in reading order."""
+    """``fig`` drawn as two PNG images: ``"wide"``, the figure as drawn (its panels side by side, cut to its drawn
+    content as a notebook shows a figure), and ``"stacked"``, each panel cut out of the drawing with its labels,
+    title, legend and own colorbar, and set one under another. A panel narrower than the widest is cut from the
+    figure drawn again at a larger scale (at most :data:`MOST_ENLARGED` times), so that all are as wide and a page
+    scales them alike. A colorbar drawn for several panels (``fig.colorbar(image, ax=axes)``) stands beside each of
+    them in the stacked image, so that every panel keeps its colour scale; a figure's title, texts and legends head
+    the stack. ``"wide_panels"`` and ``"stacked_panels"`` are the panels' widths in each image (pixels), in
+    reading order; ``"wide_width"`` the wide image's width."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.transforms import Bbox
 
@@ -198,21 +205,7 @@ def panel_layouts(fig) -> dict:
     if not panels:
         raise ValueError("fig has no panel: draw into at least one axes first")
     canvas = fig.canvas if hasattr(fig.canvas, "buffer_rgba") else FigureCanvasAgg(fig)
-    canvas.draw()
-    renderer = canvas.get_renderer()
-    pixels = np.asarray(canvas.buffer_rgba()).copy()
-    height, width = pixels.shape[:2]
-    background = pixels[0, 0].copy()
-    pad = 0.1 * fig.dpi  # bbox_inches="tight"'s pad, 0.1 inch
-    gap = int(round(pad))
-
-    def box_of(artists) -> Bbox:
-        return Bbox.union([a.get_tightbbox(renderer) for a in artists])
-
-    def cut(box: Bbox, margin: float = 2.0) -> np.ndarray:
-        x0, x1 = max(0, math.floor(box.x0 - margin)), min(width, math.ceil(box.x1 + margin))
-        y0, y1 = max(0, math.floor(box.y0 - margin)), min(height, math.ceil(box.y1 + margin))
-        return pixels[height - y1 : height - y0, x0:x1]
+    dpi = fig.dpi
 
     # Each colorbar belongs to the panels it was drawn for (matplotlib records them); one placed by hand (cax=)
     # to the panel nearest on its left that it faces.
@@ -229,25 +222,58 @@ def panel_layouts(fig) -> dict:
             own[id(parents[0])].append(bar)
         else:
             shared.append((bar, parents))
-
-    wide_box = fig.get_tightbbox(renderer).transformed(fig.dpi_scale_trans)
-    wide = cut(wide_box, margin=pad)
-    boxes = [box_of(own[id(p)]) for p in panels]
-    rows = []
-    for panel, box in zip(panels, boxes):
-        pieces = [cut(box)] + [cut(box_of([bar])) for bar, parents in shared if any(panel is p for p in parents)]
-        rows.append(_side_by_side(pieces, background, gap))
     heads = []  # the figure's title and texts (its suptitle is one of its texts) and its legends
     for artist in [fig._suptitle, *fig.texts, *fig.legends]:
         if artist is not None and artist.get_visible() and all(artist is not h for h in heads):
             heads.append(artist)
-    rows = [cut(t.get_window_extent(renderer)) for t in heads] + rows
-    stacked = _one_under_another(rows, background, gap)
+
+    def drawn(scale: float):
+        """The figure drawn at ``scale`` times its size: its pixels, the panels' boxes, the stack's rows (each
+        panel with the colorbars it shares) and its heads, cut out of them."""
+        fig.set_dpi(dpi * scale)
+        try:
+            canvas.draw()
+            renderer = canvas.get_renderer()
+            pixels = np.asarray(canvas.buffer_rgba()).copy()
+            height, width = pixels.shape[:2]
+
+            def cut(box: Bbox, margin: float = 2.0 * scale) -> np.ndarray:
+                x0, x1 = max(0, math.floor(box.x0 - margin)), min(width, math.ceil(box.x1 + margin))
+                y0, y1 = max(0, math.floor(box.y0 - margin)), min(height, math.ceil(box.y1 + margin))
+                return pixels[height - y1 : height - y0, x0:x1]
+
+            def box_of(artists) -> Bbox:
+                return Bbox.union([a.get_tightbbox(renderer) for a in artists])
+
+            boxes = [box_of(own[id(p)]) for p in panels]
+            gap = int(round(0.1 * fig.dpi))
+            rows = [
+                _side_by_side(
+                    [cut(box)] + [cut(box_of([bar])) for bar, parents in shared if any(panel is p for p in parents)],
+                    pixels[0, 0],
+                    gap,
+                )
+                for panel, box in zip(panels, boxes)
+            ]
+            tops = [cut(t.get_window_extent(renderer)) for t in heads]
+            wide_box = fig.get_tightbbox(renderer).transformed(fig.dpi_scale_trans)
+            return pixels[0, 0].copy(), cut(wide_box, margin=0.1 * fig.dpi), wide_box, boxes, rows, tops
+        finally:
+            fig.set_dpi(dpi)
+
+    background, wide, wide_box, boxes, rows, tops = drawn(1.0)
+    widest = max(row.shape[1] for row in rows)
+    for i, row in enumerate(rows):
+        if row.shape[1] < 0.95 * widest:
+            scale = min(MOST_ENLARGED, widest / row.shape[1])
+            rows[i] = drawn(scale)[4][i]
+    stacked = _one_under_another(tops + rows, background, int(round(0.1 * dpi)))
+    canvas.draw()  # as drawn at its own size again
     return {
-        "wide": _png(wide, fig.dpi),
-        "stacked": _png(stacked, fig.dpi),
+        "wide": _png(wide, dpi),
+        "stacked": _png(stacked, dpi),
         "wide_panels": [int(round(min(b.x1, wide_box.x1) - max(b.x0, wide_box.x0))) for b in boxes],
-        "stacked_panels": [row.shape[1] for row in rows[len(heads) :]],
+        "stacked_panels": [row.shape[1] for row in rows],
         "wide_width": wide.shape[1],
     }
 

@@ -432,8 +432,7 @@ def test_no_figure_on_a_phone_is_narrower_than_its_text_allows(visits):
             drawn, shown = panel_figures_drawn(source.read_text()), sum(len(f["panels"]) > 1 for f in figures)
             if shown < drawn:
                 missing.append(f"{name}: {shown} figures of panels measured, its code draws {drawn}")
-    assert not missing, "\n".join(missing)
-    assert not narrow, "\n".join(narrow)
+    assert not missing and not narrow, "\n".join(missing + narrow)
 
 
 @pytest.mark.parametrize("chapter", ["ch02_scaled_dot_product", "ch04_masking"])
