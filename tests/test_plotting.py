@@ -12,7 +12,6 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
-from matplotlib.transforms import Bbox
 
 from attention_course import plotting
 from attention_course.plotting import panel_layouts, panels_html, plot_attention, tick_step
