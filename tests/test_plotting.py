@@ -187,3 +187,29 @@ def test_only_panels_side_by_side_count_as_a_figure_of_panels():
     single = plt.subplots()[0]
     single.colorbar(single.axes[0].imshow(np.eye(3)))  # a colorbar is no panel
     assert not plotting.side_by_side(single)
+
+
+def test_the_sites_figure_of_panels_fetches_its_images_as_files(tmp_path):
+    """The book's extension writes a figure of panels' two images (data URLs in the page) as files of the site's
+    _images, named by their content, and points the page's <picture> at them; other raw HTML is left alone."""
+    from types import SimpleNamespace
+
+    from docutils import nodes
+    from docutils.utils import new_document
+
+    from course_site.sphinx_ext import panel_images_as_files
+
+    page = panels_html(three_heatmaps_one_colour_scale(), "Three heatmaps, one per head.")
+    other = '<img src="data:image/png;base64,iVBORw0KGgo=" alt="not a figure of panels">'
+    doctree = new_document("page")
+    doctree += nodes.raw("", page, format="html", classes=["output", "text_html"])
+    doctree += nodes.raw("", other, format="html")
+    app = SimpleNamespace(builder=SimpleNamespace(format="html"), outdir=str(tmp_path))
+    panel_images_as_files(app, doctree, "book/ch03_multi_head")
+    written, untouched = [raw.astext() for raw in doctree.findall(nodes.raw)]
+    files = sorted((tmp_path / "_images").glob("panels-*.png"))
+    assert len(files) == 2 and "data:" not in written and untouched == other
+    for attribute, layout in (("srcset", "stacked"), ("src", "wide")):
+        name = re.search(rf'\b{attribute}="\.\./_images/(panels-\w+\.png)"', written).group(1)
+        assert (tmp_path / "_images" / name).read_bytes() == panel_layouts(three_heatmaps_one_colour_scale())[layout]
+    assert 'alt="Three heatmaps, one per head."' in written and "output" in doctree.children[0]["classes"]
