@@ -41,6 +41,10 @@ redirect), and removes script tags that an extension of Jupyter Book adds twice 
 page (a duplicated ``const`` declaration is a JavaScript error in the reader's console), and gives the body
 of each exercise and solution block an id of its own (sphinx-exercise gives them all the same two).
 
+A figure of panels (``attention_course.plotting.panels_html``: its two images, side by side and stacked, as data
+URLs in the executed notebook) has its images written as files of the site's ``_images``, so that a reader's
+browser fetches only the one that its window chooses.
+
 A page whose executed code shows interactive maps (``attention_course.plotting.AttentionMaps``) loads
 plotly.js, copied from the pinned plotly package into the site's ``_static`` (no CDN: the site works
 offline); no other page loads it. ``course.js`` hands a click on the sidebar buttons a reader sees to the
@@ -50,6 +54,8 @@ ones the themes bind (``book/_static/course.js`` says why).
 from __future__ import annotations
 
 import ast
+import base64
+import hashlib
 import html
 import re
 import shutil
@@ -306,6 +312,35 @@ def unique_content_ids(app, doctree, docname) -> None:
             section["ids"] = [new if id_ == shared else id_ for id_ in section["ids"]]
 
 
+# An image of a figure of panels in the page, as attention_course.plotting.panels_html writes it.
+_PANEL_IMAGE = re.compile(r'\b(src|srcset)="data:image/png;base64,([A-Za-z0-9+/=]+)"')
+
+
+def panel_images_as_files(app, doctree, docname) -> None:
+    """The images of each figure of panels in the page's HTML written as files of the site's ``_images`` (named by
+    their content) and the page pointing at them: a ``<picture>`` fetches only the image its window chooses, where
+    data URLs put both in every reader's download."""
+    if app.builder.format != "html":
+        return
+    up = "../" * docname.count("/")
+
+    def as_file(match: re.Match) -> str:
+        data = base64.b64decode(match.group(2))
+        name = f"panels-{hashlib.sha256(data).hexdigest()[:24]}.png"
+        target = Path(app.outdir) / "_images" / name
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        return f'{match.group(1)}="{up}_images/{name}"'
+
+    for raw in list(doctree.findall(nodes.raw)):
+        text = raw.astext()
+        if "course-panels" in text and "html" in raw.get("format", "").split():
+            raw.replace_self(
+                nodes.raw("", _PANEL_IMAGE.sub(as_file, text), format=raw["format"], classes=raw["classes"])
+            )
+
+
 def drop_duplicate_scripts(app, pagename, templatename, context, doctree):
     scripts = context.get("script_files")
     if not scripts:
@@ -364,6 +399,7 @@ def setup(app):
     app.connect("config-inited", set_release)
     app.connect("doctree-read", withhold_tagged_cells)
     app.connect("doctree-resolved", unique_content_ids)
+    app.connect("doctree-resolved", panel_images_as_files)
     app.add_directive("exercise-links", ExerciseLinks)
     app.add_directive("colab-install", ColabInstall)
     app.add_directive("solution-code", SolutionCode)

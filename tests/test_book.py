@@ -92,8 +92,13 @@ def book(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def site(book):
-    """The open edition (the committed term.yml), in the copy's _build/html."""
+def site(request):
+    """The open edition (the committed term.yml), in the copy's _build/html; or the site already built in the folder
+    that ``BOOK_SITE`` names, to read it again in the browser (``BOOK_SITE=_build/html pytest tests/test_book.py -k
+    phone``) without building the book."""
+    if os.environ.get("BOOK_SITE"):
+        return Path(os.environ["BOOK_SITE"]).absolute()
+    book = request.getfixturevalue("book")
     build(book)
     return book / "_build" / "html"
 
@@ -399,17 +404,64 @@ def test_figures_fit_their_column_and_open_at_full_size(visits, width):
     assert not closed, f"figures scaled down that cannot be opened at full size at {width} px:\n" + "\n".join(closed)
 
 
+def narrow_panels(figures: list[dict]) -> list[str]:
+    """The panels of ``figures`` (browser.figures) drawn narrower than :data:`LEAST_FIGURE` pixels, and narrower than
+    their own width (a panel drawn at its own size is as readable as it was drawn): a figure of panels side by side
+    (panels_html's data), scaled to a phone's column, leaves each a fraction of it. Any other figure is one panel."""
+    narrow = []
+    for figure in figures:
+        scale = figure["shown"] / figure["natural"]
+        for i, width in enumerate(figure["panels"]):
+            if width * scale < min(LEAST_FIGURE, width) - 1:
+                where = f"panel {i + 1} of {len(figure['panels'])}" if len(figure["panels"]) > 1 else "the figure"
+                narrow.append(f"{figure['src']}: {where} drawn {width * scale:.0f} px wide of {width}")
+    return narrow
+
+
 def test_no_figure_on_a_phone_is_narrower_than_its_text_allows(visits):
-    """On a phone every result figure is drawn at least :data:`LEAST_FIGURE` pixels wide (or its own width, where
-    that is less): a chart of several panels side by side, scaled to the column, would leave each panel a third
-    of it."""
-    narrow = [
-        f"{name}: {figure['src']} drawn {figure['shown']:.0f} px wide of {figure['natural']}"
-        for name, visit in visits.items()
-        for figure in visit.widths[PHONE]["figures"]
-        if figure["shown"] < min(LEAST_FIGURE, figure["natural"]) - 1
-    ]
-    assert not narrow, "\n".join(narrow)
+    """On a phone every panel of every result figure is drawn at least :data:`LEAST_FIGURE` pixels wide (or its own
+    width, where that is less): a chart of several panels side by side, scaled to the column, would leave each panel
+    a third of it, so its panels are stacked (attention_course.plotting.panels_html). Every chapter's page shows as
+    many figures of panels, measured panel by panel, as its code draws unconditionally."""
+    narrow, missing = [], []
+    for name, visit in visits.items():
+        figures = visit.widths[PHONE]["figures"]
+        narrow += [f"{name}: {panel}" for panel in narrow_panels(figures)]
+        source = COURSE_ROOT / name.replace(".html", ".md")
+        if name.startswith("book/ch") and source.exists():
+            drawn, shown = panel_figures_drawn(source.read_text()), sum(len(f["panels"]) > 1 for f in figures)
+            if shown < drawn:
+                missing.append(f"{name}: {shown} figures of panels measured, its code draws {drawn}")
+    assert not missing and not narrow, "\n".join(missing + narrow)
+
+
+@pytest.mark.parametrize("chapter", ["ch02_scaled_dot_product", "ch04_masking"])
+def test_a_figure_of_panels_is_stacked_on_a_phone_and_side_by_side_on_a_desktop(chromium, chapter):
+    """A chapter's figures of panels (chapter 2's line charts and heatmaps, chapter 4's masks and weights) opened at
+    390 x 844: each shows its panels one under another, every one at least :data:`LEAST_FIGURE` px wide; the same
+    figures side by side, as they were drawn before (the stacked image taken out of the page), leave panels
+    narrower, and the check finds them. At a desktop's width each shows its panels side by side, as drawn."""
+    base, chrome = chromium
+    url = f"{base}book/{chapter}.html"
+    with browser.open_page(chrome, url, width=PHONE, height=HEIGHT[PHONE]) as (page, visit):
+        next_frame(page)
+        phone = [f for f in browser.figures(page) if len(f["panels"]) > 1]
+        page.evaluate(
+            "() => document.querySelectorAll('article picture.course-panels source').forEach(s => s.remove())"
+        )
+        next_frame(page)
+        page.wait_for_function(
+            "() => Array.from(document.querySelectorAll('article picture.course-panels img')).every(i => i.complete)"
+        )
+        side_by_side = [f for f in browser.figures(page) if len(f["panels"]) > 1]
+    with browser.open_page(chrome, url, width=DESKTOP, height=HEIGHT[DESKTOP]) as (page, _):
+        next_frame(page)
+        desktop = [f for f in browser.figures(page) if len(f["panels"]) > 1]
+    assert len(phone) == len(side_by_side) == len(desktop) >= 2, (len(phone), len(side_by_side), len(desktop))
+    assert {f["layout"] for f in phone} == {"stacked"} and not narrow_panels(phone), narrow_panels(phone)
+    assert {f["layout"] for f in side_by_side} == {"wide"} and narrow_panels(side_by_side), "the check passed them"
+    assert {f["layout"] for f in desktop} == {"wide"}
+    assert not visit.problems, visit.problems
 
 
 # Chapter 8's measurements on a GPU: one figure a panel (time in float32, in bfloat16, memory).
@@ -706,6 +758,71 @@ def test_cells_that_draw_a_figure_fold_their_code():
                 unfolded.append(f"book/{chapter}.md:{cell.line}")
     assert not unfolded, "cells that draw a figure and show their code (tag them hide-input):\n" + "\n".join(unfolded)
     assert folded >= 40, f"only {folded} figure cells found"
+
+
+def panels_side_by_side(code: str) -> bool:
+    """Whether ``code`` draws a figure of panels side by side: ``plt.subplots(rows, columns)`` (or ``ncols=``) with
+    columns not the number 1."""
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Call) and ast.unparse(node.func) in ("plt.subplots", "plt.subplot_mosaic"):
+            if ast.unparse(node.func) == "plt.subplot_mosaic":
+                return True
+            columns = (
+                node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "ncols"), None)
+            )
+            if columns is not None and not (isinstance(columns, ast.Constant) and columns.value == 1):
+                return True
+    return False
+
+
+def panel_figures_drawn(text: str) -> int:
+    """How many figures of panels side by side the executed code cells of a MyST notebook draw whatever the machine:
+    ``plt.subplots`` with a number of columns above 1, called outside any condition, loop or function."""
+    count = 0
+    for cell in code_cells(text):
+        if "skip-execution" in cell.options:
+            continue
+        tree = ast.parse("\n".join(line for _, line in cell.code if not line.startswith("%")))
+        for statement in tree.body:
+            if isinstance(statement, (ast.Assign, ast.Expr)) and isinstance(statement.value, ast.Call):
+                call = statement.value
+                columns = call.args[1] if len(call.args) > 1 else None
+                columns = next((k.value for k in call.keywords if k.arg == "ncols"), columns)
+                if (
+                    ast.unparse(call.func) == "plt.subplots"
+                    and isinstance(columns, ast.Constant)
+                    and isinstance(columns.value, int)
+                    and columns.value > 1
+                ):
+                    count += 1
+    return count
+
+
+def panels_shown_plainly(text: str) -> list[int]:
+    """The lines of the executed code cells of a MyST notebook that draw panels side by side and show them other than
+    by ``show_figure`` (which stacks them on a phone)."""
+    return [
+        cell.line
+        for cell in code_cells(text)
+        if "skip-execution" not in cell.options
+        and panels_side_by_side("\n".join(line for _, line in cell.code if not line.startswith("%")))
+        and not re.search(r"\bshow_figure\(", "\n".join(line for _, line in cell.code))
+    ]
+
+
+def test_figures_of_panels_side_by_side_are_shown_by_show_figure():
+    """A chapter's figure of panels side by side goes through ``show_figure``, which serves a phone its panels
+    stacked; shown by ``plt.show()`` its panels would shrink to a fraction of a phone's column."""
+    plain = "```{code-cell} ipython3\nfig, axes = plt.subplots(1, 2)\nplt.show()\n```\n"
+    assert panels_shown_plainly(plain) == [1] and not panels_shown_plainly(plain.replace("(1, 2)", "(2, 1)"))
+    assert not panels_shown_plainly(plain.replace("plt.show()", "show_figure(fig, 'f', alt='a', caption='c')"))
+    assert panel_figures_drawn(plain) == 1 and panel_figures_drawn(plain.replace("fig,", "if GPU:\n    fig,")) == 0
+    found = [
+        f"book/{chapter}.md:{line}"
+        for chapter in CHAPTERS
+        for line in panels_shown_plainly((COURSE_ROOT / "book" / f"{chapter}.md").read_text())
+    ]
+    assert not found, "figures of panels side by side shown without show_figure:\n" + "\n".join(found)
 
 
 def plumbing(statement: ast.stmt) -> bool:

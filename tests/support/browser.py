@@ -211,18 +211,27 @@ def page_overflow(page) -> dict:
 # The figures a chapter's code drew, as a reader sees them: the width drawn against the image's own, its edges
 # against its column's (the article's content box), the room that the box holding it leaves (within the
 # output's padding), and whether a reader can open it at full size (course.js makes
-# a figure drawn smaller than its own size a button: .course-zoomable, role=button, in the order of tabs).
+# a figure drawn smaller than its own size a button: .course-zoomable, role=button, in the order of tabs). A figure
+# of panels (attention_course.plotting.panels_html) says which of its two images the browser chose ("wide", the
+# panels side by side, or "stacked") and its panels' widths in that image; any other figure is one panel.
 _FIGURES = r"""() => {
   const article = document.querySelector('article.bd-article') || document.querySelector('article');
   if (!article) return [];  // a page with no article (the redirecting index) has no figure
   const box = article.getBoundingClientRect(), style = getComputedStyle(article);
   const left = box.left + parseFloat(style.paddingLeft), right = box.right - parseFloat(style.paddingRight);
+  // the box an image is drawn in: its parent, or the parent of its <picture> (an inline box, no width of its own)
+  const holder = img => img.parentElement.tagName === 'PICTURE' ? img.parentElement.parentElement : img.parentElement;
   return Array.from(document.querySelectorAll('article div.cell_output img'))
     .filter(img => img.getClientRects().length && img.naturalWidth > 0)
     .map(img => {
-      const r = img.getBoundingClientRect(), holder = img.parentElement, inner = getComputedStyle(holder);
-      const room = holder.clientWidth - parseFloat(inner.paddingLeft) - parseFloat(inner.paddingRight);
-      return {src: img.getAttribute('src'), shown: r.width, natural: img.naturalWidth, left: r.left, right: r.right,
+      const r = img.getBoundingClientRect(), inner = getComputedStyle(holder(img));
+      const room = holder(img).clientWidth - parseFloat(inner.paddingLeft) - parseFloat(inner.paddingRight);
+      const drawn = img.dataset.panels ? JSON.parse(img.dataset.panels) : null;
+      const layout = drawn ? (img.currentSrc && img.currentSrc !== img.src ? 'stacked' : 'wide') : null;
+      const src = img.getAttribute('src');
+      return {src: src.startsWith('data:') ? (img.alt || '').slice(0, 60) : src, shown: r.width,
+              natural: img.naturalWidth, left: r.left, right: r.right, layout,
+              panels: drawn ? drawn[layout] : [img.naturalWidth],
               column: right - left, column_left: left, column_right: right, room,
               opens: img.classList.contains('course-zoomable') && img.getAttribute('role') === 'button'
                      && img.tabIndex === 0};
