@@ -251,6 +251,22 @@ def test_a_mask_bug_fails_the_visible_checks_before_it_is_submitted(assignment, 
         assert bug.cause.lower() in failure.hint.lower(), f"{bug.name}: the visible hint misses it: {failure.hint}"
 
 
+EVERY_HINT = [(a, b) for a in ASSIGNMENTS for b in BUG_MODULES[a].BUGS if b.every_hint]
+
+
+@pytest.mark.parametrize("assignment,bug", EVERY_HINT, ids=lambda v: getattr(v, "name", v))
+def test_each_visible_failure_of_a_bug_names_its_cause(assignment, bug):
+    """A mistake that fails several test cells names its cause in each one's visible hint (the check's own, which is
+    what a student reads where no reference diagnoses it), not in one of them alone."""
+    failures = {
+        gid: visible_failure(assignment, bug.item, bug.code, gid) for gid in BUG_MODULES[assignment].TESTS[bug.item]
+    }
+    failing = {gid: failure.hint for gid, failure in failures.items() if failure is not None}
+    assert len(failing) > 1, f"{bug.name} fails {sorted(failing)} visibly: one cell, nothing to name in each"
+    unnamed = sorted(gid for gid, hint in failing.items() if bug.cause.lower() not in hint.lower())
+    assert not unnamed, f"{bug.name}: the visible hints of {unnamed} do not name {bug.cause!r}"
+
+
 @pytest.mark.parametrize("assignment,gid", sorted({(a, b.visible) for a, b in SEEN_FIRST}))
 def test_the_reference_passes_those_visible_checks(assignment, gid):
     item = next(i for i, tests in BUG_MODULES[assignment].TESTS.items() if gid in tests)
