@@ -304,9 +304,10 @@ def time_on_gpu(
     block_k: int = 64,
 ) -> None:
     """Time ``forward`` (the exercise's ``flash_attention_forward``) compiled by Triton on a CUDA GPU, beside PyTorch's
-    FlashAttention and the plain computation, causal, by length, and print a table. Your kernel runs in float32
-    with blocks of ``block_q`` queries and ``block_k`` keys; PyTorch's FlashAttention takes no float32, so it runs in
-    bfloat16; the plain computation in float32. The kernel is compiled and timed in a process of its own (this one
+    FlashAttention and the plain computation, causal, by length, and print a table. Your kernel runs in float32 and
+    in bfloat16 with blocks of ``block_q`` queries and ``block_k`` keys; PyTorch's FlashAttention takes no float32, so
+    it runs in bfloat16 (beside yours in bfloat16), its memory-efficient kernel in float32 (beside yours in float32);
+    the plain computation in float32. The kernel is compiled and timed in a process of its own (this one
     runs Triton's interpreter), from the source of ``forward`` and of what it uses (:func:`module_source`). Without a
     CUDA GPU, say so and return."""
     if not torch.cuda.is_available():
@@ -353,29 +354,33 @@ def _cell(step, device: torch.device, notes: list[str], what: str) -> str:
 
 
 def timing_table(forward, device: torch.device, lengths, heads: int, head_dim: int, block_q: int, block_k: int) -> str:
-    """Causal attention by length: ``forward`` (float32), SDPA's FlashAttention (bfloat16), the plain computation
-    (float32), in milliseconds, and the largest difference between the outputs of ``forward`` and the plain one."""
+    """Causal attention by length: ``forward`` in float32 and in bfloat16, SDPA's memory-efficient kernel (float32)
+    and FlashAttention (bfloat16), the plain computation (float32), in milliseconds, and the largest difference
+    between the outputs of ``forward`` in float32 and the plain one. Each dtype has a fused kernel of PyTorch's beside
+    it: yours in bfloat16 against flash is the like-for-like comparison that FlashAttention-2's own figures make."""
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     if device.type == "cuda":
         where, how = torch.cuda.get_device_name(device), "triton.testing.do_bench"
-        run = "compiled by Triton, float32 (tl.dot multiplies float32 in TF32 by default on a recent GPU)"
+        run = "compiled by Triton, in float32 (tl.dot multiplies float32 in TF32 on a recent GPU) and in bfloat16"
     else:
-        where, how, run = "the CPU", "the wall time of 3 runs", "in Triton's interpreter, float32"
+        where, how = "the CPU", "the wall time of 3 runs"
+        run = "in Triton's interpreter, in float32 and in bfloat16 (whose tl.dot it gets wrong: times only)"
     lines = [
         f"Causal attention on {where}: 1 sequence, {heads} head{'s' * (heads != 1)} of size {head_dim}; median "
         f"milliseconds ({how}).",
         f"  yours: {forward.__name__} {run}, block_q={block_q}, block_k={block_k}",
         "  flash: F.scaled_dot_product_attention(..., is_causal=True) held to SDPBackend.FLASH_ATTENTION, bfloat16 "
-        "(it takes no float32): another dtype, so its time beside yours measures the dtype as much as the kernel",
-        "  efficient: the same, held to SDPBackend.EFFICIENT_ATTENTION, float32: a fused kernel in your dtype, the "
-        "like-for-like comparison",
+        "(it takes no float32): compare it with yours in bfloat16; beside yours in float32 it measures another "
+        "dtype as much as another kernel",
+        "  efficient: the same, held to SDPBackend.EFFICIENT_ATTENTION, float32: a fused kernel in float32, to "
+        "compare with yours in float32",
         "  plain: softmax(q kᵀ / √d, masked) v in PyTorch, float32, the whole matrix of scores at once",
         "  |Δ|: the largest difference between your output and the plain one",
         "",
-        f"{'length':>8} {'yours (fp32)':>14} {'efficient (fp32)':>17} {'plain (fp32)':>14} {'flash (bf16)':>14} "
-        f"{'|Δ|':>10}",
+        f"{'length':>8} {'yours (fp32)':>14} {'yours (bf16)':>14} {'efficient (fp32)':>17} {'plain (fp32)':>14} "
+        f"{'flash (bf16)':>14} {'|Δ|':>10}",
     ]
     notes: list[str] = []
     generator = torch.Generator(device=device).manual_seed(0)
@@ -385,6 +390,9 @@ def timing_table(forward, device: torch.device, lengths, heads: int, head_dim: i
 
         def yours(q=q, k=k, v=v):
             return forward(q, k, v, causal=True, block_q=block_q, block_k=block_k)
+
+        def yours_low(low=low):
+            return forward(*low, causal=True, block_q=block_q, block_k=block_k)
 
         def flash(low=low):
             with sdpa_kernel(SDPBackend.FLASH_ATTENTION), warnings.catch_warnings():
@@ -400,15 +408,18 @@ def timing_table(forward, device: torch.device, lengths, heads: int, head_dim: i
 
         cells = [
             _cell(yours, device, notes, f"yours at length {length}"),
+            _cell(yours_low, device, notes, f"yours in bfloat16 at length {length}"),
             _cell(efficient, device, notes, f"efficient at length {length}"),
             _cell(plain, device, notes, f"plain at length {length}"),
             _cell(flash, device, notes, f"flash at length {length}"),
         ]
         difference = "-"
-        if "." in cells[0] and "." in cells[2]:  # both ran
+        if "." in cells[0] and "." in cells[3]:  # both ran
             with contextlib.suppress(torch.OutOfMemoryError):
                 difference = f"{(yours()[0] - plain()).abs().max().item():.1e}"
-        lines.append(f"{length:>8} {cells[0]:>14} {cells[1]:>17} {cells[2]:>14} {cells[3]:>14} {difference:>10}")
+        lines.append(
+            f"{length:>8} {cells[0]:>14} {cells[1]:>14} {cells[2]:>17} {cells[3]:>14} {cells[4]:>14} {difference:>10}"
+        )
         del q, k, v, low
         if device.type == "cuda":
             torch.cuda.empty_cache()

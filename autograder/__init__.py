@@ -48,7 +48,9 @@ _HOMES = {  # name -> the module that defines it; imported on first use, so that
         ("check_in_model", "check_incremental", "check_relative_positions"), "autograder.checks.generation"
     ),
     **dict.fromkeys(("check_choices",), "autograder.checks.questions"),
-    **dict.fromkeys(("check_kernels_compute", "check_skips_hidden_blocks"), "autograder.checks.kernels"),
+    **dict.fromkeys(
+        ("check_accesses_in_bounds", "check_kernels_compute", "check_skips_hidden_blocks"), "autograder.checks.kernels"
+    ),
     **dict.fromkeys(("CheckFailed", "Item", "Mistake", "PartlyRight", "is_shape", "mistakes"), "autograder.api.items"),
     **dict.fromkeys(("attention_saved",), "autograder.api.derived"),
     **dict.fromkeys(

@@ -84,6 +84,13 @@ def test_the_hint_names_the_cause_of_each_buggy_submission(assignment, bug, exha
     assert any(bug.cause.lower() in hint.lower() for hint in hints), (
         f"{bug.name} ({bug.why}): no hint names its cause ({bug.cause!r}); the hints were {hints}"
     )
+    if bug.every_hint:  # each failing test cell's hint names it, not one of them alone
+        unnamed = {
+            test: message
+            for test, message in messages.items()
+            if not any(bug.cause.lower() in line.lower() for line in message.splitlines() if "hint:" in line)
+        }
+        assert not unnamed, f"{bug.name} ({bug.why}): the hints of {sorted(unnamed)} do not name {bug.cause!r}"
 
 
 @pytest.mark.parametrize("assignment,k", [(a, k) for a in ASSIGNMENTS for k in range(len(CORRECT[a]))])

@@ -28,6 +28,7 @@ import pytest
 
 import autograder
 from attention_course import notebooks
+from attention_course.solutions import register_source
 from autograder.api import items
 from autograder.api.items import CheckFailed
 from autograder.grading.classroom import fill, solution_bodies
@@ -218,12 +219,18 @@ def visible_failure(assignment: str, item: str, code: str, gid: str) -> CheckFai
     or None."""
     nb = fill(assignment, {item: code})
     namespace = {"__name__": "__main__"}
+
+    def run(cell) -> None:  # each cell's source registered, as IPython does: Triton and the kernel checks read it
+        filename = f"<cell {notebooks.cell_id(cell) or nb.cells.index(cell)}>"
+        register_source(_code(cell.source), filename)
+        exec(compile(_code(cell.source), filename, "exec"), namespace)
+
     for cell in nb.cells:
         if notebooks.is_setup(cell) or notebooks.is_solution(cell):
-            exec(_code(cell.source), namespace)
+            run(cell)
     test = next(cell for cell in nb.cells if notebooks.cell_id(cell) == gid)
     try:
-        exec(_code(test.source), namespace)
+        run(test)
     except CheckFailed as failure:
         return failure
     return None
@@ -236,9 +243,28 @@ SEEN_FIRST = [(a, b) for a in ASSIGNMENTS for b in BUG_MODULES[a].BUGS if b.visi
 def test_a_mask_bug_fails_the_visible_checks_before_it_is_submitted(assignment, bug):
     gid = bug.visible
     assert gid in BUG_MODULES[assignment].TESTS[bug.item], f"{gid} is not a test cell of {bug.item}"
-    assert visible_failure(assignment, bug.item, bug.code, gid) is not None, (
+    failure = visible_failure(assignment, bug.item, bug.code, gid)
+    assert failure is not None, (
         f"{bug.name} ({bug.why}) passes the visible checks of {gid}: the student finds it only in the grade"
     )
+    if assignment == "ch11_flash_attention":  # its visible hints (the checks' own, before any diagnosis) name the cause
+        assert bug.cause.lower() in failure.hint.lower(), f"{bug.name}: the visible hint misses it: {failure.hint}"
+
+
+EVERY_HINT = [(a, b) for a in ASSIGNMENTS for b in BUG_MODULES[a].BUGS if b.every_hint]
+
+
+@pytest.mark.parametrize("assignment,bug", EVERY_HINT, ids=lambda v: getattr(v, "name", v))
+def test_each_visible_failure_of_a_bug_names_its_cause(assignment, bug):
+    """A mistake that fails several test cells names its cause in each one's visible hint (the check's own, which is
+    what a student reads where no reference diagnoses it), not in one of them alone."""
+    failures = {
+        gid: visible_failure(assignment, bug.item, bug.code, gid) for gid in BUG_MODULES[assignment].TESTS[bug.item]
+    }
+    failing = {gid: failure.hint for gid, failure in failures.items() if failure is not None}
+    assert len(failing) > 1, f"{bug.name} fails {sorted(failing)} visibly: one cell, nothing to name in each"
+    unnamed = sorted(gid for gid, hint in failing.items() if bug.cause.lower() not in hint.lower())
+    assert not unnamed, f"{bug.name}: the visible hints of {unnamed} do not name {bug.cause!r}"
 
 
 @pytest.mark.parametrize("assignment,gid", sorted({(a, b.visible) for a, b in SEEN_FIRST}))

@@ -326,6 +326,11 @@ def test_dtype_follows_input():
         check_dtype_follows_input, sdpa_item(lambda q, k, v: tuple(t.float() for t in good_attention(q, k, v))), f64
     )
     assert "has dtype torch.float32; the inputs have dtype torch.float64" in msg
+    # outputs= checks those named alone (chapter 11: the output in the inputs' dtype, lse in float32)
+    float_weights = sdpa_item(lambda q, k, v: (good_attention(q, k, v)[0], good_attention(q, k, v)[1].float()))
+    check_dtype_follows_input(float_weights, f64, outputs=("output",))
+    assert "has dtype torch.float32" in failure(check_dtype_follows_input, float_weights, f64)
+    assert "has dtype torch.float32" in failure(check_dtype_follows_input, float_weights, f64, outputs=("weights",))
 
 
 def test_returns_number_takes_the_kinds_a_contract_names_and_names_the_type_returned():
@@ -506,6 +511,12 @@ def test_attention_saved_gives_a_backward_pass_the_output_and_lse_of_its_own_inp
     assert autograder.attention_saved is derived.attention_saved and "attention_saved" in autograder.__all__
     with pytest.raises(ValueError, match="shape"):
         derived.attention_saved(16, seed=0)
+    half = derived.attention_saved(2, 20, 16, n_keys=24, causal=causal, seed=7, dtype="float16")
+    (q, k, v, output, lse, grad_output), _ = specs.materialize(half, {}, seed=0)
+    dtypes = [t.dtype for t in (q, k, v, output, lse, grad_output)]
+    assert dtypes == [torch.float16] * 4 + [torch.float32, torch.float16]
+    with pytest.raises(ValueError, match="bfloat16"):
+        derived.attention_saved(2, 20, 16, seed=0, dtype="bfloat16")
 
 
 def test_made_gives_back_the_spec_of_a_tensor_with_its_dtype_and_library():

@@ -21,7 +21,7 @@ from autograder.api.derived import attention_saved
 from autograder.api.items import CheckFailed, Item
 from autograder.api.specs import tensor
 from autograder.calls import kernel_source, launches
-from autograder.checks.kernels import check_kernels_compute, check_skips_hidden_blocks
+from autograder.checks.kernels import check_accesses_in_bounds, check_kernels_compute, check_skips_hidden_blocks
 
 A = "ch11_flash_attention"
 FORWARD = ("q", "k", "v")
@@ -186,6 +186,23 @@ def test_a_causal_backward_kernel_that_visits_the_hidden_blocks_fails_the_skip_c
     item = backward(defined(name, catalogued(name))["flash_attention_backward"])
     computes(item, attention_saved(2, 64, 16, seed=0), {}, BACKWARD)
     assert said in problem(skips, item, attention_saved(2, 64, 16, causal=True, seed=0), 16, 16, BACKWARD)
+
+
+def test_loads_without_masks_past_the_end_fail_the_bounds_check_and_say_so(reference):
+    """The catalogue's unmasked tail: its values read whatever memory follows the tensors (wrong, or by chance right),
+    but the replay stops at the first load past the end, and the check's hint says the loads are not masked. The
+    reference, and an item with no kernel at all (the value checks' and check_kernels_compute's business), pass."""
+    tails = [tensor(2, 37, 16), tensor(2, 37, 16), tensor(2, 37, 16)]
+    blocks = {"block_q": 16, "block_k": 32}
+    check_accesses_in_bounds(forward(reference.flash_attention_forward), tails, blocks, roles=FORWARD)
+    check_accesses_in_bounds(forward(lambda q, k, v, **_: flash.attention(q, k, v)), tails, blocks, roles=FORWARD)
+    name = "forward_tail_loads_unmasked"
+    item = forward(defined(name, catalogued(name))["flash_attention_forward"])
+    with pytest.raises(CheckFailed) as failed:
+        check_accesses_in_bounds(item, tails, blocks, roles=FORWARD)
+    assert "a load outside the tensors the kernel was given, where no mask kept it inside" in failed.value.problem
+    assert "the loads past the end of the last block are not masked" in failed.value.hint
+    check_accesses_in_bounds(item, qkv(), blocks, roles=FORWARD)  # lengths that are multiples of the blocks: inside
 
 
 # ---------------------------------------------------------------------------- what a kernel may be

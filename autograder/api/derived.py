@@ -12,11 +12,16 @@ from attention_course.flash import attention
 from autograder.api import specs
 
 
-def attention_saved(*shape: int, n_keys: int | None = None, causal: bool = False, seed: int) -> list[specs.Literal]:
-    """``[q, k, v, output, lse, grad_output]`` for a backward pass of attention, as specs: random float32 queries
+def attention_saved(
+    *shape: int, n_keys: int | None = None, causal: bool = False, seed: int, dtype: str = "float32"
+) -> list[specs.Literal]:
+    """``[q, k, v, output, lse, grad_output]`` for a backward pass of attention, as specs: random queries
     ``shape`` = ``(..., Lq, d)``, keys and values of ``n_keys`` positions (default ``Lq``) and a gradient of the
-    output, all standard normal from ``seed``; ``output`` and ``lse`` what the forward pass saves for them
+    output, all standard normal from ``seed`` and then rounded to ``dtype`` (``"float32"``, ``"float16"``);
+    ``output`` (in ``dtype``) and ``lse`` (float32) what the forward pass saves for them
     (:func:`attention_course.flash.attention`), so that every correct way of using them gives the same gradients."""
+    if dtype not in ("float32", "float16"):
+        raise ValueError(f"dtype must be 'float32' or 'float16' (NumPy has no bfloat16), got {dtype!r}")
     shape = specs.check_shape(shape)
     if len(shape) < 2:
         raise ValueError(f"the queries' shape must be (..., Lq, d), got {shape!r}")
@@ -25,5 +30,6 @@ def attention_saved(*shape: int, n_keys: int | None = None, causal: bool = False
     q = torch.randn(shape, generator=generator)
     k, v = (torch.randn(*lead, n_keys or length, d, generator=generator) for _ in range(2))
     grad_output = torch.randn(shape, generator=generator)
+    q, k, v, grad_output = (t.to(getattr(torch, dtype)) for t in (q, k, v, grad_output))
     output, lse = attention(q, k, v, causal)
     return [specs.made(t) for t in (q, k, v, output, lse, grad_output)]

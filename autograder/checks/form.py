@@ -79,11 +79,12 @@ def check_inputs_unchanged(item: Item, args, kwargs=None, *, options: CallOption
 @isolated()
 @takes_options()
 @compares(
+    "outputs",
     hint="the outputs must have the dtype of the inputs: a tensor made with a "
     "fixed dtype, or with the default one, changes it",
 )
 def check_dtype_follows_input(item: Item, args, kwargs=None, *, options: CallOptions, compared: CompareOptions):
-    """Every floating-point output has the dtype of the first floating-point input."""
+    """Every floating-point output (or those named in ``outputs``) has the dtype of the first floating-point input."""
     call = options.call(item, "output dtype follows the inputs", args, kwargs, compared.hint)
     want = next(
         (
@@ -95,7 +96,9 @@ def check_dtype_follows_input(item: Item, args, kwargs=None, *, options: CallOpt
     )
     if want is None:
         raise ValueError("check_dtype_follows_input needs a floating-point input")
-    for name, value in call.outputs(call.run()).items():
+    returned = call.outputs(call.run())
+    for name in compared.outputs or returned:
+        value = returned[name]
         call.as_numpy(value, name)  # checks the kind of value
         if value.dtype != want:
             call.fail(f"{name} has dtype {value.dtype}; the inputs have dtype {want}")

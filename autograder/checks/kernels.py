@@ -8,7 +8,7 @@ returns the right values without its kernels computing them.
 
 from __future__ import annotations
 
-from autograder.api.items import Item
+from autograder.api.items import CheckFailed, Item
 from autograder.api.options import CompareOptions, compares
 from autograder.calls import kernel_source, launches, replayed
 from autograder.calls.call import Call, CallOptions, takes_options
@@ -101,3 +101,31 @@ def check_skips_hidden_blocks(
     problems = replayed.judge(plan, result, returned) or replayed.hidden_blocks(plan, result, block_q, block_k)
     if problems:
         call.fail(launches.scrubbed("; ".join(problems), trace))
+
+
+OUTSIDE = "outside the tensors"  # what the replay says of an access that leaves them (autograder.sandbox.replay)
+
+
+@isolated(diagnose=False)
+@takes_options("seed")
+@compares(
+    hint="the loads past the end of the last block are not masked: give every tl.load and tl.store of a block that "
+    "can run past Lq or Lk a mask (rows < Lq, keys < Lk), and the loads an `other`",
+)
+def check_accesses_in_bounds(
+    item: Item, args, kwargs=None, *, options: CallOptions, compared: CompareOptions, roles: tuple[str, ...]
+):
+    """No program of the item's kernels loads or stores outside the tensors it was given, where no mask keeps it
+    inside: the grader runs the launches again (:func:`check_kernels_compute`'s replay, shared with it) and its
+    interpreter stops at such an access. An unmasked load past the end reads, in the student's own process, whatever
+    memory follows the tensor: values that are wrong, or by chance right, and differ from run to run; the replay
+    names the cause. An item whose launches cannot be replayed, or whose kernels compute wrong values, passes here:
+    :func:`check_kernels_compute` and the value checks grade those."""
+    call = options.call(item, "keeps its loads and stores inside the tensors", args, kwargs, compared.hint)
+    try:
+        _plan, result, _returned, trace = _replayed(call, tuple(roles), ())
+    except CheckFailed:  # no replay (no kernel, a record refused): other checks' business
+        return
+    error = str(result.get("error") or "")
+    if OUTSIDE in error:
+        call.fail(launches.scrubbed(f"run again by the grader on the same arguments, a kernel stopped: {error}", trace))

@@ -28,6 +28,8 @@ class Bug(KnownAnswer):
     # seen first in the visible checks of its test cell (``visible``), before the student submits.
     only: str = ""
     visible: str = ""
+    # A mistake that fails several test cells of its item names its cause in the hint of each, not of one alone.
+    every_hint: bool = False
 
 
 def wrong_answers(assignment: str, **marks: str) -> Callable[..., Bug]:

@@ -5,9 +5,10 @@ lengths that are not multiples of the blocks, the log-sum-exp it saves), its bac
 from lse, Δ, the scale, the causal skip of each kernel), and the question's count of the blocks the causal kernel
 visits.
 
-A tail left unmasked is written here as its masked-score form (the loads masked, the scores not): a load without a mask
-reads, in Triton's interpreter, whatever memory follows the tensor (no error), so that its values are those of that
-memory, not the answer's, and a store without one writes past the tensor's memory.
+A tail whose loads have no mask reads, in Triton's interpreter, whatever memory follows the tensor (no error): its values
+are those of that memory, wrong or by chance right. The grader's replay of the launches stops at such a load, and
+test_forward_tails says so first (check_accesses_in_bounds), whatever the values. A store without a mask writes past
+the tensor's memory, in the student's process: it is left out here.
 
 Three wrong answers give values so ill-conditioned (exponentials near float32's overflow, or sums of huge terms that
 cancel) that the same code rounds differently in the sandbox and in the grader's process, which runs the known
@@ -22,7 +23,7 @@ A = "ch11_flash_attention"
 bug = wrong_answers(A)
 
 # ------------------------------------------------------------------ the forward kernel
-RESCALED_ACC = "acc = acc * rescale[:, None] + tl.dot(weights, v)"
+RESCALED_ACC = "acc = acc * rescale[:, None] + tl.dot(weights.to(v.dtype), v)"
 RESCALED_TOTAL = "total = total * rescale + tl.sum(weights, axis=1)"
 NEW_TOP = "new_top = tl.maximum(top, tl.max(scores, axis=1))"
 RESCALE = "rescale = tl.exp(top - new_top)"
@@ -42,6 +43,11 @@ SIZES = '(("block_q", block_q), ("block_k", block_k), ("q", q.shape[-1]))'
 SIZE_TEST = "if size < 16 or size & (size - 1):"
 FORWARD_RETURN = "return out.reshape(q.shape), lse.reshape(*lead, n_queries)"
 
+Q_LOAD = "q = tl.load(q_ptr + q_at, mask=row_ok[:, None], other=0.0)"
+K_LOAD = "k = tl.load(k_ptr + kv_at, mask=key_ok[:, None], other=0.0)"
+V_LOAD = "v = tl.load(v_ptr + kv_at, mask=key_ok[:, None], other=0.0)"
+ACC_ZEROS = "acc = tl.zeros((BLOCK_Q, HEAD_DIM), tl.float32)"
+
 # ------------------------------------------------------------------ the backward kernels
 KV_WEIGHTS = "weights = tl.where(visible, tl.exp(tl.dot(q, tl.trans(k)) * scale - lse[:, None]), 0.0)\n        grad_v"
 Q_WEIGHTS = (
@@ -49,10 +55,10 @@ Q_WEIGHTS = (
 )
 KV_DS = "grad_scores = weights * (tl.dot(grad_out, tl.trans(v)) - delta[:, None])\n        grad_k"
 Q_DS = "grad_scores = weights * (tl.dot(grad_out, tl.trans(v)) - delta[:, None])\n        grad_q"
-DELTA = "delta = (grad_output * output).sum(-1)"
+DELTA = "delta = (grad_output.float() * output.float()).sum(-1)"
 FIRST = "first = (block * BLOCK_K) // BLOCK_Q * BLOCK_Q"
 Q_END = "end = tl.minimum(n_keys, (block + 1) * BLOCK_Q)\n    for start in range(0, end, BLOCK_K):\n        keys"
-GRAD_V = "grad_v += tl.dot(tl.trans(weights), grad_out)"
+GRAD_V = "grad_v += tl.dot(tl.trans(weights.to(grad_out.dtype)), grad_out)"
 
 # ------------------------------------------------------------------ the question
 LAST_KEY = "last_key = min(length, (block + 1) * block_q)"
@@ -68,6 +74,7 @@ TESTS = {
         "test_forward_tails",
         "test_forward_causal",
         "test_forward_stable",
+        "test_forward_precision",
         "test_forward_errors",
         "test_forward_kernel",
         "test_forward_skips",
@@ -78,6 +85,7 @@ TESTS = {
         "test_backward_grad_k",
         "test_backward_grad_q",
         "test_backward_causal",
+        "test_backward_precision",
         "test_backward_kernel",
         "test_backward_skips",
     ],
@@ -90,10 +98,11 @@ BUGS = [
     bug(
         "forward_accumulator_not_rescaled",
         "flash_attention_forward",
-        (RESCALED_ACC, "acc = acc + tl.dot(weights, v)"),
+        (RESCALED_ACC, "acc = acc + tl.dot(weights.to(v.dtype), v)"),
         why="the running weighted sum of the values is not rescaled when the maximum grows (the sum of the "
         "exponentials is)",
-        cause="not rescaled when the maximum grows",
+        cause="exp(old m - new m)",
+        every_hint=True,  # it fails several test cells: each one's hint names the rescaling
     ),
     bug(
         "forward_normaliser_not_rescaled",
@@ -105,7 +114,7 @@ BUGS = [
     bug(
         "forward_no_rescaling",
         "flash_attention_forward",
-        (RESCALED_ACC, "acc = acc + tl.dot(weights, v)"),
+        (RESCALED_ACC, "acc = acc + tl.dot(weights.to(v.dtype), v)"),
         (RESCALED_TOTAL, "total = total + tl.sum(weights, axis=1)"),
         why="neither running sum is rescaled: each block's terms are taken under its own maximum and added as they are",
         cause="multiply both sums by exp(old m - new m)",
@@ -146,6 +155,15 @@ BUGS = [
         (SCORES, "scores = tl.dot(q, tl.trans(k))"),
         why="the kernel is given the scale and never uses it",
         cause="the scores are not scaled",
+    ),
+    bug(
+        "forward_keys_not_transposed",
+        "flash_attention_forward",
+        (SCORES, "scores = tl.dot(q, k) * scale"),
+        why="tl.dot(q, k): the keys not transposed, which runs (with the wrong numbers) only where the tiles are square "
+        "(d equal to both block sizes) and stops tl.dot everywhere else",
+        cause="tl.dot(q, tl.trans(k))",
+        visible="test_forward_shapes",
     ),
     bug(
         "forward_scaled_by_d",
@@ -221,6 +239,17 @@ BUGS = [
         why="the loop counts the whole blocks of keys: the last, partial block of keys is left out",
         cause="leaves out the last, partial block of keys",
     ),
+    bug(
+        "forward_tail_loads_unmasked",
+        "flash_attention_forward",
+        (Q_LOAD, "q = tl.load(q_ptr + q_at)"),
+        (K_LOAD, "k = tl.load(k_ptr + kv_at)"),
+        (V_LOAD, "v = tl.load(v_ptr + kv_at)"),
+        why="loads without masks (the scores of the keys past Lk still set to -inf, the stores masked): the last "
+        "blocks read past the end of the tensors, whatever memory is there",
+        cause="loads past the end of the last block are not masked",
+        visible="test_forward_tails",
+    ),
     # ------------------------------------------------------------------ causal
     bug(
         "forward_causal_stops_a_block_early",
@@ -257,6 +286,33 @@ BUGS = [
         why="j >= i: the upper triangle, the mask of the wrong side",
         cause="the wrong way round",
     ),
+    # ------------------------------------------------------------------ precision (float16 inputs)
+    bug(
+        "forward_accumulator_in_input_dtype",
+        "flash_attention_forward",
+        (ACC_ZEROS, "acc = tl.zeros((BLOCK_Q, HEAD_DIM), q.dtype)"),
+        (RESCALED_ACC, "acc = (acc * rescale[:, None] + tl.dot(weights.to(v.dtype), v)).to(q.dtype)"),
+        why="the weighted sum of the values kept in the inputs' dtype: float32 for float32 inputs (every value test "
+        "passes), float16 for float16 ones, where it rounds every block's terms and overflows past 65,504",
+        cause="keep the running maximum, both running sums and the scores in float32",
+        only="test_forward_precision",
+    ),
+    bug(
+        "forward_probabilities_not_cast",
+        "flash_attention_forward",
+        (RESCALED_ACC, "acc = acc * rescale[:, None] + tl.dot(weights, v)"),
+        why="the float32 kernel: P, float32, multiplied by float16 values, which tl.dot refuses (two dtypes)",
+        cause="tl.dot(p.to(v.dtype), v)",
+        only="test_forward_precision",
+    ),
+    bug(
+        "forward_output_float32",
+        "flash_attention_forward",
+        (EMPTY_OUT, "out = torch.empty(q3.shape, dtype=torch.float32, device=q.device)"),
+        why="the output allocated in float32 whatever the inputs' dtype: right values, the wrong dtype",
+        cause="the output to the input's dtype",
+        only="test_forward_precision",
+    ),
     # ------------------------------------------------------------------ the shapes and errors
     bug(
         "forward_lse_flattened",
@@ -291,9 +347,19 @@ BUGS = [
     bug(
         "backward_delta_of_grad_output_alone",
         "flash_attention_backward",
-        (DELTA, "delta = grad_output.sum(-1)"),
+        (DELTA, "delta = grad_output.float().sum(-1)"),
         why="Δ as the sum of grad_output's features, without the output",
         cause="not of grad_output alone",
+    ),
+    bug(
+        "backward_probabilities_not_cast",
+        "flash_attention_backward",
+        (GRAD_V, "grad_v += tl.dot(tl.trans(weights), grad_out)"),
+        ("grad_k += tl.dot(tl.trans(grad_scores.to(q.dtype)), q)", "grad_k += tl.dot(tl.trans(grad_scores), q)"),
+        ("grad_q += tl.dot(grad_scores.to(k.dtype), k)", "grad_q += tl.dot(grad_scores, k)"),
+        why="the float32 kernels: P and dS, float32, multiplied by float16 tiles, which tl.dot refuses (two dtypes)",
+        cause="cast P and dS down",
+        only="test_backward_precision",
     ),
     bug(
         "backward_grad_k_unscaled",

@@ -45,7 +45,7 @@ def attention_forward_exp2(
         alpha = tl.exp2(m_i - m_new)
         p = tl.exp2(qk - m_new[:, None])
         l_i = l_i * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None] + tl.dot(p, v)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
         m_i = m_new
     tl.store(Out + bh * n_q * D + offs_m[:, None] * D + offs_d[None, :], acc / l_i[:, None], mask=offs_m[:, None] < n_q)
     # m_i and log2(l_i) are in base 2: times ln 2, a natural log-sum-exp
@@ -110,7 +110,7 @@ def forward_with_descriptors(
         p = tl.exp(s - m_new[:, None])
         correction = tl.exp(m - m_new)
         l = l * correction + tl.sum(p, axis=1)
-        acc = acc * correction[:, None] + tl.dot(p, v)
+        acc = acc * correction[:, None] + tl.dot(p.to(v.dtype), v)
         m = m_new
     o_desc.store([start_m, 0], acc / l[:, None])
     tl.store(lse_ptr + seq * n_q + rows, m + tl.log(l), mask=rows < n_q)
@@ -151,7 +151,7 @@ def online_step(q, k, v, scores_ok, top, total, acc, scale, MASKED: tl.constexpr
     new_top = tl.maximum(top, tl.max(scores, axis=1))
     weights = tl.exp(scores - new_top[:, None])
     rescale = tl.exp(top - new_top)
-    return new_top, total * rescale + tl.sum(weights, axis=1), acc * rescale[:, None] + tl.dot(weights, v)
+    return new_top, total * rescale + tl.sum(weights, axis=1), acc * rescale[:, None] + tl.dot(weights.to(v.dtype), v)
 
 
 @triton.jit
@@ -231,6 +231,7 @@ def strided_forward(
     b = tl.program_id(1)
     e = tl.arange(0, D)
     q = tl.load(Q + b * sq_b + i[:, None] * sq_l + e[None, :] * sq_d, mask=i[:, None] < n_q, other=0.0)
+    q = q.to(tl.float32)  # every tile in float32, whatever the inputs' dtype: slower on a GPU, as accurate
     m = tl.full([BLOCK_Q], -float("inf"), dtype=tl.float32)
     s = tl.zeros([BLOCK_Q], dtype=tl.float32)
     o = tl.zeros([BLOCK_Q, D], dtype=tl.float32)
@@ -241,6 +242,7 @@ def strided_forward(
         j = j0 + tl.arange(0, BLOCK_K)
         k = tl.load(K + b * sk_b + j[:, None] * sk_l + e[None, :] * sk_d, mask=j[:, None] < n_k, other=0.0)
         v = tl.load(V + b * sv_b + j[:, None] * sv_l + e[None, :] * sv_d, mask=j[:, None] < n_k, other=0.0)
+        k, v = k.to(tl.float32), v.to(tl.float32)
         x = tl.dot(q, tl.trans(k)) * scale
         if CAUSAL:
             x = tl.where((j[None, :] < n_k) & (j[None, :] <= i[:, None]), x, -float("inf"))
@@ -276,7 +278,8 @@ def flash_attention_forward(q, k, v, causal=False, block_q=16, block_k=16):
     return out.view(q.shape), lse.view(q.shape[:-1])
 """,
         "the strides passed to the kernel instead of contiguous copies, tl.range, a grid given as a function of the "
-        "meta-parameters, one tl.where for both masks",
+        "meta-parameters, one tl.where for both masks; every tile cast up to float32 in the kernel, the output cast "
+        "down as it is stored",
     ),
     Answer(
         "forward_padded_inputs",
@@ -312,7 +315,7 @@ def padded_forward(
         p = tl.exp(s - m_new[:, None])
         alpha = tl.exp(m - m_new)
         l = l * alpha + tl.sum(p, axis=1)
-        acc = acc * alpha[:, None] + tl.dot(p, tl.load(v_ptr + at))
+        acc = acc * alpha[:, None] + tl.dot(p.to(v_ptr.dtype.element_ty), tl.load(v_ptr + at))
         m = m_new
     tl.store(out_ptr + seq * rows_q * D + rows[:, None] * D + cols[None, :], acc / l[:, None])
     tl.store(lse_ptr + seq * rows_q + rows, m + tl.log(l))
@@ -351,7 +354,7 @@ def delta_kernel(o_ptr, do_ptr, delta_ptr, n_rows, D: tl.constexpr, BLOCK: tl.co
     at = rows[:, None] * D + cols[None, :]
     o = tl.load(o_ptr + at, mask=rows[:, None] < n_rows, other=0.0)
     do = tl.load(do_ptr + at, mask=rows[:, None] < n_rows, other=0.0)
-    tl.store(delta_ptr + rows, tl.sum(o * do, axis=1), mask=rows < n_rows)
+    tl.store(delta_ptr + rows, tl.sum(o.to(tl.float32) * do.to(tl.float32), axis=1), mask=rows < n_rows)
 
 
 @triton.jit
@@ -383,10 +386,10 @@ def dkdv_kernel(
         if CAUSAL:
             keep = keep & (offs_m[:, None] >= offs_n[None, :])
         p = tl.where(keep, p, 0.0)
-        dv += tl.dot(tl.trans(p), do)
+        dv += tl.dot(tl.trans(p.to(do.dtype)), do)
         dp = tl.dot(do, tl.trans(v))
         ds = p * (dp - delta[:, None]) * sm_scale
-        dk += tl.dot(tl.trans(ds), q)
+        dk += tl.dot(tl.trans(ds.to(q.dtype)), q)
     tl.store(DK + kv, dk, mask=offs_n[:, None] < n_k)
     tl.store(DV + kv, dv, mask=offs_n[:, None] < n_k)
 
@@ -419,7 +422,7 @@ def dq_kernel(
             keep = keep & (offs_m[:, None] >= offs_n[None, :])
         p = tl.where(keep, tl.exp(tl.dot(q, tl.trans(k)) * sm_scale - lse[:, None]), 0.0)
         ds = p * (tl.dot(do, tl.trans(v)) - delta[:, None])
-        dq += tl.dot(ds, k)
+        dq += tl.dot(ds.to(k.dtype), k)
     tl.store(DQ + qo, dq * sm_scale, mask=offs_m[:, None] < n_q)
 
 
@@ -482,11 +485,11 @@ def fused_backward(
         if CAUSAL:
             seen = seen & (keys[None, :] <= rows[:, None])
         p = tl.where(seen, tl.exp(tl.dot(q, tl.trans(k)) * scale - lse[:, None]), 0.0)
-        dv += tl.dot(tl.trans(p), do)
+        dv += tl.dot(tl.trans(p.to(do.dtype)), do)
         ds = p * (tl.dot(do, tl.trans(v)) - delta[:, None])
-        dk += tl.dot(tl.trans(ds), q)
+        dk += tl.dot(tl.trans(ds.to(q.dtype)), q)
         # this block's share of dQ: other programs add theirs to the same rows, so atomically
-        tl.atomic_add(dq_ptr + q_at, tl.dot(ds, k) * scale, mask=r_ok[:, None])
+        tl.atomic_add(dq_ptr + q_at, tl.dot(ds.to(k.dtype), k) * scale, mask=r_ok[:, None])
     tl.store(dk_ptr + kv_at, dk * scale, mask=k_ok[:, None])
     tl.store(dv_ptr + kv_at, dv, mask=k_ok[:, None])
 
@@ -499,7 +502,7 @@ def flash_attention_backward(q, k, v, output, lse, grad_output, causal=False, bl
     n_k = k.shape[-2]
     flat = lambda t, n: t.reshape(-1, n, d).contiguous()
     q3, k3, v3, do3 = flat(q, n_q), flat(k, n_k), flat(v, n_k), flat(grad_output, n_q)
-    delta = torch.einsum("...qd,...qd->...q", grad_output, output).reshape(-1, n_q).contiguous()
+    delta = torch.einsum("...qd,...qd->...q", grad_output.float(), output.float()).reshape(-1, n_q).contiguous()
     lse2 = lse.reshape(-1, n_q).contiguous()
     dq = torch.zeros(q3.shape, dtype=torch.float32)  # summed into by atomic adds: starts at zero
     dk, dv = torch.empty_like(k3), torch.empty_like(v3)
@@ -545,9 +548,9 @@ def keys_backward(
         if CAUSAL:
             ok = ok & (keys[None, :] <= rows[:, None])
         p = tl.where(ok, tl.exp2(tl.dot(q, tl.trans(k)) * scale2 - lse2[:, None]), 0.0)
-        gv += tl.dot(tl.trans(p), go)
+        gv += tl.dot(tl.trans(p.to(go.dtype)), go)
         ds = p * (tl.dot(go, tl.trans(v)) - delta[:, None])
-        gk += tl.dot(tl.trans(ds), q)
+        gk += tl.dot(tl.trans(ds.to(q.dtype)), q)
     tl.store(gk_ptr + kv_at, gk * scale, mask=keys[:, None] < n_k)
     tl.store(gv_ptr + kv_at, gv, mask=keys[:, None] < n_k)
 
@@ -579,7 +582,7 @@ def queries_backward(
             ok = ok & (keys[None, :] <= rows[:, None])
         p = tl.where(ok, tl.exp2(tl.dot(q, tl.trans(k)) * scale2 - lse2[:, None]), 0.0)
         ds = p * (tl.dot(go, tl.trans(v)) - delta[:, None])
-        gq += tl.dot(ds, k)
+        gq += tl.dot(ds.to(k.dtype), k)
     tl.store(gq_ptr + q_at, gq * scale, mask=rows[:, None] < n_q)
 
 
@@ -593,7 +596,7 @@ def flash_attention_backward(q, k, v, output, lse, grad_output, causal=False, bl
     q3, go3 = q.reshape(-1, n_q, d).contiguous(), grad_output.reshape(-1, n_q, d).contiguous()
     k3, v3 = k.reshape(-1, n_k, d).contiguous(), v.reshape(-1, n_k, d).contiguous()
     lse2 = lse.reshape(-1, n_q).contiguous()
-    delta = (grad_output * output).sum(dim=-1).reshape(-1, n_q).contiguous()
+    delta = (grad_output.float() * output.float()).sum(dim=-1).reshape(-1, n_q).contiguous()
     gq, gk, gv = torch.empty_like(q3), torch.empty_like(k3), torch.empty_like(v3)
     scale = 1.0 / math.sqrt(d)
     meta = {"HEAD_DIM": d, "BLOCK_Q": block_q, "BLOCK_K": block_k, "CAUSAL": causal}
@@ -638,10 +641,10 @@ def bwd_kv_transposed(
         if CAUSAL:
             valid = valid & (j[:, None] <= i[None, :])
         p_t = tl.where(valid, tl.exp(s_t - lse[None, :]), 0.0)
-        dv = dv + tl.dot(p_t, do)
+        dv = dv + tl.dot(p_t.to(do.dtype), do)
         dp_t = tl.dot(v, tl.trans(do))
         ds_t = p_t * (dp_t - delta[None, :])
-        dk = dk + tl.dot(ds_t, q)
+        dk = dk + tl.dot(ds_t.to(q.dtype), q)
     dk = dk * scale
     tl.store(dK + b * kstride_b + j[:, None] * kstride_l + e[None, :], dk, mask=j[:, None] < n_k)
     tl.store(dV + b * kstride_b + j[:, None] * kstride_l + e[None, :], dv, mask=j[:, None] < n_k)
@@ -671,7 +674,7 @@ def bwd_q_plain(
         if CAUSAL:
             valid = valid & (j[None, :] <= i[:, None])
         p = tl.where(valid, tl.exp(tl.dot(q, tl.trans(k)) * scale - lse[:, None]), 0.0)
-        dq += tl.dot(p * (tl.dot(do, tl.trans(v)) - delta[:, None]), k)
+        dq += tl.dot((p * (tl.dot(do, tl.trans(v)) - delta[:, None])).to(k.dtype), k)
     tl.store(dQ + b * stride_b + i[:, None] * stride_l + e[None, :], dq * scale, mask=i[:, None] < n_q)
 
 
