@@ -12,7 +12,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attention_course import flash, flash_costs
+from attention_course import flash, flash_costs, flash_timing
 from attention_course.solutions import register_source
 
 
@@ -207,7 +207,7 @@ def notebook(kernels):
 
 
 def test_a_forwards_module_holds_what_it_uses_and_runs_alone(notebook):
-    source = flash.module_source(notebook["flash_attention_forward"])
+    source = flash_timing.module_source(notebook["flash_attention_forward"])
     imported = (
         "from attention_course.flash import attention\n",
         "import torch.nn.functional as F\n",
@@ -232,20 +232,20 @@ def test_a_forwards_module_holds_what_it_uses_and_runs_alone(notebook):
 
 def test_a_forward_without_source_is_refused():
     with pytest.raises(TypeError, match="defined with `def`"):
-        flash.module_source(lambda q, k, v: (q, q))
+        flash_timing.module_source(lambda q, k, v: (q, q))
     namespace = {}
     exec(compile("def forward(q, k, v):\n    return q\n", "<nowhere>", "exec"), namespace)
     with pytest.raises(ValueError, match="cannot read the source of forward"):
-        flash.module_source(namespace["forward"])
+        flash_timing.module_source(namespace["forward"])
     with pytest.raises(ValueError, match="device must be 'cuda' or 'cpu'"):
-        flash.run_timing(namespace["forward"], device="mps")
+        flash_timing.run_timing(namespace["forward"], device="mps")
 
 
 def test_the_timing_module_tabulates_each_length_and_says_what_failed(notebook, tmp_path, capsys):
     """`python -m attention_course.flash`'s main, in this process (its triton: the interpreter), on the CPU."""
     path = tmp_path / "timed_kernels.py"
-    path.write_text(flash.module_source(notebook["flash_attention_forward"]))
-    assert flash.main([str(path), "--device", "cpu", "--lengths", "8", "--heads", "1", "--head-dim", "16"]) == 0
+    path.write_text(flash_timing.module_source(notebook["flash_attention_forward"]))
+    assert flash_timing.main([str(path), "--device", "cpu", "--lengths", "8", "--heads", "1", "--head-dim", "16"]) == 0
     table = capsys.readouterr().out.splitlines()
     assert table[0].startswith("Causal attention on the CPU: 1 sequence, 1 head of size 16; median milliseconds")
     header = table.index(next(line for line in table if line.split()[:1] == ["length"]))
@@ -270,19 +270,19 @@ def test_the_timing_module_tabulates_each_length_and_says_what_failed(notebook, 
     assert float(yours_bf16) > 0 if yours_bf16 != "failed" else any("yours in bfloat16 at length 8" in x for x in table)
     assert efficient == "failed" or float(efficient) > 0  # PyTorch may have no memory-efficient kernel on the CPU
     # A forward that fails: its cell says so, and why, below the table.
-    assert flash.main([str(path), "--device", "cpu", "--lengths", "8", "--heads", "1", "--head-dim", "8"]) == 0
+    assert flash_timing.main([str(path), "--device", "cpu", "--lengths", "8", "--heads", "1", "--head-dim", "8"]) == 0
     table = capsys.readouterr().out
     assert "   failed " in table and "yours at length 8: ValueError: q: too small" in table
     if not torch.cuda.is_available():
         with pytest.raises(SystemExit):
-            flash.main([str(path), "--device", "cuda"])
+            flash_timing.main([str(path), "--device", "cuda"])
         assert "no CUDA GPU here" in capsys.readouterr().err
 
 
 def test_the_timing_runs_in_a_process_of_its_own(kernels):
     """run_timing, the path of time_on_gpu, on the CPU: the reference forward's module written, then run by
     `python -m attention_course.flash` in Triton's interpreter, whatever this process's triton."""
-    table = flash.run_timing(kernels.flash_attention_forward, "cpu", (24,), 1, 16, 16, 16, timeout=120)
+    table = flash_timing.run_timing(kernels.flash_attention_forward, "cpu", (24,), 1, 16, 16, 16, timeout=120)
     assert (
         "  yours: flash_attention_forward in Triton's interpreter, in float32 and in bfloat16 (whose tl.dot it gets "
         "wrong: times only), block_q=16, block_k=16" in table

@@ -42,16 +42,16 @@ def test_a_row_times_forward_and_backward_or_says_why_not(device):
 
 
 def test_chapter_11s_timing_runs_the_kernel_in_a_process_of_its_own(device):
-    """attention_course.flash.time_on_gpu's table, as a notebook gets it (its own triton in the interpreter): the
+    """attention_course.flash_timing.time_on_gpu's table, as a notebook gets it (its own triton in the interpreter): the
     reference forward in a process of its own, in float32 and bfloat16, compiled on a GPU (in the interpreter on the
     CPU, at tiny sizes), beside SDPA's memory-efficient kernel in float32, the plain computation and SDPA's
     FlashAttention in bfloat16."""
     lengths = (256, 1000) if torch.device(device).type == "cuda" else (32, 50)
     where = "cuda" if torch.device(device).type == "cuda" else "cpu"
     script = (
-        "from attention_course import flash\n"
+        "from attention_course.flash_timing import run_timing\n"
         "from attention_course.solutions import ch11_flash_attention as kernels\n"
-        f"print(flash.run_timing(kernels.flash_attention_forward, {where!r}, {lengths!r}, 2, 16 if {where!r} == 'cpu' "
+        f"print(run_timing(kernels.flash_attention_forward, {where!r}, {lengths!r}, 2, 16 if {where!r} == 'cpu' "
         "else 64, block_q=16, block_k=16, timeout=300))\n"
     )
     environment = {**os.environ, "TRITON_INTERPRET": "1"}

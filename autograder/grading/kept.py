@@ -1,5 +1,7 @@
-"""What ``make grade``'s phases 1, 4 and 5 left, kept with the key of what each read, so that ``make grade`` run
-again skips them where nothing they read changed (as :mod:`autograder.grading.saved` does for phase 3).
+"""What ``make grade``'s phases 1, 4 and 5 left, each kept with the key of what it read.
+
+``make grade`` run again skips a phase where nothing it reads changed (as :mod:`autograder.grading.saved` does for
+phase 3).
 
 Each record is signed with the grader's secret (:meth:`autograder.grading.saved.Saved.keep`) in its state folder
 ``grades/.grader/`` (never mounted in the sandbox), and each key is computed from what the phase reads, never from a

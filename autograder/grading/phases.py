@@ -1,7 +1,7 @@
 """Grading a whole class on one assignment as ``make grade`` does: its six phases, in order (:func:`grade`).
 
-Each phase is a function of one :class:`Run`, which holds what the phases read and what each leaves for
-the next; :mod:`autograder.cli.grade` says what each does. ``make grades`` writes the CSV again from the
+Each phase is a function of one :class:`~autograder.grading.run.Run`, which holds what the phases read and what
+each leaves for the next; :mod:`autograder.cli.grade` says what each does. ``make grades`` writes the CSV again from the
 gradebook (:func:`rewrite_csv`). torch and nbgrader's gradebook are imported where they are first
 needed, so that phase 1's nbgrader process starts before this one spends seconds importing them.
 """
@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from attention_course.notebooks import COURSE_ROOT
@@ -34,55 +32,12 @@ from autograder.grading.gradesheet import (
 )
 from autograder.grading.handoff import GradeAgain, NotGraded
 from autograder.grading.nbgrader_log import nbgrader_refused
+from autograder.grading.run import GradingUnavailable, Run
 from autograder.grading.sandboxed import Precomputed, grade_again, plan, precompute, sandbox_score
 from autograder.grading.saved import Saved
 from autograder.grading.submissions import class_of, notebook_names, refusals
 from autograder.release import course
 from autograder.text.terminal import clean_text
-
-
-class GradingUnavailable(SystemExit):
-    """Grading cannot start (the preflight failed): nothing was scored. Its one argument, the message,
-    says what to fix; :func:`autograder.cli.grade.main` prints it as one ``error:`` line and exits with
-    status 2 (a caller that does not catch it exits with the message, as for any SystemExit)."""
-
-    def __init__(self, message: str):
-        super().__init__(message)
-
-
-@dataclass
-class Run:
-    """One grading of a class: what its phases read, and what each phase leaves for the next."""
-
-    assignment: str
-    root: Path
-    students: list[str]
-    settings: course.Release
-    quiet: bool
-    jobs: int
-    feedback_seconds: float
-    allow_released: bool
-    not_listed: list[str] = field(default_factory=list)  # with a submission, not on the class list: never graded
-    keys: kept.Keys | None = None  # the keys of phases 1, 4 and 5 (grading/kept)
-    saved: Saved | None = None  # the grader's saved records
-    tests_recorded: bool = False  # phase 1 ran, or its record shows that nothing it records changed
-    states: dict[str, str | None] = field(default_factory=dict)  # phases 4, 5: each submission in the gradebook
-    autograded: set[str] = field(default_factory=set)  # phase 4: the students given to nbgrader autograde
-    again: bool = False  # grade every notebook, its saved report fitting or not (--again)
-    found: Precomputed | None = None  # phases 2 and 3: notes, the refused, the not graded, nothing answered
-    excluded: list[str] = field(default_factory=list)  # phase 4: the students not given to nbgrader
-    refused_by_nbgrader: dict[str, str] = field(default_factory=dict)  # phase 4: student -> nbgrader's error
-    feedback_notes: dict[str, list[str]] = field(default_factory=dict)  # phase 5
-    stopped: dict[str, str] = field(default_factory=dict)  # phase 5: student -> the notebook stopped on
-
-    @property
-    def env(self) -> dict:
-        """The environment of nbgrader's processes: the same release as this grading's."""
-        return course.environment(self.settings)
-
-    def say(self, text: str) -> None:
-        if not self.quiet:
-            print(text, file=sys.stderr, flush=True)
 
 
 def grade(
