@@ -94,10 +94,12 @@ def test_the_reference_passes_computes_in_kernels_and_skips_the_hidden_blocks(re
     bq, bk = blocks
     computes(forward(reference.flash_attention_forward), qkv(), {"block_q": bq, "block_k": bk})
     skips(forward(reference.flash_attention_forward), qkv(), bq, bk)
-    skips(forward(reference.flash_attention_forward), qkv(48, 96), bq, bk)  # Lq < Lk: the last keys seen by none
+    skips(forward(reference.flash_attention_forward), qkv(48, 96), bq, bk)  # Lq < Lk: decoding's shape
+    skips(forward(reference.flash_attention_forward), qkv(80, 48), bq, bk)  # Lq > Lk: queries that see no key
     item = backward(reference.flash_attention_backward)
     computes(item, attention_saved(2, 64, 16, seed=1), {"block_q": bq, "block_k": bk}, BACKWARD)
     skips(item, attention_saved(2, 64, 16, causal=True, seed=1), bq, bk, BACKWARD)
+    skips(item, attention_saved(2, 80, 16, n_keys=48, causal=True, seed=1), bq, bk, BACKWARD)
 
 
 def test_the_kernel_checks_of_one_notebook_share_a_call_and_its_replay_and_each_judges_it(reference, monkeypatch):
@@ -173,6 +175,15 @@ def test_a_causal_forward_kernel_that_visits_the_hidden_blocks_fails_the_skip_ch
     computes(item, qkv(), {"causal": True, "block_k": 32})
     said = problem(skips, item, qkv(), 16, 16)
     assert "a program of flash_forward_kernel visits keys that none of its queries sees" in said
+
+
+def test_the_skip_rule_is_shifted_by_the_bottom_right_alignment(reference):
+    """With Lq != Lk the hidden blocks move by Lk - Lq: a kernel aligned top-left (j <= i) visits keys that no query
+    sees when Lq > Lk, and fails the skip check there (its values are the causal value tests' business)."""
+    item = forward(defined("top-left", catalogued("forward_causal_aligned_top_left"))["flash_attention_forward"])
+    skips(item, qkv(48, 96), 16, 16)  # Lq < Lk: top-left visits fewer blocks than bottom-right, none hidden
+    said = problem(skips, item, qkv(80, 48), 16, 16)
+    assert "visits keys that none of its queries sees" in said
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,8 @@ one of the kernels' tensors (reshaped, cast or scaled), or the kernels did not c
 tile of ``Lq × Lk`` scores. :func:`hidden_blocks` reads which rows of the queries and keys each replayed program
 touched: with a causal mask, aligned bottom-right (query i sees the keys j <= i + Lk - Lq), a program that holds a
 block of queries may touch no more than one block of keys past the last key the block's last row sees, and one that
-holds a block of keys no more than one block of queries before the first query that sees the block's first key. Problems are returned as sentences for a check's failure.
+holds a block of keys no more than one block of queries before the first query that sees the block's first key.
+Problems are returned as sentences for a check's failure.
 """
 
 from __future__ import annotations
