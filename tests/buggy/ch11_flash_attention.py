@@ -265,7 +265,7 @@ BUGS = [
         "flash_attention_forward",
         (CAUSAL_END, "tl.minimum(n_keys, (block + 1) * BLOCK_K + shift)"),
         why="the loop's end counted in blocks of keys: with BLOCK_K < BLOCK_Q the later rows miss keys they see",
-        cause="the end of the block that holds its last row",
+        cause="the block that holds the last key its last row sees",
     ),
     bug(
         "forward_causal_diagonal_unmasked",
@@ -301,7 +301,7 @@ BUGS = [
         "forward_causal_hidden_rows_nan",
         "flash_attention_forward",
         ('        new_top = tl.where(new_top == float("-inf"), 0.0, new_top)\n', ""),
-        ("    total = tl.where(total > 0, total, 1.0)  # and its output 0 (its acc is 0), not 0 / 0\n", ""),
+        ("    total = tl.where(seen, total, 1.0)  # not 0 / 0\n", ""),
         why="a query that sees no key (causal, Lq > Lk) is not handled: its maximum stays -inf, exp(-inf - (-inf)) "
         "and 0 / 0 give NaN where the output must be 0",
         cause="a query that sees no key",
