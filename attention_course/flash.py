@@ -91,26 +91,39 @@ def _interpret_from_now_on() -> None:
 def _scores(q: torch.Tensor, k: torch.Tensor, causal: bool) -> torch.Tensor:
     """The scaled scores q kᵀ / √d, in ``q``'s dtype, -inf where ``causal`` hides a key."""
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-    if causal:  # query i sees keys j <= i, counted from the first of each (SDPA's is_causal)
-        visible = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).tril()
+    if causal:  # aligned bottom-right (FlashAttention >= 2.1): query i sees keys j <= i + Lk - Lq
+        lq, lk = q.shape[-2], k.shape[-2]
+        visible = torch.ones(lq, lk, dtype=torch.bool, device=q.device).tril(diagonal=lk - lq)
         scores = scores.masked_fill(~visible, float("-inf"))
     return scores
 
 
+def _weights(scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(weights, lse)``: the softmax of each row of ``scores`` and its log-sum-exp, a row that sees no key (all
+    -inf, a causal mask with more queries than keys) getting weights 0 and lse -inf, and gradients 0, not NaN."""
+    top = scores.amax(dim=-1, keepdim=True).detach()
+    top = top.masked_fill(torch.isinf(top), 0.0)
+    exps = torch.exp(scores - top)
+    total = exps.sum(dim=-1, keepdim=True)
+    weights = exps / total.masked_fill(total == 0, 1.0)
+    return weights, (torch.log(total) + top).squeeze(-1)
+
+
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False):
     """``(output, lse)``: softmax(q kᵀ / √d) v and the log-sum-exp of each query's scaled scores, computed in
-    float64 from the whole matrix of scores and returned in ``q``'s dtype (``lse`` in float32)."""
-    scores = _scores(q.double(), k.double(), causal)
-    lse = torch.logsumexp(scores, dim=-1)
-    output = torch.exp(scores - lse[..., None]) @ v.double()
+    float64 from the whole matrix of scores and returned in ``q``'s dtype (``lse`` in float32). With ``causal`` the
+    mask is aligned bottom-right, so a query that sees no key (``Lq > Lk``) gets output 0 and lse -inf."""
+    weights, lse = _weights(_scores(q.double(), k.double(), causal))
+    output = weights @ v.double()
     return output.to(q.dtype), lse.float()
 
 
 def attention_gradients(q, k, v, grad_output, causal: bool = False):
-    """``(grad_q, grad_k, grad_v)`` of ``(output * grad_output).sum()``, where output is :func:`attention`'s."""
+    """``(grad_q, grad_k, grad_v)`` of ``(output * grad_output).sum()``, where output is :func:`attention`'s (a query
+    that sees no key has gradient 0)."""
     leaves = [t.detach().double().requires_grad_() for t in (q, k, v)]
-    scores = _scores(leaves[0], leaves[1], causal)
-    output = torch.softmax(scores, dim=-1) @ leaves[2]
+    weights, _ = _weights(_scores(leaves[0], leaves[1], causal))
+    output = weights @ leaves[2]
     grads = torch.autograd.grad(output, leaves, grad_output.double())
     return tuple(g.to(t.dtype) for g, t in zip(grads, (q, k, v)))
 

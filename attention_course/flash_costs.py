@@ -12,8 +12,8 @@ from attention_course.flash import attention
 
 def causal_mask(lq: int, lk: int, align: str = "top-left") -> torch.Tensor:
     """The keys each of ``lq`` queries sees among ``lk`` keys under a causal mask, aligned ``"top-left"`` (query i
-    sees keys j <= i: SDPA's ``is_causal``, the course's kernels) or ``"bottom-right"`` (the last query sees the last
-    key: query i sees keys j <= i + lk - lq, FlashAttention 2.1 on, a cache's new queries after its old keys)."""
+    sees keys j <= i: SDPA's ``is_causal``) or ``"bottom-right"`` (the last query sees the last key: query i sees
+    keys j <= i + lk - lq, FlashAttention 2.1 on and the course's kernels, a cache's new queries after its old keys)."""
     if align not in ("top-left", "bottom-right"):
         raise ValueError(f"align must be 'top-left' or 'bottom-right', got {align!r}")
     shift = 0 if align == "top-left" else lk - lq

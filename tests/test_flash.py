@@ -35,18 +35,28 @@ def qkv(batch_heads, lq, lk, d, dtype=torch.float64, seed=0):
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("lengths", [(6, 6), (5, 9), (9, 4)])
 def test_attention_is_sdpas_and_its_gradients_are_autograds(causal, lengths):
+    """Causal is aligned bottom-right (query i sees keys j <= i + Lk - Lq, FlashAttention >= 2.1): SDPA with that
+    mask, for the queries that see a key; a query that sees none (Lq > Lk) gets output 0, lse -inf, gradient 0."""
     q, k, v = qkv((2, 3), *lengths, 8)
+    lq, lk = lengths
+    visible = torch.ones(lengths, dtype=torch.bool)
+    if causal:
+        visible = visible.tril(lk - lq)
+    seen = visible.any(-1)
+    assert not causal or lq <= lk or not seen.all()  # (9, 4): its first 5 queries see no key
     output, lse = flash.attention(q, k, v, causal)
-    torch.testing.assert_close(output, F.scaled_dot_product_attention(q, k, v, is_causal=causal))
-    scores = q @ k.transpose(-2, -1) / 8**0.5
-    if causal:  # SDPA's is_causal: query i sees keys j <= i, counted from the first of each
-        scores = scores.masked_fill(torch.ones(lengths, dtype=torch.bool).tril().logical_not(), float("-inf"))
+    want = F.scaled_dot_product_attention(q[..., seen, :], k, v, attn_mask=visible[seen])
+    torch.testing.assert_close(output[..., seen, :], want)
+    assert not output[..., ~seen, :].any()
+    scores = (q @ k.transpose(-2, -1) / 8**0.5).masked_fill(~visible, float("-inf"))
     assert lse.dtype == torch.float32
-    torch.testing.assert_close(lse, torch.logsumexp(scores, -1).float())
+    torch.testing.assert_close(lse, torch.logsumexp(scores, -1).float())  # -inf where a query sees no key
     grad_output = torch.randn_like(output)
     leaves = [t.clone().requires_grad_() for t in (q, k, v)]
-    expected = torch.autograd.grad(F.scaled_dot_product_attention(*leaves, is_causal=causal), leaves, grad_output)
+    plain = F.scaled_dot_product_attention(leaves[0][..., seen, :], *leaves[1:], attn_mask=visible[seen])
+    expected = torch.autograd.grad(plain, leaves, grad_output[..., seen, :])
     for got, want in zip(flash.attention_gradients(q, k, v, grad_output, causal), expected):
+        assert torch.isfinite(got).all()
         torch.testing.assert_close(got, want)
 
 
@@ -121,7 +131,8 @@ def test_the_choice_of_the_interpreter_holds_or_switches_to_the_interpreter():
     [
         (((1, 2), 40, 40, 16), True, (16, 16)),
         (((2,), 24, 33, 32), False, (16, 32)),
-        (((1,), 33, 20, 16), True, (32, 16)),
+        (((1,), 33, 20, 16), True, (32, 16)),  # causal, Lq > Lk: queries 0-12 see no key
+        (((2,), 8, 40, 16), True, (16, 16)),  # causal, Lq < Lk: decoding after a cache of 32
     ],
 )
 def test_the_reference_kernels_compute_the_plain_attention_and_its_gradients(kernels, shape, causal, blocks):

@@ -94,7 +94,7 @@ def test_the_reference_passes_computes_in_kernels_and_skips_the_hidden_blocks(re
     bq, bk = blocks
     computes(forward(reference.flash_attention_forward), qkv(), {"block_q": bq, "block_k": bk})
     skips(forward(reference.flash_attention_forward), qkv(), bq, bk)
-    skips(forward(reference.flash_attention_forward), qkv(48, 96), bq, bk)  # Lq < Lk: the last keys seen by none
+    skips(forward(reference.flash_attention_forward), qkv(48, 96), bq, bk)  # Lq < Lk: decoding's shape
     item = backward(reference.flash_attention_backward)
     computes(item, attention_saved(2, 64, 16, seed=1), {"block_q": bq, "block_k": bk}, BACKWARD)
     skips(item, attention_saved(2, 64, 16, causal=True, seed=1), bq, bk, BACKWARD)
@@ -173,6 +173,15 @@ def test_a_causal_forward_kernel_that_visits_the_hidden_blocks_fails_the_skip_ch
     computes(item, qkv(), {"causal": True, "block_k": 32})
     said = problem(skips, item, qkv(), 16, 16)
     assert "a program of flash_forward_kernel visits keys that none of its queries sees" in said
+
+
+def test_the_skip_rule_is_shifted_by_the_bottom_right_alignment(reference):
+    """With Lq != Lk the hidden blocks move by Lk - Lq: a kernel aligned top-left (j <= i) visits keys that no query
+    sees when Lq > Lk, and fails the skip check there (its values are the causal value tests' business)."""
+    item = forward(defined("top-left", catalogued("forward_causal_aligned_top_left"))["flash_attention_forward"])
+    skips(item, qkv(48, 96), 16, 16)  # Lq < Lk: top-left visits fewer blocks than bottom-right, none hidden
+    said = problem(skips, item, qkv(80, 48), 16, 16)
+    assert "visits keys that none of its queries sees" in said
 
 
 @pytest.mark.parametrize(
@@ -423,15 +432,15 @@ HOW = {"test_forward_kernel", "test_forward_skips"}
 def test_graded_the_kernels_run_again_in_a_sandbox_of_the_graders_and_only_the_how_is_lost(reference):
     right = graded(source_of(reference, "flash_attention_forward"))
     assert right.score == right.max_score, {gid: t.message for gid, t in right.tests.items() if not t.passed}
-    sdpa = graded(
-        "import torch.nn.functional as F\n\n\n"
+    # the course's attention in PyTorch (SDPA's is_causal aligns top-left, the exercise bottom-right): right values
+    plain = graded(
         "def flash_attention_forward(q, k, v, causal=False, block_q=16, block_k=16):\n"
         "    for name, size in (('block_q', block_q), ('block_k', block_k), ('q', q.shape[-1])):\n"
         "        if size < 16 or size & (size - 1):\n"
         "            raise ValueError(f'{name}: must be a power of two of at least 16, got {size}')\n"
-        "    return F.scaled_dot_product_attention(q, k, v, is_causal=causal), attention(q, k, v, causal)[1]\n"
+        "    return attention(q, k, v, causal)\n"
     )
-    failed = {gid: test.message for gid, test in sdpa.tests.items() if not test.passed}
+    failed = {gid: test.message for gid, test in plain.tests.items() if not test.passed}
     assert set(failed) == HOW, failed
     assert all("launched no Triton kernel" in message for message in failed.values())
 

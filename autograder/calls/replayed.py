@@ -4,9 +4,10 @@
 (:mod:`autograder.calls.launches` laid the replay out, :mod:`autograder.sandbox.replay` ran it): each output must be
 one of the kernels' tensors (reshaped, cast or scaled), or the kernels did not compute it; and no program held a
 tile of ``Lq × Lk`` scores. :func:`hidden_blocks` reads which rows of the queries and keys each replayed program
-touched: with a causal mask, a program that holds a block of queries may touch no more than one block of keys past
-the block's last row, and one that holds a block of keys no more than one block of queries before the block's
-first row. Problems are returned as sentences for a check's failure.
+touched: with a causal mask, aligned bottom-right (query i sees the keys j <= i + Lk - Lq), a program that holds a
+block of queries may touch no more than one block of keys past the last key the block's last row sees, and one that
+holds a block of keys no more than one block of queries before the first query that sees the block's first key.
+Problems are returned as sentences for a check's failure.
 """
 
 from __future__ import annotations
@@ -89,9 +90,11 @@ def _holds(candidate: torch.Tensor | None, target: torch.Tensor, sizes: Sizes) -
 
 
 def hidden_blocks(plan: Plan, result: dict, block_q: int, block_k: int) -> list[str]:
-    """With a causal mask: the programs that touched more than one block of keys past their last query, or of
-    queries before their first key (the blocks that the mask hides entirely)."""
+    """With a causal mask aligned bottom-right: the programs that touched more than one block of keys past the last
+    key their last query sees, or of queries before the first query that sees their first key (the blocks that the
+    mask hides entirely)."""
     sizes = plan.sizes
+    shift = sizes.keys - sizes.queries  # query i sees the keys j <= i + shift
     kernels = [launch.kernel for launch in plan.record.launches]
     late = early = None  # the first program that visits a block of keys, or of queries, that the mask hides
     for entry in _programs(result.get("programs")):
@@ -104,20 +107,20 @@ def hidden_blocks(plan: Plan, result: dict, block_q: int, block_k: int) -> list[
         # a program's block of queries (keys) is the whole block that holds its last query (first key): the last
         # block of a sequence, cut short by its end, still stops where its full block would
         if late is None and any(
-            sum(key > (max(rows) // block_q + 1) * block_q - 1 for key in tried_keys.get(head, ())) >= block_k
+            sum(key > (max(rows) // block_q + 1) * block_q - 1 + shift for key in tried_keys.get(head, ())) >= block_k
             for head, rows in queries.items()
         ):
             late = (
                 f"{where} visits keys that none of its queries sees: with causal=True, stop at the block of keys that "
-                "holds its last query"
+                "holds the last key its last query sees"
             )
         if early is None and any(
-            sum(query < min(rows) // block_k * block_k for query in tried_queries.get(head, ())) >= block_q
+            sum(query < min(rows) // block_k * block_k - shift for query in tried_queries.get(head, ())) >= block_q
             for head, rows in keys.items()
         ):
             early = (
                 f"{where} visits queries that see none of its keys: with causal=True, start at the block of queries "
-                "that holds its first key"
+                "that holds the first query that sees its first key"
             )
     return [problem for problem in (late, early) if problem]
 

@@ -78,8 +78,9 @@ def check_kernels_compute(
 @isolated(diagnose=False)
 @takes_options("seed")
 @compares(
-    hint="with causal=True, stop each program's loop over the keys at the block that holds its last query, and "
-    "start its loop over the queries at the block that holds its first key",
+    hint="with causal=True (query i sees the keys j <= i + Lk - Lq), stop each program's loop over the keys at the "
+    "block that holds the last key its last query sees, and start its loop over the queries at the block that holds "
+    "the first query that sees its first key",
 )
 def check_skips_hidden_blocks(
     item: Item,

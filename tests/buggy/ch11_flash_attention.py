@@ -27,12 +27,12 @@ RESCALED_ACC = "acc = acc * rescale[:, None] + tl.dot(weights.to(v.dtype), v)"
 RESCALED_TOTAL = "total = total * rescale + tl.sum(weights, axis=1)"
 NEW_TOP = "new_top = tl.maximum(top, tl.max(scores, axis=1))"
 RESCALE = "rescale = tl.exp(top - new_top)"
-CAUSAL_END = "tl.minimum(n_keys, (block + 1) * BLOCK_Q)"
-CAUSAL_MASK = "visible = visible & (keys[None, :] <= rows[:, None])"
+CAUSAL_END = "tl.minimum(n_keys, (block + 1) * BLOCK_Q + shift)"
+CAUSAL_MASK = "visible = visible & (keys[None, :] <= rows[:, None] + shift)"
 SCORES = "scores = tl.dot(q, tl.trans(k)) * scale"
 LSE = "top + tl.log(total)"
 KEY_MASK = "        visible = key_ok[None, :]\n"
-CAUSAL_MASK_LINE = "            visible = visible & (keys[None, :] <= rows[:, None])\n"
+CAUSAL_MASK_LINE = "            visible = visible & (keys[None, :] <= rows[:, None] + shift)\n"
 Q3 = "q3 = q.reshape(-1, n_queries, d).contiguous()"
 SCALE_ARG = "        1 / math.sqrt(d),\n"
 GRID = "grid = (triton.cdiv(n_queries, block_q), q3.shape[0])"
@@ -56,8 +56,10 @@ Q_WEIGHTS = (
 KV_DS = "grad_scores = weights * (tl.dot(grad_out, tl.trans(v)) - delta[:, None])\n        grad_k"
 Q_DS = "grad_scores = weights * (tl.dot(grad_out, tl.trans(v)) - delta[:, None])\n        grad_q"
 DELTA = "delta = (grad_output.float() * output.float()).sum(-1)"
-FIRST = "first = (block * BLOCK_K) // BLOCK_Q * BLOCK_Q"
-Q_END = "end = tl.minimum(n_keys, (block + 1) * BLOCK_Q)\n    for start in range(0, end, BLOCK_K):\n        keys"
+FIRST = "first = tl.maximum(block * BLOCK_K - shift, 0) // BLOCK_Q * BLOCK_Q"
+Q_END = (
+    "end = tl.minimum(n_keys, (block + 1) * BLOCK_Q + shift)\n    for start in range(0, end, BLOCK_K):\n        keys"
+)
 GRAD_V = "grad_v += tl.dot(tl.trans(weights.to(grad_out.dtype)), grad_out)"
 
 # ------------------------------------------------------------------ the question
@@ -214,7 +216,7 @@ BUGS = [
             + CAUSAL_MASK_LINE
             + '        scores = tl.where(visible, scores, float("-inf"))\n',
             "        if CAUSAL:\n"
-            '            scores = tl.where(keys[None, :] <= rows[:, None], scores, float("-inf"))\n',
+            '            scores = tl.where(keys[None, :] <= rows[:, None] + shift, scores, float("-inf"))\n',
         ),
         why="loads masked (zeros past the end), but the padded keys are not masked out of the scores: each gets the "
         "score 0 and a weight",
@@ -254,16 +256,16 @@ BUGS = [
     bug(
         "forward_causal_stops_a_block_early",
         "flash_attention_forward",
-        (CAUSAL_END, "tl.minimum(n_keys, block * BLOCK_Q)"),
+        (CAUSAL_END, "tl.minimum(n_keys, block * BLOCK_Q + shift)"),
         why="the loop over the keys stops at the block's first row",
         cause="stops one block of queries too early",
     ),
     bug(
         "forward_causal_end_in_key_blocks",
         "flash_attention_forward",
-        (CAUSAL_END, "tl.minimum(n_keys, (block + 1) * BLOCK_K)"),
+        (CAUSAL_END, "tl.minimum(n_keys, (block + 1) * BLOCK_K + shift)"),
         why="the loop's end counted in blocks of keys: with BLOCK_K < BLOCK_Q the later rows miss keys they see",
-        cause="the end of the block that holds its last row",
+        cause="the block that holds the last key its last row sees",
     ),
     bug(
         "forward_causal_diagonal_unmasked",
@@ -275,16 +277,34 @@ BUGS = [
     bug(
         "forward_causal_mask_strict",
         "flash_attention_forward",
-        (CAUSAL_MASK, "visible = visible & (keys[None, :] < rows[:, None])"),
+        (CAUSAL_MASK, "visible = visible & (keys[None, :] < rows[:, None] + shift)"),
         why="j < i: a query does not see itself",
         cause="causal mask is off by one",
     ),
     bug(
         "forward_causal_mask_transposed",
         "flash_attention_forward",
-        (CAUSAL_MASK, "visible = visible & (keys[None, :] >= rows[:, None])"),
+        (CAUSAL_MASK, "visible = visible & (keys[None, :] >= rows[:, None] + shift)"),
         why="j >= i: the upper triangle, the mask of the wrong side",
         cause="the wrong way round",
+    ),
+    bug(
+        "forward_causal_aligned_top_left",
+        "flash_attention_forward",
+        (CAUSAL_MASK, "visible = visible & (keys[None, :] <= rows[:, None])"),
+        (CAUSAL_END, "tl.minimum(n_keys, (block + 1) * BLOCK_Q)"),
+        why="the mask and the loop's end aligned top-left, query i sees the keys j <= i (SDPA's is_causal): right "
+        "when Lq == Lk, wrong for decoding's few queries after a cache of keys (Lq < Lk) and for Lq > Lk",
+        cause="aligned bottom-right",
+    ),
+    bug(
+        "forward_causal_hidden_rows_nan",
+        "flash_attention_forward",
+        ('        new_top = tl.where(new_top == float("-inf"), 0.0, new_top)\n', ""),
+        ("    total = tl.where(seen, total, 1.0)  # not 0 / 0\n", ""),
+        why="a query that sees no key (causal, Lq > Lk) is not handled: its maximum stays -inf, exp(-inf - (-inf)) "
+        "and 0 / 0 give NaN where the output must be 0",
+        cause="a query that sees no key",
     ),
     # ------------------------------------------------------------------ precision (float16 inputs)
     bug(
@@ -592,7 +612,7 @@ BUGS += [
     bug(
         "forward_causal_skips_nothing",
         "flash_attention_forward",
-        ("        end = tl.minimum(n_keys, (block + 1) * BLOCK_Q)", "        end = n_keys"),
+        ("        end = tl.minimum(n_keys, (block + 1) * BLOCK_Q + shift)", "        end = n_keys"),
         why="with causal=True every program walks through every block of keys and masks the hidden ones: right "
         "values, and none of the work the causal kernel saves",
         cause="end each program's loop over the keys",
@@ -601,10 +621,10 @@ BUGS += [
     bug(
         "forward_causal_masks_the_loads",
         "flash_attention_forward",
-        ("        end = tl.minimum(n_keys, (block + 1) * BLOCK_Q)", "        end = n_keys"),
+        ("        end = tl.minimum(n_keys, (block + 1) * BLOCK_Q + shift)", "        end = n_keys"),
         (
             "        key_ok = keys < n_keys\n",
-            "        key_ok = (keys < n_keys) & ((keys < (block + 1) * BLOCK_Q) | (CAUSAL == 0))\n",
+            "        key_ok = (keys < n_keys) & ((keys < (block + 1) * BLOCK_Q + shift) | (CAUSAL == 0))\n",
         ),
         why="with causal=True every program still walks through every block of keys, the hidden ones masked out of "
         "the loads: the loop, and its products, are not skipped",
@@ -629,7 +649,7 @@ BUGS += [
     bug(
         "backward_keys_kernel_skips_nothing",
         "flash_attention_backward",
-        ("        first = (block * BLOCK_K) // BLOCK_Q * BLOCK_Q", "        first = 0"),
+        ("        " + FIRST, "        first = 0"),
         why="with causal=True the keys' kernel walks through every block of queries, the ones before its keys masked",
         cause="the keys' kernel starts its loop",
         only="test_backward_skips",
@@ -638,7 +658,7 @@ BUGS += [
         "backward_queries_kernel_skips_nothing",
         "flash_attention_backward",
         (
-            "        end = tl.minimum(n_keys, (block + 1) * BLOCK_Q)\n    for start in range(0, end, BLOCK_K):\n"
+            "        end = tl.minimum(n_keys, (block + 1) * BLOCK_Q + shift)\n    for start in range(0, end, BLOCK_K):\n"
             "        keys = start + tl.arange(0, BLOCK_K)\n        key_ok = keys < n_keys\n"
             "        kv_at = seq * n_keys * HEAD_DIM + keys[:, None] * HEAD_DIM + cols[None, :]\n"
             "        k = tl.load(k_ptr + kv_at, mask=key_ok[:, None], other=0.0)\n"

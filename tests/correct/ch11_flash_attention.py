@@ -30,7 +30,7 @@ def attention_forward_exp2(
     acc = tl.zeros((BQ, D), tl.float32)
     hi = n_k
     if CAUSAL:
-        hi = tl.minimum(n_k, (pid_m + 1) * BQ)
+        hi = tl.minimum(n_k, (pid_m + 1) * BQ + n_k - n_q)  # causal: bottom-right
     for start_n in range(0, hi, BK):
         offs_n = start_n + tl.arange(0, BK)
         kv = bh * n_k * D + offs_n[:, None] * D + offs_d[None, :]
@@ -39,15 +39,16 @@ def attention_forward_exp2(
         qk = tl.dot(q, tl.trans(k))
         keep = offs_n[None, :] < n_k
         if CAUSAL:
-            keep = keep & (offs_m[:, None] >= offs_n[None, :])
+            keep = keep & (offs_m[:, None] + n_k - n_q >= offs_n[None, :])
         qk = tl.where(keep, qk, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(qk, 1))
+        m_new = tl.where(m_new == float("-inf"), 0.0, m_new)  # a row that sees no key: no -inf - (-inf)
         alpha = tl.exp2(m_i - m_new)
         p = tl.exp2(qk - m_new[:, None])
         l_i = l_i * alpha + tl.sum(p, 1)
         acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
         m_i = m_new
-    tl.store(Out + bh * n_q * D + offs_m[:, None] * D + offs_d[None, :], acc / l_i[:, None], mask=offs_m[:, None] < n_q)
+    tl.store(Out + bh * n_q * D + offs_m[:, None] * D + offs_d[None, :], acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None], mask=offs_m[:, None] < n_q)
     # m_i and log2(l_i) are in base 2: times ln 2, a natural log-sum-exp
     tl.store(Lse + bh * n_q + offs_m, (m_i + tl.log2(l_i)) * 0.6931471805599453, mask=offs_m < n_q)
 
@@ -96,7 +97,7 @@ def forward_with_descriptors(
     acc = tl.zeros((BLOCK_Q, HEAD_DIM), tl.float32)
     stop = n_k
     if CAUSAL:
-        stop = tl.minimum(n_k, start_m + BLOCK_Q)
+        stop = tl.minimum(n_k, start_m + BLOCK_Q + n_k - n_q)
     for start_n in range(0, stop, BLOCK_K):
         k = k_desc.load([start_n, 0])
         v = v_desc.load([start_n, 0])
@@ -104,15 +105,16 @@ def forward_with_descriptors(
         s = tl.dot(q, tl.trans(k)) * scale
         ok = cols[None, :] < n_k
         if CAUSAL:
-            ok = ok & (cols[None, :] <= rows[:, None])
+            ok = ok & (cols[None, :] <= rows[:, None] + n_k - n_q)
         s = tl.where(ok, s, float("-inf"))
         m_new = tl.maximum(m, tl.max(s, axis=1))
-        p = tl.exp(s - m_new[:, None])
-        correction = tl.exp(m - m_new)
+        m_use = tl.where(m_new > float("-inf"), m_new, 0.0)  # the maximum stays -inf where a row sees no key
+        p = tl.exp(s - m_use[:, None])
+        correction = tl.exp(m - m_use)
         l = l * correction + tl.sum(p, axis=1)
         acc = acc * correction[:, None] + tl.dot(p.to(v.dtype), v)
         m = m_new
-    o_desc.store([start_m, 0], acc / l[:, None])
+    o_desc.store([start_m, 0], acc / tl.where(l > 0, l, 1.0)[:, None])
     tl.store(lse_ptr + seq * n_q + rows, m + tl.log(l), mask=rows < n_q)
 
 
@@ -149,8 +151,9 @@ def online_step(q, k, v, scores_ok, top, total, acc, scale, MASKED: tl.constexpr
     if MASKED:
         scores = tl.where(scores_ok, scores, float("-inf"))
     new_top = tl.maximum(top, tl.max(scores, axis=1))
-    weights = tl.exp(scores - new_top[:, None])
-    rescale = tl.exp(top - new_top)
+    shift = tl.where(new_top == float("-inf"), 0.0, new_top)  # -inf for a row that sees no key yet
+    weights = tl.exp(scores - shift[:, None])
+    rescale = tl.exp(top - shift)
     return new_top, total * rescale + tl.sum(weights, axis=1), acc * rescale[:, None] + tl.dot(weights.to(v.dtype), v)
 
 
@@ -169,9 +172,9 @@ def forward_split_kernel(
     total = tl.zeros((BLOCK_Q,), tl.float32)
     acc = tl.zeros((BLOCK_Q, HEAD_DIM), tl.float32)
     # the blocks of keys that every query of this block sees whole and that lie inside the keys: no mask at all
-    if CAUSAL:
-        stop = tl.minimum(n_keys, (block + 1) * BLOCK_Q)
-        full = tl.minimum(block * BLOCK_Q, n_keys) // BLOCK_K * BLOCK_K
+    if CAUSAL:  # aligned bottom-right: query i sees the keys j <= i + n_keys - n_queries
+        stop = tl.minimum(n_keys, (block + 1) * BLOCK_Q + n_keys - n_queries)
+        full = tl.maximum(tl.minimum(block * BLOCK_Q + n_keys - n_queries, n_keys), 0) // BLOCK_K * BLOCK_K
     else:
         stop = n_keys
         full = n_keys // BLOCK_K * BLOCK_K
@@ -189,9 +192,9 @@ def forward_split_kernel(
         v = tl.load(v_ptr + kv_at, mask=keys[:, None] < n_keys, other=0.0)
         ok = keys[None, :] < n_keys
         if CAUSAL:
-            ok = ok & (keys[None, :] <= rows[:, None])
+            ok = ok & (keys[None, :] <= rows[:, None] + n_keys - n_queries)
         top, total, acc = online_step(q, k, v, ok, top, total, acc, scale, MASKED=True)
-    tl.store(out_ptr + q_at, acc / total[:, None], mask=rows[:, None] < n_queries)
+    tl.store(out_ptr + q_at, acc / tl.where(total > 0, total, 1.0)[:, None], mask=rows[:, None] < n_queries)
     tl.store(lse_ptr + seq * n_queries + rows, top + tl.log(total), mask=rows < n_queries)
 
 
@@ -237,7 +240,7 @@ def strided_forward(
     o = tl.zeros([BLOCK_Q, D], dtype=tl.float32)
     n_visit = n_k
     if CAUSAL:
-        n_visit = tl.minimum(n_k, tl.program_id(0) * BLOCK_Q + BLOCK_Q)
+        n_visit = tl.minimum(n_k, tl.program_id(0) * BLOCK_Q + BLOCK_Q + n_k - n_q)
     for j0 in tl.range(0, n_visit, BLOCK_K):
         j = j0 + tl.arange(0, BLOCK_K)
         k = tl.load(K + b * sk_b + j[:, None] * sk_l + e[None, :] * sk_d, mask=j[:, None] < n_k, other=0.0)
@@ -245,16 +248,16 @@ def strided_forward(
         k, v = k.to(tl.float32), v.to(tl.float32)
         x = tl.dot(q, tl.trans(k)) * scale
         if CAUSAL:
-            x = tl.where((j[None, :] < n_k) & (j[None, :] <= i[:, None]), x, -float("inf"))
+            x = tl.where((j[None, :] < n_k) & (j[None, :] <= i[:, None] + n_k - n_q), x, -float("inf"))
         else:
             x = tl.where(j[None, :] < n_k, x, -float("inf"))
-        m_next = tl.maximum(m, tl.max(x, axis=1))
+        m_next = tl.maximum(tl.maximum(m, tl.max(x, axis=1)), -1e30)  # finite even where a row sees no key
         w = tl.exp(x - m_next[:, None])
         shrink = tl.exp(m - m_next)
         s = shrink * s + tl.sum(w, axis=1)
         o = shrink[:, None] * o + tl.dot(w, v)
         m = m_next
-    o = o * (1.0 / s)[:, None]
+    o = o * (1.0 / tl.where(s > 0, s, 1.0))[:, None]  # 0 for a row that sees no key
     tl.store(O + b * so_b + i[:, None] * so_l + e[None, :] * so_d, o, mask=i[:, None] < n_q)
     tl.store(L + b * n_q + i, m + tl.log(s), mask=i < n_q)
 
@@ -290,7 +293,7 @@ import torch.nn.functional as F
 
 @triton.jit
 def padded_forward(
-    q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr, rows_q, rows_k, n_keys, scale,
+    q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr, rows_q, rows_k, n_keys, shift, scale,
     D: tl.constexpr, BQ: tl.constexpr, BK: tl.constexpr, CAUSAL: tl.constexpr,
 ):
     block, seq = tl.program_id(0), tl.program_id(1)
@@ -302,22 +305,24 @@ def padded_forward(
     acc = tl.zeros((BQ, D), tl.float32)
     end = rows_k
     if CAUSAL:
-        end = tl.minimum(rows_k, (block + 1) * BQ)
+        end = tl.minimum(rows_k, (block + 1) * BQ + shift)
     for start in range(0, end, BK):
         keys = start + tl.arange(0, BK)
         at = seq * rows_k * D + keys[:, None] * D + cols[None, :]
         s = tl.dot(q, tl.trans(tl.load(k_ptr + at))) * scale
         seen = keys[None, :] < n_keys  # the padding's zeros are no keys
         if CAUSAL:
-            seen = seen & (keys[None, :] <= rows[:, None])
+            seen = seen & (keys[None, :] <= rows[:, None] + shift)
         s = tl.where(seen, s, float("-inf"))
         m_new = tl.maximum(m, tl.max(s, axis=1))
-        p = tl.exp(s - m_new[:, None])
-        alpha = tl.exp(m - m_new)
+        # the weights zeroed by the mask itself, and no rescaling while the maximum stays put (-inf included): a
+        # row that sees no key keeps l = 0 and acc = 0
+        p = tl.where(seen, tl.exp(s - m_new[:, None]), 0.0)
+        alpha = tl.where(m_new == m, 1.0, tl.exp(m - m_new))
         l = l * alpha + tl.sum(p, axis=1)
         acc = acc * alpha[:, None] + tl.dot(p.to(v_ptr.dtype.element_ty), tl.load(v_ptr + at))
         m = m_new
-    tl.store(out_ptr + seq * rows_q * D + rows[:, None] * D + cols[None, :], acc / l[:, None])
+    tl.store(out_ptr + seq * rows_q * D + rows[:, None] * D + cols[None, :], acc / tl.where(l == 0.0, 1.0, l)[:, None])
     tl.store(lse_ptr + seq * rows_q + rows, m + tl.log(l))
 
 
@@ -334,7 +339,7 @@ def flash_attention_forward(q, k, v, causal=False, block_q=16, block_k=16):
     lse = torch.empty(q3.shape[:2], dtype=torch.float32)
     grid = (q3.shape[1] // block_q, q3.shape[0])
     padded_forward[grid](
-        q3, k3, v3, out, lse, q3.shape[1], k3.shape[1], n_k, 1 / math.sqrt(d),
+        q3, k3, v3, out, lse, q3.shape[1], k3.shape[1], n_k, n_k - n_q, 1 / math.sqrt(d),
         D=d, BQ=block_q, BK=block_k, CAUSAL=causal,
     )
     return out[:, :n_q].reshape(q.shape), lse[:, :n_q].reshape(q.shape[:-1])
@@ -373,7 +378,7 @@ def dkdv_kernel(
     dv = tl.zeros([BK, D], dtype=tl.float32)
     lo = 0
     if CAUSAL:
-        lo = (start_n // BQ) * BQ
+        lo = tl.maximum(start_n - (n_k - n_q), 0) // BQ * BQ  # the first query that sees key start_n
     for start_m in range(lo, n_q, BQ):
         offs_m = start_m + tl.arange(0, BQ)
         qo = off * n_q * D + offs_m[:, None] * D + offs_d[None, :]
@@ -384,7 +389,7 @@ def dkdv_kernel(
         p = tl.exp(tl.dot(q, tl.trans(k)) * sm_scale - lse[:, None])  # 0 for the rows past the end (lse = inf)
         keep = offs_n[None, :] < n_k
         if CAUSAL:
-            keep = keep & (offs_m[:, None] >= offs_n[None, :])
+            keep = keep & (offs_m[:, None] + n_k - n_q >= offs_n[None, :])
         p = tl.where(keep, p, 0.0)
         dv += tl.dot(tl.trans(p.to(do.dtype)), do)
         dp = tl.dot(do, tl.trans(v))
@@ -411,7 +416,7 @@ def dq_kernel(
     dq = tl.zeros([BQ, D], dtype=tl.float32)
     hi = n_k
     if CAUSAL:
-        hi = tl.minimum(n_k, start_m + BQ)
+        hi = tl.minimum(n_k, start_m + BQ + n_k - n_q)
     for start_n in range(0, hi, BK):
         offs_n = start_n + tl.arange(0, BK)
         kv = off * n_k * D + offs_n[:, None] * D + offs_d[None, :]
@@ -419,7 +424,7 @@ def dq_kernel(
         v = tl.load(V + kv, mask=offs_n[:, None] < n_k, other=0.0)
         keep = offs_n[None, :] < n_k
         if CAUSAL:
-            keep = keep & (offs_m[:, None] >= offs_n[None, :])
+            keep = keep & (offs_m[:, None] + n_k - n_q >= offs_n[None, :])
         p = tl.where(keep, tl.exp(tl.dot(q, tl.trans(k)) * sm_scale - lse[:, None]), 0.0)
         ds = p * (tl.dot(do, tl.trans(v)) - delta[:, None])
         dq += tl.dot(ds.to(k.dtype), k)
@@ -472,7 +477,7 @@ def fused_backward(
     dv = tl.zeros((BK, D), tl.float32)
     first = 0
     if CAUSAL:
-        first = kb * BK // BQ * BQ
+        first = tl.maximum(kb * BK - (n_k - n_q), 0) // BQ * BQ
     for start in range(first, n_q, BQ):
         rows = start + tl.arange(0, BQ)
         r_ok = rows < n_q
@@ -483,7 +488,7 @@ def fused_backward(
         delta = tl.load(delta_ptr + seq * n_q + rows, mask=r_ok, other=0.0)
         seen = r_ok[:, None] & k_ok[None, :]
         if CAUSAL:
-            seen = seen & (keys[None, :] <= rows[:, None])
+            seen = seen & (keys[None, :] <= rows[:, None] + n_k - n_q)
         p = tl.where(seen, tl.exp(tl.dot(q, tl.trans(k)) * scale - lse[:, None]), 0.0)
         dv += tl.dot(tl.trans(p.to(do.dtype)), do)
         ds = p * (tl.dot(do, tl.trans(v)) - delta[:, None])
@@ -534,9 +539,10 @@ def keys_backward(
     v = tl.load(v_ptr + kv_at, mask=keys[:, None] < n_k, other=0.0)
     gk = tl.zeros((BLOCK_K, HEAD_DIM), tl.float32)
     gv = tl.zeros((BLOCK_K, HEAD_DIM), tl.float32)
-    # causal: the queries before this block's first key see none of its keys; start at that key itself, whatever
-    # the blocks of queries: every query from there on is visited once
-    first = block * BLOCK_K if CAUSAL else 0
+    # causal: the queries before the first one that sees this block's first key (query key - (n_k - n_q)) see
+    # none of its keys; start at that query itself, whatever the blocks of queries: every query from there on is
+    # visited once
+    first = tl.maximum(block * BLOCK_K - (n_k - n_q), 0) if CAUSAL else 0
     for start in range(first, n_q, BLOCK_Q):
         rows = start + tl.arange(0, BLOCK_Q)
         q_at = seq * n_q * HEAD_DIM + rows[:, None] * HEAD_DIM + cols[None, :]
@@ -546,7 +552,7 @@ def keys_backward(
         delta = tl.load(delta_ptr + seq * n_q + rows, mask=rows < n_q, other=0.0)
         ok = (rows[:, None] < n_q) & (keys[None, :] < n_k)
         if CAUSAL:
-            ok = ok & (keys[None, :] <= rows[:, None])
+            ok = ok & (keys[None, :] <= rows[:, None] + n_k - n_q)
         p = tl.where(ok, tl.exp2(tl.dot(q, tl.trans(k)) * scale2 - lse2[:, None]), 0.0)
         gv += tl.dot(tl.trans(p.to(go.dtype)), go)
         ds = p * (tl.dot(go, tl.trans(v)) - delta[:, None])
@@ -571,7 +577,7 @@ def queries_backward(
     gq = tl.zeros((BLOCK_Q, HEAD_DIM), tl.float32)
     last = n_k
     if CAUSAL:
-        last = tl.minimum(n_k, (block + 1) * BLOCK_Q)
+        last = tl.minimum(n_k, (block + 1) * BLOCK_Q + n_k - n_q)
     for start in range(0, last, BLOCK_K):
         keys = start + tl.arange(0, BLOCK_K)
         kv_at = seq * n_k * HEAD_DIM + keys[:, None] * HEAD_DIM + cols[None, :]
@@ -579,7 +585,7 @@ def queries_backward(
         v = tl.load(v_ptr + kv_at, mask=keys[:, None] < n_k, other=0.0)
         ok = (rows[:, None] < n_q) & (keys[None, :] < n_k)
         if CAUSAL:
-            ok = ok & (keys[None, :] <= rows[:, None])
+            ok = ok & (keys[None, :] <= rows[:, None] + n_k - n_q)
         p = tl.where(ok, tl.exp2(tl.dot(q, tl.trans(k)) * scale2 - lse2[:, None]), 0.0)
         ds = p * (tl.dot(go, tl.trans(v)) - delta[:, None])
         gq += tl.dot(ds.to(k.dtype), k)
@@ -607,8 +613,8 @@ def flash_attention_backward(q, k, v, output, lse, grad_output, causal=False, bl
     queries_backward[(-(-n_q // block_q), q3.shape[0])](q3, k3, v3, go3, *args, gq, n_q, n_k, scale * LOG2E, scale, **meta)
     return gq.reshape(q.shape), gk.reshape(k.shape), gv.reshape(v.shape)
 """,
-        "P recomputed with exp2 (log2(e) in the scale and in lse); the keys' kernel starts at its first key itself, "
-        "not at the start of a block of queries",
+        "P recomputed with exp2 (log2(e) in the scale and in lse); the keys' kernel starts at the first query that "
+        "sees its first key, not at the start of a block of queries",
     ),
     Answer(
         "backward_transposed_strides",
@@ -628,7 +634,8 @@ def bwd_kv_transposed(
     dv = tl.zeros((BK, D), tl.float32)
     i0 = 0
     if CAUSAL:
-        i0 = tl.program_id(0) * BK - (tl.program_id(0) * BK) % BQ
+        i0 = tl.maximum(tl.program_id(0) * BK - (n_k - n_q), 0)
+        i0 = i0 - i0 % BQ
     for start in range(i0, n_q, BQ):
         i = start + tl.arange(0, BQ)
         q = tl.load(Q + b * stride_b + i[:, None] * stride_l + e[None, :], mask=i[:, None] < n_q, other=0.0)
@@ -639,7 +646,7 @@ def bwd_kv_transposed(
         s_t = tl.dot(k, tl.trans(q)) * scale
         valid = (j[:, None] < n_k) & (i[None, :] < n_q)
         if CAUSAL:
-            valid = valid & (j[:, None] <= i[None, :])
+            valid = valid & (j[:, None] <= i[None, :] + n_k - n_q)
         p_t = tl.where(valid, tl.exp(s_t - lse[None, :]), 0.0)
         dv = dv + tl.dot(p_t.to(do.dtype), do)
         dp_t = tl.dot(v, tl.trans(do))
@@ -665,14 +672,14 @@ def bwd_q_plain(
     dq = tl.zeros((BQ, D), tl.float32)
     j_end = n_k
     if CAUSAL:
-        j_end = tl.minimum(n_k, tl.program_id(0) * BQ + BQ)
+        j_end = tl.minimum(n_k, tl.program_id(0) * BQ + BQ + n_k - n_q)
     for start in range(0, j_end, BK):
         j = start + tl.arange(0, BK)
         k = tl.load(K + b * kstride_b + j[:, None] * kstride_l + e[None, :], mask=j[:, None] < n_k, other=0.0)
         v = tl.load(V + b * kstride_b + j[:, None] * kstride_l + e[None, :], mask=j[:, None] < n_k, other=0.0)
         valid = (i[:, None] < n_q) & (j[None, :] < n_k)
         if CAUSAL:
-            valid = valid & (j[None, :] <= i[:, None])
+            valid = valid & (j[None, :] <= i[:, None] + n_k - n_q)
         p = tl.where(valid, tl.exp(tl.dot(q, tl.trans(k)) * scale - lse[:, None]), 0.0)
         dq += tl.dot((p * (tl.dot(do, tl.trans(v)) - delta[:, None])).to(k.dtype), k)
     tl.store(dQ + b * stride_b + i[:, None] * stride_l + e[None, :], dq * scale, mask=i[:, None] < n_q)
