@@ -103,7 +103,7 @@ PHASES = [
     "[2/6] checking that the sandbox works",
     "[3/6] grading 4 submission(s) in the sandbox, 2 at a time (3 refused, see the summary)",
     "[4/6] recording the scores in the gradebook (nbgrader autograde)",
-    "[5/6] writing each student's feedback (nbgrader generate_feedback)",
+    "[5/6] writing the feedback of",
     f"[6/6] writing grades/{A}.csv",
 ]
 PYTHON_WARNING = re.compile(r"^\S.*:\d+: (\w*Warning): ", re.MULTILINE)

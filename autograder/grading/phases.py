@@ -82,9 +82,10 @@ def grade(
     else:
         run.say(f"[1/6] recording the tests of {assignment} in the gradebook (in the background)")
         with ThreadPoolExecutor(1) as background:  # leaving it waits for phase 1, whatever happened
-            recording = background.submit(_record_tests, run)
+            recording = background.submit(_record_tests, run, keep=False)
             run.found = _grade_in_sandbox(run, sandbox, grader)  # phases 2 and 3
             recording.result()
+        run.saved.keep(kept.TESTS, assignment, None, {"key": run.keys.tests})  # once grading started, not before
     _autograde(run, sandbox, grader)  # phase 4
     _write_feedback(run)  # phase 5
     return _write_grades(run)  # phase 6
@@ -118,14 +119,16 @@ def _start(
     )
 
 
-def _record_tests(run: Run) -> None:
+def _record_tests(run: Run, keep: bool = True) -> None:
     """Phase 1: the assignment's test cells into the gradebook; exercises/ is left alone. Its key kept
-    (:mod:`autograder.grading.kept`), so that the next ``make grade`` skips it where nothing it reads changed."""
+    (:mod:`autograder.grading.kept`), so that the next ``make grade`` skips it where nothing it reads changed;
+    ``keep=False`` leaves that to the caller, once grading could start."""
     run.saved.forget(kept.TESTS, run.assignment, None)
     with tempfile.TemporaryDirectory() as tmp:
         run_nbgrader.generate([run.assignment], into=Path(tmp), db_url=db_url(run.root), root=run.root, quiet=True)
-    run.saved.keep(kept.TESTS, run.assignment, None, {"key": run.keys.tests})
     run.tests_recorded = True
+    if keep:
+        run.saved.keep(kept.TESTS, run.assignment, None, {"key": run.keys.tests})
 
 
 def _grade_in_sandbox(run: Run, sandbox: bool, grader: Grader | None) -> Precomputed:
