@@ -500,8 +500,8 @@ def test_attention_saved_gives_a_backward_pass_the_output_and_lse_of_its_own_inp
     ]
     assert all(t.dtype == torch.float32 for t in (q, k, v, output, lse, grad_output))
     scores = q.double() @ k.double().transpose(-2, -1) / 4
-    if causal:
-        scores = scores.masked_fill(~torch.ones(20, 24, dtype=torch.bool).tril(), float("-inf"))
+    if causal:  # aligned bottom-right, as chapter 11's kernels: query i sees keys j <= i + 24 - 20
+        scores = scores.masked_fill(~torch.ones(20, 24, dtype=torch.bool).tril(diagonal=4), float("-inf"))
     torch.testing.assert_close(lse, torch.logsumexp(scores, -1).float())
     torch.testing.assert_close(output, (torch.softmax(scores, -1) @ v.double()).float())
     (again, *_), _ = specs.materialize(spec, {}, seed=1)
