@@ -101,20 +101,19 @@ def _scores(q: torch.Tensor, k: torch.Tensor, causal: bool) -> torch.Tensor:
 def _weights(scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """``(weights, lse)``: the softmax of each row of ``scores`` and its log-sum-exp, a row that sees no key (all
     -inf, a causal mask with more queries than keys) getting weights 0 and lse -inf, and gradients 0, not NaN."""
-    top = scores.amax(dim=-1, keepdim=True).detach()
-    top = top.masked_fill(torch.isinf(top), 0.0)
-    exps = torch.exp(scores - top)
-    total = exps.sum(dim=-1, keepdim=True)
-    weights = exps / total.masked_fill(total == 0, 1.0)
-    return weights, (torch.log(total) + top).squeeze(-1)
+    hidden = torch.isinf(scores).all(dim=-1, keepdim=True) & (scores < 0).all(dim=-1, keepdim=True)
+    lse = torch.logsumexp(scores, dim=-1)
+    weights = torch.softmax(scores.masked_fill(hidden, 0.0), dim=-1).masked_fill(hidden, 0.0)
+    return weights, lse
 
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False):
     """``(output, lse)``: softmax(q kᵀ / √d) v and the log-sum-exp of each query's scaled scores, computed in
     float64 from the whole matrix of scores and returned in ``q``'s dtype (``lse`` in float32). With ``causal`` the
     mask is aligned bottom-right, so a query that sees no key (``Lq > Lk``) gets output 0 and lse -inf."""
-    weights, lse = _weights(_scores(q.double(), k.double(), causal))
-    output = weights @ v.double()
+    scores = _scores(q.double(), k.double(), causal)
+    lse = torch.logsumexp(scores, dim=-1)
+    output = (torch.exp(scores - lse[..., None]) @ v.double()).nan_to_num(0.0)  # a query that sees no key: 0
     return output.to(q.dtype), lse.float()
 
 
@@ -122,8 +121,8 @@ def attention_gradients(q, k, v, grad_output, causal: bool = False):
     """``(grad_q, grad_k, grad_v)`` of ``(output * grad_output).sum()``, where output is :func:`attention`'s (a query
     that sees no key has gradient 0)."""
     leaves = [t.detach().double().requires_grad_() for t in (q, k, v)]
-    weights, _ = _weights(_scores(leaves[0], leaves[1], causal))
-    output = weights @ leaves[2]
+    scores = _scores(leaves[0], leaves[1], causal)
+    output = _weights(scores)[0] @ leaves[2]
     grads = torch.autograd.grad(output, leaves, grad_output.double())
     return tuple(g.to(t.dtype) for g, t in zip(grads, (q, k, v)))
 
