@@ -98,13 +98,11 @@ def _scores(q: torch.Tensor, k: torch.Tensor, causal: bool) -> torch.Tensor:
     return scores
 
 
-def _weights(scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(weights, lse)``: the softmax of each row of ``scores`` and its log-sum-exp, a row that sees no key (all
-    -inf, a causal mask with more queries than keys) getting weights 0 and lse -inf, and gradients 0, not NaN."""
+def _weights(scores: torch.Tensor) -> torch.Tensor:
+    """The softmax of each row of ``scores``, a row that sees no key (all -inf, a causal mask with more queries
+    than keys) getting weights 0 and gradients 0, not NaN."""
     hidden = torch.isinf(scores).all(dim=-1, keepdim=True) & (scores < 0).all(dim=-1, keepdim=True)
-    lse = torch.logsumexp(scores, dim=-1)
-    weights = torch.softmax(scores.masked_fill(hidden, 0.0), dim=-1).masked_fill(hidden, 0.0)
-    return weights, lse
+    return torch.softmax(scores.masked_fill(hidden, 0.0), dim=-1).masked_fill(hidden, 0.0)
 
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False):
@@ -122,7 +120,7 @@ def attention_gradients(q, k, v, grad_output, causal: bool = False):
     that sees no key has gradient 0)."""
     leaves = [t.detach().double().requires_grad_() for t in (q, k, v)]
     scores = _scores(leaves[0], leaves[1], causal)
-    output = _weights(scores)[0] @ leaves[2]
+    output = _weights(scores) @ leaves[2]
     grads = torch.autograd.grad(output, leaves, grad_output.double())
     return tuple(g.to(t.dtype) for g, t in zip(grads, (q, k, v)))
 
