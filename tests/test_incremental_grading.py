@@ -30,11 +30,31 @@ from autograder.grading.handoff import report_path
 from autograder.grading.report import Report
 from autograder.grading.report import TestResult as Outcome
 from autograder.release import course
+from autograder.sandbox.limits import Limits
 from tests.test_catalogue import BUG_MODULES
 
 A = "ch02_scaled_dot_product"
+LIMITS = ["--cell-timeout", "25", "--call-timeout", "15"]  # make grade's time limits, other than the defaults
 TERM = course.Release("term", {"ch01_bahdanau"})  # as in a term: the chapter before is released, this one not
 USED = "saved report used"
+
+
+@pytest.mark.parametrize("option", ["--cell-timeout", "--call-timeout"])
+def test_make_grade_refuses_a_time_limit_that_is_not_positive(option, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        grade.main([A, option, "0"])
+    assert stopped.value.code == 2
+    assert f"{option} must be more than 0 seconds, got 0" in capsys.readouterr().err
+
+
+def test_plain_nbgrader_refuses_a_time_limit_that_is_not_positive():
+    from traitlets import TraitError
+
+    from autograder.nbgrader.execute import SandboxedExecute
+
+    assert SandboxedExecute(call_timeout=4.0)._limits() == Limits(call_timeout=4.0)
+    with pytest.raises(TraitError, match="SandboxedExecute.cell_timeout must be more than 0 seconds, got -1"):
+        SandboxedExecute(cell_timeout=-1.0)
 
 
 def _inputs(**changed) -> saved.Inputs:
@@ -165,6 +185,9 @@ def test_the_inputs_follow_the_notebooks_bytes_the_tests_and_the_release(tmp_pat
     path.write_bytes(path.read_bytes() + b"\n")  # the same cells, other bytes: graded again
     assert shared.inputs(A, path).changed(first) == ["the notebook changed"]
     assert saved.Class(A, folder, course.Release("open", set())).inputs(A, path).environment != first.environment
+    # other time limits (make grade's --call-timeout): graded again
+    shorter = saved.Class(A, folder, TERM, Limits(call_timeout=5.0)).inputs(A, path)
+    assert shorter.changed(shared.inputs(A, path)) == ["the pinned environment, limits or release changed"]
     # a hidden test changed in the instructor notebook that grading reads (Source.load's digest of its bytes)
     load = saved.Source.load
     monkeypatch.setattr(
@@ -354,7 +377,7 @@ def test_make_grade_again_runs_only_what_changed(tmp_path, monkeypatch, capsys):
     capsys.readouterr()
     runs.clear()
     # the command, as make grade ARGS=--again runs it (the course folder's release: the open edition)
-    assert grade.main([A, "--root", str(folder), "--jobs", "2", "--again"]) == 0
+    assert grade.main([A, "--root", str(folder), "--jobs", "2", "--again", *LIMITS]) == 0
     assert sorted(runs) == ["alice", "bob", "mallory"]
     said = capsys.readouterr().err
     for student in ("alice", "bob", "mallory"):
@@ -363,10 +386,11 @@ def test_make_grade_again_runs_only_what_changed(tmp_path, monkeypatch, capsys):
     assert os.stat(state).st_mode & 0o077 == 0
 
     # the gradebook removed: phase 1 records the tests again, and every student is autograded again, no notebook run
+    # (with the limits the --again run graded under: nbgrader's autograde is given them, and its key agrees)
     (folder / "gradebook.db").unlink()
     runs.clear()
     commands.clear()
-    assert grade.main([A, "--root", str(folder), "--jobs", "2"]) == 0  # the open edition, as the --again run
+    assert grade.main([A, "--root", str(folder), "--jobs", "2", *LIMITS]) == 0  # the open edition, as before
     assert runs == [] and [name for name, _ in commands][:2] == ["generate_assignment", "autograde"]
     assert _given(commands[1:2]) == {"alice", "bob", "mallory"}
     rows = {row.split(",")[0]: row.split(",")[1] for row in (folder / "grades" / f"{A}.csv").read_text().splitlines()}

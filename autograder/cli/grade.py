@@ -9,7 +9,9 @@
    preflight): if it does not, it stops with what to fix, and no student is scored;
 3. grades every ``submitted/<student>/<assignment>/`` of a student on the class list
    (``c.SafeCollect.class_list`` in ``nbgrader_config.py``; every student where it names none) in a
-   sandbox, ``--jobs`` at a time, with a progress bar, leaving a report per notebook in ``grades/reports/``.
+   sandbox, ``--jobs`` at a time, with a progress bar, leaving a report per notebook in ``grades/reports/``;
+   a cell that runs past ``--cell-timeout`` seconds, or a call of a graded function past ``--call-timeout``, is
+   stopped, and the notebook's grading goes on (the sandbox's other limits: :class:`~autograder.sandbox.limits.Limits`).
    A submission is refused (it scores nothing, and nbgrader is not given it) when the course's
    collect refused it, or when it holds anything but plain folders and files (a symbolic or hard
    link, a named pipe, ...) in ``submitted/`` or, where the exchange is found, in any of the
@@ -72,6 +74,7 @@ from autograder.grading.phases import GradingUnavailable, grade, rewrite_csv
 from autograder.grading.source import unreleased_prerequisites_note
 from autograder.grading.submissions import class_of
 from autograder.release import course
+from autograder.sandbox.limits import Limits
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,6 +94,18 @@ def main(argv: list[str] | None = None) -> int:
         default=FEEDBACK_SECONDS,
         help=f"the most that writing one notebook's feedback may take (default: {FEEDBACK_SECONDS:g})",
     )
+    for name, default, what in (
+        ("--cell-timeout", Limits().cell_timeout, "one notebook cell"),
+        ("--call-timeout", Limits().call_timeout, "one call of a graded function by a test"),
+    ):
+        parser.add_argument(
+            name,
+            type=float,
+            default=default,
+            metavar="SECONDS",
+            help=f"the most that {what} may take in the sandbox; past it, it is stopped and the notebook's grading "
+            f"goes on (default: {default:g}). A saved report serves only a grading with the same limits",
+        )
     parser.add_argument(
         "--csv-only",
         action="store_true",
@@ -112,6 +127,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
     if not args.feedback_seconds > 0:
         parser.error(f"--feedback-seconds must be more than 0, got {args.feedback_seconds}")
+    for name in ("cell_timeout", "call_timeout"):
+        if not getattr(args, name) > 0:
+            parser.error(f"--{name.replace('_', '-')} must be more than 0 seconds, got {getattr(args, name):g}")
     if args.assignment not in course.assignments(args.root):
         parser.error(f"no assignment {args.assignment!r} under {args.root / 'solutions'}")
     if args.csv_only:
@@ -148,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
             allow_released=args.allow_released,
             grader=grader,
             again=args.again,
+            limits=Limits(cell_timeout=args.cell_timeout, call_timeout=args.call_timeout),
         )
     except GradingUnavailable as error:
         print(f"error: {error}", file=sys.stderr)

@@ -37,6 +37,7 @@ from autograder.grading.sandboxed import Precomputed, grade_again, plan, precomp
 from autograder.grading.saved import Saved
 from autograder.grading.submissions import class_of, notebook_names, refusals
 from autograder.release import course
+from autograder.sandbox.limits import Limits
 from autograder.text.terminal import clean_text
 
 
@@ -51,6 +52,7 @@ def grade(
     allow_released: bool = False,
     grader: Grader | None = None,
     again: bool = False,
+    limits: Limits | None = None,
 ) -> list[Result]:
     """Grade every submission of ``assignment`` under ``root``; see :mod:`autograder.cli.grade`.
 
@@ -67,10 +69,13 @@ def grade(
     (:mod:`autograder.grading.saved`); ``again`` grades every notebook all the same. Phases 1, 4 and 5 are
     skipped likewise where nothing they read changed (:mod:`autograder.grading.kept`: a score given by hand
     changes the feedback's key), so that the gradebook (scores given by hand kept), the feedback and the CSV
-    (phase 6, always written from the gradebook) are up to date.
+    (phase 6, always written from the gradebook) are up to date. ``limits``: the sandbox's
+    :class:`~autograder.sandbox.limits.Limits` for every notebook (default: its defaults); nbgrader's own run is
+    given the same time limits, and a saved report serves only a grading with the limits it was made with.
     """
     run = _start(assignment, Path(root), quiet, jobs, settings, feedback_seconds, allow_released)
     run.again = again
+    run.limits = limits or Limits()
     run.keys = kept.Keys(assignment, run.root, run.settings, _autograde_options(run, sandbox))
     run.saved = Saved(run.root)
     tests = run.saved.kept(kept.TESTS, assignment, None) or {}
@@ -139,7 +144,7 @@ def _grade_in_sandbox(run: Run, sandbox: bool, grader: Grader | None) -> Precomp
     grader = Grader() if own else grader
     try:
         refused = refusals(run.assignment, run.students, run.root)
-        planned = plan(run.assignment, run.students, run.root, run.settings, refused, run.again)
+        planned = plan(run.assignment, run.students, run.root, run.settings, refused, run.again, run.limits)
         # the grader's settings (torch's threads: torch imported) only where a notebook runs
         with grader if planned.to_run else contextlib.nullcontext():
             if planned.to_run:
@@ -170,6 +175,7 @@ def _grade_in_sandbox(run: Run, sandbox: bool, grader: Grader | None) -> Precomp
                 settings=run.settings,
                 grader=grader,
                 planned=planned,
+                limits=run.limits,
             )
     finally:
         if own:
@@ -250,6 +256,10 @@ def _autograde(run: Run, sandbox: bool = True, grader: Grader | None = None) -> 
 def _autograde_options(run: Run, sandbox: bool) -> list[str]:
     """The options of phase 4's ``nbgrader autograde`` (part of its key, :mod:`autograder.grading.kept`)."""
     options = ["--SandboxedExecute.grade_here=False"] if sandbox else []
+    default = Limits()
+    for name in ("cell_timeout", "call_timeout"):  # the time limits nbgrader's grading here (and its key) uses
+        if getattr(run.limits, name) != getattr(default, name):
+            options.append(f"--SandboxedExecute.{name}={getattr(run.limits, name)!r}")
     if run.allow_released:
         options.append("--SandboxedExecute.allow_released=True")
     return options
@@ -322,7 +332,14 @@ def _grade_again(run: Run, students: list[str], grader: Grader | None) -> dict[s
     try:
         with grader:
             return grade_again(
-                run.assignment, students, run.root, run.jobs, run.settings, grader, progress=not run.quiet
+                run.assignment,
+                students,
+                run.root,
+                run.jobs,
+                run.settings,
+                grader,
+                progress=not run.quiet,
+                limits=run.limits,
             )
     finally:
         if own:

@@ -13,6 +13,7 @@ from autograder.grading import kept
 from autograder.grading.sandboxed import Precomputed
 from autograder.grading.saved import Saved
 from autograder.release import course
+from autograder.sandbox.limits import Limits
 
 
 class GradingUnavailable(SystemExit):
@@ -43,6 +44,7 @@ class Run:
     states: dict[str, str | None] = field(default_factory=dict)  # phases 4, 5: each submission in the gradebook
     autograded: set[str] = field(default_factory=set)  # phase 4: the students given to nbgrader autograde
     again: bool = False  # grade every notebook, its saved report fitting or not (--again)
+    limits: Limits = field(default_factory=Limits)  # the sandbox's, for every notebook (--cell-timeout, ...)
     found: Precomputed | None = None  # phases 2 and 3: notes, the refused, the not graded, nothing answered
     excluded: list[str] = field(default_factory=list)  # phase 4: the students not given to nbgrader
     refused_by_nbgrader: dict[str, str] = field(default_factory=dict)  # phase 4: student -> nbgrader's error

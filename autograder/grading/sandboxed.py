@@ -23,6 +23,7 @@ from autograder.grading.saved import Class, Decision, Inputs, Saved
 from autograder.grading.source import MAX_NOTEBOOK_BYTES, Source, unanswered
 from autograder.grading.submissions import names_list, notebook_names, refusals, submitted_notebooks
 from autograder.release import course
+from autograder.sandbox.limits import Limits
 from autograder.text.terminal import clean_text
 
 
@@ -66,12 +67,14 @@ def plan(
     settings: course.Release,
     refused: dict[str, str] | None = None,
     again: bool = False,
+    limits: Limits | None = None,
 ) -> Plan:
     """The notebooks of the students not ``refused`` (default: :func:`~autograder.grading.submissions.refusals`),
-    each to grade, or its saved report to use where nothing graded changed since, unless ``again``."""
+    each to grade, or its saved report to use where nothing graded changed since (under the same ``limits``),
+    unless ``again``."""
     refused = refusals(assignment, students, root) if refused is None else refused
     found = Precomputed({student: [] for student in students}, refused=dict(refused))
-    shared, saved = Class(assignment, root, settings), Saved(root)
+    shared, saved = Class(assignment, root, settings, limits), Saved(root)
     decided = []
     for student, name, path in _notebooks_to_grade(assignment, students, root, found):
         try:
@@ -101,15 +104,17 @@ def precompute(
     grader: Grader | None = None,
     again: bool = False,
     planned: Plan | None = None,
+    limits: Limits | None = None,
 ) -> Precomputed:
     """Grade every submitted notebook in a sandbox, ``jobs`` at a time; save the reports. ``refused``:
     the students not to grade, with why (default: :func:`~autograder.grading.submissions.refusals`).
     ``grader``: the :class:`~autograder.grading.grader.Grader` that grades them (default: one each).
     A notebook whose saved report still fits it (:mod:`autograder.grading.saved`: nothing graded changed since)
     is not run again: that report serves, unless ``again``. ``planned``: the :func:`plan` made already (then
-    ``refused`` and ``again`` are its)."""
+    ``refused``, ``again`` and ``limits`` are its). ``limits``: the sandbox's (default: its defaults)."""
     release = settings or course.release(root)
-    planned = planned or plan(assignment, students, root, release, refused, again)
+    limits = limits or Limits()
+    planned = planned or plan(assignment, students, root, release, refused, again, limits)
     found, decided, saved = planned.found, planned.decided, planned.saved
 
     def run(student: str, name: str, path: Path, inputs: Inputs | None, decision: Decision) -> tuple[str, str, Report]:
@@ -118,7 +123,7 @@ def precompute(
             from autograder.grading.notebook import grade_notebook  # torch: imported only where a notebook runs
 
             report = grade_notebook(
-                assignment, path, notebook=name, isolation=isolation, release=release, grader=grader
+                assignment, path, notebook=name, isolation=isolation, release=release, grader=grader, limits=limits
             )
             if inputs is not None:
                 saved.save(assignment, student, name, inputs, report)
@@ -154,6 +159,7 @@ def grade_again(
     settings: course.Release,
     grader: Grader,
     progress: bool = True,
+    limits: Limits | None = None,
 ) -> dict[str, str]:
     """Phase 4's: each notebook of ``students`` that nbgrader saved for grading again (its copy, which the
     phase-3 report does not fit: :func:`~autograder.grading.handoff.pending_path`) graded in the sandbox as
@@ -177,6 +183,7 @@ def grade_again(
             release=settings,
             grader=grader,
             as_submitted=as_submitted(submitted),
+            limits=limits or Limits(),
         )
         _save(report, root, assignment, student, name)
         path.unlink()

@@ -35,7 +35,7 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_markdown_cell, new_output
 from nbgrader.preprocessors import NbGraderPreprocessor
-from traitlets import Bool, Unicode
+from traitlets import Bool, Float, TraitError, Unicode, validate
 
 from attention_course.notebooks import cell_id, is_test
 from autograder.grading.handoff import GradeAgain, NotGraded, as_submitted, pending_path, report_path
@@ -90,6 +90,13 @@ class SandboxedExecute(NbGraderPreprocessor):
         False,
         help="grade a term's assignment whose solutions are released (make grade's --allow-released)",
     ).tag(config=True)
+    cell_timeout = Float(
+        Limits().cell_timeout, help="seconds for one notebook cell in the sandbox (make grade's --cell-timeout)"
+    ).tag(config=True)
+    call_timeout = Float(
+        Limits().call_timeout,
+        help="seconds for one call of a graded function in the sandbox (make grade's --call-timeout)",
+    ).tag(config=True)
     grade_here = Bool(
         True,
         help="grade here a notebook that has no saved report of its key; make grade turns it off: such a "
@@ -131,6 +138,7 @@ class SandboxedExecute(NbGraderPreprocessor):
                 assignment,
                 nb,
                 notebook=notebook,
+                limits=self._limits(),
                 isolation=self.isolation,
                 release=settings,
                 as_submitted=as_submitted(submitted / assignment / f"{notebook}.ipynb"),
@@ -142,6 +150,18 @@ class SandboxedExecute(NbGraderPreprocessor):
         apply_report(nb, report)
         return nb, resources
 
+    @validate("cell_timeout", "call_timeout")
+    def _positive(self, proposal):
+        if not proposal["value"] > 0:
+            raise TraitError(
+                f"SandboxedExecute.{proposal['trait'].name} must be more than 0 seconds, got {proposal['value']:g}"
+            )
+        return proposal["value"]
+
+    def _limits(self) -> Limits:
+        """The sandbox's limits, with the time limits this preprocessor is configured with."""
+        return Limits(cell_timeout=self.cell_timeout, call_timeout=self.call_timeout)
+
     def _saved_report(self, nb, assignment: str, notebook: str, student: str) -> Report | None:
         path = report_path(Path.cwd(), assignment, student, notebook)
         if not path.is_file():
@@ -149,7 +169,7 @@ class SandboxedExecute(NbGraderPreprocessor):
         try:
             report = Report.from_json(path.read_text())
             source = Source.load(assignment, notebook)
-            key = submission_key(source, nb, Limits(), course.release(Path.cwd()))
+            key = submission_key(source, nb, self._limits(), course.release(Path.cwd()))
         except Exception as error:
             self.log.warning(
                 "%s/%s: the saved report %s cannot be used (%s); grading the notebook again",
