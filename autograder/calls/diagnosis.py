@@ -117,22 +117,59 @@ def _cause(item: Item, arguments: dict, known: tuple[Mistake, ...], started: flo
 
 _VALUES: OrderedDict = OrderedDict()
 _VALUES_LOCK = threading.Lock()
+_COMPUTING: dict = {}  # key -> the Event set once the thread computing it has kept its outcome
+
+
+class _Failed:
+    """That a computation kept under a key raised: the same code on the same inputs raises again."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: Exception):
+        self.error = f"{type(error).__name__}: {error}"  # its words, not its frames (nor the tensors they hold)
+
+
+class KeptFailure(Exception):
+    """A kept computation's failure, raised again (:func:`_kept`)."""
 
 
 def _kept(key, compute):
     """``compute()``, kept under ``key`` in this process (the least recently used dropped past :data:`KEPT`); a
-    key of None is computed every time."""
+    key of None is computed every time. What it raised is kept too, and raised again: the same code on the same
+    inputs fails alike. A key that another thread is computing is waited for, not computed twice (notebooks graded
+    side by side fail the same checks at the same time)."""
     if key is None or key[0] is None:
         return compute()
-    with _VALUES_LOCK:
-        if key in _VALUES:
-            _VALUES.move_to_end(key)
-            return _VALUES[key]
-    value = compute()
-    with _VALUES_LOCK:
-        _VALUES[key] = value
-        while len(_VALUES) > KEPT:
-            _VALUES.popitem(last=False)
+    while True:
+        with _VALUES_LOCK:
+            if key in _VALUES:
+                _VALUES.move_to_end(key)
+                return _outcome(_VALUES[key])
+            waiting = _COMPUTING.get(key)
+            if waiting is None:
+                done = _COMPUTING[key] = threading.Event()
+                break
+        waiting.wait()  # then read what it kept (or, dropped already, compute it here)
+    try:
+        try:
+            value = compute()
+        except Exception as exc:
+            value = _Failed(exc)
+        with _VALUES_LOCK:
+            _VALUES[key] = value
+            while len(_VALUES) > KEPT:
+                _VALUES.popitem(last=False)
+    finally:
+        with _VALUES_LOCK:
+            del _COMPUTING[key]
+        done.set()
+    return _outcome(value)
+
+
+def _outcome(value):
+    """A kept value, or what its computation raised, raised again."""
+    if isinstance(value, _Failed):
+        raise KeptFailure(value.error)
     return value
 
 
