@@ -10,8 +10,9 @@ hint, which says what the property needs, stands.
 What a mistake's variant (or the reference) gives on a check's inputs depends on those inputs alone, which every
 notebook of a class shares: it is computed once in the grader's process and kept (:func:`_kept`), so that a class of
 answers wrong in the same checks pays for the variants once, not once a notebook (chapter 11's run its kernels in
-Triton's interpreter: seconds each). A notebook's diagnosis has a budget, :data:`SECONDS_PER_NOTEBOOK`: past it, its
-failures keep the checks' own hints (the score is the same either way).
+Triton's interpreter: seconds each); notebooks graded side by side wait for the one computing it, and a variant
+that fails on those inputs is kept failing. A notebook's diagnosis has a budget, :data:`SECONDS_PER_NOTEBOOK`: past
+it, its failures keep the checks' own hints (the score is the same either way).
 
 The known mistakes come in as data (the item's own, or those its notebook's record holds:
 :class:`~autograder.api.items.KnownMistakes`); this module keeps no record of them. A student's code that cannot
