@@ -1149,6 +1149,47 @@ def test_a_mistakes_values_are_computed_once_a_process_and_a_notebooks_diagnosis
     assert len(runs) == 3
 
 
+def test_a_mistakes_values_computing_in_one_thread_are_waited_for_by_another_and_a_failure_is_kept_too(monkeypatch):
+    """Notebooks graded side by side fail the same checks at the same time: a value that one thread is computing is
+    waited for by the other, not computed twice; a computation that raised raises again without running again (the
+    same code on the same inputs), and a key of None is computed every time."""
+    import threading
+
+    monkeypatch.setattr(diagnosis, "_VALUES", type(diagnosis._VALUES)())
+    runs, started, release = [], threading.Event(), threading.Event()
+
+    def slow():
+        runs.append("slow")
+        started.set()
+        release.wait(5)
+        return {"output": torch.ones(2)}
+
+    got = []
+    first = threading.Thread(target=lambda: got.append(diagnosis._kept(("key", "mistake"), slow)))
+    first.start()
+    assert started.wait(5)
+    second = threading.Thread(target=lambda: got.append(diagnosis._kept(("key", "mistake"), slow)))
+    second.start()
+    second.join(0.2)
+    assert second.is_alive()  # waiting for the first, not computing
+    release.set()
+    first.join(5)
+    second.join(5)
+    assert runs == ["slow"] and len(got) == 2 and all(torch.equal(x["output"], torch.ones(2)) for x in got)
+
+    def failing():
+        runs.append("failing")
+        raise RuntimeError("two dtypes")
+
+    for _ in range(2):
+        with pytest.raises(Exception, match="two dtypes"):
+            diagnosis._kept(("key", "broken mistake"), failing)
+    assert runs == ["slow", "failing"]
+    diagnosis._kept((None, "mistake"), lambda: runs.append("unkeyed"))
+    diagnosis._kept((None, "mistake"), lambda: runs.append("unkeyed"))
+    assert runs.count("unkeyed") == 2
+
+
 def test_checks_of_one_notebook_share_a_call_on_the_same_inputs_and_each_judges_its_own_output():
     from autograder.calls.shared import shared_calls
 

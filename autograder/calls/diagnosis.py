@@ -10,8 +10,9 @@ hint, which says what the property needs, stands.
 What a mistake's variant (or the reference) gives on a check's inputs depends on those inputs alone, which every
 notebook of a class shares: it is computed once in the grader's process and kept (:func:`_kept`), so that a class of
 answers wrong in the same checks pays for the variants once, not once a notebook (chapter 11's run its kernels in
-Triton's interpreter: seconds each). A notebook's diagnosis has a budget, :data:`SECONDS_PER_NOTEBOOK`: past it, its
-failures keep the checks' own hints (the score is the same either way).
+Triton's interpreter: seconds each); notebooks graded side by side wait for the one computing it, and a variant
+that fails on those inputs is kept failing. A notebook's diagnosis has a budget, :data:`SECONDS_PER_NOTEBOOK`: past
+it, its failures keep the checks' own hints (the score is the same either way).
 
 The known mistakes come in as data (the item's own, or those its notebook's record holds:
 :class:`~autograder.api.items.KnownMistakes`); this module keeps no record of them. A student's code that cannot
@@ -117,22 +118,59 @@ def _cause(item: Item, arguments: dict, known: tuple[Mistake, ...], started: flo
 
 _VALUES: OrderedDict = OrderedDict()
 _VALUES_LOCK = threading.Lock()
+_COMPUTING: dict = {}  # key -> the Event set once the thread computing it has kept its outcome
+
+
+class _Failed:
+    """That a computation kept under a key raised: the same code on the same inputs raises again."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: Exception):
+        self.error = f"{type(error).__name__}: {error}"  # its words, not its frames (nor the tensors they hold)
+
+
+class KeptFailure(Exception):
+    """A kept computation's failure, raised again (:func:`_kept`)."""
 
 
 def _kept(key, compute):
     """``compute()``, kept under ``key`` in this process (the least recently used dropped past :data:`KEPT`); a
-    key of None is computed every time."""
+    key of None is computed every time. What it raised is kept too, and raised again: the same code on the same
+    inputs fails alike. A key that another thread is computing is waited for, not computed twice (notebooks graded
+    side by side fail the same checks at the same time)."""
     if key is None or key[0] is None:
         return compute()
-    with _VALUES_LOCK:
-        if key in _VALUES:
-            _VALUES.move_to_end(key)
-            return _VALUES[key]
-    value = compute()
-    with _VALUES_LOCK:
-        _VALUES[key] = value
-        while len(_VALUES) > KEPT:
-            _VALUES.popitem(last=False)
+    while True:
+        with _VALUES_LOCK:
+            if key in _VALUES:
+                _VALUES.move_to_end(key)
+                return _outcome(_VALUES[key])
+            waiting = _COMPUTING.get(key)
+            if waiting is None:
+                done = _COMPUTING[key] = threading.Event()
+                break
+        waiting.wait()  # then read what it kept (or, dropped already, compute it here)
+    try:
+        try:
+            value = compute()
+        except Exception as exc:
+            value = _Failed(exc)
+        with _VALUES_LOCK:
+            _VALUES[key] = value
+            while len(_VALUES) > KEPT:
+                _VALUES.popitem(last=False)
+    finally:
+        with _VALUES_LOCK:
+            del _COMPUTING[key]
+        done.set()
+    return _outcome(value)
+
+
+def _outcome(value):
+    """A kept value, or what its computation raised, raised again."""
+    if isinstance(value, _Failed):
+        raise KeptFailure(value.error)
     return value
 
 
