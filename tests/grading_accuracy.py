@@ -3,6 +3,7 @@
     make grading-accuracy                  # every assignment
     make grading-accuracy ARGS="ch03_multi_head --jobs 2"
     make grading-accuracy ARGS="--whole"   # every notebook graded whole, each in a sandbox of its own
+    make grading-accuracy ARGS="ch06_transformer --timings"   # and where its grading spends its time
 
 Grades, in the sandbox and as in a term (this assignment's solutions not released, the earlier
 ones released), every wrong answer of ``tests/buggy/<assignment>.py`` (one notebook each) and every
@@ -15,7 +16,9 @@ and prints per assignment:
 - the wrong answers that also cost points in another item (a cascade), with those items (looked for in the
   notebooks graded whole: the first wrong answer of each item, or every one with ``--whole``);
 - each answer that falls short: a correct one that lost points, a wrong one that kept them, and a wrong
-  one whose hints do not name its cause (with the hints it got).
+  one whose hints do not name its cause (with the hints it got);
+- with ``--timings``, where the assignment's catalogue spends its time: the seconds of each test cell added up
+  over every notebook that ran it (a test cell's own seconds, its diagnosis included), and of each phase.
 
 ``make test`` asserts all of this (tests/test_catalogue.py); this script prints it as figures.
 """
@@ -80,7 +83,13 @@ def graded(assignment: str, jobs: int, whole: bool = False, store=None) -> list[
 def measure(assignment: str, jobs: int, whole: bool = False) -> dict:
     bugs = importlib.import_module(f"tests.buggy.{assignment}")
     figures = {"correct": 0, "correct_total": 0, "caught": 0, "named": 0, "bugs": 0, "cascades": [], "missed": []}
+    figures |= {"cells": {}, "phases": {}}  # grade_id -> [seconds, gradings]; phase -> seconds
     for kind, what, report in graded(assignment, jobs, whole):
+        for gid, test in report.tests.items():
+            spent = figures["cells"].setdefault(gid, [0.0, 0])
+            spent[0], spent[1] = spent[0] + test.seconds, spent[1] + 1
+        for name, seconds in report.phases.items():
+            figures["phases"][name] = figures["phases"].get(name, 0.0) + seconds
         failed = {gid: test for gid, test in report.tests.items() if not test.passed}
         if kind == "correct":
             figures["correct_total"] += len(what)
@@ -105,11 +114,21 @@ def measure(assignment: str, jobs: int, whole: bool = False) -> dict:
     return figures
 
 
+def print_timings(figures: dict) -> None:
+    """Each test cell's seconds over the catalogue, the costliest first, then each phase's (all notebooks' own
+    seconds added up: with ``--jobs 2``, about twice the wall-clock time)."""
+    for gid, (seconds, gradings) in sorted(figures["cells"].items(), key=lambda kv: -kv[1][0]):
+        print(f"    {gid:<40} {seconds:8.1f} s in {gradings:>3} gradings ({seconds / gradings:.2f} s each)")
+    phases = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in sorted(figures["phases"].items()))
+    print(f"    phases: {phases}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("assignments", nargs="*", help="assignments (default: all)")
     parser.add_argument("--jobs", type=int, default=2, help="notebooks graded at once")
     parser.add_argument("--whole", action="store_true", help="every notebook graded whole, in a sandbox of its own")
+    parser.add_argument("--timings", action="store_true", help="also the seconds of each test cell and phase")
     args = parser.parse_args(argv)
     names = args.assignments or course.assignments()
     unknown = sorted(set(names) - set(course.assignments()))
@@ -127,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"    cascade: {line}")
         for line in f["missed"]:
             print(f"    {line}")
+        if args.timings:
+            print_timings(f)
     print(f"({time.monotonic() - started:.0f} s)")
     return 0
 
