@@ -349,8 +349,37 @@ def test_downloads_are_cached_and_checked(tmp_path):
 
 
 def test_the_default_corpus_is_the_course_itself():
+    """The kept snapshot holds chapters 1 to 10, each page's title in the course's order, and no later chapter."""
     text = corpora.course_text()
     assert len(text) > 100_000 and "attention" in text
+    pages = sorted(corpora.BOOK.glob("ch*.md"))
+    titles = [page.read_text(encoding="utf-8").split("\n# ", 1)[-1].split("\n", 1)[0] for page in pages]
+    assert len(titles) == 11
+    places = [text.find(f"# {title}\n") for title in titles[:10]]
+    assert -1 not in places and places == sorted(places), places
+    assert f"# {titles[10]}\n" not in text
+
+
+def test_the_corpus_is_the_snapshot_and_not_the_pages_until_it_is_made_again(tmp_path):
+    """Editing a page leaves the text chapters 9 and 10 train on alone; making the snapshot again takes the edit,
+    chapters 1 to 10 only, in order, and the same text gives the same bytes."""
+    book, snapshot = tmp_path / "book", tmp_path / "snapshot.txt.gz"
+    book.mkdir()
+    for name, body in [("ch02_b.md", "# B\n"), ("ch01_a.md", "# A\n"), ("ch10_c.md", "# C\n"), ("ch11_d.md", "# D\n")]:
+        (book / name).write_text(body, encoding="utf-8")
+    digest = corpora.write_snapshot(book, snapshot)
+    assert corpora.course_text(snapshot) == "# A\n\n\n# B\n\n\n# C\n" == corpora.chapters_text(book)
+    assert digest == hashlib.sha256(corpora.course_text(snapshot).encode()).hexdigest()
+    first = snapshot.read_bytes()
+    (book / "ch02_b.md").write_text("# B, edited\n", encoding="utf-8")
+    assert "edited" not in corpora.course_text(snapshot) and "edited" in corpora.chapters_text(book)
+    corpora.write_snapshot(book, snapshot)
+    assert "# B, edited" in corpora.course_text(snapshot)
+    (book / "ch02_b.md").write_text("# B\n", encoding="utf-8")
+    corpora.write_snapshot(book, snapshot)
+    assert snapshot.read_bytes() == first
+    with pytest.raises(FileNotFoundError, match="snapshot"):
+        corpora.course_text(tmp_path / "none.txt.gz")
 
 
 @pytest.mark.parametrize("schedule", ["cosine", "noam"])
