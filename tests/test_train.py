@@ -353,7 +353,10 @@ def test_the_default_corpus_is_the_course_itself():
     text = corpora.course_text()
     assert len(text) > 100_000 and "attention" in text
     pages = sorted(corpora.BOOK.glob("ch*.md"))
-    titles = [page.read_text(encoding="utf-8").split("\n# ", 1)[-1].split("\n", 1)[0] for page in pages]
+    titles = [
+        next(line[2:] for line in page.read_text(encoding="utf-8").splitlines() if line.startswith("# "))
+        for page in pages
+    ]
     assert len(titles) == 11
     places = [text.find(f"# {title}\n") for title in titles[:10]]
     assert -1 not in places and places == sorted(places), places
