@@ -1072,7 +1072,7 @@ def test_memory_held_before_a_call_and_freed_in_it_does_not_count_for_the_call(m
 def test_an_unprivileged_grader_gives_the_student_no_way_to_host_root():
     """Hole 1, as a normal user: `python -m autograder.cli.check` run by nobody grades the escape probe; every
     process of its sandbox is nobody's on the host, and /proc/sys takes no write."""
-    why = unprivileged.available() or unprivileged.unreachable(COURSE_ROOT)
+    why = unprivileged.available()
     if why:
         pytest.skip(why)
     home = unprivileged.home()

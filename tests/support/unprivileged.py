@@ -1,15 +1,18 @@
 """Running a command as an unprivileged user (``nobody``), from a test that runs as root.
 
-The course's Python may live under ``/root`` (a pyenv installation), which is mode 0700: an
-unprivileged user cannot reach it. :func:`run_as` therefore runs the command in a private mount
-namespace (``unshare --mount --propagation private``), where ``/root`` is a small tmpfs of mode
-0755 holding only that installation, bound back from the host (it is bound aside first, since the
-tmpfs hides it). Nothing changes on the host: the mounts vanish with the namespace.
+The folders the command needs may sit behind a folder an unprivileged user cannot search: the
+course's Python under ``/root`` (a pyenv installation, mode 0700), or a clone of the course made
+in ``mktemp -d``'s folder (mode 0700). :func:`run_as` therefore runs the command in a private mount
+namespace (``unshare --mount --propagation private``) where each such folder is covered by a small
+tmpfs of mode 0755 that holds only the folders the command needs, bound back from the host (each is
+bound aside first, since the tmpfs hides it). Nothing else behind that folder is reachable, and
+nothing changes on the host: the mounts vanish with the namespace.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import stat
 import subprocess
@@ -20,16 +23,7 @@ from pathlib import Path
 
 NOBODY = 65534
 
-_SCRIPT = r"""
-set -eu
-top="$1"; aside="$2"; uid="$3"; shift 3
-mount --bind "$top" "$aside"
-mount -t tmpfs -o mode=0755,size=1m attention-root /root
-mkdir -p "$top"
-mount --bind "$aside" "$top"
-umount "$aside"
-exec setpriv --reuid="$uid" --regid="$uid" --clear-groups -- "$@"
-"""
+REPOSITORY = Path(__file__).resolve().parents[2]
 
 
 def available() -> str | None:
@@ -40,12 +34,11 @@ def available() -> str | None:
     return f"missing: {', '.join(missing)}" if missing else None
 
 
-def unreachable(path: Path, uid: int = NOBODY) -> str | None:
-    """None where ``uid`` (with no groups) can reach ``path`` and read what is there, else why not."""
-    for folder in [*reversed(Path(path).resolve().parents), Path(path).resolve()]:
-        info = folder.stat()
-        if info.st_uid != uid and not info.st_mode & stat.S_IXOTH:
-            return f"{folder} is not searchable by uid {uid} (mode {stat.S_IMODE(info.st_mode):o})"
+def unsearchable(path: Path, uid: int = NOBODY) -> str | None:
+    """Why ``uid`` (with no groups) cannot search ``path`` itself, or None where it can."""
+    info = Path(path).stat()
+    if info.st_uid != uid and not info.st_mode & stat.S_IXOTH:
+        return f"{path} is not searchable by uid {uid} (mode {stat.S_IMODE(info.st_mode):o})"
     return None
 
 
@@ -56,6 +49,34 @@ def python_top() -> Path | None:
         if len(parts) > 2 and parts[:2] == ("/", "root"):
             return Path("/root") / parts[2]
     return None
+
+
+def hidden_behind(path: Path, uid: int = NOBODY) -> Path | None:
+    """The outermost folder above ``path`` that ``uid`` cannot search, or None."""
+    for folder in reversed(Path(path).resolve().parents):
+        info = folder.stat()
+        if info.st_uid != uid and not info.st_mode & stat.S_IXOTH:
+            return folder
+    return None
+
+
+def exposing(paths, uid: int = NOBODY) -> str:
+    """The shell lines that, in a private mount namespace, make each of ``paths`` reachable by ``uid``."""
+    covers: dict[Path, list[Path]] = {}
+    for path in dict.fromkeys(Path(p).resolve() for p in paths):
+        cover = hidden_behind(path, uid)
+        if cover is not None:
+            covers.setdefault(cover, []).append(path)
+    lines = []
+    for number, (cover, inside) in enumerate(covers.items()):
+        asides = [f'"$aside/{number}.{k}"' for k in range(len(inside))]
+        for path, aside in zip(inside, asides):
+            lines += [f"mkdir {aside}", f"mount --bind {shlex.quote(str(path))} {aside}"]
+        lines.append(f"mount -t tmpfs -o mode=0755,size=1m attention-cover {shlex.quote(str(cover))}")
+        for path, aside in zip(inside, asides):
+            target = shlex.quote(str(path))
+            lines += [f"mkdir -p {target}", f"mount --bind {aside} {target}", f"umount {aside}"]
+    return "\n".join(lines)
 
 
 def home(uid: int = NOBODY) -> Path:
@@ -74,33 +95,29 @@ def run_as(
     cwd: Path | None = None,
     timeout: float = 600,
     observe=None,
+    reach=(),
 ) -> subprocess.CompletedProcess:
     """Run ``command`` as ``uid`` (its gid the same, no supplementary groups); see the module docstring.
+
+    The command can reach this repository, this Python and each folder of ``reach``, whatever folder
+    above them it could not search on the host.
 
     ``observe(pid)``, if given, is called about twice a second while the command runs, with the pid of
     the process that started it (its descendants are the command and what it starts).
     """
-    top = python_top()
+    needed = [REPOSITORY, *reach] + ([python_top()] if python_top() is not None else [])
+    blocked = [why for why in map(unsearchable, needed) if why]
+    assert not blocked, f"{blocked}: a folder the command needs must be searchable by others (clone with umask 022)"
+    mounts = exposing(needed, uid)
     aside = None
-    if top is None:
+    if not mounts:
         launch = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--", *command]
     else:
-        aside = Path(tempfile.mkdtemp(prefix="attention-aside-"))
-        launch = [
-            "unshare",
-            "--mount",
-            "--propagation",
-            "private",
-            "--",
-            "sh",
-            "-c",
-            _SCRIPT,
-            "sh",
-            str(top),
-            str(aside),
-            str(uid),
-            *command,
-        ]
+        aside = Path(tempfile.mkdtemp(prefix="attention-aside-", dir="/tmp"))  # /tmp: never behind a cover
+        become = f'exec setpriv --reuid={uid} --regid={uid} --clear-groups -- "$@"'
+        script = f'set -eu\numask 022\naside="$1"; shift\n{mounts}\n{become}\n'
+        launch = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "sh", str(aside)]
+        launch += command
     try:
         with subprocess.Popen(
             launch, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -119,4 +136,4 @@ def run_as(
         return subprocess.CompletedProcess(launch, running.returncode, out, err)
     finally:
         if aside is not None:
-            aside.rmdir()
+            shutil.rmtree(aside, ignore_errors=True)
