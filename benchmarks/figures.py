@@ -233,6 +233,13 @@ def _grading(entry: dict) -> str:
             if "make_grade_again" in found
             else ""
         )
+        + (
+            "; the machine's cores busy in each phase of the first grade (%), "
+            + ", ".join(f"{_GRADE_PHASES.get(p, p)} {100 * v:.0f}" for p, v in found["cores_busy"].items())
+            + f" ({found['core_seconds']:.1f} core-seconds in all)"
+            if "cores_busy" in found
+            else ""
+        )
         + "; each notebook's grading in the sandbox, mean seconds by phase, "
         + ", ".join(
             f"{'the whole' if phase == 'report' else phase} {seconds:.2f}"

@@ -73,33 +73,53 @@ def below_full_marks(course: Path, assignment: str, students: list[str]) -> list
 PHASE = re.compile(r"^\[(\d)/6\]")
 
 
-def cli_phases(course: Path, assignment: str, jobs: int, code: Path, isolated: Path | None = None) -> dict[str, float]:
+def cpu_ticks() -> tuple[int, int]:
+    """The machine's CPU time so far, in clock ticks of all its cores: (all, idle), from /proc/stat."""
+    with open("/proc/stat") as f:
+        ticks = [int(t) for t in f.readline().split()[1:]]
+    return sum(ticks), ticks[3] + ticks[4]  # idle and waiting for I/O
+
+
+def busy(start: tuple[int, int], end: tuple[int, int]) -> float:
+    """The share of the machine's cores busy between two :func:`cpu_ticks` (0 to 1)."""
+    total, idle = end[0] - start[0], end[1] - start[1]
+    return 1 - idle / total if total > 0 else 0.0
+
+
+def cli_phases(
+    course: Path, assignment: str, jobs: int, code: Path, isolated: Path | None = None, cores: dict | None = None
+) -> dict[str, float]:
     """Seconds of each phase of ``make grade``'s command run on ``code``'s packages (a checkout, from which it
     runs: ``python -m`` puts the working folder first on the search path) for the class in ``course``, timed by
     when each phase's line comes on its standard error; ``whole``: the command. ``isolated``: a folder of a
-    sitecustomize module put on the search path after ``code``."""
+    sitecustomize module put on the search path after ``code``. ``cores``, if given, gets the share of the
+    machine's cores busy in each phase and in the whole (from /proc/stat: every process's, the grader's and its
+    sandboxes' above all): whether a phase waits on something or on the CPU."""
     command = [sys.executable, "-m", "autograder.cli.grade", assignment, "--root", str(course), "--jobs", str(jobs)]
     path = os.pathsep.join(str(folder) for folder in (code, isolated) if folder)
     env = {**os.environ, "PYTHONPATH": path, "PYTHONUNBUFFERED": "1"}
-    started = time.perf_counter()
-    marks: list[tuple[str, float]] = []
+    started, first = time.perf_counter(), cpu_ticks()
+    marks: list[tuple[str, float, tuple[int, int]]] = []
     with subprocess.Popen(
         command, cwd=code, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env
     ) as run:
         for line in run.stderr:
             found = PHASE.match(line)
             if found:
-                marks.append((f"[{found.group(1)}/6]", time.perf_counter()))
-    ended = time.perf_counter()
+                marks.append((f"[{found.group(1)}/6]", time.perf_counter(), cpu_ticks()))
+    ended, last = time.perf_counter(), cpu_ticks()
     if run.returncode != 0:
         raise SystemExit(f"make grade's command failed on {code} (exit {run.returncode})")
     with (course / "grades" / f"{assignment}.csv").open() as f:
         wrong = below_full_marks(course, assignment, [row["student"] for row in csv.DictReader(f)])
     if wrong:
         raise SystemExit(f"{code}: not every submission got full marks: {wrong}")
-    ends = [at for _, at in marks[1:]] + [ended]
-    phases = {name: at_end - at for (name, at), at_end in zip(marks, ends)}
+    ends = [(at, ticks) for _, at, ticks in marks[1:]] + [(ended, last)]
+    phases = {name: at_end - at for (name, at, _), (at_end, _) in zip(marks, ends)}
     phases["whole"] = ended - started
+    if cores is not None:
+        cores.update({name: busy(ticks, ticks_end) for (name, _, ticks), (_, ticks_end) in zip(marks, ends)})
+        cores["whole"] = busy(first, last)
     return phases
 
 
@@ -200,20 +220,21 @@ def change_one(course: Path, assignment: str) -> None:
 def grade_again_and_again(n: int, assignment: str, jobs: int, folder: Path) -> tuple[list[tuple], dict, dict]:
     """``make grade``'s command on a class of ``n`` correct notebooks three times: the first grade, again with
     nothing changed, again with one notebook changed. The rows (name, seconds); each run's six phases (seconds,
-    from when each phase's line comes); and the first grade's reports' phases (mean seconds per notebook)."""
+    from when each phase's line comes); the first grade's reports' phases (mean seconds per notebook); and the
+    share of the machine's cores busy in each phase of the first grade."""
     course = make_course(folder)
     notebook = fill(assignment)
     for i in range(n):
         submit(course, f"student{i:03d}", assignment, notebook)
-    rows, phases, reports = [], {}, {}
+    rows, phases, reports, cores = [], {}, {}, {}
     for kind in RUNS:
         if kind == RUNS[2]:
             change_one(course, assignment)
-        phases[kind] = cli_phases(course, assignment, jobs, figures.ROOT)
+        phases[kind] = cli_phases(course, assignment, jobs, figures.ROOT, cores=cores if kind == RUNS[0] else None)
         if kind == RUNS[0]:
             reports = report_phases(course, assignment)
         rows.append((f"{assignment}: make grade JOBS={jobs}, {kind}", phases[kind]["whole"]))
-    return rows, phases, reports
+    return rows, phases, reports, cores
 
 
 def main() -> None:
@@ -252,10 +273,12 @@ def main() -> None:
             plain = run(args.n, plain=True, jobs=1, folder=Path(tmp) / "plain", assignment=args.assignments[0])
             rows.append((f"{args.assignments[0]}: plain nbgrader (kernel)", plain))
         for assignment in args.assignments:
-            found, phases, reports = grade_again_and_again(args.n, assignment, args.jobs, Path(tmp) / assignment)
+            found, phases, reports, cores = grade_again_and_again(args.n, assignment, args.jobs, Path(tmp) / assignment)
             rows += found
             profile[assignment] = {
                 "make_grade": {k: round(v, 2) for k, v in phases[RUNS[0]].items()},
+                "cores_busy": {k: round(v, 3) for k, v in cores.items()},
+                "core_seconds": round(cores["whole"] * phases[RUNS[0]]["whole"] * (os.cpu_count() or 1), 1),
                 "make_grade_again": {k: round(v, 2) for k, v in phases[RUNS[1]].items()},
                 "per_notebook": {k: round(v, 3) for k, v in reports.items()},
             }
@@ -272,6 +295,11 @@ def main() -> None:
     for assignment, found in profile.items():
         print(f"\n{assignment}, the first grade: make grade's phases (seconds, the whole class)")
         print("  " + ", ".join(f"{k} {v:.1f}" for k, v in found["make_grade"].items()))
+        print(
+            f"  the machine's {os.cpu_count()} cores busy (%): "
+            + ", ".join(f"{k} {100 * v:.0f}" for k, v in found["cores_busy"].items())
+            + f"; {found['core_seconds']:.1f} core-seconds in all, {found['core_seconds'] / args.n:.2f} a notebook"
+        )
         print("  again, nothing changed: " + ", ".join(f"{k} {v:.1f}" for k, v in found["make_grade_again"].items()))
         print("  each notebook's grading, by phase (mean seconds): ")
         print("  " + ", ".join(f"{k} {v:.2f}" for k, v in found["per_notebook"].items()))
