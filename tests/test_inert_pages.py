@@ -29,7 +29,12 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 
 from attention_course import notebooks
 from autograder.nbgrader import inert
-from autograder.nbgrader.feedback_html import CONTENT_SECURITY_POLICY, FeedbackHTMLExporter
+from autograder.nbgrader.feedback_html import (
+    CONTENT_SECURITY_POLICY,
+    NO_DESCRIPTION,
+    FeedbackHTMLExporter,
+    described_images,
+)
 from autograder.nbgrader.sanitize import SanitizeStudentHTML
 from autograder.release import course
 from tests.support import formgrader as running_formgrader
@@ -211,6 +216,47 @@ def test_a_feedback_page_with_the_courses_mathjax_forbids_loading_from_elsewhere
 
 
 _INFO = {"notebook": A, "score": 0, "max_score": 1, "late_penalty": 0}
+
+
+def _elements(page: str) -> list[tuple]:
+    """Each element of ``page`` as the browser reads it: its name, attributes and the text directly in it."""
+    soup = BeautifulSoup(page, "html.parser")
+    return [
+        (
+            element.name,
+            {name: tuple(v) if isinstance(v, list) else v for name, v in element.attrs.items()},
+            tuple(str(text) for text in element.find_all(string=True, recursive=False)),
+        )
+        for element in soup.find_all(True)
+    ]
+
+
+def test_the_feedback_page_is_nbconverts_page_element_by_element():
+    """The feedback's exporter leaves out nbconvert's last step (BeautifulSoup parses and writes out the whole page,
+    for the alt text of images that have none) and gives those images the same words: the two pages hold the same
+    elements, attributes and text, images of the notebook's outputs and cells of every kind included."""
+    plot = new_output("display_data", data={"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"})
+    described = new_output("display_data", data={"text/html": '<img src="data:image/png;base64,AAAA" alt="a plot">'})
+    nb = new_notebook(
+        cells=[
+            new_markdown_cell(MARKDOWN),
+            new_raw_cell(RAW),
+            new_code_cell("shown = 1", outputs=[*outputs(), plot, described], execution_count=1),
+            new_code_cell("1 / 0", outputs=[new_output("error", ename="ZeroDivisionError", evalue="no", traceback=[])]),
+        ]
+    )
+    ours, _ = _feedback_exporter().page(nb, {"nbgrader": _INFO})
+    theirs, _ = HTMLExporter.from_notebook_node(_feedback_exporter(), nb, {"nbgrader": _INFO})
+    assert _elements(ours) == _elements(theirs)
+    assert ours.count(f'alt="{NO_DESCRIPTION}"') == theirs.count(f'alt="{NO_DESCRIPTION}"') >= 1
+
+
+def test_only_images_without_alt_text_are_described():
+    page = '<p>x</p><img src="a.png"><IMG title="1 > 0" src=b.png/><img alt="mine" src="c.png"><img alt src=d>'
+    assert described_images(page) == (
+        f'<p>x</p><img alt="{NO_DESCRIPTION}" src="a.png"><IMG alt="{NO_DESCRIPTION}" title="1 > 0" src=b.png/>'
+        '<img alt="mine" src="c.png"><img alt src=d>'
+    )
 
 
 def _nbgrader_templates() -> Path:
