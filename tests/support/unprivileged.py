@@ -34,12 +34,17 @@ def available() -> str | None:
     return f"missing: {', '.join(missing)}" if missing else None
 
 
+def _searchable(folder: Path, uid: int) -> bool:
+    """Whether ``uid`` (with no groups) may search ``folder``: its owner, or anyone may."""
+    info = folder.stat()
+    return info.st_uid == uid or bool(info.st_mode & stat.S_IXOTH)
+
+
 def unsearchable(path: Path, uid: int = NOBODY) -> str | None:
     """Why ``uid`` (with no groups) cannot search ``path`` itself, or None where it can."""
-    info = Path(path).stat()
-    if info.st_uid != uid and not info.st_mode & stat.S_IXOTH:
-        return f"{path} is not searchable by uid {uid} (mode {stat.S_IMODE(info.st_mode):o})"
-    return None
+    if _searchable(Path(path), uid):
+        return None
+    return f"{path} is not searchable by uid {uid} (mode {stat.S_IMODE(Path(path).stat().st_mode):o})"
 
 
 def python_top() -> Path | None:
@@ -53,11 +58,7 @@ def python_top() -> Path | None:
 
 def hidden_behind(path: Path, uid: int = NOBODY) -> Path | None:
     """The outermost folder above ``path`` that ``uid`` cannot search, or None."""
-    for folder in reversed(Path(path).resolve().parents):
-        info = folder.stat()
-        if info.st_uid != uid and not info.st_mode & stat.S_IXOTH:
-            return folder
-    return None
+    return next((folder for folder in reversed(Path(path).resolve().parents) if not _searchable(folder, uid)), None)
 
 
 def exposing(paths, uid: int = NOBODY) -> str:
@@ -105,7 +106,8 @@ def run_as(
     ``observe(pid)``, if given, is called about twice a second while the command runs, with the pid of
     the process that started it (its descendants are the command and what it starts).
     """
-    needed = [REPOSITORY, *reach] + ([python_top()] if python_top() is not None else [])
+    top = python_top()
+    needed = [REPOSITORY, *reach] + ([top] if top is not None else [])
     blocked = [why for why in map(unsearchable, needed) if why]
     assert not blocked, f"{blocked}: a folder the command needs must be searchable by others (clone with umask 022)"
     mounts = exposing(needed, uid)
