@@ -11,11 +11,13 @@ find. Closing the pool leaves nothing behind.
 from __future__ import annotations
 
 import importlib
+import os
 from dataclasses import asdict
 
 import pytest
 
 from autograder.grading.classroom import fill
+from autograder.grading.grader import Grader
 from autograder.grading.notebook import grade_notebook
 from autograder.release import course
 from autograder.sandbox.bwrap import bwrap_available
@@ -66,7 +68,8 @@ def without_seconds(report) -> dict:
 
 @pytest.fixture(scope="module")
 def both_ways():
-    """{name: (report in a sandbox of its own, report in a forked worker)} of every notebook of the sample."""
+    """{name: (report in a sandbox of its own, report in a forked worker, report in a sandbox of its own whose
+    worker the zygote forked)} of every notebook of the sample; what they left behind; the workers spawned."""
     graded = {}
     with host.Watch() as watch:
         fresh = {
@@ -76,20 +79,41 @@ def both_ways():
             for name, answers in SAMPLE.items():
                 forked = grade_notebook(A, fill(A, answers), release=TERM, limits=LIMITS, pool=pool)
                 graded[name] = (fresh[name], forked)
+        spawning = Grader(spawn=True)  # as make grade's: as root, each sandbox's worker comes from the zygote
+        try:
+            for name, answers in SAMPLE.items():
+                spawned = grade_notebook(A, fill(A, answers), release=TERM, limits=LIMITS, grader=spawning)
+                graded[name] += (spawned,)
+            zygote = spawning.zygote(LIMITS, spawning.packages(TERM)) if os.geteuid() == 0 else None
+            spawned_workers = zygote.spawned if zygote is not None else 0
+        finally:
+            spawning.close()
         leftovers = watch.leftovers()
-    return graded, leftovers
+    return graded, leftovers, spawned_workers
 
 
 @pytest.mark.parametrize("name", SAMPLE)
 def test_a_forked_worker_grades_as_a_sandbox_of_its_own(both_ways, name):
-    fresh, forked = both_ways[0][name]
+    fresh, forked, _ = both_ways[0][name]
     assert not fresh.not_graded and not forked.not_graded, (fresh.not_graded, forked.not_graded)
     assert without_seconds(forked) == without_seconds(fresh)
 
 
+@pytest.mark.skipif(
+    os.geteuid() != 0, reason="a zygote is a root grader's (an unprivileged one starts fresh sandboxes)"
+)
+@pytest.mark.parametrize("name", SAMPLE)
+def test_a_worker_spawned_into_a_sandbox_of_its_own_grades_as_a_fresh_one(both_ways, name):
+    """make grade's way as root (autograder.sandbox.spawn): the same report as a fresh sandbox's."""
+    fresh, _, spawned = both_ways[0][name]
+    assert not spawned.not_graded, spawned.not_graded
+    assert without_seconds(spawned) == without_seconds(fresh)
+    assert both_ways[2] >= len(SAMPLE)  # every notebook's worker (and each restart's) came from the zygote
+
+
 def test_the_sample_covers_what_it_says(both_ways):
     """The sample is not all the same report: each case does what its name says, in both ways."""
-    reports = {name: pair[1] for name, pair in both_ways[0].items()}
+    reports = {name: ways[1] for name, ways in both_ways[0].items()}
     full = reports["reference"].max_score
     assert reports["reference"].score == reports["other idioms"].score == full
     assert reports["wrong"].score < full and reports["raises"].score < full

@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     prerequisites = unreleased_prerequisites_note(args.assignment, settings)
     if prerequisites:
         print(f"note: {prerequisites}", file=sys.stderr)
-    grader = Grader()
+    grader = Grader(spawn=True)
     try:
         results = grade(
             args.assignment,

@@ -21,14 +21,19 @@ module is imported:
 
 from __future__ import annotations
 
+import os
 import threading
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from autograder.grading.report import Report
 from autograder.release import course, packages
+from autograder.sandbox.limits import Limits
+
+if TYPE_CHECKING:
+    from autograder.sandbox.process import Sandbox
 
 QUIET_MODULES = r"attention_course\.solutions\."  # the modules whose warnings grading does not show
 
@@ -88,16 +93,80 @@ _SETTINGS = _Settings()  # the process's: torch's threads and warnings' filters 
 class Grader:
     """Grades notebooks with its own packages for the sandbox (each release's written once) and, where it has
     one, a store of reports (a notebook graded already is read from it); ``with grader:`` holds grading's
-    settings (see the module) until it ends, for every grading it does on the way."""
+    settings (see the module) until it ends, for every grading it does on the way. With ``spawn`` (a class
+    graded: ``make grade``), a grader that runs as root forks its students' workers from a zygote into
+    sandboxes of their own (:mod:`autograder.sandbox.spawn`), which :meth:`close` stops."""
 
-    def __init__(self, store: Store | None = None, sandbox_packages: packages.SandboxPackages | None = None):
+    def __init__(
+        self,
+        store: Store | None = None,
+        sandbox_packages: packages.SandboxPackages | None = None,
+        *,
+        spawn: bool = False,
+    ):
         self.store = store
         self._own_packages = sandbox_packages is None
         self._packages = packages.SandboxPackages() if sandbox_packages is None else sandbox_packages
+        self.spawn = spawn
+        self._zygotes: dict = {}  # (limits, packages folder) -> its Zygote, or why it could not be used
+        self._zygotes_lock = threading.Lock()
 
     def packages(self, release: course.Release) -> Path:
         """The folder of the students' packages under ``release`` that this grader's sandboxes mount."""
         return self._packages.folder(release)
+
+    def sandboxes(self, limits: Limits, isolation: str, release: course.Release) -> Callable[[], Sandbox]:
+        """What starts a sandbox for a student's notebook: a fresh :class:`~autograder.sandbox.process.Sandbox`,
+        or, with ``spawn``, as root, under bubblewrap, one whose worker the zygote forks (started by the first
+        call); where the zygote cannot be used (the grader's failure), fresh sandboxes from then on."""
+        from autograder.sandbox.process import Sandbox
+
+        folder = self.packages(release)
+
+        def fresh() -> Sandbox:
+            return Sandbox(limits, isolation, folder)
+
+        if not self.spawn or isolation != "bwrap" or os.geteuid() != 0:
+            return fresh
+
+        def spawned() -> Sandbox:
+            from autograder.sandbox.spawn import ZygoteUnavailable
+
+            zygote = self.zygote(limits, folder)
+            if zygote is not None:
+                try:
+                    return zygote.sandbox()
+                except ZygoteUnavailable as error:
+                    with self._zygotes_lock:
+                        self._zygotes[(limits, folder)] = str(error)
+                    zygote.close()
+            return fresh()
+
+        return spawned
+
+    def zygote(self, limits: Limits, folder: Path):
+        """The zygote of sandboxes with ``limits`` mounting ``folder`` (started here if it is not yet), or None
+        where it could not be used."""
+        from autograder.sandbox.spawn import Zygote, ZygoteUnavailable
+
+        with self._zygotes_lock:
+            zygote = self._zygotes.get((limits, folder))
+            if zygote is None:
+                try:
+                    zygote = self._zygotes[(limits, folder)] = Zygote(limits, folder)
+                except ZygoteUnavailable as error:
+                    zygote = self._zygotes[(limits, folder)] = str(error)
+        return None if isinstance(zygote, str) else zygote
+
+    def prepare(self, limits: Limits, release: course.Release) -> None:
+        """Start the zygote of a class graded under ``release`` now (with ``spawn``, as root), while something
+        else runs: it imports torch meanwhile."""
+        if self.spawn and os.geteuid() == 0:
+            self.zygote(limits, self.packages(release))
+
+    def unspawned(self) -> dict:
+        """(limits, packages folder) -> why its zygote could not be used: nothing where every one could."""
+        return {key: why for key, why in self._zygotes.items() if isinstance(why, str)}
 
     def __enter__(self) -> Grader:
         _SETTINGS.enter()
@@ -107,7 +176,13 @@ class Grader:
         _SETTINGS.leave()
 
     def close(self) -> None:
-        """Remove the packages' folders it wrote (every sandbox that mounts one must have ended)."""
+        """Stop its zygotes, and remove the packages' folders it wrote (every sandbox that mounts one must have
+        ended)."""
+        with self._zygotes_lock:
+            zygotes = [z for z in self._zygotes.values() if not isinstance(z, str)]
+            self._zygotes = {key: why for key, why in self._zygotes.items() if isinstance(why, str)}
+        for zygote in zygotes:
+            zygote.close()
         if self._own_packages:
             self._packages.close()
 

@@ -21,7 +21,6 @@ and killing the process all happen inside the sandbox, where nothing is scored.
 
 from __future__ import annotations
 
-import functools
 import inspect
 import time
 from collections.abc import Collection
@@ -201,7 +200,7 @@ def _grade(assignment, submission, notebook, limits, isolation, release, as_subm
             report.key = program_key(source, program.pieces, limits, release, only)
         if program is not None and program.runs:
             if pool is None:
-                sandboxes = runners = functools.partial(Sandbox, limits, isolation, grader.packages(release))
+                sandboxes = runners = grader.sandboxes(limits, isolation, release)
             else:  # the course's own notebooks: their kernels are run again here (a pool's worker would wait for
                 sandboxes, runners = pool.sandbox, None  # the server that the notebook's worker holds)
             deadline = started + TOTAL_SECONDS

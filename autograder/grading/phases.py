@@ -126,7 +126,7 @@ def _grade_in_sandbox(run: Run, sandbox: bool, grader: Grader | None) -> Precomp
     if not sandbox:
         return Precomputed({student: [] for student in run.students})
     own = grader is None
-    grader = Grader() if own else grader
+    grader = Grader(spawn=True) if own else grader
     try:
         refused = refusals(run.assignment, run.students, run.root)
         planned = plan(run.assignment, run.students, run.root, run.settings, refused, run.again, run.limits)
@@ -136,6 +136,7 @@ def _grade_in_sandbox(run: Run, sandbox: bool, grader: Grader | None) -> Precomp
                 from autograder.grading.notebook import preflight  # torch, imported only where a notebook runs
 
                 run.say("[2/6] checking that the sandbox works (a program known to be right)")
+                grader.prepare(run.limits, run.settings)  # the zygote imports torch during the preflight
                 problem = preflight(run.settings, grader=grader)
                 if problem:
                     raise GradingUnavailable(f"grading cannot start, and nothing was scored: {problem}")

@@ -181,7 +181,7 @@ def _grade_again(run: Run, students: list[str], grader: Grader | None) -> dict[s
         "their notebook runs other code than the one graded in phase 3"
     )
     own = grader is None
-    grader = Grader() if own else grader
+    grader = Grader(spawn=True) if own else grader
     try:
         with grader:
             return grade_again(

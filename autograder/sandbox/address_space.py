@@ -30,6 +30,18 @@ def descendants(root: int) -> list[int]:
     return found
 
 
+def host_pid(root: int, namespace_pid: int) -> int:
+    """The pid, as this process sees it, of the process below ``root`` whose pid in its own PID namespace is
+    ``namespace_pid`` (the last of its ``NSpid``); ProcessLookupError if there is none."""
+    for pid in descendants(root):
+        with contextlib.suppress(OSError):
+            with open(f"/proc/{pid}/status") as f:
+                for line in f:
+                    if line.startswith("NSpid:") and int(line.split()[-1]) == namespace_pid:
+                        return pid
+    raise ProcessLookupError(f"no process {namespace_pid} below process {root}")
+
+
 def address_space(pid: int) -> int:
     """The bytes of address space that process ``pid`` holds now (VmSize)."""
     with open(f"/proc/{pid}/status") as f:

@@ -30,9 +30,13 @@ def mounts(packages: Path) -> list[tuple[str, str]]:
     return [*((str(p), str(p)) for p in prefixes), (str(Path(packages).resolve()), PACKAGES_MOUNT)]
 
 
-def bwrap_command(python: str, binds: list[tuple[str, str]], limits: Limits, program: str = WORKER) -> list[str]:
+def bwrap_command(
+    python: str, binds: list[tuple[str, str]], limits: Limits, program: str = WORKER, arguments: list[str] | None = None
+) -> list[str]:
     """The command line that runs ``python -m program`` under bubblewrap, with ``binds`` (host path, path in
-    the sandbox) read-only besides the system's own files."""
+    the sandbox) read-only besides the system's own files. ``arguments``: Python's instead of ``-m program``,
+    for a first process that is the sandbox's init (PID 1), not bubblewrap's (a zygote's holder:
+    :mod:`autograder.sandbox.spawn`)."""
     size = str(limits.tmpfs_mb * 2**20)
     command = [
         shutil.which("bwrap"),
@@ -85,6 +89,8 @@ def bwrap_command(python: str, binds: list[tuple[str, str]], limits: Limits, pro
     for source, target in binds:
         command += ["--ro-bind", source, target]
     command += ["--dir", "/home/student", "--chdir", "/home/student"]
+    if arguments is not None:
+        return [*command, "--as-pid-1", python, *arguments]
     return [*command, python, "-m", program]
 
 

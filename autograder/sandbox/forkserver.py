@@ -25,7 +25,6 @@ import os
 import select
 import signal
 import socket
-import sys
 import traceback
 
 from autograder.sandbox import wire, worker
@@ -94,7 +93,6 @@ def _report_exits(replies) -> None:
 
 def _become_worker(fds: list[int], values, closing) -> None:
     """In the child: a worker on the three descriptors, as a fresh sandbox's would be; never returns."""
-    status = 0
     try:
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -106,23 +104,10 @@ def _become_worker(fds: list[int], values, closing) -> None:
         os.setpgid(0, 0)
         with open("/proc/self/oom_score_adj", "w") as f:  # killed before the server, if memory runs out
             f.write("500")
-        requests_fd, replies_fd, output_fd = fds
-        for fd in (requests_fd, replies_fd):  # as a fresh worker's channels: not inherited by what it runs
-            os.set_inheritable(fd, False)
-        os.dup2(output_fd, 1)
-        os.dup2(output_fd, 2)
-        os.close(output_fd)
-        sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
-        sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
-        worker.serve(os.fdopen(requests_fd, "rb", buffering=0), os.fdopen(replies_fd, "wb"), values)
     except BaseException:
         traceback.print_exc()
-        status = 1
-    finally:
-        with contextlib.suppress(Exception):
-            sys.stdout.flush()
-            sys.stderr.flush()
-        os._exit(status)
+        os._exit(1)
+    worker.serve_forked(fds, values)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,9 @@ threads yet, unlike the grader) it
 5. becomes ``COMMAND`` (an absolute path: no lookup), which inherits all of it, with the same
    environment.
 
+The zygote (:mod:`autograder.sandbox.zygote`) is started by it too, with none of those steps but one of its own,
+``config["view"]``: the sandbox's view of the course's packages, in a private mount namespace (:func:`view`).
+
 A step that fails ends it with status :data:`LAUNCH_FAILED`, and a line on standard error that says
 which step (the grader shows it: the sandbox could not start, the grader's failure, never scored).
 
@@ -34,6 +37,7 @@ import warnings  # noqa: F401 (imported while it can be read, for whatever warns
 
 LAUNCH_FAILED = 125  # the exit status when it could not set the sandbox up
 CLONE_NEWNS = 0x00020000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT = 1, 2, 4, 32
 MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
 MB = 2**20
 
@@ -70,6 +74,36 @@ def stage(binds: list[list[str]]) -> None:
             raise LaunchError(f"binding {source}: {os.strerror(ctypes.get_errno())}")
 
 
+def view(spec: dict) -> None:
+    """In a new mount namespace whose mounts are private: an in-memory file system at each of ``spec["tmpfs"]``,
+    then each of ``spec["binds"]`` (source, target) bound read-only, its target's folders made (a source is
+    opened first, so that one the in-memory file systems hide is bound all the same: the Python installation,
+    bound back where it was), and ``spec["chdir"]`` made and entered: the paths a sandbox's processes see, for a
+    process that stays on the host."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mount.argtypes = [ctypes.c_char_p] * 3 + [ctypes.c_ulong, ctypes.c_void_p]
+    if libc.unshare(CLONE_NEWNS) != 0:
+        raise LaunchError(f"unshare(CLONE_NEWNS): {os.strerror(ctypes.get_errno())}")
+    if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+        raise LaunchError(f"making the mounts private: {os.strerror(ctypes.get_errno())}")
+    # opened in the new namespace (a bind's source must be one of its mounts), before anything hides them
+    sources = [(os.open(source, os.O_PATH | os.O_CLOEXEC), source, target) for source, target in spec["binds"]]
+    for folder in spec["tmpfs"]:
+        os.makedirs(folder, exist_ok=True)
+        if libc.mount(b"tmpfs", folder.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=0755,size=16m") != 0:
+            raise LaunchError(f"an in-memory file system at {folder}: {os.strerror(ctypes.get_errno())}")
+    for fd, source, target in sources:
+        os.makedirs(target, mode=0o755, exist_ok=True)
+        if libc.mount(f"/proc/self/fd/{fd}".encode(), target.encode(), None, MS_BIND | MS_REC, None) != 0:
+            raise LaunchError(f"binding {source}: {os.strerror(ctypes.get_errno())}")
+        flags = MS_BIND | MS_REC | MS_REMOUNT | MS_RDONLY
+        if libc.mount(b"none", target.encode(), None, flags, None) != 0:
+            raise LaunchError(f"making {target} read-only: {os.strerror(ctypes.get_errno())}")
+        os.close(fd)
+    os.makedirs(spec["chdir"], mode=0o755, exist_ok=True)
+    os.chdir(spec["chdir"])
+
+
 def set_limits(limits: dict) -> None:
     """Address space, CPU seconds (the hard limit 5 s past the soft one, which sends SIGXCPU first),
     file size; no core files."""
@@ -97,6 +131,12 @@ def limit_processes(limits: dict) -> None:
 
 
 def set_up(config: dict) -> None:
+    if "view" in config:  # the zygote's: its view, and nothing else (it stays root, on the host)
+        try:
+            view(config["view"])
+        except OSError as error:
+            raise LaunchError(f"making the packages' view: {error}") from None
+        return
     join_cgroups(config["cgroups"], os.getpid())
     if config["stage"]:
         stage(config["stage"])

@@ -31,7 +31,7 @@ from pathlib import Path
 from autograder.release import course
 from autograder.release.packages import sandbox_packages
 from autograder.sandbox import forkserver, wire
-from autograder.sandbox.address_space import descendants
+from autograder.sandbox.address_space import host_pid
 from autograder.sandbox.errors import SandboxUnavailable
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.process import Sandbox
@@ -83,15 +83,18 @@ class _Server:
             os.close(fd)
         try:
             pid = self._forked(time.monotonic() + self.limits.startup_timeout)
-            host_pid = _host_pid(self.sandbox.process.pid, pid)
+            try:
+                found = host_pid(self.sandbox.process.pid, pid)
+            except OSError:
+                raise SandboxUnavailable(f"the warm sandbox's worker {pid} is not running") from None
         except BaseException:
             for fd in (requests_write, replies_read, output_read):
                 os.close(fd)
             raise
-        process = _ForkedProcess(
+        process = ForkedProcess(
             self,
             pid,
-            host_pid,
+            found,
             os.fdopen(requests_write, "wb"),
             os.fdopen(replies_read, "rb", buffering=0),
             os.fdopen(output_read, "rb"),
@@ -142,10 +145,11 @@ class _Server:
         self.sandbox.close()
 
 
-class _ForkedProcess:
-    """A forked worker as :class:`~autograder.sandbox.process.Sandbox` uses its process (a ``Popen``)."""
+class ForkedProcess:
+    """A forked worker as :class:`~autograder.sandbox.process.Sandbox` uses its process (a ``Popen``); ``server``
+    (a fork server, or :class:`autograder.sandbox.spawn.Zygote`) says how it ended."""
 
-    def __init__(self, server: _Server, sandbox_pid: int, pid: int, stdin, stdout, stderr):
+    def __init__(self, server, sandbox_pid: int, pid: int, stdin, stdout, stderr):
         self.server, self.sandbox_pid, self.pid = server, sandbox_pid, pid
         self.stdin, self.stdout, self.stderr = stdin, stdout, stderr
         self.returncode = None
@@ -168,7 +172,7 @@ class ForkedSandbox(Sandbox):
     that worker (its own process group), in the server's sandbox, cgroups and uid, with torch's meta-device
     kernels already loaded. Closing it kills the worker's process group and gives the server back."""
 
-    def __init__(self, server: _Server, process: _ForkedProcess, on_close):
+    def __init__(self, server: _Server, process: ForkedProcess, on_close):
         self._prepare(server.limits)
         self._cgroups = server.sandbox._cgroups  # the server's: measured here, removed with the server
         self.warm = True
@@ -240,15 +244,3 @@ class WarmPool:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def _host_pid(root: int, sandbox_pid: int) -> int:
-    """The pid, as this grader sees it, of the process below ``root`` whose pid in its own namespace is
-    ``sandbox_pid`` (the last of its ``NSpid``)."""
-    for pid in descendants(root):
-        with contextlib.suppress(OSError):
-            with open(f"/proc/{pid}/status") as f:
-                for line in f:
-                    if line.startswith("NSpid:") and int(line.split()[-1]) == sandbox_pid:
-                        return pid
-    raise SandboxUnavailable(f"the warm sandbox's worker {sandbox_pid} is not running")

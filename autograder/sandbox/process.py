@@ -59,6 +59,8 @@ from autograder.sandbox.limits import Limits
 class Sandbox(Client):
     """One running worker. Use as a context manager; ``close()`` kills everything it started."""
 
+    _arguments: list[str] | None = None  # Python's, in place of ``-m program`` (see bwrap_command)
+
     def __init__(
         self,
         limits: Limits = Limits(),  # noqa: B008 (frozen: one default, never changed)
@@ -97,7 +99,8 @@ class Sandbox(Client):
                         stage.append((source, str(point)))
                         staged.append((str(point), target))
                     binds = staged
-                command, env = bwrap_command(sys.executable, binds, limits, program), environment("/home/student")
+                command = bwrap_command(sys.executable, binds, limits, program, self._arguments)
+                env = environment("/home/student")
                 env["AUTOGRADER_PID_NAMESPACE"] = "1"
                 env["PYTHONPATH"] = PACKAGES_MOUNT
                 cwd = None

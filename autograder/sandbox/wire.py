@@ -147,7 +147,14 @@ class Exited(FromWorker, tag="exited"):
     status: Annotated[int, msgspec.Meta(ge=-128, le=255)]
 
 
+class NotForked(FromWorker, tag="not_forked"):
+    """The zygote could not put a new worker in its sandbox: why."""
+
+    why: Annotated[str, msgspec.Meta(max_length=4000)]
+
+
 FromForkServerMessage = Ready | Forked | Exited  # what a fork server (autograder.sandbox.forkserver) sends
+FromZygoteMessage = Ready | Forked | NotForked | Exited  # what the zygote (autograder.sandbox.zygote) sends
 
 
 # ---------------------------------------------------------------------------- from the grader

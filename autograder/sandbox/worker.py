@@ -41,10 +41,12 @@ forged by student code only fails that student's work.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import sys
 import time
+import traceback
 
 from autograder.sandbox import wire
 from autograder.sandbox.stand_ins import Grader, StandIns
@@ -146,6 +148,30 @@ def serve(requests, replies, values) -> None:
         else:  # a CallbackResult, while no stand-in waits for one
             wire.send(replies, wire.Raised(request.seq, "ProtocolError", f"an unexpected {wire.kind(request)!r}"))
         grader.serving = None
+
+
+def serve_forked(fds: list[int], values) -> None:
+    """In a process forked to be a worker (by :mod:`autograder.sandbox.forkserver` or :mod:`autograder.sandbox.zygote`):
+    serve on the three descriptors (requests, replies, output), as a fresh worker does; never returns."""
+    status = 0
+    try:
+        requests_fd, replies_fd, output_fd = fds
+        for fd in (requests_fd, replies_fd):  # as a fresh worker's channels: not inherited by what it runs
+            os.set_inheritable(fd, False)
+        os.dup2(output_fd, 1)
+        os.dup2(output_fd, 2)
+        os.close(output_fd)
+        sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
+        sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
+        serve(os.fdopen(requests_fd, "rb", buffering=0), os.fdopen(replies_fd, "wb"), values)
+    except BaseException:
+        traceback.print_exc()
+        status = 1
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(status)
 
 
 class _Handles:
