@@ -51,25 +51,40 @@ def _load() -> object:
     return values
 
 
+class Listener:
+    """A forking server's channels, set up before it forks anything: requests on the socket that was its standard
+    input (``control``), its messages on the pipe that was its standard output (``replies``), what it prints on
+    its output; and a wake-up pipe that a child's ending writes to. ``values``: what ``load()`` returned."""
+
+    def __init__(self, load):
+        self.control = socket.socket(fileno=os.dup(0))
+        self.replies = os.fdopen(os.dup(1), "wb")
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(2, 1)  # what importing prints goes to the server's own output
+        self.values = load()
+        self.wakeup_read, self.wakeup_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        signal.set_wakeup_fd(self.wakeup_write)
+        signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so that the wake-up byte is written
+
+    def wait(self) -> bool:
+        """Wait for a request or a child's ending; whether a request came."""
+        readable, _, _ = select.select([self.control, self.wakeup_read], [], [])
+        if self.wakeup_read in readable:
+            with contextlib.suppress(BlockingIOError):
+                while os.read(self.wakeup_read, 512):
+                    pass
+        return self.control in readable
+
+
 def main() -> None:
-    control = socket.socket(fileno=os.dup(0))
-    replies = os.fdopen(os.dup(1), "wb")
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.dup2(2, 1)  # what importing prints goes to the server's own output
-    values = _load()
-    wakeup_read, wakeup_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-    signal.set_wakeup_fd(wakeup_write)
-    signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so that the wake-up byte is written
+    listener = Listener(_load)
+    control, replies = listener.control, listener.replies
     wire.send(replies, wire.Ready())
     while True:
-        readable, _, _ = select.select([control, wakeup_read], [], [])
-        if wakeup_read in readable:
-            with contextlib.suppress(BlockingIOError):
-                while os.read(wakeup_read, 512):
-                    pass
+        requested = listener.wait()
         _report_exits(replies)
-        if control not in readable:
+        if not requested:
             continue
         data, fds, _, _ = socket.recv_fds(control, 64, FDS)
         if data != REQUEST or len(fds) != FDS:
@@ -78,7 +93,8 @@ def main() -> None:
             return  # the grader closed the socket, or sent what it never sends
         pid = os.fork()
         if pid == 0:
-            _become_worker(fds, values, closing=(control, replies, wakeup_read, wakeup_write))
+            closing = (control, replies, listener.wakeup_read, listener.wakeup_write)
+            _become_worker(fds, listener.values, closing)
         with contextlib.suppress(OSError):  # the child does the same: whichever runs first, it is done
             os.setpgid(pid, pid)
         for fd in fds:

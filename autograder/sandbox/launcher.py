@@ -60,15 +60,21 @@ def join_cgroups(procs: list[str], pid: int) -> None:
             raise LaunchError(f"cannot join the cgroup {path}: {error}") from None
 
 
-def stage(binds: list[list[str]]) -> None:
-    """Bind each (source, target) pair, recursively, in a new mount namespace whose mounts are private
-    (so that nothing of it reaches the host's, and it ends with this process and its children)."""
+def _private_mounts():
+    """Enter a new mount namespace whose mounts are private; libc, to mount in it."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.mount.argtypes = [ctypes.c_char_p] * 3 + [ctypes.c_ulong, ctypes.c_void_p]
     if libc.unshare(CLONE_NEWNS) != 0:
         raise LaunchError(f"unshare(CLONE_NEWNS): {os.strerror(ctypes.get_errno())}")
     if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
         raise LaunchError(f"making the mounts private: {os.strerror(ctypes.get_errno())}")
+    return libc
+
+
+def stage(binds: list[list[str]]) -> None:
+    """Bind each (source, target) pair, recursively, in a new mount namespace whose mounts are private
+    (so that nothing of it reaches the host's, and it ends with this process and its children)."""
+    libc = _private_mounts()
     for source, target in binds:
         if libc.mount(source.encode(), target.encode(), None, MS_BIND | MS_REC, None) != 0:
             raise LaunchError(f"binding {source}: {os.strerror(ctypes.get_errno())}")
@@ -80,12 +86,7 @@ def view(spec: dict) -> None:
     opened first, so that one the in-memory file systems hide is bound all the same: the Python installation,
     bound back where it was), and ``spec["chdir"]`` made and entered: the paths a sandbox's processes see, for a
     process that stays on the host."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.mount.argtypes = [ctypes.c_char_p] * 3 + [ctypes.c_ulong, ctypes.c_void_p]
-    if libc.unshare(CLONE_NEWNS) != 0:
-        raise LaunchError(f"unshare(CLONE_NEWNS): {os.strerror(ctypes.get_errno())}")
-    if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
-        raise LaunchError(f"making the mounts private: {os.strerror(ctypes.get_errno())}")
+    libc = _private_mounts()
     # opened in the new namespace (a bind's source must be one of its mounts), before anything hides them
     sources = [(os.open(source, os.O_PATH | os.O_CLOEXEC), source, target) for source, target in spec["binds"]]
     for folder in spec["tmpfs"]:

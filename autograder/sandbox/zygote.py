@@ -34,7 +34,6 @@ import ctypes
 import json
 import os
 import resource
-import select
 import signal
 import socket
 import traceback
@@ -78,28 +77,14 @@ def _check(result: int, what: str) -> None:
 
 
 def main() -> None:
-    control = socket.socket(fileno=os.dup(0))
-    replies = os.fdopen(os.dup(1), "wb")
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.dup2(2, 1)  # what importing prints goes to the zygote's own output
-    environ = dict(os.environ)
-    values = forkserver._load()
-    os.environ.clear()  # what loading set (torch's compile cache, named for root) is not the workers'
-    os.environ.update(environ)
-    wakeup_read, wakeup_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-    signal.set_wakeup_fd(wakeup_write)
-    signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so that the wake-up byte is written
+    listener = forkserver.Listener(_load)
+    control, replies, values = listener.control, listener.replies, listener.values
     workers: dict[int, int] = {}  # the pid of each child of step 1 -> its worker's
     wire.send(replies, wire.Ready())
     while True:
-        readable, _, _ = select.select([control, wakeup_read], [], [])
-        if wakeup_read in readable:
-            with contextlib.suppress(BlockingIOError):
-                while os.read(wakeup_read, 512):
-                    pass
+        requested = listener.wait()
         _report_exits(replies, workers)
-        if control not in readable:
+        if not requested:
             continue
         data, fds, _, _ = socket.recv_fds(control, 65536, FDS)
         if not data or len(fds) != FDS:  # the grader closed the socket, or sent what it never sends
@@ -120,6 +105,16 @@ def main() -> None:
             wire.send(replies, wire.NotForked(said.decode(errors="replace")[-2000:] or "the child said nothing"))
 
 
+def _load():
+    """What a worker imports (:func:`autograder.sandbox.forkserver._load`), leaving the environment as it was: what
+    loading sets (torch's compile cache, named for root) is not the workers'."""
+    environ = dict(os.environ)
+    values = forkserver._load()
+    os.environ.clear()
+    os.environ.update(environ)
+    return values
+
+
 def _read_all(fd: int) -> bytes:
     """What the child writes on ``fd`` before it closes it (a few bytes), read to the end."""
     chunks = []
@@ -130,21 +125,10 @@ def _read_all(fd: int) -> bytes:
 
 
 def _report_exits(replies, workers: dict[int, int]) -> None:
-    for pid, status in _reaped():
+    for pid, status in worker.reaped():
         spawned = workers.pop(pid, None)
         if spawned is not None:  # a child that failed before its worker started was answered NotForked
             wire.send(replies, wire.Exited(spawned, max(-128, min(255, os.waitstatus_to_exitcode(status)))))
-
-
-def _reaped():
-    while True:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-        yield pid, status
 
 
 def _child(request: dict, fds: list[int], said: int, values) -> None:
