@@ -222,3 +222,23 @@ def _uid_of(pid: str) -> int | None:
         return os.stat(f"/proc/{pid}").st_uid
     except OSError:
         return None
+
+
+def test_make_grade_says_why_each_sandbox_started_on_its_own_where_the_zygote_could_not_be_used(
+    tmp_path, monkeypatch, capsys
+):
+    """A zygote that cannot start: the class is graded in fresh sandboxes, at full marks, and make grade says why."""
+    from autograder.cli import grade
+    from autograder.grading.classroom import make_course, submit
+    from autograder.sandbox import spawn
+
+    def refused(self, *args, **kwargs):
+        raise spawn.ZygoteUnavailable("a zygote refused on purpose")
+
+    monkeypatch.setattr(spawn.Zygote, "__init__", refused)
+    course = make_course(tmp_path / "course")
+    submit(course, "alice", A, fill(A))
+    results = {r.student: r for r in grade.grade(A, root=course, quiet=False, jobs=1, settings=TERM)}
+    assert results["alice"].score == results["alice"].max_score - results["alice"].awaiting_points
+    said = capsys.readouterr().err
+    assert "note: each sandbox started on its own, as the zygote could not be used: a zygote refused on purpose" in said

@@ -152,7 +152,7 @@ def _grade_in_sandbox(run: Run, sandbox: bool, grader: Grader | None) -> Precomp
             )
             for line in planned.lines():
                 run.say(line)
-            return precompute(
+            found = precompute(
                 run.assignment,
                 run.students,
                 run.root,
@@ -163,6 +163,9 @@ def _grade_in_sandbox(run: Run, sandbox: bool, grader: Grader | None) -> Precomp
                 planned=planned,
                 limits=run.limits,
             )
+            for why in grader.unspawned().values():  # slower, and nothing lost: said, so that it can be mended
+                run.say(f"note: each sandbox started on its own, as the zygote could not be used: {why}")
+            return found
     finally:
         if own:
             grader.close()
