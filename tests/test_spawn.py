@@ -242,3 +242,23 @@ def test_make_grade_says_why_each_sandbox_started_on_its_own_where_the_zygote_co
     assert results["alice"].score == results["alice"].max_score - results["alice"].awaiting_points
     said = capsys.readouterr().err
     assert "note: each sandbox started on its own, as the zygote could not be used: a zygote refused on purpose" in said
+
+
+def test_a_spawned_worker_that_does_not_start_gives_fresh_sandboxes_and_costs_nothing(monkeypatch):
+    """The zygote's worker fails before any of the student's code runs (here: limits it cannot set): the grader's
+    failure, so that notebook and the next are graded in fresh sandboxes, at full marks."""
+    from dataclasses import asdict
+
+    from autograder.sandbox import spawn
+
+    monkeypatch.setattr(spawn, "asdict", lambda limits: {**asdict(limits), "file_mb": -1})
+    grader = Grader(spawn=True)
+    try:
+        with grader:
+            reports = [grade_notebook(A, fill(A), release=TERM, grader=grader) for _ in range(2)]
+        assert [r.score for r in reports] == [reports[0].max_score] * 2, [(r.failed, r.not_graded) for r in reports]
+        assert not any(r.not_graded for r in reports)
+        why = list(grader.unspawned().values())
+        assert len(why) == 1 and "a worker it forked did not start" in why[0], why
+    finally:
+        grader.close()

@@ -158,12 +158,6 @@ class Grader:
                     zygote = self._zygotes[(limits, folder)] = str(error)
         return None if isinstance(zygote, str) else zygote
 
-    def prepare(self, limits: Limits, release: course.Release) -> None:
-        """Start the zygote of a class graded under ``release`` now (with ``spawn``, as root), while something
-        else runs: it imports torch meanwhile."""
-        if self.spawn and os.geteuid() == 0:
-            self.zygote(limits, self.packages(release))
-
     def unspawned(self) -> dict:
         """(limits, packages folder) -> why its zygote could not be used: nothing where every one could."""
         return {key: why for key, why in self._zygotes.items() if isinstance(why, str)}

@@ -54,7 +54,6 @@ from autograder.sandbox import values, wire
 from autograder.sandbox.errors import SandboxError, SandboxUnavailable
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.pool import WarmPool
-from autograder.sandbox.process import Sandbox
 from autograder.text.terminal import clean_text
 
 TOTAL_SECONDS = 600.0  # one submission's whole grading, restarts included
@@ -76,10 +75,11 @@ def preflight(
 ) -> str | None:
     """Start one sandbox with a program known to be right and call it once: None when that works,
     else what went wrong, written for the instructor (grading must not start then). ``grader``: whose
-    packages the sandbox mounts (default: the process's shared ones)."""
+    sandboxes, as it starts them for students (:meth:`~autograder.grading.grader.Grader.sandboxes`: its zygote's,
+    started here, where it has one), and mounting its packages (default: the process's shared ones)."""
     release = release or course.release()
     try:
-        with Sandbox(limits, isolation, (grader or graders.default()).packages(release)) as sandbox:
+        with (grader or graders.default()).sandboxes(limits, isolation, release)() as sandbox:
             errors = sandbox.run_cells(PROBE, ["the probe's imports", "the probe's function"])
             if any(errors):
                 return (

@@ -136,7 +136,6 @@ def _grade_in_sandbox(run: Run, sandbox: bool, grader: Grader | None) -> Precomp
                 from autograder.grading.notebook import preflight  # torch, imported only where a notebook runs
 
                 run.say("[2/6] checking that the sandbox works (a program known to be right)")
-                grader.prepare(run.limits, run.settings)  # the zygote imports torch during the preflight
                 problem = preflight(run.settings, grader=grader)
                 if problem:
                     raise GradingUnavailable(f"grading cannot start, and nothing was scored: {problem}")

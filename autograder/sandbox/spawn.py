@@ -17,8 +17,9 @@ The student's code therefore runs with the same uid, limits, cgroups, mounts and
 What the worker has of the zygote is what a fresh worker would import itself. Closing a :class:`SpawnedSandbox`
 kills its worker and its holder, and with the holder its PID namespace and everything in it.
 
-A zygote that cannot start or stops (:class:`ZygoteUnavailable`) is the grader's failure, never the student's:
-:meth:`autograder.grading.grader.Grader.sandboxes` then starts fresh sandboxes instead.
+A zygote that cannot start or stops, or a worker it forked that does not say ``Ready`` (before any of the student's
+code runs), is :class:`ZygoteUnavailable`: the grader's failure, never the student's.
+:meth:`autograder.grading.grader.Grader.sandboxes` then starts fresh sandboxes instead, and ``make grade`` says why.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from pathlib import Path
 from autograder.sandbox import launcher, wire
 from autograder.sandbox.address_space import descendants, host_pid
 from autograder.sandbox.bwrap import PACKAGES_MOUNT, environment
-from autograder.sandbox.errors import SandboxUnavailable
+from autograder.sandbox.errors import SandboxError, SandboxUnavailable
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.pool import ForkedProcess
 from autograder.sandbox.process import Sandbox
@@ -254,10 +255,16 @@ class Zygote:
                 os.close(fd)
             holder.close()
             raise
-        self.spawned += 1
         streams = (os.fdopen(requests_write, "wb"), os.fdopen(replies_read, "rb", buffering=0))
         process = ForkedProcess(self, answer.pid, answer.pid, *streams, os.fdopen(output_read, "rb"))
-        return SpawnedSandbox(self.limits, holder, process, started)
+        spawned = SpawnedSandbox(self.limits, holder, process, started)
+        try:  # before any of the student's code runs: a worker that does not start is the zygote's failure
+            spawned._wait_ready()
+        except (SandboxUnavailable, SandboxError) as error:
+            spawned.close()
+            raise ZygoteUnavailable(f"a worker it forked did not start: {error}") from None
+        self.spawned += 1
+        return spawned
 
     def exit_status(self, pid: int, timeout: float) -> int | None:
         """How worker ``pid`` (a host pid) ended, as Popen's ``returncode``, waiting at most ``timeout`` s; None if
