@@ -89,7 +89,8 @@ class Holder(Sandbox):
             if not chunk:
                 code = process.wait()
                 self.close()
-                raise SandboxUnavailable(f"the sandbox exited with status {code} before it was ready{self._said()}")
+                told = self._launcher_said()
+                raise SandboxUnavailable(f"the sandbox exited with status {code} before it was ready{told}")
             said += chunk
         if said != b"holding\n":
             self.close()
@@ -100,11 +101,6 @@ class Holder(Sandbox):
             self.close()
             raise SandboxUnavailable(f"the sandbox's holder is not running: {error}") from None
         self.ready = True
-
-    def _said(self) -> str:
-        time.sleep(0.1)  # let the output thread take the last of it
-        text = bytes(self.output[-2000:]).decode(errors="replace").strip()
-        return f"; it said: {text}" if text else ""
 
     @property
     def uid(self) -> int | None:
@@ -141,7 +137,8 @@ class SpawnedSandbox(Sandbox):
 
 class Zygote:
     """The zygote for sandboxes with ``limits`` and the students' ``packages`` (a folder); started at once, ready
-    by the first :meth:`sandbox`. Use as a context manager; :meth:`close` stops it (its sandboxes live on)."""
+    by the first :meth:`sandbox`. Use as a context manager; :meth:`close` stops it, and with it the workers it forked
+    (their parent-death signal): close it after its sandboxes."""
 
     def __init__(self, limits: Limits, packages: Path):
         if os.geteuid() != 0:

@@ -33,12 +33,11 @@ import contextlib
 import ctypes
 import json
 import os
-import resource
 import signal
 import socket
 import traceback
 
-from autograder.sandbox import forkserver, wire, worker
+from autograder.sandbox import forkserver, launcher, wire, worker
 
 FDS = 3  # requests, replies, output
 HOME = "/home/student"
@@ -56,8 +55,6 @@ NAMESPACES = {
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 38
 PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 CAPABILITY_VERSION_3 = 0x20080522
-MB = 2**20
-FAILED = 125  # a child's status where it could not put the worker in its sandbox (as the launcher's)
 
 
 class _CapHeader(ctypes.Structure):
@@ -151,7 +148,7 @@ def _child(request: dict, fds: list[int], said: int, values) -> None:
         child = os.fork()
     except BaseException:
         os.write(said, traceback.format_exc().encode()[-2000:])
-        os._exit(FAILED)
+        os._exit(launcher.LAUNCH_FAILED)
     if child == 0:
         _worker(request, fds, said, values)
     os.write(said, f"pid {child}".encode())
@@ -179,10 +176,7 @@ def _worker(request: dict, fds: list[int], said: int, values) -> None:
         os.setpgid(0, 0)  # a process group of its own, which the grader kills whole
         _check(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "the parent-death signal")
         limits, uid = request["limits"], int(request["uid"])
-        resource.setrlimit(resource.RLIMIT_AS, (limits["memory_mb"] * MB,) * 2)
-        resource.setrlimit(resource.RLIMIT_CPU, (limits["cpu_seconds"], limits["cpu_seconds"] + 5))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_mb"] * MB,) * 2)
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        launcher.set_limits(limits)
         for capability in range(64):  # past the last capability the kernel knows, EINVAL: nothing to drop
             _libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0)
         os.setresgid(uid, uid, uid)
@@ -191,11 +185,11 @@ def _worker(request: dict, fds: list[int], said: int, values) -> None:
         _check(_libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "clearing the ambient capabilities")
         _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
         _check(_libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "dumpable")  # as a fresh worker is, for its own /proc
-        resource.setrlimit(resource.RLIMIT_NPROC, (limits["processes"],) * 2)
+        launcher.limit_processes(limits)
         _refuse_privileges()
     except BaseException:
         traceback.print_exc(file=os.fdopen(fds[2], "w", closefd=False))
-        os._exit(FAILED)
+        os._exit(launcher.LAUNCH_FAILED)
     worker.serve_forked(fds, values)
 
 
