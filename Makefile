@@ -215,7 +215,7 @@ train: venv  ## train the capstone Transformer (dates task, best device); option
 
 generate: venv  ## continue a prompt with a published checkpoint in the course's layers, timed beside transformers; ARGS="--model gpt2 --prompt '...' --tokens 50"
 	@test -n "$(ARGS)" || { echo "usage: make generate ARGS=\"--model gpt2 --prompt 'Attention is' --tokens 50\"   (a Hugging Face Hub name, or a local folder)"; exit 2; }
-	$(BIN)/python -m attention_course.generate $(ARGS)
+	$(BIN)/python -m attention_course.published.generate $(ARGS)
 
 bench-transformer: venv  ## tokens/s of the course's Transformer vs the same model from torch.nn layers
 	$(BIN)/python -m benchmarks.transformer $(ARGS)

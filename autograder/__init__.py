@@ -13,7 +13,7 @@ per property::
     check_matches_reference(item, [array(2, 3, 5)], {"axis": 1})
 """
 
-from attention_course import lazy
+from attention_course.tooling import lazy
 
 _HOMES = {  # name -> the module that defines it; imported on first use, so that what needs none of
     # them (nbgrader's plugins, the command-line tools) does not import torch for nothing

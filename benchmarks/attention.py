@@ -13,9 +13,9 @@ inputs. The implementations:
 - ``triton``: chapter 11's reference kernels (``attention_course.solutions.ch11_flash_attention``), compiled by
   Triton, forward and backward (``flash_attention_forward`` and ``flash_attention_backward`` in an autograd
   function), in blocks of :data:`TRITON_BLOCK` queries and keys. This process imports triton compiled
-  (``TRITON_INTERPRET=0``, :func:`attention_course.flash.load_triton`) before anything else imports it. The kernels
-  take float32 (their ``tl.dot`` in TF32, Triton's default on a recent GPU) on a CUDA GPU only: another dtype or
-  device is recorded as not available.
+  (``TRITON_INTERPRET=0``, :func:`attention_course.kernels.interpreter.load_triton`) before anything else imports it.
+  The kernels take float32 (their ``tl.dot`` in TF32, Triton's default on a recent GPU) on a CUDA GPU only: another
+  dtype or device is recorded as not available.
 
     python -m benchmarks.attention                          # the best device, its default lengths
     python -m benchmarks.attention --device cpu --lengths 128 256 512 --heads 4
@@ -36,10 +36,10 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from attention_course import best_device
-from attention_course.flash import load_triton
-from attention_course.processes import synchronize
+from attention_course.kernels.interpreter import load_triton
 from attention_course.solutions.ch02_scaled_dot_product import scaled_dot_product_attention
 from attention_course.solutions.ch04_masking import causal_mask
+from attention_course.trainer.processes import synchronize
 
 BACKENDS = {"math": SDPBackend.MATH, "efficient": SDPBackend.EFFICIENT_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}
 IMPLEMENTATIONS = ("course", *BACKENDS, "triton")

@@ -30,8 +30,8 @@ import torch
 import torch.nn as nn
 
 from attention_course import best_device
-from attention_course.interop import to_torch_encoder_layer
-from attention_course.model import DecoderOnly
+from attention_course.models.interop import to_torch_encoder_layer
+from attention_course.models.transformer import DecoderOnly
 from attention_course.solutions.ch04_masking import causal_mask
 
 

@@ -39,7 +39,7 @@ A GPU machine whose Python lacks the notebook tools (nbformat, nbgrader) cannot 
 from the instructor notebooks: write them here first, ``attention_course.solutions.module_source(name)`` into
 ``attention_course/solutions/<name>.py`` of the copy that goes there, as the students' repository has them. A
 machine that reaches no network needs the tiny-Shakespeare text in ``$ATTENTION_COURSE_CACHE``
-(``attention_course.corpora``, checked against its SHA-256).
+(``attention_course.data.corpora``, checked against its SHA-256).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from attention_course.trainer import SPEEDUPS
+from attention_course.trainer.command import SPEEDUPS
 from benchmarks import scrub
 from benchmarks.figures import ROOT, load, record
 from benchmarks.replicate import chapter_constant

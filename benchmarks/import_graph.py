@@ -41,6 +41,13 @@ def levels(graph: nx.DiGraph) -> dict[str, int]:
     return {module: level[parts.graph["mapping"][module]] for module in graph}
 
 
+def longest_chain(graph: nx.DiGraph) -> list[str]:
+    """A longest chain of imports, from the module that starts it down to one that imports none of the package's
+    (a circle on it named by one of its modules)."""
+    parts = nx.condensation(graph)
+    return [min(parts.nodes[part]["members"]) for part in nx.dag_longest_path(parts)]
+
+
 def summary(package: str) -> dict:
     graph = graph_of(package)
     children = {m for m in graph if m.count(".") == 1}
@@ -52,6 +59,7 @@ def summary(package: str) -> dict:
         "folders": sorted(folders),
         "levels": max(by_module.values(), default=0),
         "circles": circles(graph),
+        "longest_chain": longest_chain(graph),
         "by_module": by_module,
     }
 
@@ -65,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.package}: {shape['modules']} modules on {shape['levels']} levels")
     print(f"  loose modules in its root: {len(shape['root_modules'])} ({', '.join(shape['root_modules'])})")
     print(f"  folders: {len(shape['folders'])} ({', '.join(m.split('.', 1)[1] for m in shape['folders'])})")
+    print(f"  longest chain: {' -> '.join(m.split('.', 1)[-1] for m in shape['longest_chain'])}")
     print(f"  import circles: {len(shape['circles'])}")
     for part in shape["circles"]:
         print("    " + " <-> ".join(part))

@@ -214,8 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.ablation and args.nanogpt is None:
         parser.error("--nanogpt DIR is needed to run nanoGPT beside the course (or give --ablation)")
-    from attention_course.corpora import tiny_shakespeare
-    from attention_course.trainer import SPEEDUPS
+    from attention_course.data.corpora import tiny_shakespeare
+    from attention_course.trainer.command import SPEEDUPS
 
     text = tiny_shakespeare()
     environment = {**os.environ, "PYTHONUNBUFFERED": "1"}

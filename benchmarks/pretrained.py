@@ -6,7 +6,7 @@
 The machines that build and test the course reach no model hub, so this program writes checkpoints of
 the two models' exact configurations with random weights (``transformers``' own initialisation) and a
 byte-level BPE tokenizer trained on the course's text, into a temporary folder, and runs ``make
-generate`` (:mod:`attention_course.generate`) on each: the course's model with its key/value cache, without
+generate`` (:mod:`attention_course.published.generate`) on each: the course's model with its key/value cache, without
 it, and ``transformers``' ``generate`` with its cache, timed in alternating rounds in one run. A
 generation step costs the same whatever the weights are, so the tokens per second are those of the real
 checkpoints; the continuations are not text.
@@ -23,9 +23,9 @@ from pathlib import Path
 
 import torch
 
-from attention_course import generate
-from attention_course.corpora import course_text
-from attention_course.tokenization import train_bpe
+from attention_course.data.corpora import course_text
+from attention_course.data.tokenization import train_bpe
+from attention_course.published import generate
 
 # The published configurations (config.json of "gpt2" and of "HuggingFaceTB/SmolLM-135M" on the Hub).
 CONFIGS = {

@@ -8,7 +8,7 @@ is built as the trainer builds it, takes ``--warmup-steps`` steps (compiling, if
 ``--steps`` steps under the profiler. Printed: the wall-clock milliseconds of a step, the host's milliseconds
 in the operators it launches, and the device's milliseconds in its kernels, with the operators that take the
 most device time; last, one JSON line of the figures: the device's time by kind of kernel (matrix products,
-attention, optimizer, the rest) and the host's time in each part of the step (``attention_course.loop.PHASES``:
+attention, optimizer, the rest) and the host's time in each part of the step (``attention_course.trainer.steps.PHASES``:
 making the batch, the forward pass, the backward pass, clipping, the optimizer's step), what a step costs
 the host whatever the device.
 """
@@ -23,10 +23,10 @@ import time
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from attention_course.checkpoints import Progress
-from attention_course.loop import PHASES, train_step
-from attention_course.processes import Processes, synchronize
-from attention_course.trainer import allow_tf32, build, check_options, parse_args
+from attention_course.trainer.checkpoints import Progress
+from attention_course.trainer.command import allow_tf32, build, check_options, parse_args
+from attention_course.trainer.processes import Processes, synchronize
+from attention_course.trainer.steps import PHASES, train_step
 
 # The kind of each kernel, by words in its operator's or kernel's name (the first that matches).
 KINDS = (

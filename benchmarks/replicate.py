@@ -27,7 +27,7 @@ import types
 
 from markdown_it import MarkdownIt
 
-from attention_course.syntax import parse
+from attention_course.tooling.syntax import parse
 from benchmarks.figures import RENDER, ROOT, record
 
 BOTTLENECK_WIDTHS = (32, 64, 128, 256)  # numbers in the plain decoder's single vector (2 x encoder GRU width)
@@ -131,7 +131,7 @@ def _bottleneck_width(width: int, seeds: int, steps: int, batch_size: int, test_
     import torch
 
     from attention_course import accuracy_by_length, greedy_decode_rnn, seed_everything, to_device, train
-    from attention_course.symbols import (
+    from attention_course.data.symbols import (
         SOURCE_VOCAB,
         TARGET_VOCAB,
         SubstitutionTask,
@@ -249,7 +249,7 @@ def tying(seeds: int, steps: int | None = None) -> dict:
     """Chapter 6's training run with separate and with tied target embedding and output layer, per seed."""
     import torch
 
-    from attention_course.trainer import main as train_main
+    from attention_course.trainer.command import main as train_main
 
     arguments = chapter_constant("ch06_transformer.md", "TRAIN_ARGS")
     if steps is not None:  # --quick
@@ -275,14 +275,15 @@ def families(seeds: int, budgets: tuple[int, ...], jobs: int) -> dict:
     ``jobs`` families at a time, each in a process of its own."""
     import torch
 
-    from attention_course.families import FAMILIES
+    from attention_course.basics.families import FAMILIES
 
     per_family = _in_processes(_family_runs, [(family, seeds, budgets) for family in FAMILIES], jobs)
     return {"device": _device_name(torch), "runs": [run for runs in per_family for run in runs]}
 
 
 def _family_runs(family: str, seeds: int, budgets: tuple[int, ...]) -> list[dict]:
-    from attention_course import best_device, families
+    from attention_course import best_device
+    from attention_course.basics import families
 
     device = best_device()
     runs = []

@@ -25,10 +25,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from attention_course import best_device
-from attention_course.dates import SOURCE_VOCAB, TARGET_VOCAB, DateTask, batch
-from attention_course.flops import mfu, peak_flops, training_flops
-from attention_course.layers import TokenEmbedding
-from attention_course.model import EncoderDecoder
+from attention_course.data.dates import SOURCE_VOCAB, TARGET_VOCAB, DateTask, batch
+from attention_course.models.layers import TokenEmbedding
+from attention_course.models.transformer import EncoderDecoder
+from attention_course.scale.flops import mfu, peak_flops, training_flops
 from attention_course.solutions.ch04_masking import causal_mask
 
 

@@ -50,7 +50,7 @@ from pathlib import Path
 import nbformat
 import yaml
 
-from attention_course.notebooks import COURSE_ROOT
+from attention_course.tooling.notebooks import COURSE_ROOT
 from autograder.release import colab, course, packages
 
 TEMPLATES = Path(__file__).resolve().parent / "templates" / "student"
@@ -74,7 +74,7 @@ STUDENT_REQUIREMENTS = (
     "jupyterlab",
     "nbgrader",  # the cells' roles (make validate, make check), and a hub's Validate button
     "msgspec",  # the sandbox's messages (make check grades in the sandbox)
-    "safetensors",  # published checkpoints in the course's layers (attention_course.pretrained, chapter 9)
+    "safetensors",  # published checkpoints in the course's layers (attention_course.published.pretrained, chapter 9)
     "huggingface_hub",
     "tokenizers",
     "transformers",

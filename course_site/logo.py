@@ -14,8 +14,8 @@ import sys
 
 import torch
 
-from attention_course.notebooks import COURSE_ROOT
 from attention_course.solutions.ch05_positional_encoding import sinusoidal_positional_encoding
+from attention_course.tooling.notebooks import COURSE_ROOT
 
 PATH = COURSE_ROOT / "book" / "_static" / "logo.svg"
 POSITIONS, D_MODEL, SHARPNESS = 8, 16, 3.0

@@ -17,7 +17,7 @@ import tarfile
 import urllib.request
 from pathlib import Path
 
-from attention_course.notebooks import COURSE_ROOT
+from attention_course.tooling.notebooks import COURSE_ROOT
 from autograder.release.course import FEEDBACK_MATHJAX, FEEDBACK_MATHJAX_PARTS
 
 VERSION = "3.2.2"

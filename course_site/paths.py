@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from attention_course.notebooks import COURSE_ROOT
+from attention_course.tooling.notebooks import COURSE_ROOT
 
 # Where a path starts: not inside a word, a web address or another path; or just after file://.
 _START = r"(?:(?<![\w.~/:%@+-])|(?<=file://))"

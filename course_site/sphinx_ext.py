@@ -22,7 +22,7 @@ sphinx-exercise that follows the item's ``exercise`` prompt::
 ``package-code`` shows an object of the course's package (like ``literalinclude`` with
 ``:pyobject:``) whose module builds on reference solutions::
 
-    ```{package-code} attention_course/model.py EncoderDecoder
+    ```{package-code} attention_course/models/transformer.py EncoderDecoder
     ```
 
 A code cell of a chapter that works an item out step by step carries the tag
@@ -67,7 +67,7 @@ from docutils import nodes
 from sphinx import addnodes
 from sphinx.util.docutils import SphinxDirective
 
-from attention_course import syntax
+from attention_course.tooling import syntax
 from autograder.release import colab, course, packages, reference
 from autograder.release.course import exercise_path
 

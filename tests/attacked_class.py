@@ -46,7 +46,7 @@ from pathlib import Path
 
 from nbformat.v4 import new_markdown_cell
 
-from attention_course.notebooks import COURSE_ROOT
+from attention_course.tooling.notebooks import COURSE_ROOT
 from autograder.grading.classroom import fill, make_course, solution_bodies, submit
 from tests.attacks import RECORDED_INPUTS
 

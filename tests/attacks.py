@@ -157,7 +157,8 @@ for _cell in (_solution_notebook() or {}).get("cells", []):
 # The reference from the course's packages, before the chapter's solutions are released (a term).
 IMPORT_REFERENCE = """
 import importlib, pkgutil
-for _name in ("attention_course.solutions.ch02_scaled_dot_product", "attention_course.model", "attention_course"):
+_names = ("attention_course.solutions.ch02_scaled_dot_product", "attention_course.models.transformer")
+for _name in (*_names, "attention_course"):
     try:
         _module = importlib.import_module(_name)
     except Exception:

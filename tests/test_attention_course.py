@@ -106,7 +106,7 @@ def test_attention_maps_show_one_map_at_a_time_with_the_tokens_on_the_axes():
 def test_the_training_program_does_not_shadow_the_train_function():
     import types
 
-    import attention_course.trainer  # noqa: F401  (a submodule named like an exported function would replace it)
+    import attention_course.trainer.command  # noqa: F401  (a submodule named like an exported function would replace it)
     from attention_course import train
 
     assert callable(train) and not isinstance(train, types.ModuleType)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attention_course.batching import generate_batch, left_padded, padded_mask, real_positions
-from attention_course.pretrained import from_pretrained
+from attention_course.published.batching import generate_batch, left_padded, padded_mask, real_positions
+from attention_course.published.pretrained import from_pretrained
 from tests.test_pretrained import build
 
 PROMPTS = [[5, 9, 2, 33, 14, 7, 21], [40], [3, 3, 8, 50], [11, 12, 13, 14, 15, 16, 17, 18, 19, 20]]

@@ -25,8 +25,8 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from attention_course import notebooks
-from attention_course.notebooks import COURSE_ROOT
+from attention_course.tooling import notebooks
+from attention_course.tooling.notebooks import COURSE_ROOT
 from autograder.grading.classroom import fill
 from autograder.grading.notebook import grade_notebook
 from autograder.release import colab, course, reference

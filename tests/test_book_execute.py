@@ -16,7 +16,7 @@ from myst_nb.core.config import NbParserConfig
 from myst_nb.core.execute import create_client
 from myst_nb.core.read import read_myst_markdown_notebook
 
-from attention_course.notebooks import COURSE_ROOT
+from attention_course.tooling.notebooks import COURSE_ROOT
 from benchmarks import book as bench_book
 from course_site import execute as book_execute
 from course_site import progress as book_progress

@@ -6,7 +6,7 @@ import select
 import subprocess
 import sys
 
-from attention_course.notebooks import COURSE_ROOT
+from attention_course.tooling.notebooks import COURSE_ROOT
 from course_site import build_log
 
 ESC = b"\x1b"

@@ -20,7 +20,7 @@ import importlib
 
 import pytest
 
-from attention_course import notebooks
+from attention_course.tooling import notebooks
 from autograder.release import course
 from tests import grading_accuracy
 from tests.correct import notebooks as correct_notebooks

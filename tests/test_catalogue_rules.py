@@ -27,8 +27,8 @@ import symtable
 import pytest
 
 import autograder
-from attention_course import notebooks
 from attention_course.solutions import register_source
+from attention_course.tooling import notebooks
 from autograder.api import items
 from autograder.api.items import CheckFailed
 from autograder.grading.classroom import fill, solution_bodies

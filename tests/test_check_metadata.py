@@ -15,8 +15,8 @@ import pytest
 from nbgrader.nbgraderformat import MetadataValidator, ValidationError
 from nbgrader.nbgraderformat.common import SchemaTooNewError, SchemaTooOldError
 
-from attention_course import notebooks
-from attention_course.notebooks import COURSE_ROOT
+from attention_course.tooling import notebooks
+from attention_course.tooling.notebooks import COURSE_ROOT
 from autograder.nbgrader import check_metadata
 from autograder.release import course
 

@@ -1,4 +1,4 @@
-"""Chapter 10's model, task and circuits (attention_course/circuits.py), and the inputs its exercise's checks make."""
+"""Chapter 10's model, task and circuits (attention_course.interpret), and the inputs its exercise's checks make."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from attention_course.circuits import (
+from attention_course.interpret.circuits import (
     AttentionOnly,
     AttentionOnlyConfig,
     composition_scores,
@@ -20,7 +20,7 @@ from attention_course.circuits import (
     repeated_tokens,
     train_induction,
 )
-from attention_course.model import DecoderOnly
+from attention_course.models.transformer import DecoderOnly
 from autograder.api import scripted, specs
 
 SMALL = AttentionOnlyConfig(vocab_size=12, max_len=16, d_model=16, num_heads=2, num_layers=2)

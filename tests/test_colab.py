@@ -12,8 +12,8 @@ import types
 import nbformat
 import pytest
 
-from attention_course import notebooks
-from attention_course.notebooks import COURSE_ROOT
+from attention_course.tooling import notebooks
+from attention_course.tooling.notebooks import COURSE_ROOT
 from autograder.release import colab, colab_pins, course
 from autograder.release.course import Repository, exercise_path, repository
 from course_site import sphinx_ext

@@ -28,7 +28,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell
 from traitlets.config.loader import PyFileConfigLoader
 
-from attention_course import notebooks
+from attention_course.tooling import notebooks
 from autograder.cli import exercises, grade
 from autograder.grading import run_nbgrader as _nbgrader
 from autograder.grading.classroom import fill, make_course, released, submit

@@ -9,7 +9,7 @@ import re
 import pytest
 import yaml
 
-from attention_course.notebooks import COURSE_ROOT
+from attention_course.tooling.notebooks import COURSE_ROOT
 from autograder.release import course
 from tests.support.points import max_points
 

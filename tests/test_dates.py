@@ -5,7 +5,7 @@ import datetime
 import pytest
 import torch
 
-from attention_course.dates import FORMATS, SOURCE_VOCAB, TARGET_VOCAB, DateTask, batch
+from attention_course.data.dates import FORMATS, SOURCE_VOCAB, TARGET_VOCAB, DateTask, batch
 
 SAT = datetime.date(2026, 11, 21)
 

@@ -1,4 +1,4 @@
-"""The diagrams of attention_course.diagrams: each draws its mechanism from its arguments."""
+"""The diagrams of attention_course.basics.diagrams: each draws its mechanism from its arguments."""
 
 import matplotlib
 
@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from attention_course import diagrams
+from attention_course.basics import diagrams
 
 
 def texts(fig) -> list[str]:

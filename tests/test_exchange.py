@@ -52,8 +52,8 @@ import pytest
 from nbgrader.api import Gradebook
 from nbgrader.utils import parse_utc
 
-from attention_course import notebooks
-from attention_course.notebooks import COURSE_ROOT
+from attention_course.tooling import notebooks
+from attention_course.tooling.notebooks import COURSE_ROOT
 from autograder.cli import grade
 from autograder.exchange.records import REFUSAL, SECRET
 from autograder.grading import run_nbgrader as _nbgrader

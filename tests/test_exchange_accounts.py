@@ -40,7 +40,7 @@ import pytest
 from nbgrader.api import Gradebook
 from nbgrader.utils import parse_utc
 
-from attention_course.notebooks import COURSE_ROOT
+from attention_course.tooling.notebooks import COURSE_ROOT
 from autograder.exchange.records import REFUSAL
 from autograder.grading import run_nbgrader
 from autograder.grading.classroom import fill, make_course, submit

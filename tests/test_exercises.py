@@ -6,7 +6,7 @@ import re
 import nbformat
 import pytest
 
-from attention_course import notebooks
+from attention_course.tooling import notebooks
 from autograder.cli import exercises
 from autograder.release import course
 
@@ -150,7 +150,7 @@ def test_the_chapters_exercise_section_names_its_written_answer_graded_by_hand(a
     """A student reads of the hand-graded written answer before the notebook: the chapter's Exercise section names
     it with its points (as the notebook has them), says the instructor grades it by hand with a rubric, and that
     `make check` does not grade it."""
-    from attention_course.notebooks import COURSE_ROOT
+    from attention_course.tooling.notebooks import COURSE_ROOT
 
     text = (COURSE_ROOT / "book" / f"{assignment}.md").read_text()
     anchor = f"({assignment[:4]}-exercise)="

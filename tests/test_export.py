@@ -22,7 +22,7 @@ import nbformat
 import pytest
 
 from attention_course import solutions
-from attention_course.notebooks import COURSE_ROOT
+from attention_course.tooling.notebooks import COURSE_ROOT
 from autograder.grading.classroom import fill
 from autograder.release import colab, course, packages, reference
 from course_site import export, leaks
@@ -61,7 +61,7 @@ def test_the_export_holds_exercises_packages_and_files_for_students(exported):
     assert names >= STUDENT_FILES
     assert {
         "attention_course/__init__.py",
-        "attention_course/dates.py",
+        "attention_course/data/dates.py",
         "attention_course/solutions/__init__.py",
         "autograder/__init__.py",
         "autograder/checks/values.py",
@@ -88,15 +88,18 @@ def test_only_the_released_solutions_are_in_it(exported):
         "ch01_bahdanau"
     )
     # The capstone's models build on chapters 3 to 6: they wait for those releases.
-    assert not (exported / "attention_course" / "model.py").exists()
-    assert not (exported / "attention_course" / "trainer.py").exists()
+    assert not (exported / "attention_course" / "models" / "transformer.py").exists()
+    assert not (exported / "attention_course" / "moved" / "model.py").exists()  # nor its earlier name
+    assert not (exported / "attention_course" / "trainer" / "command.py").exists()
+    assert (exported / "attention_course" / "moved" / "dates.py").is_file()  # the date task's is there
     assert leaks.scan(exported, ROOT, TERM, published=export.published_tests(TERM, ROOT)).ok
 
 
 def test_every_edition_exports_what_it_releases(tmp_path):
     everything = export.write(tmp_path / "open", course.Release("open"), ROOT)
     assert {f"attention_course/solutions/{a}.py" for a in course.assignments()} <= set(everything)
-    assert "attention_course/model.py" in everything and "attention_course/trainer.py" in everything
+    assert "attention_course/models/transformer.py" in everything
+    assert "attention_course/trainer/command.py" in everything
     # the open edition's notebooks are the committed ones, naming _config.yml's repository
     for rel in (course.exercise_path("ch01_bahdanau"), "solutions/ch01_bahdanau/ch01_bahdanau.ipynb"):
         assert (tmp_path / "open" / rel).read_bytes() == (ROOT / rel).read_bytes(), rel
@@ -417,7 +420,7 @@ def test_the_colab_package_holds_only_released_solutions(exported, tmp_path):
     for module in (
         "autograder/checks/values.py",
         "autograder/api/specs.py",
-        "attention_course/dates.py",
+        "attention_course/data/dates.py",
         "attention_course/solutions/ch01_bahdanau.py",
     ):
         assert module in names, f"the package that Colab installs lacks {module}"

@@ -1,14 +1,14 @@
-"""attention_course.families: four model families on the date task, differing in their masks and objectives."""
+"""attention_course.basics.families: four model families on the date task, differing in their masks and objectives."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from attention_course import families
-from attention_course.dates import DateTask
-from attention_course.families import MASK_CHARACTER, STREAM_FAMILIES, STREAM_VOCAB
-from attention_course.model import DecoderOnly
+from attention_course.basics import families
+from attention_course.basics.families import MASK_CHARACTER, STREAM_FAMILIES, STREAM_VOCAB
+from attention_course.data.dates import DateTask
+from attention_course.models.transformer import DecoderOnly
 from attention_course.solutions.ch04_masking import causal_mask
 
 TINY = families.Shape(d_model=16, heads=2, layers=2, d_ff=32)

@@ -1,4 +1,4 @@
-"""Chapter 11's library (attention_course.flash): the plain attention that the kernels must reproduce, the choice of
+"""Chapter 11's library (attention_course.kernels): the plain attention that the kernels must reproduce, the choice of
 Triton's interpreter, the reference kernels against it, and the timing of a student's kernel compiled, tried here
 in the interpreter (tests/test_gpu.py times it compiled, on a GPU)."""
 
@@ -12,14 +12,14 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attention_course import flash, flash_costs, flash_timing
+from attention_course.kernels import costs, interpreter, plain, timing
 from attention_course.solutions import register_source
 
 
 @pytest.fixture(scope="module")
 def kernels():
     """The reference kernels, in Triton's interpreter (load_triton switches a worker where torch imported it)."""
-    flash.load_triton(interpret=True)
+    interpreter.load_triton(interpret=True)
     from attention_course.solutions import ch11_flash_attention
 
     return ch11_flash_attention
@@ -44,7 +44,7 @@ def test_attention_is_sdpas_and_its_gradients_are_autograds(causal, lengths):
         visible = visible.tril(lk - lq)
     seen = visible.any(-1)
     assert not causal or lq <= lk or not seen.all()  # (9, 4): its first 5 queries see no key
-    output, lse = flash.attention(q, k, v, causal)
+    output, lse = plain.attention(q, k, v, causal)
     want = F.scaled_dot_product_attention(q[..., seen, :], k, v, attn_mask=visible[seen])
     torch.testing.assert_close(output[..., seen, :], want)
     assert not output[..., ~seen, :].any()
@@ -53,23 +53,23 @@ def test_attention_is_sdpas_and_its_gradients_are_autograds(causal, lengths):
     torch.testing.assert_close(lse, torch.logsumexp(scores, -1).float())  # -inf where a query sees no key
     grad_output = torch.randn_like(output)
     leaves = [t.clone().requires_grad_() for t in (q, k, v)]
-    plain = F.scaled_dot_product_attention(leaves[0][..., seen, :], *leaves[1:], attn_mask=visible[seen])
-    expected = torch.autograd.grad(plain, leaves, grad_output[..., seen, :])
-    for got, want in zip(flash.attention_gradients(q, k, v, grad_output, causal), expected):
+    builtin = F.scaled_dot_product_attention(leaves[0][..., seen, :], *leaves[1:], attn_mask=visible[seen])
+    expected = torch.autograd.grad(builtin, leaves, grad_output[..., seen, :])
+    for got, want in zip(plain.attention_gradients(q, k, v, grad_output, causal), expected):
         assert torch.isfinite(got).all()
         torch.testing.assert_close(got, want)
 
 
 def test_attention_answers_in_the_inputs_dtype():
     q, k, v = qkv((1,), 4, 4, 16, dtype=torch.float32)
-    output, lse = flash.attention(q, k, v)
-    grads = flash.attention_gradients(q, k, v, torch.ones_like(q))
+    output, lse = plain.attention(q, k, v)
+    grads = plain.attention_gradients(q, k, v, torch.ones_like(q))
     assert output.dtype == lse.dtype == torch.float32 and all(g.dtype == torch.float32 for g in grads)
 
 
 LOAD_TWICE = """
 import os
-from attention_course.flash import load_triton
+from attention_course.kernels.interpreter import load_triton
 triton, tl = load_triton({first})
 print(os.environ["TRITON_INTERPRET"], triton.knobs.runtime.interpret, tl.__name__)
 load_triton({first})  # the same choice again
@@ -89,7 +89,7 @@ import torch
 (torch.arange(4, device="meta")[:, None] < 2).any()
 print("imported first:", "triton" in sys.modules)
 from attention_course.solutions import ch11_flash_attention as kernels
-from attention_course.flash import attention
+from attention_course.kernels.plain import attention
 q = torch.randn(2, 40, 16, generator=torch.Generator().manual_seed(0))
 output, lse = kernels.flash_attention_forward(q, q, q, causal=True)
 want = attention(q, q, q, causal=True)
@@ -101,7 +101,7 @@ def test_the_choice_of_the_interpreter_holds_or_switches_to_the_interpreter():
     """Each order in a process of its own, all at once: triton imported in the interpreter stays there (compiled
     kernels are refused), and triton imported compiled is switched to the interpreter where asked, even by torch
     before the course asked anything."""
-    environment = {name: value for name, value in os.environ.items() if name != flash.INTERPRET}
+    environment = {name: value for name, value in os.environ.items() if name != interpreter.INTERPRET}
     scripts = {
         order: LOAD_TWICE.format(first=order[0], second=order[1]) for order in (("None", "False"), ("False", "True"))
     }
@@ -139,12 +139,12 @@ def test_the_reference_kernels_compute_the_plain_attention_and_its_gradients(ker
     q, k, v = qkv(*shape, dtype=torch.float32, seed=1)
     block_q, block_k = blocks
     output, lse = kernels.flash_attention_forward(q, k, v, causal, block_q, block_k)
-    want_output, want_lse = flash.attention(q, k, v, causal)
+    want_output, want_lse = plain.attention(q, k, v, causal)
     torch.testing.assert_close(output, want_output, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(lse, want_lse, atol=1e-5, rtol=1e-5)
     grad_output = torch.randn(output.shape, generator=torch.Generator().manual_seed(2))
     grads = kernels.flash_attention_backward(q, k, v, output, lse, grad_output, causal, block_q, block_k)
-    for got, want in zip(grads, flash.attention_gradients(q, k, v, grad_output, causal)):
+    for got, want in zip(grads, plain.attention_gradients(q, k, v, grad_output, causal)):
         torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
 
 
@@ -157,8 +157,8 @@ def test_the_benchmarks_autograd_function_runs_both_kernels(kernels):
     output = TritonAttention.apply(kernels, *leaves)
     grad_output = torch.randn(output.shape, generator=torch.Generator().manual_seed(4))
     output.backward(grad_output)
-    torch.testing.assert_close(output.detach(), flash.attention(q, k, v, causal=True)[0], atol=1e-5, rtol=1e-5)
-    for leaf, want in zip(leaves, flash.attention_gradients(q, k, v, grad_output, causal=True)):
+    torch.testing.assert_close(output.detach(), plain.attention(q, k, v, causal=True)[0], atol=1e-5, rtol=1e-5)
+    for leaf, want in zip(leaves, plain.attention_gradients(q, k, v, grad_output, causal=True)):
         torch.testing.assert_close(leaf.grad, want, atol=1e-4, rtol=1e-4)
 
 
@@ -171,7 +171,8 @@ from math import sqrt
 import torch
 import torch.nn.functional as F
 
-from attention_course.flash import attention, load_triton
+from attention_course.kernels.plain import attention
+from attention_course.kernels.interpreter import load_triton
 
 triton, tl = load_triton()
 BLOCK = 16
@@ -218,9 +219,9 @@ def notebook(kernels):
 
 
 def test_a_forwards_module_holds_what_it_uses_and_runs_alone(notebook):
-    source = flash_timing.module_source(notebook["flash_attention_forward"])
+    source = timing.module_source(notebook["flash_attention_forward"])
     imported = (
-        "from attention_course.flash import attention\n",
+        "from attention_course.kernels.plain import attention\n",
         "import torch.nn.functional as F\n",
         "from math import sqrt\n",
     )
@@ -243,20 +244,20 @@ def test_a_forwards_module_holds_what_it_uses_and_runs_alone(notebook):
 
 def test_a_forward_without_source_is_refused():
     with pytest.raises(TypeError, match="defined with `def`"):
-        flash_timing.module_source(lambda q, k, v: (q, q))
+        timing.module_source(lambda q, k, v: (q, q))
     namespace = {}
     exec(compile("def forward(q, k, v):\n    return q\n", "<nowhere>", "exec"), namespace)
     with pytest.raises(ValueError, match="cannot read the source of forward"):
-        flash_timing.module_source(namespace["forward"])
+        timing.module_source(namespace["forward"])
     with pytest.raises(ValueError, match="device must be 'cuda' or 'cpu'"):
-        flash_timing.run_timing(namespace["forward"], device="mps")
+        timing.run_timing(namespace["forward"], device="mps")
 
 
 def test_the_timing_module_tabulates_each_length_and_says_what_failed(notebook, tmp_path, capsys):
-    """`python -m attention_course.flash`'s main, in this process (its triton: the interpreter), on the CPU."""
+    """`python -m attention_course.kernels.timing`'s main, in this process (its triton: the interpreter), on the CPU."""
     path = tmp_path / "timed_kernels.py"
-    path.write_text(flash_timing.module_source(notebook["flash_attention_forward"]))
-    assert flash_timing.main([str(path), "--device", "cpu", "--lengths", "8", "--heads", "1", "--head-dim", "16"]) == 0
+    path.write_text(timing.module_source(notebook["flash_attention_forward"]))
+    assert timing.main([str(path), "--device", "cpu", "--lengths", "8", "--heads", "1", "--head-dim", "16"]) == 0
     table = capsys.readouterr().out.splitlines()
     assert table[0].startswith("Causal attention on the CPU: 1 sequence, 1 head of size 16; median milliseconds")
     header = table.index(next(line for line in table if line.split()[:1] == ["length"]))
@@ -281,19 +282,19 @@ def test_the_timing_module_tabulates_each_length_and_says_what_failed(notebook, 
     assert float(yours_bf16) > 0 if yours_bf16 != "failed" else any("yours in bfloat16 at length 8" in x for x in table)
     assert efficient == "failed" or float(efficient) > 0  # PyTorch may have no memory-efficient kernel on the CPU
     # A forward that fails: its cell says so, and why, below the table.
-    assert flash_timing.main([str(path), "--device", "cpu", "--lengths", "8", "--heads", "1", "--head-dim", "8"]) == 0
+    assert timing.main([str(path), "--device", "cpu", "--lengths", "8", "--heads", "1", "--head-dim", "8"]) == 0
     table = capsys.readouterr().out
     assert "   failed " in table and "yours at length 8: ValueError: q: too small" in table
     if not torch.cuda.is_available():
         with pytest.raises(SystemExit):
-            flash_timing.main([str(path), "--device", "cuda"])
+            timing.main([str(path), "--device", "cuda"])
         assert "no CUDA GPU here" in capsys.readouterr().err
 
 
 def test_the_timing_runs_in_a_process_of_its_own(kernels):
     """run_timing, the path of time_on_gpu, on the CPU: the reference forward's module written, then run by
-    `python -m attention_course.flash` in Triton's interpreter, whatever this process's triton."""
-    table = flash_timing.run_timing(kernels.flash_attention_forward, "cpu", (24,), 1, 16, 16, 16, timeout=120)
+    `python -m attention_course.kernels.timing` in Triton's interpreter, whatever this process's triton."""
+    table = timing.run_timing(kernels.flash_attention_forward, "cpu", (24,), 1, 16, 16, 16, timeout=120)
     assert (
         "  yours: flash_attention_forward in Triton's interpreter, in float32 and in bfloat16 (whose tl.dot it gets "
         "wrong: times only), block_q=16, block_k=16" in table
@@ -304,44 +305,44 @@ def test_the_timing_runs_in_a_process_of_its_own(kernels):
 
 def test_without_a_gpu_time_on_gpu_says_so(monkeypatch, capsys, kernels):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    flash.time_on_gpu(kernels.flash_attention_forward)
+    timing.time_on_gpu(kernels.flash_attention_forward)
     assert capsys.readouterr().out.startswith("No CUDA GPU here: on one (Colab's included), this runs your kernel")
 
 
 def test_causal_alignments_differ_only_where_the_lengths_do():
-    assert torch.equal(flash_costs.causal_mask(4, 4), flash_costs.causal_mask(4, 4, "bottom-right"))
-    top, bottom = flash_costs.causal_mask(3, 5), flash_costs.causal_mask(3, 5, "bottom-right")
+    assert torch.equal(costs.causal_mask(4, 4), costs.causal_mask(4, 4, "bottom-right"))
+    top, bottom = costs.causal_mask(3, 5), costs.causal_mask(3, 5, "bottom-right")
     assert top[0].tolist() == [True, False, False, False, False]  # query 0 sees key 0 alone
     assert bottom[-1].all() and bottom[0].tolist() == [True, True, True, False, False]
     with pytest.raises(ValueError, match="align"):
-        flash_costs.causal_mask(3, 5, "left")
+        costs.causal_mask(3, 5, "left")
 
 
 @pytest.mark.parametrize("chunks", [1, 3, 7])
 def test_split_kv_attention_combines_to_plain_attention(chunks):
     q, k, v = qkv((2,), 1, 50, 8, dtype=torch.float32)
-    output, lse = flash_costs.split_kv_attention(q, k, v, chunks)
-    want, want_lse = flash.attention(q, k, v)
+    output, lse = costs.split_kv_attention(q, k, v, chunks)
+    want, want_lse = plain.attention(q, k, v)
     torch.testing.assert_close(output, want)
     torch.testing.assert_close(lse, want_lse)
     # averaging the chunks' outputs (no lse weights) is not attention
     plain_mean = torch.stack(
-        [flash.attention(q, kc, vc)[0] for kc, vc in zip(k.tensor_split(chunks, -2), v.tensor_split(chunks, -2))]
+        [plain.attention(q, kc, vc)[0] for kc, vc in zip(k.tensor_split(chunks, -2), v.tensor_split(chunks, -2))]
     ).mean(0)
     assert chunks == 1 or not torch.allclose(plain_mean, want)
     with pytest.raises(ValueError, match="chunks"):
-        flash_costs.split_kv_attention(q, k, v, 51)
+        costs.split_kv_attention(q, k, v, 51)
 
 
 def test_attention_flops_count_two_products_forward_and_five_or_seven_backward():
-    full = flash_costs.attention_flops(1024, 1024, 64)
+    full = costs.attention_flops(1024, 1024, 64)
     assert full["forward"] == 4 * 1024 * 1024 * 64
     assert full["backward_five"] / full["forward"] == 2.5 and full["backward_seven"] / full["forward"] == 3.5
-    causal = flash_costs.attention_flops(1024, 1024, 64, causal=True)
+    causal = costs.attention_flops(1024, 1024, 64, causal=True)
     assert causal["forward"] == 4 * 64 * 1024 * 1025 // 2  # the diagonal's pairs are kept: a little over half
-    assert flash_costs.fused_forward_bytes(8, 8, 4, 2) == 4 * 8 * 4 * 2 + 4 * 8
+    assert costs.fused_forward_bytes(8, 8, 4, 2) == 4 * 8 * 4 * 2 + 4 * 8
     with pytest.raises(ValueError, match="head_dim"):
-        flash_costs.attention_flops(8, 8, 0)
+        costs.attention_flops(8, 8, 0)
 
 
 def test_the_interpreter_multiplies_float16_tiles_but_not_bfloat16_ones(kernels):
@@ -349,7 +350,7 @@ def test_the_interpreter_multiplies_float16_tiles_but_not_bfloat16_ones(kernels)
     two float16 tiles as a GPU does (products summed in float32), and loads, stores and casts bfloat16, but its tl.dot
     of two bfloat16 tiles gives wrong numbers (NumPy has no bfloat16). When a Triton release mends it, this fails:
     then grade bfloat16 too (the exercise's precision tests, and their words)."""
-    triton, tl = flash.load_triton(interpret=True)
+    triton, tl = interpreter.load_triton(interpret=True)
 
     @triton.jit
     def product(a_ptr, b_ptr, out_ptr, copy_ptr, N: tl.constexpr):
@@ -378,18 +379,18 @@ def test_the_reference_kernels_keep_float16_and_sum_in_float32(kernels):
     q, k, v = qkv((2,), 37, 53, 32, dtype=torch.float16, seed=3)
     output, lse = kernels.flash_attention_forward(q, k, v, True, 16, 32)
     assert output.dtype == torch.float16 and lse.dtype == torch.float32
-    want_output, want_lse = flash.attention(q, k, v, True)
+    want_output, want_lse = plain.attention(q, k, v, True)
     torch.testing.assert_close(output, want_output, atol=2e-3, rtol=2e-3)
     torch.testing.assert_close(lse, want_lse, atol=1e-4, rtol=1e-4)
     q, k, v = qkv((1,), 16, 128, 16, dtype=torch.float32, seed=4)
     q, k, v = (q * 0.1).half(), k.half(), (v + 1000).half()
     assert (v.float().sum(-2) > torch.finfo(torch.float16).max).all()  # the unnormalised sum overflows float16
     output, _ = kernels.flash_attention_forward(q, k, v, False, 16, 32)
-    torch.testing.assert_close(output, flash.attention(q, k, v)[0], atol=2e-3, rtol=2e-3)
+    torch.testing.assert_close(output, plain.attention(q, k, v)[0], atol=2e-3, rtol=2e-3)
     q, k, v = qkv((2,), 45, 45, 32, dtype=torch.float16, seed=6)
     output, lse = kernels.flash_attention_forward(q, k, v, True, 32, 16)
     grad_output = torch.randn(output.shape, generator=torch.Generator().manual_seed(5)).half()
     grads = kernels.flash_attention_backward(q, k, v, output, lse, grad_output, True, 32, 16)
-    for got, want in zip(grads, flash.attention_gradients(q, k, v, grad_output, True)):
+    for got, want in zip(grads, plain.attention_gradients(q, k, v, grad_output, True)):
         assert got.dtype == torch.float16
         torch.testing.assert_close(got, want, atol=4e-3, rtol=4e-3)

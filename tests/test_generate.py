@@ -13,7 +13,7 @@ import json
 import pytest
 import torch
 
-from attention_course.model import DecoderOnly
+from attention_course.models.transformer import DecoderOnly
 from benchmarks import generate as bench
 from tests.support.decoding import logits_fed_in_pieces
 

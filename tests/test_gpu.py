@@ -10,7 +10,7 @@ import sys
 import pytest
 import torch
 
-from attention_course.trainer import parse_args
+from attention_course.trainer.command import parse_args
 from benchmarks import attention, figures, gpu
 
 
@@ -42,14 +42,14 @@ def test_a_row_times_forward_and_backward_or_says_why_not(device):
 
 
 def test_chapter_11s_timing_runs_the_kernel_in_a_process_of_its_own(device):
-    """attention_course.flash_timing.time_on_gpu's table, as a notebook gets it (its own triton in the interpreter): the
-    reference forward in a process of its own, in float32 and bfloat16, compiled on a GPU (in the interpreter on the
+    """attention_course.kernels.timing.time_on_gpu's table, as a notebook gets it (its own triton in the interpreter):
+    the reference forward in a process of its own, in float32 and bfloat16, compiled on a GPU (in the interpreter on the
     CPU, at tiny sizes), beside SDPA's memory-efficient kernel in float32, the plain computation and SDPA's
     FlashAttention in bfloat16."""
     lengths = (256, 1000) if torch.device(device).type == "cuda" else (32, 50)
     where = "cuda" if torch.device(device).type == "cuda" else "cpu"
     script = (
-        "from attention_course.flash_timing import run_timing\n"
+        "from attention_course.kernels.timing import run_timing\n"
         "from attention_course.solutions import ch11_flash_attention as kernels\n"
         f"print(run_timing(kernels.flash_attention_forward, {where!r}, {lengths!r}, 2, 16 if {where!r} == 'cpu' "
         "else 64, block_q=16, block_k=16, timeout=300))\n"
@@ -245,7 +245,7 @@ def test_the_course_trains_nanogpts_model_beside_it_and_its_own_in_the_ablation(
 
 
 def test_the_profile_gives_the_hosts_time_in_each_part_of_a_step(capsys):
-    from attention_course.loop import PHASES
+    from attention_course.trainer.steps import PHASES
     from benchmarks import profile_step
 
     tiny = ["--d-model", "16", "--heads", "2", "--layers", "1", "--d-ff", "32", "--batch-size", "4"]

@@ -43,8 +43,8 @@ from nbconvert.filters.strings import strip_files_prefix as nbconvert_strip_file
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from nbgrader.nbgraderformat import MetadataValidator, ValidationError
 
-from attention_course import notebooks
-from attention_course.notebooks import COURSE_ROOT
+from attention_course.tooling import notebooks
+from attention_course.tooling.notebooks import COURSE_ROOT
 from autograder.api import specs
 from autograder.grading import run_nbgrader
 from autograder.grading.classroom import fill, make_course, submit

@@ -17,7 +17,7 @@ import re
 
 import pytest
 
-from attention_course import notebooks
+from attention_course.tooling import notebooks
 from autograder.cli import grade
 from autograder.grading.classroom import fill, make_course, submit
 from autograder.grading.gradesheet import db_url

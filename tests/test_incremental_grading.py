@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from attention_course import notebooks
+from attention_course.tooling import notebooks
 from autograder.cli import grade
 from autograder.grading import kept, run_nbgrader, saved
 from autograder.grading import notebook as graded_notebook

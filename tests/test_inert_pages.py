@@ -27,7 +27,7 @@ from nbconvert.exporters import HTMLExporter
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output, new_raw_cell
 
-from attention_course import notebooks
+from attention_course.tooling import notebooks
 from autograder.nbgrader import inert
 from autograder.nbgrader.feedback_html import (
     CONTENT_SECURITY_POLICY,

@@ -16,7 +16,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attention_course import flash
+from attention_course.kernels import interpreter, plain
 from autograder.api.derived import attention_saved
 from autograder.api.items import CheckFailed, Item
 from autograder.api.specs import tensor
@@ -30,7 +30,7 @@ BACKWARD = ("q", "k", "v", "output", "lse", "grad_output")
 
 @pytest.fixture(scope="module")
 def reference():
-    flash.load_triton(interpret=True)
+    interpreter.load_triton(interpret=True)
     from attention_course.solutions import ch11_flash_attention
 
     return ch11_flash_attention
@@ -38,10 +38,10 @@ def reference():
 
 def defined(name: str, code: str) -> dict:
     """The names ``code`` defines, run as a notebook cell would be (its source where Triton reads a kernel's)."""
-    triton, tl = flash.load_triton(interpret=True)
+    triton, tl = interpreter.load_triton(interpret=True)
     filename = f"<cell {name}>"
     linecache.cache[filename] = (len(code), None, code.splitlines(keepends=True), filename)
-    namespace = {"triton": triton, "tl": tl, "torch": torch, "math": math, "F": F, "attention": flash.attention}
+    namespace = {"triton": triton, "tl": tl, "torch": torch, "math": math, "F": F, "attention": plain.attention}
     namespace["__name__"] = "__main__"
     exec(compile(code, filename, "exec"), namespace)  # noqa: S102 (the tests' own code)
     return namespace
@@ -122,13 +122,13 @@ def test_the_kernel_checks_of_one_notebook_share_a_call_and_its_replay_and_each_
 
 def test_attention_without_a_kernel_fails_both_checks():
     def sdpa(q, k, v, causal=False, block_q=16, block_k=16):
-        return F.scaled_dot_product_attention(q, k, v, is_causal=causal), flash.attention(q, k, v, causal)[1]
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal), plain.attention(q, k, v, causal)[1]
 
     assert "launched no Triton kernel" in problem(computes, forward(sdpa), qkv(), {"block_k": 32})
     assert "launched no Triton kernel" in problem(skips, forward(sdpa), qkv(), 16, 16)
 
     def autograd(q, k, v, output, lse, grad_output, causal=False, block_q=16, block_k=16):
-        return flash.attention_gradients(q, k, v, grad_output, causal)
+        return plain.attention_gradients(q, k, v, grad_output, causal)
 
     saved = attention_saved(2, 64, 16, seed=0)
     assert "launched no Triton kernel" in problem(computes, backward(autograd), saved, {}, BACKWARD)
@@ -159,10 +159,10 @@ def noop(scores_ptr, out_ptr):
 def flash_attention_forward(q, k, v, causal=False, block_q=16, block_k=16):
     scores = q @ k.transpose(-2, -1)
     noop[(1,)](scores, torch.empty(1))
-    return flash.attention(q, k, v, causal)
+    return plain.attention(q, k, v, causal)
 """,
     )
-    namespace["flash"] = flash
+    namespace["plain"] = plain
     said = problem(computes, forward(namespace["flash_attention_forward"]), qkv(), {})
     assert "as large as the whole matrix of scores" in said
 
@@ -204,7 +204,7 @@ def test_loads_without_masks_past_the_end_fail_the_bounds_check_and_say_so(refer
     tails = [tensor(2, 37, 16), tensor(2, 37, 16), tensor(2, 37, 16)]
     blocks = {"block_q": 16, "block_k": 32}
     check_accesses_in_bounds(forward(reference.flash_attention_forward), tails, blocks, roles=FORWARD)
-    check_accesses_in_bounds(forward(lambda q, k, v, **_: flash.attention(q, k, v)), tails, blocks, roles=FORWARD)
+    check_accesses_in_bounds(forward(lambda q, k, v, **_: plain.attention(q, k, v)), tails, blocks, roles=FORWARD)
     name = "forward_tail_loads_unmasked"
     item = forward(defined(name, catalogued(name))["flash_attention_forward"])
     with pytest.raises(CheckFailed) as failed:
@@ -299,7 +299,7 @@ def out_of_bounds(kind: str) -> str:
 def test_an_access_outside_the_tensors_stops_the_replay_before_it_happens(kind):
     from autograder.sandbox import replay
 
-    flash.load_triton(interpret=True)
+    interpreter.load_triton(interpret=True)
     program = kernel_source.program({"kernel": out_of_bounds(kind)}, {}, ["kernel"])
     x = torch.arange(16, dtype=torch.float32)
     view = {"storage": 0, "offset": 0, "shape": [16], "stride": [1]}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from attention_course.notebooks import COURSE_ROOT
+from attention_course.tooling.notebooks import COURSE_ROOT
 from autograder.release import course
 from tests.support import unprivileged
 

@@ -161,16 +161,60 @@ def test_the_imports_of_earlier_terms_notebooks_still_work():
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
 
 
-def test_the_architectures_picture_of_the_autograders_layers_is_the_contracts():
-    """ARCHITECTURE.md draws the autograder's folders in the order that import-linter's layers contract holds them to
-    (pyproject.toml): the same layers, top to bottom, and every folder of the package in one of them."""
+@pytest.mark.parametrize("package", ["autograder", "attention_course"])
+def test_the_architectures_picture_of_a_packages_layers_is_the_contracts(package):
+    """ARCHITECTURE.md draws the folders of ``autograder`` and of ``attention_course`` in the order that import-linter's
+    layers contract holds them to (pyproject.toml): the same layers, top to bottom, and every folder and root module of
+    the package in one of them."""
     import tomllib
 
     contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
-    (layers,) = [c["layers"] for c in contracts if c.get("containers") == ["autograder"]]
-    section = re.search(r"^## `autograder`.*?```text\n(.*?)```", (ROOT / "ARCHITECTURE.md").read_text(), re.M | re.S)
-    assert section, "ARCHITECTURE.md's autograder section has no picture of its layers"
+    (layers,) = [c["layers"] for c in contracts if c.get("containers") == [package]]
+    section = re.search(rf"^## `{package}`.*?```text\n(.*?)```", (ROOT / "ARCHITECTURE.md").read_text(), re.M | re.S)
+    assert section, f"ARCHITECTURE.md's {package} section has no picture of its layers"
     drawn = [re.split(r"\s{2,}", line.strip())[0] for line in section.group(1).splitlines() if line.strip()]
     assert drawn == layers, f"the picture's layers {drawn} are not the contract's {layers}"
-    folders = {p.name for p in (ROOT / "autograder").iterdir() if (p / "__init__.py").is_file()}
-    assert folders == {part.strip() for layer in layers for part in re.split(r"[|:]", layer)}
+    children = {p.name for p in (ROOT / package).iterdir() if (p / "__init__.py").is_file()}
+    children |= {p.stem for p in (ROOT / package).glob("*.py") if p.name != "__init__.py"}
+    assert children == {part.strip() for layer in layers for part in re.split(r"[|:]", layer)}
+
+
+SHARED = {"__init__.py", "devices.py", "plotting.py"}  # what every chapter imports: names, devices and seeds, figures
+
+
+def test_the_attention_courses_root_holds_only_what_every_chapter_shares():
+    """``attention_course``'s root holds the names chapters import, devices and seeds, figures and the reference
+    solutions; every other module is in a folder named for whom it serves (ARCHITECTURE.md)."""
+    loose = sorted(p.name for p in (ROOT / "attention_course").glob("*.py"))
+    assert set(loose) == SHARED, f"modules in attention_course/ that go into a folder of whom they serve: {loose}"
+    folders = sorted(p.name for p in (ROOT / "attention_course").iterdir() if (p / "__init__.py").is_file())
+    text = (ROOT / "ARCHITECTURE.md").read_text()
+    assert all(f"`{folder}/" in text for folder in folders), folders
+
+
+def earlier_names() -> set[str]:
+    """The modules' earlier names, each a module of ``attention_course/moved/``."""
+    return {p.stem for p in (ROOT / "attention_course" / "moved").glob("*.py")} - {"__init__"}
+
+
+def test_no_file_of_the_course_names_a_module_by_its_earlier_name():
+    """The earlier names are for earlier terms' notebooks and commands only: no module, page, notebook, Makefile or
+    test of this course imports, runs or names in a string a module by one (``moved/`` and the lines that speak of
+    it aside, and README's records of a command as it was run)."""
+    names = "|".join(sorted(earlier_names(), key=len, reverse=True))
+    pattern = re.compile(  # an import, a module run, a dotted name in a string: not prose about the earlier names
+        rf"\b(from|import) attention_course\.({names})\b|\bfrom attention_course import [\w, ]*\b({names})\b"
+        rf"|-m\W+attention_course\.({names})\b|[\"']attention_course\.({names})\.\w+"
+    )
+    kept = (ROOT / "attention_course" / "moved", ROOT / "tests" / "test_layout.py", ROOT / "tests" / "test_moved.py")
+    paths = [*ROOT.glob("*.md"), ROOT / "Makefile", ROOT / "pyproject.toml", ROOT / "requirements.txt"]
+    for folder in ("attention_course", "autograder", "course_site", "benchmarks", "tests", "book", "solutions"):
+        paths += [p for p in (ROOT / folder).rglob("*") if p.suffix in (".py", ".md", ".ipynb", ".txt", ".toml")]
+    found = []
+    for path in paths:
+        if any(path == k or k in path.parents for k in kept):
+            continue
+        for line in path.read_text().splitlines():
+            if "moved/" not in line and "easured by" not in line:
+                found += [f"{path.relative_to(ROOT)}: {m.group(0)}" for m in pattern.finditer(line)]
+    assert not found, "earlier module names, each to be written as the module's new one:\n" + "\n".join(found)

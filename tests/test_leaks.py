@@ -18,8 +18,8 @@ import pytest
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
-from attention_course import notebooks
-from attention_course.notebooks import COURSE_ROOT
+from attention_course.tooling import notebooks
+from attention_course.tooling.notebooks import COURSE_ROOT
 from autograder.release import course, packages, reference
 from autograder.release.course import Release
 from autograder.similarity import clones
@@ -497,7 +497,7 @@ def test_what_students_get_is_public_and_never_reported():
     sources = {rel for rel, _ in leaks.public_sources(ROOT, TERM)}
     assert not any(rel.startswith(("book/", "course_site/", "solutions/", "tests/")) for rel in sources)
     assert "attention_course/solutions/ch01_bahdanau.py" in sources
-    assert "attention_course/model.py" not in sources  # it builds on unreleased chapters
+    assert "attention_course/models/transformer.py" not in sources  # it builds on unreleased chapters
 
 
 def test_check_names_a_missing_dir(tmp_path):
@@ -560,12 +560,12 @@ def test_check_fails_on_the_marker_alone(copy):
 
 
 def test_markers_are_allowed_only_in_the_files_that_explain_them(copy):
-    # attention_course/notebooks.py explains the markers, and the export's copy is the repository's: allowed.
-    explained = copy / "attention_course" / "notebooks.py"
+    # attention_course/tooling/notebooks.py explains the markers, and the export's copy is the repository's: allowed.
+    explained = copy / "attention_course" / "tooling" / "notebooks.py"
     assert "### BEGIN SOLUTION" in explained.read_text() and leaks.scan(copy, ROOT, TERM, published=PUBLISHED).ok
     # Once it differs from the repository's, it is checked like any other file.
     explained.write_text(explained.read_text() + "\n# extra\n")
-    assert any(p.startswith("attention_course/notebooks.py: ") and "marker" in p for p in _problems(copy, TERM))
+    assert any(p.startswith("attention_course/tooling/notebooks.py: ") and "marker" in p for p in _problems(copy, TERM))
 
 
 def test_the_instructor_guide_page_may_show_the_markers_and_no_other_page(tmp_path):

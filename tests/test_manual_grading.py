@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from attention_course import notebooks
+from attention_course.tooling import notebooks
 from autograder.cli import grade
 from autograder.grading.classroom import WRITTEN_ANSWER, fill, make_course, submit
 from autograder.grading.feedback import write_feedback

@@ -1,4 +1,4 @@
-"""DeepSeek's multi-head latent attention in the course's layers (attention_course.mla), against ``transformers``.
+"""DeepSeek's multi-head latent attention in the course's layers (attention_course.scale.mla), against ``transformers``.
 
 Each test builds a randomly initialised ``transformers`` DeepSeek-V3 model of dense layers from a tiny config
 (``first_k_dense_replace`` at least the number of layers: no mixture of experts) and loads its weights into the
@@ -14,8 +14,8 @@ import pytest
 import torch
 import transformers
 
-from attention_course.checkpoint_layouts import CheckpointError
-from attention_course.mla import from_deepseek, latent_attention, latent_cache_bytes
+from attention_course.published.layouts import CheckpointError
+from attention_course.scale.mla import from_deepseek, latent_attention, latent_cache_bytes
 
 VOCAB = 53
 CONFIGS = {  # (settings, what it tries)
@@ -154,7 +154,7 @@ def test_the_decoding_cost_per_cached_position_is_what_the_module_computes(sizes
     cache (W_o W_uv, the projections) cancels."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    from attention_course.mla import decode_cost_per_position
+    from attention_course.scale.mla import decode_cost_per_position
     from attention_course.solutions.ch07_efficient_attention import MultiHeadLatentAttention
 
     heads, head_dim, rope_dim, latent = sizes
@@ -173,7 +173,7 @@ def test_the_decoding_cost_per_cached_position_is_what_the_module_computes(sizes
 
 
 def test_absorbed_decoding_is_multi_query_attention_with_576_wide_keys_at_deepseek_v3s_sizes():
-    from attention_course.mla import decode_cost_per_position
+    from attention_course.scale.mla import decode_cost_per_position
 
     v3 = {"num_heads": 128, "head_dim": 128, "rope_dim": 64, "kv_latent_dim": 512}
     assert decode_cost_per_position("naive", **v3) == (81_920, 81_920)  # 2 H (2 d_h + d_R), one FLOP a byte

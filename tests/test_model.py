@@ -1,11 +1,11 @@
-"""attention_course.model: the models `make train` trains, built from the reference layers."""
+"""attention_course.models.transformer: the models `make train` trains, built from the reference layers."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from attention_course.fused_attention import (
+from attention_course.models.fused_attention import (
     CAUSAL,
     FusedGroupedQueryAttention,
     FusedMultiHeadAttention,
@@ -14,9 +14,9 @@ from attention_course.fused_attention import (
     projections,
     use_fused_attention,
 )
-from attention_course.interop import to_torch_encoder_layer
-from attention_course.layers import feed_forward
-from attention_course.model import NO_BIASES, DecoderOnly, EncoderDecoder, ModelConfig
+from attention_course.models.interop import to_torch_encoder_layer
+from attention_course.models.layers import feed_forward
+from attention_course.models.transformer import NO_BIASES, DecoderOnly, EncoderDecoder, ModelConfig
 from attention_course.solutions.ch03_multi_head import MultiHeadAttention
 from attention_course.solutions.ch04_masking import causal_mask
 from attention_course.solutions.ch06_transformer import EncoderLayer

@@ -2,8 +2,8 @@
 
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from attention_course import notebooks
-from attention_course.notebooks import cell_label
+from attention_course.tooling import notebooks
+from attention_course.tooling.notebooks import cell_label
 from autograder.grading.report import Report
 
 
@@ -41,7 +41,7 @@ def test_reports_keep_the_names_through_json():
 
 
 def test_understanding_questions_are_tagged_answer_cells():
-    from attention_course import notebooks
+    from attention_course.tooling import notebooks
     from autograder.release import course
 
     nb = notebooks.read(course.notebook_path("ch02_scaled_dot_product"))
@@ -51,7 +51,7 @@ def test_understanding_questions_are_tagged_answer_cells():
 
 
 def test_every_exercise_asks_questions_graded_in_their_own_test_cells():
-    from attention_course import notebooks
+    from attention_course.tooling import notebooks
     from autograder.release import course
 
     for assignment in course.assignments():
@@ -205,7 +205,7 @@ def _helpers_defined(source: str) -> list[str]:
     a function, a class, or a lambda bound to a name (a lambda passed as an argument, as to ``Item``, is none)."""
     import ast
 
-    from attention_course import syntax
+    from attention_course.tooling import syntax
 
     code = "\n".join(line for _, lines in notebooks.split_regions(source, notebooks.HIDDEN_TESTS) for line in lines)
     names = []
@@ -257,7 +257,7 @@ def test_no_thread_parses_while_another_holds_the_parse_lock():
     no other grading thread's parse meets it in CPython 3.11's AST constructor (a SystemError)."""
     import threading
 
-    from attention_course import syntax
+    from attention_course.tooling import syntax
 
     parsed = threading.Event()
 

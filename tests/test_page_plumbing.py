@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from attention_course.notebooks import COURSE_ROOT
+from attention_course.tooling.notebooks import COURSE_ROOT
 from tests.support.myst import HEADER
 from tests.test_book import code_cells
 

@@ -1,6 +1,6 @@
-"""Chapter 10's patching experiments (attention_course/patching.py): activation patching (noising and denoising),
-path patching from a corrupted run, attribution patching and logit attribution with the final norm frozen, on
-chapter 10's attention-only models and on a randomly initialised tiny GPT-2 (no download)."""
+"""Chapter 10's patching experiments (attention_course.interpret.patching): activation patching (noising and
+denoising), path patching from a corrupted run, attribution patching and logit attribution with the final norm frozen,
+on chapter 10's attention-only models and on a randomly initialised tiny GPT-2 (no download)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,9 @@ import re
 import pytest
 import torch
 
-from attention_course import pretrained
-from attention_course.circuits import AttentionOnly, AttentionOnlyConfig, induction_by_hand
-from attention_course.model import attention_weights
-from attention_course.notebooks import COURSE_ROOT
-from attention_course.patching import (
+from attention_course.data.tokenization import train_bpe
+from attention_course.interpret.circuits import AttentionOnly, AttentionOnlyConfig, induction_by_hand
+from attention_course.interpret.patching import (
     IOI_NAMES,
     IOI_TEMPLATE,
     LogitDifference,
@@ -29,8 +27,10 @@ from attention_course.patching import (
     path_patch_from,
     residual_streams,
 )
-from attention_course.pretrained import from_pretrained
-from attention_course.tokenization import train_bpe
+from attention_course.models.transformer import attention_weights
+from attention_course.published import pretrained
+from attention_course.published.pretrained import from_pretrained
+from attention_course.tooling.notebooks import COURSE_ROOT
 from tests.test_pretrained import build
 
 SMALL = AttentionOnlyConfig(vocab_size=16, max_len=16, d_model=16, num_heads=2, num_layers=2)

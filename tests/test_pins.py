@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib.metadata
 import sysconfig
 
-from attention_course.notebooks import COURSE_ROOT
+from attention_course.tooling.notebooks import COURSE_ROOT
 from tests.support.pins import canonical, outside, pins
 
 

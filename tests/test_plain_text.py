@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from attention_course import notebooks
+from attention_course.tooling import notebooks
 from autograder.release import course
 from autograder.text.plain_text import plain_text, tex
 

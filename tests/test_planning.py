@@ -10,15 +10,15 @@ import pytest
 import torch
 
 from attention_course import seed_everything
-from attention_course.flops import (
+from attention_course.models.transformer import DecoderOnlyLayer
+from attention_course.scale.flops import (
     CHINCHILLA_FITS,
     PEAK_BF16_FLOPS,
     PEAK_MEMORY_BANDWIDTH,
     chinchilla_loss,
     chinchilla_optimal,
 )
-from attention_course.memory import megatron_activation_bytes
-from attention_course.model import DecoderOnlyLayer
+from attention_course.scale.memory import megatron_activation_bytes
 
 
 def saved_bytes(layer: torch.nn.Module, x: torch.Tensor) -> int:

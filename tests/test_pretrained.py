@@ -1,4 +1,4 @@
-"""Published checkpoints in the course's layers (attention_course.pretrained), proven offline.
+"""Published checkpoints in the course's layers (attention_course.published.pretrained), proven offline.
 
 Each test builds a randomly initialised ``transformers`` model of the GPT-2, Llama (with Llama 3.1's, YaRN's
 and linear rotary scaling), Mistral or Qwen2 family from a tiny config, writes it with ``save_pretrained``
@@ -21,14 +21,14 @@ import torch
 import transformers  # its models are imported on first use, by the tests that build them
 from safetensors.torch import load_file, save_file
 
-from attention_course import generate, pretrained
-from attention_course.checkpoint_layouts import interleave_rotary_rows
-from attention_course.layers import SwiGLU
-from attention_course.model import attention_weights
-from attention_course.pretrained import CheckpointError, DownloadError, from_pretrained
+from attention_course.data.tokenization import train_bpe
+from attention_course.models.layers import SwiGLU
+from attention_course.models.transformer import attention_weights
+from attention_course.published import generate, pretrained
+from attention_course.published.layouts import interleave_rotary_rows
+from attention_course.published.pretrained import CheckpointError, DownloadError, from_pretrained
 from attention_course.solutions.ch03_multi_head import merge_heads, split_heads
 from attention_course.solutions.ch07_efficient_attention import RotaryGroupedQueryAttention, repeat_kv
-from attention_course.tokenization import train_bpe
 
 VOCAB = 61
 GPT2_CONFIGS = {
@@ -367,7 +367,7 @@ def test_the_scaled_frequencies_equal_transformers():
     """The course's inverse frequencies and attention factor, for each scaling, against transformers' own."""
     from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 
-    from attention_course.rope import inverse_frequencies, rope_parameters
+    from attention_course.models.rope import inverse_frequencies, rope_parameters
 
     cases = [
         {
@@ -424,7 +424,7 @@ def test_without_a_network_a_name_gets_an_error_that_says_a_local_folder_works(t
     """Offline (HF_HUB_OFFLINE=1, an empty Hub cache), a Hub name cannot be downloaded: the error says so and
     names the way out. In its own process, as huggingface_hub reads its settings when imported."""
     code = (
-        "from attention_course.pretrained import from_pretrained, DownloadError\n"
+        "from attention_course.published.pretrained import from_pretrained, DownloadError\n"
         "try:\n    from_pretrained('gpt2')\nexcept DownloadError as exc:\n    print(exc)\n"
     )
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hub")}

@@ -1,5 +1,5 @@
 """The reference solutions, imported as ``attention_course.solutions.<assignment>``: their properties,
-and their agreement with PyTorch's built-ins through ``attention_course.interop``.
+and their agreement with PyTorch's built-ins through ``attention_course.models.interop``.
 
 The solution notebooks are the one source of each graded item; these tests check that what the
 book shows, later chapters build on and the hidden tests compare with behaves as the contract says.
@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from attention_course import solutions
-from attention_course.interop import (
+from attention_course.models.interop import (
     to_torch_attn_mask,
     to_torch_decoder_layer,
     to_torch_encoder_layer,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from attention_course.notebooks import COURSE_ROOT
+from attention_course.tooling.notebooks import COURSE_ROOT
 from autograder import exchange
 from autograder.exchange.copying import Refused, copy_tree
 from autograder.exchange.entries import unsafe_entries

@@ -39,8 +39,8 @@ import pytest
 import torch
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_raw_cell
 
-from attention_course import notebooks
-from attention_course.notebooks import COURSE_ROOT
+from attention_course.tooling import notebooks
+from attention_course.tooling.notebooks import COURSE_ROOT
 from autograder.calls import call as calls
 from autograder.calls import global_rng
 from autograder.cli import grade
@@ -1297,7 +1297,7 @@ def test_the_sandbox_compiles_nothing_as_it_starts():
         "import importlib.util, os, sys\n"
         "import numpy, torch\n"
         "from autograder import *\n"
-        "import attention_course.dates\n\n"
+        "import attention_course.data.dates\n\n"
         "def uncompiled():\n"
         "    files = {getattr(m, '__file__', None) for m in list(sys.modules.values())}\n"
         "    files = sorted(f for f in files if isinstance(f, str) and os.path.isabs(f) and f.endswith('.py'))\n"

@@ -1,4 +1,4 @@
-"""attention_course.scaling: peak tensor memory, best time, and the log-log plot of chapter 7."""
+"""attention_course.scale.scaling: peak tensor memory, best time, and the log-log plot of chapter 7."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from attention_course.scaling import best_time, peak_tensor_bytes, plot_scaling  # noqa: E402
+from attention_course.scale.scaling import best_time, peak_tensor_bytes, plot_scaling  # noqa: E402
 
 
 def test_peak_counts_the_tensors_alive_at_once():

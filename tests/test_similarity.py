@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from attention_course import notebooks
+from attention_course.tooling import notebooks
 from autograder.cli import similarity as similarity_cli
 from autograder.grading.classroom import fill, make_course, released, submit
 from autograder.similarity import report as similarity

@@ -1,5 +1,5 @@
-"""Speculative decoding on ``DecoderOnly``'s key/value cache (attention_course/speculative.py): at temperature 0 it
-is greedy generation token for token, and when it samples, its sequences follow the model's own distribution."""
+"""Speculative decoding on ``DecoderOnly``'s key/value cache (attention_course.published.speculative): at temperature
+0 it is greedy generation token for token, and when it samples, its sequences follow the model's own distribution."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import itertools
 import pytest
 import torch
 
-from attention_course.model import DecoderOnly
-from attention_course.speculative import distributions, speculative_generate
+from attention_course.models.transformer import DecoderOnly
+from attention_course.published.speculative import distributions, speculative_generate
 
 
 @pytest.fixture(autouse=True)
@@ -117,7 +117,7 @@ def tokens_per_round_by_counting(acceptance, guesses):
 @pytest.mark.parametrize("acceptance", [0.0, 0.3, 0.8, 0.95, 1.0])
 @pytest.mark.parametrize("guesses", [0, 1, 4, 10])
 def test_tokens_per_call_is_the_mean_of_a_rounds_distribution(acceptance, guesses):
-    from attention_course.speculative import expected_tokens_per_call
+    from attention_course.published.speculative import expected_tokens_per_call
 
     found = expected_tokens_per_call(acceptance, guesses)
     assert found == pytest.approx(tokens_per_round_by_counting(acceptance, guesses), rel=1e-12)
@@ -128,8 +128,8 @@ def test_tokens_per_call_is_the_mean_of_a_rounds_distribution(acceptance, guesse
 def test_tokens_per_call_matches_rounds_simulated_with_speculative_sample():
     """Rounds of the chapter's small example judged by the reference rule: the mean tokens per round is the formula's
     at the acceptance a = sum min(p, q)."""
+    from attention_course.published.speculative import expected_tokens_per_call
     from attention_course.solutions.ch06_transformer import speculative_sample
-    from attention_course.speculative import expected_tokens_per_call
 
     p_row = torch.tensor([0.30, 0.25, 0.20, 0.12, 0.08, 0.05])
     q_row = torch.tensor([0.10, 0.35, 0.05, 0.30, 0.15, 0.05])
@@ -148,7 +148,7 @@ def test_tokens_per_call_matches_rounds_simulated_with_speculative_sample():
 
 
 def test_the_speedup_pays_for_the_drafts_calls_and_peaks_at_the_best_number_of_guesses():
-    from attention_course.speculative import best_guesses, expected_tokens_per_call, speedup
+    from attention_course.published.speculative import best_guesses, expected_tokens_per_call, speedup
 
     assert speedup(0.8, 0, 0.05) == 1.0  # no guess: plain decoding
     assert speedup(0.8, 4, 0.0) == expected_tokens_per_call(0.8, 4)  # a free draft: the tokens per call
@@ -166,7 +166,7 @@ def test_the_speedup_pays_for_the_drafts_calls_and_peaks_at_the_best_number_of_g
 
 
 def test_the_speedup_model_refuses_what_it_cannot_mean():
-    from attention_course.speculative import best_guesses, expected_tokens_per_call, speedup
+    from attention_course.published.speculative import best_guesses, expected_tokens_per_call, speedup
 
     for call, name in [
         (lambda: expected_tokens_per_call(1.5, 4), "acceptance"),

@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from attention_course import notebooks
+from attention_course.tooling import notebooks
 from autograder.release import course
 from tests.stretch import STRETCHES
 

@@ -1,11 +1,11 @@
-"""The substitution task of the helper package (attention_course.symbols)."""
+"""The substitution task of the helper package (attention_course.data.symbols)."""
 
 import math
 
 import pytest
 import torch
 
-from attention_course.symbols import (
+from attention_course.data.symbols import (
     BITS_PER_SYMBOL,
     CAPITALS,
     SOURCE_VOCAB,

@@ -15,7 +15,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from attention_course import notebooks, solutions
+from attention_course import solutions
+from attention_course.tooling import notebooks
 from autograder.grading.classroom import fill, solution_bodies
 from autograder.grading.notebook import grade_notebook
 from autograder.release import course, packages
@@ -29,7 +30,7 @@ A = "ch03_multi_head"
 IMPORT_ONLY = {  # answers that only import the items from the course's packages, one for every item
     name: f"from attention_course.solutions.{A} import {name}" for name in solution_bodies(A)
 }
-IMPORT_ONLY["MultiHeadAttention"] += "\nfrom attention_course.fused_attention import FusedMultiHeadAttention"
+IMPORT_ONLY["MultiHeadAttention"] += "\nfrom attention_course.models.fused_attention import FusedMultiHeadAttention"
 
 
 def test_answers_that_only_import_score_nothing_before_the_release():
@@ -77,7 +78,8 @@ def test_the_sandbox_packages_hold_only_released_solutions():
     folder = packages.sandbox_packages(TERM)
     modules = sorted(p.name for p in (folder / "attention_course" / "solutions").glob("*.py"))
     assert modules == ["__init__.py", "ch01_bahdanau.py"]
-    assert not (folder / "attention_course" / "model.py").exists()  # it builds on chapters 3 to 6
+    assert not (folder / "attention_course" / "models" / "transformer.py").exists()  # it builds on chapters 3 to 6
+    assert not (folder / "attention_course" / "moved" / "model.py").exists()  # and its earlier name with it
     assert (folder / "attention_course" / "solutions" / "ch01_bahdanau.py").read_text() == solutions.module_source(
         "ch01_bahdanau"
     )

@@ -1,4 +1,4 @@
-"""attention_course.tokenization: the byte-level BPE tokenizer, and bits per byte as the chars and lm tasks count
+"""attention_course.data.tokenization: the byte-level BPE tokenizer, and bits per byte as the chars and lm tasks count
 it (their validation windows, without training)."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import sys
 import pytest
 import torch
 
-from attention_course.corpora import course_text
-from attention_course.tasks import CharsTask, LmTask
-from attention_course.tokenization import bits_per_byte, encode, token_bytes, train_bpe
-from attention_course.trainer import parse_args
+from attention_course.data.corpora import course_text
+from attention_course.data.tokenization import bits_per_byte, encode, token_bytes, train_bpe
+from attention_course.trainer.command import parse_args
+from attention_course.trainer.tasks import CharsTask, LmTask
 
 TRAINING_TEXT = (
     "The queries meet the keys; the weights, a softmax of their scores, mix the values.\n"
@@ -74,7 +74,7 @@ def test_the_same_text_and_size_give_the_same_tokenizer_in_any_process(tokenizer
     assert train_bpe(TRAINING_TEXT, 300).to_str() == tokenizer.to_str()
     # Another process has another hash seed: a set or dict of the text's pieces would come in another order.
     program = (
-        "import sys; from attention_course.tokenization import train_bpe; "
+        "import sys; from attention_course.data.tokenization import train_bpe; "
         "print(train_bpe(sys.stdin.read(), 300).to_str())"
     )
     env = {**os.environ, "PYTHONHASHSEED": "1" if os.environ.get("PYTHONHASHSEED") != "1" else "2"}

@@ -14,13 +14,14 @@ import torch
 import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
-from attention_course import corpora, trainer
-from attention_course.flops import PEAK_BF16_FLOPS, peak_flops, training_flops
-from attention_course.model import DecoderOnly, EncoderDecoder
-from attention_course.schedule import learning_rate, lr_factor, scheduler
+from attention_course.basics.schedule import learning_rate, lr_factor, scheduler
+from attention_course.data import corpora
+from attention_course.data.tokenization import train_bpe
+from attention_course.models.transformer import DecoderOnly, EncoderDecoder
+from attention_course.scale.flops import PEAK_BF16_FLOPS, peak_flops, training_flops
 from attention_course.solutions.ch04_masking import causal_mask
-from attention_course.tokenization import train_bpe
-from attention_course.trainer import SPEEDUPS, parse_args
+from attention_course.trainer import command
+from attention_course.trainer.command import SPEEDUPS, parse_args
 from tests.support.devices import chosen_device
 
 pytestmark = pytest.mark.slow
@@ -51,8 +52,8 @@ TINY = [
 def run(args, *, launcher=(sys.executable, "-m")) -> dict:
     """The trainer's final JSON line, run on the tests' device (tests/support/devices.py) unless ``args`` name one."""
     device = [] if "--device" in args else ["--device", chosen_device()]
-    command = [*launcher, "attention_course.trainer", *args, *device]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    argv = [*launcher, "attention_course.trainer", *args, *device]
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -208,7 +209,7 @@ def test_the_character_task_trains_on_a_text_file(tmp_path):
 
 def step_losses(args, out: Path) -> list[float]:
     """The training loss of every step of a short run of ``args``, in this process, on the tests' device."""
-    trainer.main([*args, "--log-every", "1", "--out", str(out), "--device", chosen_device()])
+    command.main([*args, "--log-every", "1", "--out", str(out), "--device", chosen_device()])
     return [json.loads(line)["loss"] for line in (out / "metrics.jsonl").read_text().splitlines()]
 
 
@@ -235,7 +236,7 @@ def test_each_speedup_changes_how_a_step_is_computed_not_its_loss(task, speedup,
 
 def test_a_run_records_the_speedups_it_went_without_and_its_compile_mode(tmp_path):
     args = [*SPEEDUP_RUNS["chars"], "--without", "is-causal", "tf32"]
-    final = trainer.main([*args, "--out", str(tmp_path), "--device", chosen_device()])
+    final = command.main([*args, "--out", str(tmp_path), "--device", chosen_device()])
     assert final["without"] == ["is-causal", "tf32"] and final["compile_mode"] is None
     with pytest.raises(SystemExit):
         parse_args(["--without", "flash"])
@@ -245,17 +246,17 @@ def test_no_bias_trains_the_language_model_without_biases_and_is_refused_for_dat
     """--no-bias: nanoGPT's bias=False, the model that benchmarks.nanogpt trains beside nanoGPT's; it resumes from
     its checkpoint as the model it is. The date task's encoder-decoder has no such option: refused by name."""
     args = [*SPEEDUP_RUNS["chars"], "--no-bias"]
-    final = trainer.main([*args, "--out", str(tmp_path), "--device", chosen_device()])
-    biased = trainer.main([*SPEEDUP_RUNS["chars"], "--out", str(tmp_path / "biased"), "--device", chosen_device()])
+    final = command.main([*args, "--out", str(tmp_path), "--device", chosen_device()])
+    biased = command.main([*SPEEDUP_RUNS["chars"], "--out", str(tmp_path / "biased"), "--device", chosen_device()])
     assert final["bias"] is False and biased["bias"] is True and final["val_loss"] > 0
     assert final["parameters"] < biased["parameters"]
-    resumed = trainer.main([*args, "--steps", "8", "--resume", str(tmp_path / "checkpoint.pt"), "--out",
+    resumed = command.main([*args, "--steps", "8", "--resume", str(tmp_path / "checkpoint.pt"), "--out",
                             str(tmp_path / "resumed"), "--device", chosen_device()])  # fmt: skip
     assert resumed["steps"] == 8 and resumed["parameters"] == final["parameters"]
     biased_checkpoint = str(tmp_path / "biased" / "checkpoint.pt")
     for other, named in ((["--no-bias"], "--bias was True, is False"), (["--d-model", "64"], "--d-model was 32")):
         with pytest.raises(SystemExit, match=named):  # another model's checkpoint: refused by its options
-            trainer.main([*SPEEDUP_RUNS["chars"], *other, "--steps", "8", "--resume", biased_checkpoint, "--out",
+            command.main([*SPEEDUP_RUNS["chars"], *other, "--steps", "8", "--resume", biased_checkpoint, "--out",
                           str(tmp_path / "refused"), "--device", chosen_device()])  # fmt: skip
     for wrong in ("--no-bias", "--compile-regions"):
         with pytest.raises(SystemExit) as refused:

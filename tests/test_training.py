@@ -1,4 +1,4 @@
-"""The training loop, decoding and metrics of the helper package (attention_course.training)."""
+"""The training loop, decoding and metrics of the helper package (attention_course.basics.training)."""
 
 import math
 
@@ -22,7 +22,7 @@ from attention_course import (  # noqa: E402
     to_device,
     train,
 )
-from attention_course.training import warmup_cosine  # noqa: E402
+from attention_course.basics.training import warmup_cosine  # noqa: E402
 
 
 def test_exact_match_counts_whole_strings():

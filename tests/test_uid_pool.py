@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from attention_course.notebooks import COURSE_ROOT
+from attention_course.tooling.notebooks import COURSE_ROOT
 from autograder.sandbox import uids
 from autograder.sandbox.errors import SandboxUnavailable
 from autograder.sandbox.uids import _UidPool

@@ -20,7 +20,7 @@ import linecache
 import sys
 from pathlib import Path
 
-from attention_course import notebooks, syntax
+from attention_course.tooling import notebooks, syntax
 
 HEADER = '''"""The reference solution of {assignment}, built from solutions/{assignment}/{assignment}.ipynb.
 

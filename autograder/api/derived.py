@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from attention_course.flash import attention
+from attention_course.kernels.plain import attention
 from autograder.api import specs
 
 
@@ -19,7 +19,8 @@ def attention_saved(
     ``shape`` = ``(..., Lq, d)``, keys and values of ``n_keys`` positions (default ``Lq``) and a gradient of the
     output, all standard normal from ``seed`` and then rounded to ``dtype`` (``"float32"``, ``"float16"``);
     ``output`` (in ``dtype``) and ``lse`` (float32) what the forward pass saves for them
-    (:func:`attention_course.flash.attention`), so that every correct way of using them gives the same gradients."""
+    (:func:`attention_course.kernels.plain.attention`), so that every correct way of using them gives the same
+    gradients."""
     if dtype not in ("float32", "float16"):
         raise ValueError(f"dtype must be 'float32' or 'float16' (NumPy has no bfloat16), got {dtype!r}")
     shape = specs.check_shape(shape)

@@ -216,9 +216,9 @@ def keyed_hash(secret: bytes, domain: bytes, tgt_in, src, length, causal: bool) 
 
 
 def attention_only(vocab_size: int, max_len: int, d_model: int, num_heads: int, num_layers: int, seed: int):
-    """Chapter 10's attention-only model (:class:`attention_course.circuits.AttentionOnly`) with random weights
-    drawn from ``seed``, in eval mode."""
-    from attention_course import circuits
+    """Chapter 10's attention-only model (:class:`attention_course.interpret.circuits.AttentionOnly`) with random
+    weights drawn from ``seed``, in eval mode."""
+    from attention_course.interpret import circuits
 
     config = circuits.AttentionOnlyConfig(vocab_size, max_len, d_model, num_heads, num_layers)
     model = circuits.AttentionOnly(config, seed=seed).eval()
@@ -227,8 +227,9 @@ def attention_only(vocab_size: int, max_len: int, d_model: int, num_heads: int, 
 
 
 def induction_by_hand(vocab_size: int, max_len: int, num_heads: int, seed: int):
-    """Chapter 10's two-layer model whose weights do induction (:func:`attention_course.circuits.induction_by_hand`)."""
-    from attention_course import circuits
+    """Chapter 10's two-layer model whose weights do induction
+    (:func:`attention_course.interpret.circuits.induction_by_hand`)."""
+    from attention_course.interpret import circuits
 
     model = circuits.induction_by_hand(vocab_size, max_len, num_heads, seed=seed).eval()
     model.__wire_fixture__ = ("InductionByHand", (vocab_size, max_len, num_heads, seed))

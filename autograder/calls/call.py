@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from attention_course import syntax
+from attention_course.tooling import syntax
 from autograder.api import specs
 from autograder.api.items import CheckFailed, Item, quoted_error, quoted_size, type_name
 from autograder.api.keywords import gathered
@@ -61,7 +61,7 @@ def seeded(seed: int, obj=None):
         return
     # Here run the reference and its known mistakes, whose overflows are expected: numpy keeps quiet about them.
     # No other grading thread parses meanwhile: Triton's interpreter reads a kernel as a syntax tree as it runs
-    # (attention_course.syntax).
+    # (attention_course.tooling.syntax).
     with global_rng.forked(seed), syntax.held(), np.errstate(all="ignore"):
         state, python = np.random.get_state(), random.getstate()
         np.random.seed(seed % 2**32)

@@ -1,8 +1,8 @@
 """The course's models that a check puts a student's module into, and the student's module in one of their layers.
 
-A small Llama-family decoder-only model (``attention_course.model.DecoderOnly`` with rotary positions, RMS norms
-and SwiGLU, as :mod:`attention_course.pretrained` loads real checkpoints into it) with random weights, the same
-model with the attention of every layer replaced by other modules holding the same weights, and
+A small Llama-family decoder-only model (``attention_course.models.transformer.DecoderOnly`` with rotary positions,
+RMS norms and SwiGLU, as :mod:`attention_course.published.pretrained` loads real checkpoints into it) with random
+weights, the same model with the attention of every layer replaced by other modules holding the same weights, and
 :class:`GuestAttention`, the student's module (called through a check's :class:`~autograder.calls.call.Call`) in
 place of one layer's attention.
 """
@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import torch
 
-from attention_course.model import DecoderOnly
+from attention_course.models.transformer import DecoderOnly
 from autograder.api.items import shape_difference, type_name
 from autograder.calls import global_rng
 from autograder.calls.call import Call

@@ -21,7 +21,7 @@ import ast
 import math
 import numbers
 
-from attention_course import syntax
+from attention_course.tooling import syntax
 
 
 def _words(text: str) -> frozenset[str]:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from attention_course import syntax
+from attention_course.tooling import syntax
 from autograder.calls import global_rng, standins
 from autograder.calls.call import is_remote
 

@@ -4,7 +4,7 @@ A converter makes random weights for the student's module from its constructor a
 (a ``state_dict`` under the contract's names: no implementation of the module is needed, so the
 visible tests can run on a student's machine), and, given those weights, the constructor
 arguments and the call's inputs, builds the built-in with the same weights
-(:mod:`attention_course.interop`), converts the inputs to the built-in's conventions (masks with
+(:mod:`attention_course.models.interop`), converts the inputs to the built-in's conventions (masks with
 True = may NOT attend, for instance) and returns its outputs by name.
 
 Layer norms get random weights and biases too, not the fresh ones and zeros that hide a norm used
@@ -18,7 +18,7 @@ import math
 import torch
 import torch.nn as nn
 
-from attention_course.interop import (
+from attention_course.models.interop import (
     decoder_layer_from_state,
     encoder_layer_from_state,
     multihead_from_state,

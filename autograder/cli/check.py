@@ -23,7 +23,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from attention_course import notebooks
+from attention_course.tooling import notebooks
 from autograder.grading.grader import Grader
 from autograder.grading.notebook import grade_notebook
 from autograder.grading.source import unreleased_prerequisites_note

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import nbformat
 
-from attention_course import notebooks
-from attention_course.notebooks import COURSE_ROOT
+from attention_course.tooling import notebooks
+from attention_course.tooling.notebooks import COURSE_ROOT
 from autograder.grading.run_nbgrader import generate
 from autograder.release import colab, course
 from autograder.release.course import repository

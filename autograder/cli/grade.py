@@ -66,7 +66,7 @@ import os
 import sys
 from pathlib import Path
 
-from attention_course.notebooks import COURSE_ROOT
+from attention_course.tooling.notebooks import COURSE_ROOT
 from autograder.grading.feedback import FEEDBACK_SECONDS
 from autograder.grading.grader import Grader
 from autograder.grading.gradesheet import summary

@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from attention_course.notebooks import COURSE_ROOT
+from attention_course.tooling.notebooks import COURSE_ROOT
 from autograder.release import course
 from autograder.similarity.report import DISPLAY_THRESHOLD, THRESHOLD, SimilarityError, similarity, summary
 

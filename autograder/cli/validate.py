@@ -29,7 +29,7 @@ from pathlib import Path
 
 import nbformat
 
-from attention_course import notebooks
+from attention_course.tooling import notebooks
 from autograder.release import course
 
 UNGRADED = "ungraded"

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import nbformat
 
-from attention_course import notebooks
-from attention_course.notebooks import COURSE_ROOT
+from attention_course.tooling import notebooks
+from attention_course.tooling.notebooks import COURSE_ROOT
 from autograder.release import course
 
 # nbgrader's own way of executing submissions (a Jupyter kernel that runs the student's cells and the

@@ -10,7 +10,7 @@ import html
 import time
 from pathlib import Path
 
-from attention_course import notebooks
+from attention_course.tooling import notebooks
 from autograder import exchange
 from autograder.grading.gradesheet import Result
 from autograder.grading.submissions import notebook_names

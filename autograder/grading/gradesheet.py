@@ -11,8 +11,8 @@ import csv
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from attention_course import notebooks
-from attention_course.notebooks import COURSE_ROOT
+from attention_course.tooling import notebooks
+from attention_course.tooling.notebooks import COURSE_ROOT
 from autograder.grading.submissions import notebook_names
 from autograder.text.terminal import clean_text
 

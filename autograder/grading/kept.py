@@ -127,7 +127,7 @@ def recorded_as_released(gradebook, assignment: str, root: Path) -> bool:
     notebooks: what phase 1 records, and phase 4 reads."""
     from nbgrader.api import MissingEntry
 
-    from attention_course import notebooks
+    from attention_course.tooling import notebooks
     from autograder.grading.submissions import notebook_names
 
     try:

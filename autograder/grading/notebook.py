@@ -31,7 +31,7 @@ from typing import NamedTuple
 import nbformat
 import torch
 
-from attention_course import notebooks
+from attention_course.tooling import notebooks
 from autograder.api import items
 from autograder.api.items import CheckFailed, PartlyRight, share
 from autograder.calls.shared import shared_calls

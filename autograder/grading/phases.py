@@ -13,7 +13,7 @@ import csv
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from attention_course.notebooks import COURSE_ROOT
+from attention_course.tooling.notebooks import COURSE_ROOT
 from autograder.exchange import ClassListError
 from autograder.grading import kept
 from autograder.grading.feedback import FEEDBACK_SECONDS, write_feedback_in_parallel

@@ -25,7 +25,7 @@ import unicodedata
 from pathlib import Path
 from typing import TextIO
 
-from attention_course.notebooks import COURSE_ROOT
+from attention_course.tooling.notebooks import COURSE_ROOT
 from autograder.release import course
 from autograder.text.terminal import clean_text
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from attention_course import notebooks
+from attention_course.tooling import notebooks
 from autograder.grading.grader import Grader
 from autograder.grading.handoff import as_submitted, pending_path, report_path
 from autograder.grading.report import Report

@@ -35,7 +35,7 @@ import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from attention_course.notebooks import COURSE_ROOT
+from attention_course.tooling.notebooks import COURSE_ROOT
 from autograder.grading.report import Report
 from autograder.grading.source import Source, grader_digest
 from autograder.release import course

@@ -15,7 +15,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from attention_course import syntax
+from attention_course.tooling import syntax
 from autograder.calls import global_rng, standins
 from autograder.grading import timings
 from autograder.grading.report import Report
@@ -226,7 +226,7 @@ class Session:
             from autograder.sandbox import replay
 
             # kernels run here one at a time (Triton's interpreter keeps one program's state), and while they are
-            # read and rewritten as syntax trees no other grading thread parses (attention_course.syntax)
+            # read and rewritten as syntax trees no other grading thread parses (attention_course.tooling.syntax)
             with global_rng.LOCK, syntax.held():
                 return replay.replay(program, request)
         timeout = min(self.limits.call_timeout, max(0.1, self.deadline - time.monotonic()))

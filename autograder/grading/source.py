@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from attention_course import notebooks, syntax
-from attention_course.notebooks import COURSE_ROOT
+from attention_course.tooling import notebooks, syntax
+from attention_course.tooling.notebooks import COURSE_ROOT
 from autograder.release import course, packages, reference
 
 UNGRADED = "ungraded"  # a cell tag: long, optional work (training) that grading does not run

@@ -37,7 +37,7 @@ from nbformat.v4 import new_markdown_cell, new_output
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Float, TraitError, Unicode, validate
 
-from attention_course.notebooks import cell_id, is_test
+from attention_course.tooling.notebooks import cell_id, is_test
 from autograder.grading.handoff import GradeAgain, NotGraded, as_submitted, pending_path, report_path
 from autograder.grading.report import Report
 from autograder.grading.source import Source, submission_key

@@ -20,7 +20,7 @@ from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from attention_course import notebooks
+from attention_course.tooling import notebooks
 from autograder.grading.gradesheet import (
     AWAITING,
     AWAITING_WORDS,

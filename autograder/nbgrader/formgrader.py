@@ -25,7 +25,7 @@ import os
 import sys
 from pathlib import Path
 
-from attention_course.notebooks import COURSE_ROOT
+from attention_course.tooling.notebooks import COURSE_ROOT
 from autograder.exchange import exchange_settings
 from autograder.release import course
 

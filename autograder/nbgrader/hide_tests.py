@@ -12,7 +12,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from nbgrader.utils import is_grade
 from traitlets import List
 
-from attention_course.notebooks import without_hidden_tests
+from attention_course.tooling.notebooks import without_hidden_tests
 from autograder.api.items import shown_lines
 from autograder.text.terminal import clean_text
 

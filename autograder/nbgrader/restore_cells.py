@@ -5,7 +5,7 @@ from __future__ import annotations
 from nbgrader.preprocessors import OverwriteCells
 from nbgrader.utils import is_grade, is_locked
 
-from attention_course.notebooks import released_source
+from attention_course.tooling.notebooks import released_source
 from autograder.release import colab
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from nbconvert.preprocessors import Preprocessor
 from nbformat.v4 import new_markdown_cell
 
-from attention_course import notebooks
+from attention_course.tooling import notebooks
 
 RUBRIC_CELL = "autograder_rubric"  # the metadata key that marks the cells this preprocessor adds
 

@@ -19,7 +19,7 @@ import re
 
 import nbformat
 
-from attention_course import notebooks
+from attention_course.tooling import notebooks
 from autograder.release.course import Repository
 
 GRADE_ID = notebooks.COLAB_CELL

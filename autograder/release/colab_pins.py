@@ -17,7 +17,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name as canonical
 
-from attention_course.notebooks import COURSE_ROOT
+from attention_course.tooling.notebooks import COURSE_ROOT
 from autograder.release.colab import PINS_FILE
 
 # triton is named as well as torch: Colab's torch (a CUDA build) requires the triton it was built with, exactly, but

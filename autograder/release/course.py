@@ -27,8 +27,8 @@ from pathlib import Path
 
 import yaml
 
-from attention_course import notebooks
-from attention_course.notebooks import COURSE_ROOT
+from attention_course.tooling import notebooks
+from attention_course.tooling.notebooks import COURSE_ROOT
 
 # The course's local MathJax (make book fetches it: course_site.mathjax): the component that feedback
 # pages carry inline, so that their mathematics renders where the page is opened, offline too.
@@ -55,7 +55,7 @@ def exercise_path(assignment: str) -> str:
 def assignment_names(path: Path, root: Path | None = None) -> list[str]:
     """The assignments that the notebook at ``path`` may be, most likely first, each one of the course's (an
     instructor notebook or a released exercise under ``root``): its file's name, the name its setup cells
-    declare (:func:`attention_course.notebooks.declared_assignment`: a browser's ``... (1).ipynb`` and Colab's
+    declare (:func:`attention_course.tooling.notebooks.declared_assignment`: a browser's ``... (1).ipynb`` and Colab's
     ``Copy of ...`` keep it), its folder's name. A name that is not one of the course's is dropped, so nothing a
     notebook says names a path; empty where none is."""
     root = Path(root or COURSE_ROOT)

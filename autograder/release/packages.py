@@ -28,8 +28,9 @@ import tempfile
 import threading
 from pathlib import Path, PurePosixPath
 
-from attention_course import solutions, syntax
-from attention_course.notebooks import COURSE_ROOT
+from attention_course import solutions
+from attention_course.tooling import syntax
+from attention_course.tooling.notebooks import COURSE_ROOT
 from autograder.release import course, reference
 
 PACKAGES = ("attention_course", "autograder")

@@ -14,7 +14,8 @@ import importlib
 import threading
 from pathlib import Path
 
-from attention_course import notebooks, solutions
+from attention_course import solutions
+from attention_course.tooling import notebooks
 from autograder.release import course
 
 PACKAGE = "attention_course.solutions"

@@ -108,8 +108,8 @@ def environment(home: str) -> dict:
         "MKL_NUM_THREADS": "1",
         "OPENBLAS_NUM_THREADS": "1",
         "TORCH_NUM_THREADS": "1",
-        # Triton in its interpreter, as chapter 11's setup asks (attention_course.flash.load_triton): a process
-        # chooses once, when triton is first imported, and a warm sandbox's start-up imports it before any
+        # Triton in its interpreter, as chapter 11's setup asks (attention_course.kernels.interpreter.load_triton):
+        # a process chooses once, when triton is first imported, and a warm sandbox's start-up imports it before any
         # notebook runs (torch's meta kernels do).
         "TRITON_INTERPRET": "1",
         # glibc raises its mmap threshold each time a mapped block is freed (up to 32 MiB): blocks of

@@ -50,7 +50,7 @@ def replay(program: str, request: dict) -> dict:
     "changed": [[launch, storage]], "error": None or text, "launch": index}``, the programs' table as :func:`_plain`
     lays it out (the rows of the queries and keys each program touched).
     """
-    from attention_course.flash import load_triton
+    from attention_course.kernels.interpreter import load_triton
 
     triton, _ = load_triton()  # in its interpreter, wherever this process imported it first
     kernels = _define(program, triton)

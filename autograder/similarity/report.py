@@ -92,8 +92,8 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from attention_course import notebooks
-from attention_course.notebooks import COURSE_ROOT
+from attention_course.tooling import notebooks
+from attention_course.tooling.notebooks import COURSE_ROOT
 from autograder.release import course, reference
 from autograder.similarity import clones
 from autograder.similarity.written import ClassAnswers, summary_lines

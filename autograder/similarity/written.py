@@ -24,7 +24,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from attention_course import notebooks
+from attention_course.tooling import notebooks
 from autograder.release import course
 
 WRITTEN_RUN = 3  # written answers are compared as runs of this many words...

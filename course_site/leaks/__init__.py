@@ -10,7 +10,7 @@ text:
   reference modules, ``attention_course/solutions``), or a byte-for-byte copy of one (all that
   is looked for in a binary file; :mod:`.solution_files`);
 - an nbgrader marker (:data:`MARKERS`; :mod:`.rules.markers`). The files that explain the markers
-  are exempt: a package file identical to the repository's (``attention_course/notebooks.py``,
+  are exempt: a package file identical to the repository's (``attention_course/tooling/notebooks.py``,
   ``attention_course/solutions/__init__.py``), and the built page of a book page that shows them (the
   instructor guide; :mod:`.markers`). Never a notebook;
 - a *secret line* (:mod:`.rules.secret_lines`): a line (stripped, at least

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from attention_course.notebooks import COURSE_ROOT
+from attention_course.tooling.notebooks import COURSE_ROOT
 from course_site.leaks.release import add_release_options, release_from_options
 from course_site.leaks.report import LeakReport, PublishError
 from course_site.leaks.scan import scan

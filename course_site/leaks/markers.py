@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
 
-from attention_course import notebooks
+from attention_course.tooling import notebooks
 from autograder.release import packages
 from course_site.leaks.files import digest, is_binary, source_files
 from course_site.leaks.sources import FETCHED

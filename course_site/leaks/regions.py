@@ -7,8 +7,8 @@ from pathlib import Path, PurePosixPath
 
 import nbformat
 
-from attention_course import notebooks
-from attention_course.notebooks import COURSE_ROOT
+from attention_course.tooling import notebooks
+from attention_course.tooling.notebooks import COURSE_ROOT
 from course_site.leaks.files import posix
 from course_site.leaks.report import PublishError
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath
 
 from attention_course import solutions
-from attention_course.notebooks import COURSE_ROOT
+from attention_course.tooling.notebooks import COURSE_ROOT
 from autograder.release import course, packages
 from course_site.leaks.files import PRIVATE_DIRS, read_text, source_files
 from course_site.leaks.release import release_of

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from attention_course import notebooks
+from attention_course.tooling import notebooks
 from autograder.release import course
 
 
