@@ -120,13 +120,25 @@ def test_importing_a_module_changes_no_setting_of_the_process():
     assert json.loads(done.stdout.splitlines()[-1]) == [], f"importing the packages changed: {done.stdout}"
 
 
-def test_the_autograders_root_holds_folders_only():
-    """Each of the autograder's modules is in a folder named for whom it serves (ARCHITECTURE.md): its root holds
-    only ``__init__``, the test cells' namespace."""
-    loose = sorted(p.name for p in (ROOT / "autograder").glob("*.py") if p.name != "__init__.py")
-    assert not loose, f"modules loose in autograder/, each to go into the folder of whom it serves: {loose}"
-    folders = sorted(p.name for p in (ROOT / "autograder").iterdir() if (p / "__init__.py").is_file())
-    assert all(f"`{folder}/" in (ROOT / "ARCHITECTURE.md").read_text() for folder in folders)
+# What each package's root may hold beside its folders: the autograder's only its __init__, the test cells'
+# namespace; attention_course's what every chapter imports (the names, devices and seeds, figures).
+ROOT_MODULES = {
+    "autograder": {"__init__.py"},
+    "attention_course": {"__init__.py", "devices.py", "plotting.py"},
+}
+
+
+@pytest.mark.parametrize("package", sorted(ROOT_MODULES))
+def test_a_packages_root_holds_folders_and_what_every_part_shares(package):
+    """Every other module of ``autograder`` and ``attention_course`` is in a folder named for whom it serves, each
+    folder in ARCHITECTURE.md."""
+    loose = sorted(p.name for p in (ROOT / package).glob("*.py"))
+    assert set(loose) == ROOT_MODULES[package], (
+        f"modules loose in {package}/, each to go into the folder of whom it serves: {loose}"
+    )
+    folders = sorted(p.name for p in (ROOT / package).iterdir() if (p / "__init__.py").is_file())
+    text = (ROOT / "ARCHITECTURE.md").read_text()
+    assert all(f"`{folder}/" in text for folder in folders), folders
 
 
 def test_the_import_graph_has_no_circle():
@@ -179,19 +191,6 @@ def test_the_architectures_picture_of_a_packages_layers_is_the_contracts(package
     assert children == {part.strip() for layer in layers for part in re.split(r"[|:]", layer)}
 
 
-SHARED = {"__init__.py", "devices.py", "plotting.py"}  # what every chapter imports: names, devices and seeds, figures
-
-
-def test_the_attention_courses_root_holds_only_what_every_chapter_shares():
-    """``attention_course``'s root holds the names chapters import, devices and seeds, figures and the reference
-    solutions; every other module is in a folder named for whom it serves (ARCHITECTURE.md)."""
-    loose = sorted(p.name for p in (ROOT / "attention_course").glob("*.py"))
-    assert set(loose) == SHARED, f"modules in attention_course/ that go into a folder of whom they serve: {loose}"
-    folders = sorted(p.name for p in (ROOT / "attention_course").iterdir() if (p / "__init__.py").is_file())
-    text = (ROOT / "ARCHITECTURE.md").read_text()
-    assert all(f"`{folder}/" in text for folder in folders), folders
-
-
 def earlier_names() -> set[str]:
     """The modules' earlier names, each a module of ``attention_course/moved/``."""
     return {p.stem for p in (ROOT / "attention_course" / "moved").glob("*.py")} - {"__init__"}
@@ -215,6 +214,6 @@ def test_no_file_of_the_course_names_a_module_by_its_earlier_name():
         if any(path == k or k in path.parents for k in kept):
             continue
         for line in path.read_text().splitlines():
-            if "moved/" not in line and "easured by" not in line:
+            if "moved/" not in line and "measured by" not in line.lower():
                 found += [f"{path.relative_to(ROOT)}: {m.group(0)}" for m in pattern.finditer(line)]
     assert not found, "earlier module names, each to be written as the module's new one:\n" + "\n".join(found)

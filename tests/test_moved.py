@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from attention_course.tooling import notebooks
+
 ROOT = Path(__file__).resolve().parent.parent
 # Before this commit the package's reference modules (attention_course.attention, attention_course.positions) held the
 # reference solutions; they went, with no earlier name kept, when the solutions moved into solutions/ (no unreleased
@@ -70,7 +72,7 @@ def code_of(text: str) -> str:
         cells = json.loads(text)["cells"]
     except (ValueError, KeyError, TypeError):
         return text
-    return "\n".join("".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"] for cell in cells)
+    return "\n".join(notebooks.cell_text(cell) for cell in cells)
 
 
 def earlier_imports() -> set[str]:

@@ -2,9 +2,8 @@
 
 PyTorch's fused kernels and the plain computation are timed beside it. The notebook's own process runs Triton's
 interpreter (:func:`attention_course.kernels.interpreter.load_triton`), and that holds until it ends, so
-:func:`time_on_gpu`
-writes the source of the student's function, of its kernels and of the rest it uses by name (:func:`module_source`)
-to a file that a process of its own imports compiled and times::
+:func:`time_on_gpu` writes the source of the student's function, of its kernels and of the rest it uses by name
+(:func:`module_source`) to a file that a process of its own imports compiled and times::
 
     python -m attention_course.kernels.timing FILE [--device cpu] [--lengths 1024 2048] [--heads 16] [--head-dim 64]
 """
