@@ -8,7 +8,8 @@ grader, given the launches that a call of the student's function recorded (:func
 student's runs but their kernels' source read as Triton code alone (:mod:`autograder.calls.kernel_source`,
 :mod:`autograder.sandbox.replay`), and reads what they did (:mod:`autograder.calls.replayed`). Here:
 
-- :func:`read` bounds the record (launches, arguments, sizes) before anything is computed on it;
+- :func:`read` bounds the record (launches, arguments, sizes, the kernels' source) before anything is computed on
+  it or parsed, and names what it refuses without quoting the record (:func:`kernel_name`);
 - :func:`plan` lays the launches out for the replay, each tensor filled with what the grader trusts: a tensor that
   holds one of the check's inputs (reshaped, transposed, scaled or cast: ``q * scale`` is still ``q``) gets the
   grader's own copy; zeros stay zeros; what a kernel wrote stays what the replayed kernel wrote; a small tensor the
@@ -25,15 +26,16 @@ import contextlib
 import functools
 import itertools
 import math
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import torch
 
 from attention_course.tooling import syntax
-from autograder.calls import global_rng, standins
+from autograder.calls import global_rng, kernel_source, standins
 from autograder.calls.call import is_remote
+from autograder.calls.kernel_source import TOO_LONG, KernelRefused, Names, bounded
+from autograder.sandbox.replay import MAX_PROGRAMS
 
 MAX_LAUNCHES = 16
 MAX_ARGUMENTS = 32  # of one launch
@@ -85,6 +87,16 @@ class Record:
     launches: list[Launch]
     functions: dict
     constants: dict
+    names: Names = field(default_factory=Names)  # what a message may quote of it
+
+
+def kernel_name(record: Record, index: int) -> str:
+    """The kernel of launch ``index`` as a message names it: by its name where the submission's source defines a
+    function of that name, "the kernel of launch N" otherwise (:class:`Names`: never a string the student's process
+    wrote at run time)."""
+    if not 0 <= index < len(record.launches):
+        return "a kernel"
+    return record.names.kernel(record.launches[index].kernel, index)
 
 
 @dataclass
@@ -106,20 +118,40 @@ def _integer(value, low: int = 0, high: int = 2**40) -> int:
     return value
 
 
-def read(data, sizes: Sizes) -> Record:
-    """The record of a call's launches, each part bounded; :class:`Refused` where it cannot be replayed."""
+def read(data, sizes: Sizes, source: str | None = None) -> Record:
+    """The record of a call's launches, each part bounded (the kernels' source too, before it is parsed: a parse
+    costs the grader's process far more than the text); :class:`Refused` where it cannot be replayed. ``source``: the
+    submission's program, where the call ran in the sandbox; a message quotes only the names it holds (:class:`Names`),
+    no other string or number of the record."""
     if not isinstance(data, dict) or not isinstance(data.get("launches"), list):
         raise Refused("the record of its launches could not be read")
+    if data.get("too_long"):
+        raise Refused(TOO_LONG)
+    try:
+        bounded(data.get("functions"), data.get("constants"))
+    except KernelRefused as exc:
+        raise Refused(str(exc)) from None
     if data.get("dropped") or len(data["launches"]) > MAX_LAUNCHES:
         raise Refused(f"it launched more than {MAX_LAUNCHES} kernels for one call")
+    names = Names.of(source)
     launches = []
     for index, entry in enumerate(data["launches"]):
         if not isinstance(entry, dict) or not isinstance(entry.get("args"), list):
             raise Refused("the record of its launches could not be read")
-        kernel = str(entry.get("kernel", ""))[:80]
-        grid = tuple(_integer(n, 0, 2**31) for n in (entry.get("grid") or [])[:3])
+        kernel = entry.get("kernel")
+        if not isinstance(kernel, str) or len(kernel) > 80 or not kernel.isidentifier():
+            raise Refused("the record of its launches could not be read")
+        said = names.kernel(kernel, index)
+        grid = entry.get("grid") or []
+        if not isinstance(grid, list) or len(grid) > 3:
+            raise Refused("the record of its launches could not be read")
+        grid = tuple(_integer(n, 0, 2**31) for n in grid)
+        if math.prod(grid) > MAX_PROGRAMS:
+            raise Refused(
+                f"{said} is launched on more than {MAX_PROGRAMS} programs at once, which the grader does not replay"
+            )
         if len(entry["args"]) > MAX_ARGUMENTS:
-            raise Refused(f"the kernel {kernel} takes more than {MAX_ARGUMENTS} arguments")
+            raise Refused(f"{said} takes more than {MAX_ARGUMENTS} arguments")
         numbers, views = {}, []
         for argument in entry["args"]:
             if not isinstance(argument, dict):
@@ -128,11 +160,11 @@ def read(data, sizes: Sizes) -> Record:
             if not name.isidentifier():
                 raise Refused("the record of its launches could not be read")
             if "tensor" in argument:
-                views.append(_view(index, name, argument["tensor"], sizes))
-            elif "unsupported" in argument:
+                views.append(_view(index, name, argument["tensor"], sizes, f"{said}'s {names.word(name)}"))
+            elif "unsupported" in argument:  # its type's name is the student's process's to write: not quoted
                 raise Refused(
-                    f"the kernel {kernel} takes {name}, a {str(argument['unsupported'])[:40]}, which the grader "
-                    "cannot pass to it again: pass tensors and numbers"
+                    f"{said} takes {names.word(name)}, neither a tensor nor a number, which the grader cannot pass "
+                    "to it again: pass tensors and numbers"
                 )
             else:
                 value = argument.get("value")
@@ -146,15 +178,13 @@ def read(data, sizes: Sizes) -> Record:
                     raise Refused("the record of its launches could not be read")
                 numbers[name] = value
         if len(numbers) > MAX_NUMBERS or len(views) > MAX_TENSORS:
-            raise Refused(f"the kernel {kernel} takes more than {MAX_NUMBERS} numbers or {MAX_TENSORS} tensors")
+            raise Refused(f"{said} takes more than {MAX_NUMBERS} numbers or {MAX_TENSORS} tensors")
         launches.append(Launch(kernel, grid, numbers, views))
-    functions, constants = data.get("functions"), data.get("constants")
-    if not isinstance(functions, dict) or not isinstance(constants, dict):
-        raise Refused("the record of its launches could not be read")
-    return Record(launches, functions, constants)
+    return Record(launches, data["functions"], data["constants"], names)
 
 
-def _view(launch: int, name: str, tensor, sizes: Sizes) -> View:
+def _view(launch: int, name: str, tensor, sizes: Sizes, said: str) -> View:
+    """One tensor argument, bounded (``said``: the argument as a message names it)."""
     if not isinstance(tensor, dict):
         raise Refused("the record of its launches could not be read")
     shape = tensor.get("shape") or []
@@ -166,9 +196,9 @@ def _view(launch: int, name: str, tensor, sizes: Sizes) -> View:
         or len(shape) > MAX_RANK
     ):
         raise Refused("the record of its launches could not be read")
-    dtype = str(tensor.get("dtype", ""))
-    if dtype not in DTYPES:
-        raise Refused(f"the kernel takes {name}, a tensor of dtype {dtype[:20]}, which the grader does not replay")
+    dtype = tensor.get("dtype")
+    if dtype not in DTYPES:  # its name is the student's process's to write: not quoted
+        raise Refused(f"{said} is a tensor of a dtype the grader does not replay (it replays {', '.join(DTYPES)})")
     view = View(
         launch,
         name,
@@ -181,7 +211,7 @@ def _view(launch: int, name: str, tensor, sizes: Sizes) -> View:
     )
     if view.end >= sizes.scores or view.numel >= sizes.scores:
         raise Refused(
-            f"it passes the kernel a tensor ({name}) as large as the whole matrix of scores "
+            f"it passes the kernel a tensor ({said}) as large as the whole matrix of scores "
             f"({sizes.heads} x {sizes.queries} x {sizes.keys}) or larger: a kernel holds one block of scores at a "
             "time, never all of them"
         )
@@ -390,35 +420,9 @@ def traced(obj) -> Iterator[Trace]:
     trace.data, trace.replayer = log.as_data(), functools.partial(_here, replay.replay)
 
 
-IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
 def scrubbed(text: str, trace: Trace) -> str:
-    """``text`` (a failure's message) without a name that only the record holds: the record comes from the student's
-    process, which has the check's inputs when it writes it, so a name in it that the submission's own source does
-    not hold (a kernel, an argument, a dtype named at run time) could carry them to the feedback. Outside the sandbox
-    (a notebook's own process, which holds no hidden input) ``text`` is left as it is."""
-    if trace.source is None:
-        return text
-    written = set(IDENTIFIER.findall(trace.source))
-    recorded = set()
-
-    def collect(value) -> None:
-        if isinstance(value, str):
-            recorded.update(IDENTIFIER.findall(value))
-        elif isinstance(value, dict):
-            for item in value.values():
-                collect(item)
-        elif isinstance(value, (list, tuple)):
-            for item in value:
-                collect(item)
-
-    collect(trace.data)
-    if isinstance(trace.data, dict):  # their keys are the student's names too (the record's others are the grader's)
-        for named in (trace.data.get("functions"), trace.data.get("constants")):
-            collect(list(named) if isinstance(named, dict) else None)
-    hidden = recorded - written
-    return IDENTIFIER.sub(lambda found: "[a name not in your notebook]" if found[0] in hidden else found[0], text)
+    """``text`` (a failure's message) without a name that only the record holds (:func:`kernel_source.scrubbed`)."""
+    return kernel_source.scrubbed(text, trace.source, trace.data)
 
 
 def _here(replay, program: str, request: dict) -> dict:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from autograder.calls.launches import Plan, Sizes, View, canonical, matching
+from autograder.calls.launches import Plan, Sizes, View, canonical, kernel_name, matching
 
 
 def _final(plan: Plan, result: dict, view: View) -> torch.Tensor | None:
@@ -32,10 +32,9 @@ def judge(plan: Plan, result: dict, returned: dict[str, torch.Tensor]) -> list[s
     """The problems with a replay: the kernels stopped, held a tile of ``Lq × Lk`` scores, or did not write what the
     student's function returned (``returned``: output name -> tensor)."""
     problems = []
-    kernels = [launch.kernel for launch in plan.record.launches]
     if result.get("error"):
         where = result.get("launch")
-        kernel = kernels[where] if isinstance(where, int) and 0 <= where < len(kernels) else "a kernel"
+        kernel = kernel_name(plan.record, where) if isinstance(where, int) else "a kernel"
         return [f"run again by the grader on the same arguments, {kernel} stopped: {str(result['error'])[:200]}"]
     sizes = plan.sizes
     if int(result.get("largest_dot", 0)) >= sizes.queries * sizes.keys:
@@ -56,7 +55,7 @@ def judge(plan: Plan, result: dict, returned: dict[str, torch.Tensor]) -> list[s
     if problems and poisoned:
         names = sorted(
             {
-                f"{kernels[launch]}'s {view.name}"
+                f"{kernel_name(plan.record, launch)}'s {plan.record.names.word(view.name)}"
                 for launch, storage in poisoned
                 for view in plan.views
                 if view.launch == launch and _storage_index(plan, view) == storage
@@ -95,11 +94,10 @@ def hidden_blocks(plan: Plan, result: dict, block_q: int, block_k: int) -> list[
     mask hides entirely)."""
     sizes = plan.sizes
     shift = sizes.keys - sizes.queries  # query i sees the keys j <= i + shift
-    kernels = [launch.kernel for launch in plan.record.launches]
     late = early = None  # the first program that visits a block of keys, or of queries, that the mask hides
     for entry in _programs(result.get("programs")):
-        kernel = kernels[entry["launch"]] if 0 <= entry["launch"] < len(kernels) else "a kernel"
-        where = f"a program of {kernel}"  # which one is left out: the kernel's own choice could carry data
+        # which program is left out: the kernel's own choice could carry data
+        where = f"a program of {kernel_name(plan.record, entry['launch'])}"
         queries = _by_head(entry["query_loaded"], sizes.queries)
         keys = _by_head(entry["key_loaded"], sizes.keys)
         tried_keys = _by_head(entry["key_tried"], sizes.keys)

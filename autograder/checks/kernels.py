@@ -21,7 +21,9 @@ ROLES = ("q", "k", "v", "output", "lse", "grad_output")
 def _replayed(call: Call, roles: tuple[str, ...], names: tuple[str, ...]):
     """Run the item, recording its launches; run them again: ``(plan, result, returned, trace)``. The check fails where
     the launches cannot be replayed (none, too many, a kernel that is not Triton code alone, a tensor as large as
-    the whole matrix of scores). A message names nothing that the record alone holds (:func:`launches.scrubbed`).
+    the whole matrix of scores, a source longer than the grader reads). A message names a kernel by what the
+    submission's source defines, and nothing else that the record holds (:func:`launches.kernel_name`,
+    :func:`launches.scrubbed`).
     The kernel checks of one notebook share a call and its replay (:func:`autograder.calls.shared.shared`): those on the
     same inputs read the same launches, run again once."""
     unknown = set(roles) - set(ROLES)
@@ -42,8 +44,9 @@ def _replay(call: Call, roles: tuple[str, ...]):
     with launches.traced(call.item.obj) as trace:
         returned = call.outputs(call.run())
     try:
-        record = launches.read(trace.data, sizes)
-        program = kernel_source.program(record.functions, record.constants, [x.kernel for x in record.launches])
+        record = launches.read(trace.data, sizes, trace.source)
+        launched = [x.kernel for x in record.launches]
+        program = kernel_source.program(record.functions, record.constants, launched, record.names)
         plan = launches.plan(record, inputs, sizes)
     except (launches.Refused, kernel_source.KernelRefused) as exc:
         call.fail(launches.scrubbed(str(exc), trace))

@@ -5,7 +5,9 @@ kernel's name, its grid (as the launch resolved it), and each argument by name: 
 (a small number per storage of this call), its offset, shape, strides and what it holds before the launch. With the
 launches come the source of each kernel launched and of the kernels it calls, and the numbers it reads from its
 module (:func:`program_of`): what the grader needs to run them again in a sandbox of its own
-(:mod:`autograder.sandbox.replay`).
+(:mod:`autograder.sandbox.replay`). A source longer than :data:`MAX_SOURCE`, or past :data:`MAX_SOURCES` in all, is
+not recorded: the record says ``too_long``, and the grader refuses it unread, as it refuses a record that carries
+more (a forged one).
 
 Nothing recorded here is trusted: the student's code runs in this process and can change any of it. The grader
 checks the record, runs the kernels' source only once it has read it as Triton code, and compares what they write
@@ -26,7 +28,8 @@ from collections.abc import Iterator
 import torch
 
 MAX_LAUNCHES = 16  # launches recorded for one call; the grader refuses a call that makes more
-MAX_SOURCE = 20_000  # characters of one kernel's source
+MAX_SOURCE = 20_000  # characters of one kernel's source (the grader reads no more: autograder.calls.kernel_source)
+MAX_SOURCES = 40_000  # characters of the sources of one call's kernels together (the reference's are about 7,000)
 MAX_RECORDED = 2**20  # elements of one tensor whose contents are recorded (a larger one is recorded without them)
 
 
@@ -83,7 +86,14 @@ class Log:
     def as_data(self) -> dict:
         """The record as plain data (what crosses to the grader)."""
         functions, constants = program_of(list(self.kernels.values()))
-        return {"launches": self.launches, "dropped": self.dropped, "functions": functions, "constants": constants}
+        data = {"launches": self.launches, "dropped": self.dropped, "functions": functions, "constants": constants}
+        total = 0
+        for name, source in functions.items():
+            total += len(source or "")
+            if source is not None and (len(source) > MAX_SOURCE or total > MAX_SOURCES):
+                functions[name] = None  # what the grader would not read is not sent
+                data["too_long"] = True
+        return data
 
 
 def _number(value):
@@ -153,7 +163,7 @@ def _source(function) -> str | None:
         source = textwrap.dedent(inspect.getsource(function))
     except (OSError, TypeError):
         return None
-    return source[:MAX_SOURCE]
+    return source
 
 
 def program_of(kernels: list) -> tuple[dict[str, str | None], dict[str, object]]:
