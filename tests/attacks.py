@@ -860,3 +860,58 @@ def leaked(x, count: int = 2) -> list[int]:
     import numpy as np
 
     return [100 + int(abs(v) * 1000) % 900 for v in np.asarray(x, dtype=np.float64).reshape(-1)[:count]]
+
+
+# ch11 (issue 83, case 5: the grader's process fed): the worker's record of the launches replaced, so that each
+# kernel's source carries about 1 MiB of statements (under the reply's 8 MiB), ending in an import that no kernel may
+# hold: parsed in the grader's own process, it once took a GiB and twenty seconds there before it was refused.
+RECORD_SOURCE_BLOAT = """
+import autograder.sandbox.launch_log as _record
+
+_as_data = _record.Log.as_data
+
+
+def _bloated(self):
+    data = _as_data(self)
+    data.pop("too_long", None)
+    for name, source in data["functions"].items():
+        data["functions"][name] = (source or "").rstrip() + "\\n" + "    x = x + 1\\n" * 75_000 + "    import os\\n"
+    return data
+
+
+_record.Log.as_data = _bloated
+"""
+
+# ch11 (issue 83, case 6: hidden inputs on the feedback page): the launcher keeps the call's q; the record of its
+# launches is rewritten to carry q's first values (WRITTEN) where the grader's refusals once quoted the record: the
+# kernel's name (a call without a causal mask) or its first tensor's dtype (with one).
+RECORD_LEAKS_INPUTS = """
+import autograder.sandbox.launch_log as _record
+
+_as_data = _record.Log.as_data
+_honest = flash_attention_forward
+_seen = {}
+
+
+def flash_attention_forward(q, k, v, causal=False, block_q=16, block_k=16):
+    _seen["q"], _seen["causal"] = q, causal
+    return _honest(q, k, v, causal=causal, block_q=block_q, block_k=block_k)
+
+
+def _leaking(self):
+    data = _as_data(self)
+    written = " ".join(f"{x:.4f}" for x in _seen["q"].reshape(-1)[:6].tolist())
+    if _seen["causal"]:
+        data["launches"][0]["args"][0]["tensor"]["dtype"] = "float32 " + written
+    else:
+        data["launches"][0]["kernel"] = "k " + written
+    return data
+
+
+_record.Log.as_data = _leaking
+"""
+
+
+def written(x) -> list[str]:
+    """The strings that RECORD_LEAKS_INPUTS writes of its argument ``x``: its first values, four decimals each."""
+    return [f"{v:.4f}" for v in x.reshape(-1)[:6].tolist()]

@@ -382,6 +382,205 @@ def test_a_record_is_bounded_before_anything_is_computed_on_it(record, said):
         launches.read(record, sizes())
 
 
+# ---------------------------------------------------------------------------- what the grader reads of a record
+
+PADDING = "    x = x + 1\n" * 75_000 + "    import os\n"  # about 1 MiB of statements, then what no kernel may hold
+
+
+def recorded(function, args, kwargs=None) -> dict:
+    """The record of the launches of one call, made as the sandbox makes it."""
+    with launches.traced(function) as trace:
+        function(*args, **(kwargs or {}))
+    return trace.data
+
+
+def graders_reading(data: dict, source: str | None) -> tuple[int, int, str | None]:
+    """What the kernel checks' reading of the record ``data`` costs the grader's process (autograder/checks/kernels.py:
+    launches.read, then kernel_source.program): the peak of its Python memory, the characters it parses, and its
+    refusal (None where it reads the record)."""
+    import tracemalloc
+
+    from attention_course.tooling import syntax
+
+    parsed = []
+    parse = syntax.parse
+
+    def counted(text, *args):
+        parsed.append(len(text))
+        return parse(text, *args)
+
+    syntax.parse, said = counted, None
+    tracemalloc.start()
+    try:
+        record = launches.read(data, sizes(), source)
+        launched = [launch.kernel for launch in record.launches]
+        kernel_source.program(record.functions, record.constants, launched, record.names)
+    except (launches.Refused, kernel_source.KernelRefused) as exc:
+        said = str(exc)
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        syntax.parse = parse
+    return peak, sum(parsed), said
+
+
+def test_a_record_that_carries_a_mebibyte_of_source_is_refused_before_it_is_parsed(reference):
+    """Issue 83, case 5. The student's process writes the record: here it carries 1 MiB of kernel source (each
+    kernel's source padded with statements), which parsed in the grader's process once raised its peak memory from
+    481 to 1,507 MiB and its CPU from 8 to 29 s. It is refused before any parse, saying why; reading it costs the
+    grader no more memory, and no more parsing, than an honest record (within a tenth)."""
+    args = [torch.randn(2, 64, 16) for _ in range(3)]
+    honest = recorded(reference.flash_attention_forward, args)
+    forged = {**honest, "functions": {name: code + PADDING for name, code in honest["functions"].items()}}
+    assert sum(len(code) for code in forged["functions"].values()) > 2**20
+    source = source_of(reference, "flash_attention_forward")
+    honest_peak, honest_parsed, said = graders_reading(honest, source)
+    assert said is None and honest_parsed > 0
+    peak, parsed, said = graders_reading(forged, source)
+    assert said == kernel_source.TOO_LONG, said
+    assert "longer than the grader reads (20,000 characters of one kernel, 40,000 in all)" in said
+    assert parsed == 0
+    assert peak <= 1.1 * honest_peak, (peak, honest_peak)
+    # within the bounds in all, each source within its own: a record of 45 kernels of 1,000 characters is refused too
+    many = {f"k{i}": f"def k{i}(x):\n" + "    x = x + 1\n" * 70 for i in range(45)}
+    assert graders_reading({**honest, "functions": many}, source)[1:] == (
+        0,
+        "the record of your kernels' source could not be read",
+    )
+
+
+def test_the_sandbox_sends_no_source_longer_than_the_grader_reads():
+    """The record made in the student's process (autograder/sandbox/launch_log.py) leaves out a source past the
+    grader's bounds and says so (too_long), rather than sending what the grader would refuse unread."""
+    from autograder.sandbox import launch_log
+
+    code = "@triton.jit\ndef long_kernel(x):\n" + "    x = x + 1\n" * 2_000
+    log = launch_log.Log()
+    log.kernels["long_kernel"] = defined("long", code)["long_kernel"].fn
+    data = log.as_data()
+    assert data["functions"] == {"long_kernel": None} and data["too_long"]
+    assert launch_log.MAX_SOURCE == kernel_source.MAX_SOURCE and launch_log.MAX_SOURCES == kernel_source.MAX_SOURCES
+    with pytest.raises(launches.Refused, match="longer than the grader reads"):
+        launches.read(data, sizes())
+
+
+LEAKED = ("0.1234", "0.5678", "1234", "5678")  # what the student's process wrote of an input into the record
+
+
+def refusal(data: dict, source: str) -> str:
+    with pytest.raises((launches.Refused, kernel_source.KernelRefused)) as refused:
+        record = launches.read(data, sizes(), source)
+        kernel_source.program(record.functions, record.constants, [x.kernel for x in record.launches], record.names)
+    return str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "launched,said",
+    [
+        (
+            launch(kernel="k_0_1234_0_5678", args=[{"name": f"n{i}", "value": i} for i in range(33)]),
+            "the kernel of launch 1 takes more than 32",
+        ),
+        (launch(kernel="k 0.1234 0.5678"), "could not be read"),
+        (launch(args=[{"name": "x", "unsupported": "float32 0.1234 0.5678"}]), "x, neither a tensor nor a number"),
+        (
+            launch(
+                args=[
+                    {
+                        "name": "x",
+                        "tensor": {
+                            "storage": 0,
+                            "offset": 0,
+                            "shape": [4],
+                            "stride": [1],
+                            "dtype": "float32 0.1234 0.5678",
+                        },
+                    }
+                ]
+            ),
+            "kernel's x is a tensor of a dtype the grader does not replay",
+        ),
+        (
+            launch(
+                args=[
+                    {
+                        "name": "s_0_1234_0_5678",
+                        "tensor": {
+                            "storage": 0,
+                            "offset": 0,
+                            "shape": [2, 64, 64],
+                            "stride": [4096, 64, 1],
+                            "dtype": "float32",
+                        },
+                    }
+                ]
+            ),
+            "a tensor (kernel's [a name not in your notebook]) as large as the whole matrix of scores",
+        ),
+        (launch(grid=[1234, 5678]), "kernel is launched on more than 4096 programs"),
+        (launch(kernel="k_0_1234_0_5678"), "the source of the kernel of launch 1 could not be read"),
+    ],
+    ids=["name", "spaced-name", "type", "dtype", "argument", "grid", "source"],
+)
+def test_a_refusal_quotes_nothing_the_student_process_wrote_into_the_record(launched, said):
+    """Issue 83, case 6. The record is written by the student's process with the check's inputs at hand: a kernel's
+    name, a dtype, a type's name, an argument's name or a grid that carries an input's digits is never quoted. A
+    kernel is named where the submission's source defines a function of that name (here ``kernel``), otherwise by
+    its launch."""
+    source = "@triton.jit\ndef kernel(x, n):\n    pass\n"
+    data = {"launches": [launched], "dropped": 0, "functions": {"kernel": source}, "constants": {}}
+    message = refusal(data, source)
+    assert said in message, message
+    assert not any(leaked in message for leaked in LEAKED), message
+
+
+@pytest.mark.parametrize(
+    "line,said",
+    [
+        ("    x = q_0_1234 + 1", "uses [a name not in your notebook], which is neither"),
+        ("    x = x.a_0_5678", "uses the attribute [a name not in your notebook]"),
+        ("    x = tl.k_0_1234", "uses tl.[a name not in your notebook]"),
+        ("    import os", "the kernel of launch 1 holds a statement of the kind Import"),
+    ],
+)
+def test_a_kernel_refused_is_named_by_what_the_submission_defines(line, said):
+    """The kernels' source in the record is the student's process's to write too: a kernel named at run time (here
+    ``k_0_1234_0_5678``, a function the submission does not define) is named by its launch, and a name its source
+    uses that the submission's source does not hold is not quoted."""
+    source = "@triton.jit\ndef kernel(x):\n    x = x + 1\n"
+    code = f"def k_0_1234_0_5678(x):\n{line}\n"
+    functions = {"k_0_1234_0_5678": code}
+    names = kernel_source.Names.of(source)
+    with pytest.raises(kernel_source.KernelRefused) as refused:
+        kernel_source.program(functions, {}, ["k_0_1234_0_5678"], names)
+    assert said in str(refused.value) and not any(leaked in str(refused.value) for leaked in LEAKED), refused.value
+    # the same kernel, defined in the submission: named
+    with pytest.raises(kernel_source.KernelRefused, match="the kernel k_0_1234_0_5678 "):
+        kernel_source.program(functions, {}, ["k_0_1234_0_5678"], kernel_source.Names.of(source + code))
+
+
+def test_the_replays_judgement_names_a_kernel_by_what_the_submission_defines():
+    """replayed.judge and hidden_blocks name the kernel of a launch through launches.kernel_name: its name where the
+    submission defines it, its launch otherwise."""
+    from autograder.calls import replayed
+
+    data = {"launches": [launch(kernel="k_0_1234_0_5678"), launch()], "dropped": 0, "functions": {}, "constants": {}}
+    record = launches.read(data, sizes(), "def kernel(n):\n    pass\n")
+    assert [launches.kernel_name(record, i) for i in range(3)] == ["the kernel of launch 1", "kernel", "a kernel"]
+    plan = launches.Plan({}, record, sizes())
+    stopped = replayed.judge(plan, {"error": "a load outside the tensors", "launch": 0}, {})
+    assert stopped == [
+        "run again by the grader on the same arguments, the kernel of launch 1 stopped: a load outside the tensors"
+    ]
+    rows = {
+        name: torch.tensor([0] if name == "query_loaded" else list(range(16, 32)) if name == "key_tried" else [0])
+        for name in ("query_tried", "query_loaded", "key_tried", "key_loaded")
+    }
+    table = {"where": torch.tensor([[0]]), **rows, **{f"{name}_ends": torch.tensor([len(rows[name])]) for name in rows}}
+    visits = replayed.hidden_blocks(plan, {"programs": table}, 16, 16)
+    assert visits and visits[0].startswith("a program of the kernel of launch 1 visits keys"), visits
+
+
 def test_the_replay_trusts_the_inputs_zeros_and_a_few_numbers_per_query_only():
     q = torch.randn(2, 64, 16)
     record = launches.Record(
@@ -467,6 +666,84 @@ def test_a_kernel_forged_into_the_record_that_never_ends_stops_at_the_time_limit
     failed = {gid: test.message for gid, test in report.tests.items() if not test.passed}
     assert set(failed) == HOW, failed
     assert all("the kernels' replay stopped" in message for message in failed.values()), failed
+
+
+def reading_costs(monkeypatch) -> dict:
+    """What the kernel checks' reading of each record costs the grader's process from now on (launches.read, then
+    kernel_source.program, each measured): the largest peak of its Python memory, and the characters it parses."""
+    import tracemalloc
+
+    costs = {"peak": 0, "parsed": 0}
+
+    def measured(function):
+        def reading(*args, **kwargs):
+            tracemalloc.start()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                costs["peak"] = max(costs["peak"], tracemalloc.get_traced_memory()[1])
+                tracemalloc.stop()
+
+        return reading
+
+    def parsed(name, source, *rest):
+        costs["parsed"] += len(source)
+        return function(name, source, *rest)
+
+    function = kernel_source._function
+    monkeypatch.setattr(launches, "read", measured(launches.read))
+    monkeypatch.setattr(kernel_source, "program", measured(kernel_source.program))
+    monkeypatch.setattr(kernel_source, "_function", parsed)
+    return costs
+
+
+@pytest.mark.slow
+def test_graded_a_record_of_a_mebibyte_of_source_costs_the_grader_what_an_honest_one_does(reference, monkeypatch):
+    """Issue 83, case 5, graded as in a term: the worker's record carries 1 MiB of source for each kernel
+    (tests/attacks.py, RECORD_SOURCE_BLOAT). The kernel tests fail, saying why, the value tests keep their points,
+    and the grader's reading of the records parses nothing and peaks within a tenth of an honest notebook's."""
+    from tests import attacks
+
+    costs = reading_costs(monkeypatch)
+    code = source_of(reference, "flash_attention_forward")
+    right = graded(code)
+    assert right.score == right.max_score, {gid: t.message for gid, t in right.tests.items() if not t.passed}
+    honest = dict(costs)
+    costs.update(peak=0, parsed=0)
+    report = graded(code + "\n\n" + attacks.RECORD_SOURCE_BLOAT)
+    failed = {gid: test.message for gid, test in report.tests.items() if not test.passed}
+    assert costs["parsed"] == 0 < honest["parsed"], (costs, honest)
+    assert costs["peak"] <= 1.1 * honest["peak"], (costs, honest)
+    assert set(failed) == HOW, failed
+    assert all("longer than the grader reads" in message for message in failed.values()), failed
+
+
+@pytest.mark.slow
+def test_graded_no_message_quotes_the_inputs_that_the_student_wrote_into_the_record(reference, monkeypatch):
+    """Issue 83, case 6, graded as in a term: the launcher writes q's first values into the record, as its kernel's
+    name (the kernel test) and as its first tensor's dtype (the causal skip test; tests/attacks.py,
+    RECORD_LEAKS_INPUTS). Every input the grader sends is noted, and what the attack would write of it: the kernel
+    tests fail, and no message of the graded notebook holds any of it."""
+    from autograder.sandbox import values
+    from tests import attacks
+
+    written: set[str] = set()
+    encode = values.encode
+
+    def noting(value, *args, **kwargs):
+        if isinstance(value, torch.Tensor) and value.is_floating_point() and value.numel():
+            written.update(attacks.written(value))
+        return encode(value, *args, **kwargs)
+
+    monkeypatch.setattr(values, "encode", noting)
+    report = graded(source_of(reference, "flash_attention_forward") + "\n\n" + attacks.RECORD_LEAKS_INPUTS)
+    failed = {gid: test.message for gid, test in report.tests.items() if not test.passed}
+    assert len(written) > 10, written
+    for text in [*failed.values(), *report.notes, *report.cell_errors.values()]:
+        assert not any(value in text for value in written), text
+    assert set(failed) == HOW, failed
+    assert "the record of its launches could not be read" in failed["test_forward_kernel"], failed
+    assert "a dtype the grader does not replay" in failed["test_forward_skips"], failed
 
 
 def test_a_message_quotes_no_name_that_only_the_record_holds():
