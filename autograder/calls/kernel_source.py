@@ -215,13 +215,12 @@ def program(functions: dict, constants: dict, launched: list[str], names: Names 
     names = names or Names()
     numbers_ = {str(name): value for name, value in constants.items() if _is_number(value) and str(name).isidentifier()}
     definitions: dict[str, ast.FunctionDef] = {}
-    order = list(dict.fromkeys(launched))
-    todo = list(order)
+    todo = list(dict.fromkeys(launched))
     while todo:
         name = todo.pop(0)
         if name in definitions:
             continue
-        quoted = names.kernel(name, order.index(name) if name in order else None)
+        quoted = names.kernel(name, launched.index(name) if name in launched else None)  # its first launch
         label = f"the kernel {quoted}" if quoted == name else quoted
         source = functions.get(name)
         if not isinstance(source, str):
