@@ -196,6 +196,32 @@ def test_matches_reference():
     assert "output differs from the reference solution" in msg and "hint: divide by sqrt(d_k)" in msg
 
 
+def test_a_near_miss_at_the_default_tolerances_gets_no_hint_of_a_mistake_it_does_not_show():
+    """exp(s - logsumexp(s)) in float32 on rows near 1e4 is off by rounding (2.3e-5 against 1e-5): at the default
+    tolerances its failure says what differs, not the check's hint (each row normalised on its own, which it is);
+    a wrong formula, or a check that sets its own tolerances (it compares precision), keeps the check's hint."""
+
+    def minus_log_sum_exp(scores, mask=None, dim=-1):
+        scores = scores.masked_fill(~mask, float("-inf"))
+        return torch.nan_to_num(torch.exp(scores - torch.logsumexp(scores, dim=dim, keepdim=True)), nan=0.0)
+
+    def global_max(scores, mask=None, dim=-1):
+        exps = torch.exp(scores.masked_fill(~mask, float("-inf")) - scores.max())
+        return torch.nan_to_num(exps / exps.sum(dim=dim, keepdim=True), nan=0.0)
+
+    rows = [tensor(4, 6, spread=1e4), mask(4, 6)]
+    hint = "each row is normalised on its own, after subtracting its own largest score"
+    item = Item("ch04_masking", "masked_softmax", minus_log_sum_exp)
+    msg = failure(check_matches_reference, item, rows, seed=8, hint=hint)
+    assert "the largest difference is 2.28e-05" in msg and hint not in msg, msg
+    assert "within ten times the allowed difference" in msg and "rounding" in msg, msg
+    check_matches_reference(item, rows, seed=8, rtol=1e-3)  # the notebook's tolerance there: float32's resolution
+    msg = failure(check_matches_reference, item, rows, seed=8, rtol=1e-6, hint=hint)
+    assert hint in msg, msg
+    msg = failure(check_matches_reference, Item("ch04_masking", "masked_softmax", global_max), rows, seed=8, hint=hint)
+    assert hint in msg, msg
+
+
 def test_matches_builtin_with_renamed_keyword():
     check_matches(
         sdpa_item(good_attention),
