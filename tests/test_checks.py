@@ -32,6 +32,7 @@ from autograder import (
     check_matches,
     check_matches_reference,
     check_matches_torch,
+    check_output_dtypes,
     check_output_shapes,
     check_raises,
     check_relative_positions,
@@ -357,6 +358,34 @@ def test_dtype_follows_input():
     check_dtype_follows_input(float_weights, f64, outputs=("output",))
     assert "has dtype torch.float32" in failure(check_dtype_follows_input, float_weights, f64)
     assert "has dtype torch.float32" in failure(check_dtype_follows_input, float_weights, f64, outputs=("weights",))
+
+
+def test_output_dtypes_holds_each_named_output_to_the_dtype_the_contract_names():
+    """Chapter 11's lse is float32 whatever the inputs' dtype: one allocated with q's dtype (float16, values within
+    float16's tolerance) fails, named by the output and the two dtypes; bad arguments are refused by name."""
+    half = [tensor(2, 3, 4, dtype="float16")] * 3
+
+    def attention(q, k, v, lse_dtype=torch.float32):
+        output, weights = good_attention(q.float(), k.float(), v.float())
+        return output.to(q.dtype), weights.to(lse_dtype)
+
+    check_output_dtypes(sdpa_item(attention), half, dtypes={"output": "float16", "weights": "float32"})
+    msg = failure(
+        check_output_dtypes,
+        sdpa_item(lambda q, k, v: attention(q, k, v, lse_dtype=q.dtype)),
+        half,
+        dtypes={"weights": "float32"},
+        hint="lse is float32",
+    )
+    assert_well_formed(msg, "scaled_dot_product_attention", "output dtypes", "q=torch float16 (2, 3, 4)")
+    assert "weights has dtype float16; the assignment says float32" in msg and "hint: lse is float32" in msg
+    for bad, error in [
+        ({}, "dtypes must map"),
+        ({"weights": "float"}, "not the name of a dtype"),
+        ({"lse": "float32"}, "not one of the outputs"),
+    ]:
+        with pytest.raises(ValueError, match=error):
+            check_output_dtypes(sdpa_item(attention), half, dtypes=bad)
 
 
 def test_returns_number_takes_the_kinds_a_contract_names_and_names_the_type_returned():
