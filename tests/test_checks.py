@@ -481,6 +481,23 @@ def test_a_students_error_is_quoted_to_the_first_line_of_its_message():
     assert "it raised Unreadable: (its message could not be read)" in msg
 
 
+def test_an_error_on_an_input_of_fewer_dimensions_names_that_input_and_its_shape():
+    """F.scaled_dot_product_attention raises IndexError on a mask of shape (Lk,), which the contract allows: the
+    failure names that input and its shape (the check's own), and says to broadcast it; where every input has as
+    many dimensions, the error alone."""
+
+    def sdpa(q, k, v, mask=None):
+        output = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        return output, output
+
+    heads = [tensor(2, 3, 5, 4), tensor(2, 3, 7, 4), tensor(2, 3, 7, 6)]
+    msg = failure(check_matches_reference, sdpa_item(sdpa), [*heads, mask(7)], outputs=("output",))
+    assert "it raised IndexError: Dimension out of range" in msg, msg
+    assert "with mask of shape (7,), fewer dimensions than the other inputs" in msg and "broadcast" in msg, msg
+    msg = failure(check_matches_reference, sdpa_item(lambda q, k, v, mask=None: q.nope), QKV)
+    assert "it raised AttributeError" in msg and "fewer dimensions" not in msg, msg
+
+
 def test_wrong_library_is_named():
     msg = failure(
         check_rows_sum_to_one, softmax_item(lambda x, axis=-1: torch.softmax(torch.from_numpy(x), -1)), [array(3)]
