@@ -38,6 +38,7 @@ _HOMES = {  # name -> the module that defines it; imported on first use, so that
             "check_finite",
             "check_inputs_unchanged",
             "check_output_device",
+            "check_output_dtypes",
             "check_output_shapes",
             "check_raises",
             "check_returns_number",

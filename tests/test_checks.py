@@ -32,6 +32,7 @@ from autograder import (
     check_matches,
     check_matches_reference,
     check_matches_torch,
+    check_output_dtypes,
     check_output_shapes,
     check_raises,
     check_relative_positions,
@@ -196,6 +197,32 @@ def test_matches_reference():
     assert "output differs from the reference solution" in msg and "hint: divide by sqrt(d_k)" in msg
 
 
+def test_a_near_miss_at_the_default_tolerances_gets_no_hint_of_a_mistake_it_does_not_show():
+    """exp(s - logsumexp(s)) in float32 on rows near 1e4 is off by rounding (2.3e-5 against 1e-5): at the default
+    tolerances its failure says what differs, not the check's hint (each row normalised on its own, which it is);
+    a wrong formula, or a check that sets its own tolerances (it compares precision), keeps the check's hint."""
+
+    def minus_log_sum_exp(scores, mask=None, dim=-1):
+        scores = scores.masked_fill(~mask, float("-inf"))
+        return torch.nan_to_num(torch.exp(scores - torch.logsumexp(scores, dim=dim, keepdim=True)), nan=0.0)
+
+    def global_max(scores, mask=None, dim=-1):
+        exps = torch.exp(scores.masked_fill(~mask, float("-inf")) - scores.max())
+        return torch.nan_to_num(exps / exps.sum(dim=dim, keepdim=True), nan=0.0)
+
+    rows = [tensor(4, 6, spread=1e4), mask(4, 6)]
+    hint = "each row is normalised on its own, after subtracting its own largest score"
+    item = Item("ch04_masking", "masked_softmax", minus_log_sum_exp)
+    msg = failure(check_matches_reference, item, rows, seed=8, hint=hint)
+    assert "the largest difference is 2.28e-05" in msg and hint not in msg, msg
+    assert "within ten times the allowed difference" in msg and "rounding" in msg, msg
+    check_matches_reference(item, rows, seed=8, rtol=1e-3)  # the notebook's tolerance there: float32's resolution
+    msg = failure(check_matches_reference, item, rows, seed=8, rtol=1e-6, hint=hint)
+    assert hint in msg, msg
+    msg = failure(check_matches_reference, Item("ch04_masking", "masked_softmax", global_max), rows, seed=8, hint=hint)
+    assert hint in msg, msg
+
+
 def test_matches_builtin_with_renamed_keyword():
     check_matches(
         sdpa_item(good_attention),
@@ -333,6 +360,34 @@ def test_dtype_follows_input():
     assert "has dtype torch.float32" in failure(check_dtype_follows_input, float_weights, f64, outputs=("weights",))
 
 
+def test_output_dtypes_holds_each_named_output_to_the_dtype_the_contract_names():
+    """Chapter 11's lse is float32 whatever the inputs' dtype: one allocated with q's dtype (float16, values within
+    float16's tolerance) fails, named by the output and the two dtypes; bad arguments are refused by name."""
+    half = [tensor(2, 3, 4, dtype="float16")] * 3
+
+    def attention(q, k, v, lse_dtype=torch.float32):
+        output, weights = good_attention(q.float(), k.float(), v.float())
+        return output.to(q.dtype), weights.to(lse_dtype)
+
+    check_output_dtypes(sdpa_item(attention), half, dtypes={"output": "float16", "weights": "float32"})
+    msg = failure(
+        check_output_dtypes,
+        sdpa_item(lambda q, k, v: attention(q, k, v, lse_dtype=q.dtype)),
+        half,
+        dtypes={"weights": "float32"},
+        hint="lse is float32",
+    )
+    assert_well_formed(msg, "scaled_dot_product_attention", "output dtypes", "q=torch float16 (2, 3, 4)")
+    assert "weights has dtype float16; the assignment says float32" in msg and "hint: lse is float32" in msg
+    for bad, error in [
+        ({}, "dtypes must map"),
+        ({"weights": "float"}, "not the name of a dtype"),
+        ({"lse": "float32"}, "not one of the outputs"),
+    ]:
+        with pytest.raises(ValueError, match=error):
+            check_output_dtypes(sdpa_item(attention), half, dtypes=bad)
+
+
 def test_returns_number_takes_the_kinds_a_contract_names_and_names_the_type_returned():
     def count(n, per=4):
         return n * per
@@ -424,6 +479,23 @@ def test_a_students_error_is_quoted_to_the_first_line_of_its_message():
 
     msg = failure(check_rows_sum_to_one, softmax_item(unreadable), [array(3)])
     assert "it raised Unreadable: (its message could not be read)" in msg
+
+
+def test_an_error_on_an_input_of_fewer_dimensions_names_that_input_and_its_shape():
+    """F.scaled_dot_product_attention raises IndexError on a mask of shape (Lk,), which the contract allows: the
+    failure names that input and its shape (the check's own), and says to broadcast it; where every input has as
+    many dimensions, the error alone."""
+
+    def sdpa(q, k, v, mask=None):
+        output = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        return output, output
+
+    heads = [tensor(2, 3, 5, 4), tensor(2, 3, 7, 4), tensor(2, 3, 7, 6)]
+    msg = failure(check_matches_reference, sdpa_item(sdpa), [*heads, mask(7)], outputs=("output",))
+    assert "it raised IndexError: Dimension out of range" in msg, msg
+    assert "with mask of shape (7,), fewer dimensions than the other inputs" in msg and "broadcast" in msg, msg
+    msg = failure(check_matches_reference, sdpa_item(lambda q, k, v, mask=None: q.nope), QKV)
+    assert "it raised AttributeError" in msg and "fewer dimensions" not in msg, msg
 
 
 def test_wrong_library_is_named():

@@ -91,6 +91,23 @@ def quoted_error(exc: BaseException) -> str:
     return f"{quoted[:most]} [the rest of its message is not shown]"
 
 
+def fewer_dimensions(inputs: list[tuple[str, object]]) -> str:
+    """Of a call's ``inputs`` (name, value) that raised, those arrays with fewer dimensions than another (a mask of
+    shape (Lk,) beside queries (B, L, D)), by name and shape (the check's own inputs, never a value), as what a
+    library function's error on them most often means: it takes the full shape only, which the student's code must
+    broadcast them to first. Empty where all have as many dimensions."""
+    arrays = [(name, value) for name, value in inputs if isinstance(getattr(value, "ndim", None), int)]  # np, torch
+    most = max((value.ndim for _, value in arrays), default=0)
+    fewer = [f"{name} of shape {tuple(value.shape)}" for name, value in arrays if 0 < value.ndim < most]
+    if not fewer:
+        return ""
+    return (
+        f", with {' and '.join(fewer[:3])}, fewer dimensions than the other inputs, as the assignment allows: "
+        "where a library function raised it (torch's, NumPy's), broadcast such an input to the full shape before "
+        "passing it on"
+    )
+
+
 # A failed check quotes of a value that the student's code returned no more than it needs: of a shape, its number of
 # dimensions, or the first dimension that differs from the expected one; of a length, the length; of a type, its name
 # cut to QUOTED_TYPE_CHARS. Never a whole shape: an empty tensor may have any, and code that wrote a hidden check's

@@ -32,7 +32,7 @@ import torch
 
 from attention_course.tooling import syntax
 from autograder.api import specs
-from autograder.api.items import CheckFailed, Item, quoted_error, quoted_size, type_name
+from autograder.api.items import CheckFailed, Item, fewer_dimensions, quoted_error, quoted_size, type_name
 from autograder.api.keywords import gathered
 from autograder.calls import global_rng, parameter_roles, standins
 from autograder.calls.shared import Identity, NotShared, shareable, shared
@@ -306,7 +306,8 @@ class Call:
         except CheckFailed:
             raise
         except Exception as exc:  # the student's error, reported as a failed property
-            self.fail(f"it raised {quoted_error(exc)}")
+            named = [(self.name_of(i), value) for i, value in enumerate(inputs)] + list(keywords.items())
+            self.fail(f"it raised {quoted_error(exc)}{fewer_dimensions(named)}")
 
     # ------------------------------------------------------------------ reporting
 

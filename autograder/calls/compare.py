@@ -10,7 +10,18 @@ from __future__ import annotations
 import numpy as np
 
 from autograder.api.items import dimensions, shape_difference
+from autograder.api.options import CompareOptions
 from autograder.calls.call import Call
+
+# A failure at the checks' default tolerances (a check that sets none compares the formula, not its precision) where
+# every entry is within NEAR_MISS times what the tolerance allows it: what differs is of the size that rounding makes,
+# and the check's own hint, which names what a wrong formula misses, would name a mistake the values do not show.
+NEAR_MISS = 10.0
+NEAR_MISS_HINT = (
+    "every entry is within ten times the allowed difference: the values are nearly right, and what differs is of the "
+    "size that rounding makes; look for a step that loses precision that the formula keeps, such as a large number "
+    "rounded and then subtracted back, or an intermediate in a narrower dtype"
+)
 
 
 def compare(
@@ -55,8 +66,18 @@ def compare(
         wrong = ~np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
         call.fail(
             f"{name} differs from {against}: the largest difference is {diff.max():.3g} "
-            f"(allowed: {atol:g} + {rtol:g} x |value|), and {wrong.mean():.0%} of its entries are off"
+            f"(allowed: {atol:g} + {rtol:g} x |value|), and {wrong.mean():.0%} of its entries are off",
+            NEAR_MISS_HINT if _near_miss(diff, want, rtol, atol) else None,
         )
+
+
+def _near_miss(diff: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> bool:
+    """Whether values that differ by ``diff`` (0 where either is not finite, both alike there) miss ``want`` by no
+    more than rounding would, at the default tolerances only (:data:`NEAR_MISS`)."""
+    if (rtol, atol) != (CompareOptions.rtol, CompareOptions.atol):
+        return False
+    allowed = atol + rtol * np.abs(np.where(np.isfinite(want), want, 0.0))
+    return bool((diff <= NEAR_MISS * allowed).all())
 
 
 def same(call: Call, got: dict, want: dict, rtol: float, atol: float) -> bool:

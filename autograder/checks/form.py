@@ -84,7 +84,8 @@ def check_inputs_unchanged(item: Item, args, kwargs=None, *, options: CallOption
     "fixed dtype, or with the default one, changes it",
 )
 def check_dtype_follows_input(item: Item, args, kwargs=None, *, options: CallOptions, compared: CompareOptions):
-    """Every floating-point output (or those named in ``outputs``) has the dtype of the first floating-point input."""
+    """Every floating-point output (or those named in ``outputs``) has the dtype of the first floating-point input.
+    It reads what the call returned only, and shares the call with the checks of its values on the same inputs."""
     call = options.call(item, "output dtype follows the inputs", args, kwargs, compared.hint)
     want = next(
         (
@@ -96,12 +97,36 @@ def check_dtype_follows_input(item: Item, args, kwargs=None, *, options: CallOpt
     )
     if want is None:
         raise ValueError("check_dtype_follows_input needs a floating-point input")
-    returned = call.outputs(call.run())
+    returned = call.outputs(call.run_shared())
     for name in compared.outputs or returned:
         value = returned[name]
         call.as_numpy(value, name)  # checks the kind of value
         if value.dtype != want:
             call.fail(f"{name} has dtype {value.dtype}; the inputs have dtype {want}")
+
+
+@isolated(diagnose=False)  # a dtype, which no known mistake's values explain
+@takes_options()
+@compares(hint="return each value in the dtype that the assignment names for it, whatever the inputs' dtype")
+def check_output_dtypes(item: Item, args, kwargs=None, *, options: CallOptions, compared: CompareOptions, dtypes):
+    """Each returned value named in ``dtypes`` has the dtype it maps to (by name: ``{"lse": "float32"}``), the one
+    the contract names for it whatever the inputs' (chapter 11's log-sum-exp is float32 for float16 inputs). It reads
+    what the call returned only, and shares the call with the checks of its values on the same inputs."""
+    if not dtypes or not all(isinstance(dtype, str) for dtype in dtypes.values()):
+        raise ValueError(f"dtypes must map output names to dtype names such as 'float32', got {dtypes!r}")
+    for dtype in dtypes.values():
+        if str(getattr(torch, dtype, None)) != f"torch.{dtype}":  # a dtype's own name, not an alias ("float")
+            raise ValueError(f"dtypes: {dtype!r} is not the name of a dtype")
+    call = options.call(item, "output dtypes", args, kwargs, compared.hint)
+    returned = call.outputs(call.run_shared())
+    for name, dtype in dtypes.items():
+        if name not in returned:
+            raise ValueError(f"dtypes names {name!r}, not one of the outputs {list(returned)}")
+        value = returned[name]
+        call.as_numpy(value, name)  # checks the kind of value
+        got = str(value.dtype).removeprefix("torch.")
+        if got != dtype:
+            call.fail(f"{name} has dtype {got}; the assignment says {dtype}")
 
 
 NUMBERS = {"int": "an int", "float": "a float"}  # the kinds of number a contract names as a return type

@@ -255,6 +255,19 @@ BUGS = [
         why="a ValueError that does not say which argument",
         cause="whose message names num_heads",
     ),
+    bug(
+        "mha_sdpa_mask_not_broadcast",
+        "MultiHeadAttention",
+        (
+            "output = self.W_o(merge_heads(weights @ v))",
+            "heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask).nan_to_num(0.0)\n"
+            "        output = self.W_o(merge_heads(heads))",
+        ),
+        why="the heads' outputs from F.scaled_dot_product_attention, given the mask as it comes: it refuses a mask of "
+        "shape (Lk,) (IndexError), which the assignment allows",
+        cause="a mask of shape (Lk,)",
+        only="test_mha_mask",
+    ),
     # ------------------------------------------------------------------ multi_head_parameters
     bug(
         "mh_parameters_per_head",

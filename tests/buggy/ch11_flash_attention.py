@@ -333,6 +333,15 @@ BUGS = [
         cause="the output to the input's dtype",
         only="test_forward_precision",
     ),
+    bug(
+        "forward_lse_in_input_dtype",
+        "flash_attention_forward",
+        (EMPTY_LSE, "lse = torch.empty(q3.shape[:2], dtype=q.dtype, device=q.device)"),
+        why="lse allocated in the inputs' dtype: float16 for float16 inputs (the kernel's float32 stored rounded), "
+        "values within float16's tolerance, the dtype the contract names not",
+        cause="lse is float32 whatever the inputs' dtype",
+        only="test_forward_precision",
+    ),
     # ------------------------------------------------------------------ the shapes and errors
     bug(
         "forward_lse_flattened",

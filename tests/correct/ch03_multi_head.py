@@ -244,6 +244,32 @@ def merge_heads(x):
 """,
         ),
     ),
+    Answer(
+        "mha_sdpa_broadcast_mask",
+        "MultiHeadAttention",
+        idiom="the heads' outputs from F.scaled_dot_product_attention, the mask broadcast to the scores' shape first",
+        code=fill_in(
+            MULTI_HEAD,
+            CHECKS="""\
+        if d_model % num_heads != 0:
+            raise ValueError(f"num_heads={num_heads} must divide d_model={d_model}")
+        self.num_heads = num_heads
+""",
+            REST="""
+    def forward(self, query, key, value, mask=None):
+        q = split_heads(self.W_q(query), self.num_heads)
+        k = split_heads(self.W_k(key), self.num_heads)
+        v = split_heads(self.W_v(value), self.num_heads)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+        if mask is not None:
+            mask = torch.broadcast_to(mask, scores.shape)  # SDPA takes no mask of shape (Lk,)
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)
+        heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask).nan_to_num(0.0)
+        return self.W_o(merge_heads(heads)), weights
+""",
+        ),
+    ),
     # ------------------------------------------------------------------ multi_head_parameters
     Answer(
         "mh_parameters_built",

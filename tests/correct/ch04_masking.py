@@ -189,16 +189,17 @@ def masked_softmax(scores, mask=None, dim=-1):
         "float64 intermediates",
     ),
     Answer(
-        "softmax_log_of_mask",
+        "softmax_log_of_mask_minus_log_sum_exp",
         "masked_softmax",
         """
 def masked_softmax(scores, mask=None, dim=-1):
-    if mask is None:
-        return torch.softmax(scores, dim=dim)
-    weights = torch.softmax(scores + torch.log(mask.to(scores.dtype)), dim=dim)
-    return weights.masked_fill(~mask, 0)
+    if mask is not None:
+        scores = scores + torch.log(mask.to(scores.dtype))
+    weights = torch.exp(scores - torch.logsumexp(scores, dim=dim, keepdim=True))
+    return torch.nan_to_num(weights, nan=0.0)
 """,
-        "the log of the mask (0 or -inf) added to the scores",
+        "the log of the mask (0 or -inf) added to the scores; exp(scores - logsumexp(scores)) in the scores' dtype, "
+        "NaN of fully masked rows replaced by zeros",
     ),
     # ------------------------------------------------------------------ teacher_forcing_split
     Answer(
