@@ -272,9 +272,9 @@ def test_right_values_from_kernels_that_do_not_compute_them_lose_the_kernel_and_
     assert said in problem(skips, item, qkv(), 16, 16)
 
 
-def test_kernels_that_read_scratch_copies_of_the_inputs_are_seen_to_visit_the_hidden_blocks(reference):
-    """Issue 83, case 4: kernels that skip nothing, reading copies of q, k and v that a kernel made in flat scratch
-    buffers: the copy is labelled as the input it holds, and both skip checks fail (the kernels compute)."""
+def scratch_forward() -> str:
+    """Case 4's forward: the catalogue's kernel that skips nothing, reading copies of q, k and v that a kernel made
+    in flat scratch buffers (:data:`tests.attacks.SCRATCH`)."""
     from autograder.release.reference import replaced
 
     copied = "    q3, k3, v3 = (scratch(t) for t in (q3, k3, v3))\n"
@@ -283,7 +283,15 @@ def test_kernels_that_read_scratch_copies_of_the_inputs_are_seen_to_visit_the_hi
         [("    flash_forward_kernel[grid](", copied + "    flash_forward_kernel[grid](")],
         "scratch",
     )
-    item = forward(defined("scratch", attacks.SCRATCH + forward_code)["flash_attention_forward"])
+    return attacks.SCRATCH + forward_code
+
+
+def test_kernels_that_read_scratch_copies_of_the_inputs_are_seen_to_visit_the_hidden_blocks(reference):
+    """Issue 83, case 4: kernels that skip nothing, reading copies of q, k and v that a kernel made in flat scratch
+    buffers: the copy is labelled as the input it holds, and both skip checks fail (the kernels compute)."""
+    from autograder.release.reference import replaced
+
+    item = forward(defined("scratch", scratch_forward())["flash_attention_forward"])
     computes(item, qkv(), {"causal": True})
     assert "visits keys that none of its queries sees" in problem(skips, item, qkv(), 16, 16)
     copied = "    heads = q3.shape[0]\n    q3, k3, v3, grad_out3 = (scratch(t) for t in (q3, k3, v3, grad_out3))\n"
@@ -523,6 +531,26 @@ def test_graded_the_kernels_run_again_in_a_sandbox_of_the_graders_and_only_the_h
     failed = {gid: test.message for gid, test in plain.tests.items() if not test.passed}
     assert set(failed) == HOW, failed
     assert all("launched no Triton kernel" in message for message in failed.values())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "attack,lost",
+    [
+        (attacks.KERNELS_WHEN_WATCHED, HOW),
+        (attacks.LSE_FROM_PYTORCH, HOW),
+        (attacks.SCORES_BY_BROADCAST, HOW),
+        (None, {"test_forward_skips"}),
+    ],
+    ids=["kernels-only-when-watched", "lse-from-pytorch", "scores-by-broadcast", "scratch-copies"],
+)
+def test_graded_kernels_that_do_not_compute_lose_exactly_the_kernel_and_skip_points(reference, attack, lost):
+    """Issue 83, cases 1 to 4, graded in the sandbox as in a term (where the student's code sees the record's patch
+    of its interpreter): each keeps every value test of the forward pass and loses the kernel and skip tests
+    (the scratch copies' kernels compute: the skip test alone)."""
+    report = graded(attack or scratch_forward())
+    failed = {gid: test.message for gid, test in report.tests.items() if not test.passed}
+    assert set(failed) == lost, failed
 
 
 @pytest.mark.slow

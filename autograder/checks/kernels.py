@@ -65,7 +65,7 @@ def _replay(call: Call, roles: tuple[str, ...]):
     "rtol",
     "atol",
     hint="launch Triton kernels that compute the outputs from q, k and v one block at a time, and return what they "
-    "write",
+    "write: the right values (the value tests say where they differ)",
     rtol=1e-4,
     atol=1e-4,
 )
