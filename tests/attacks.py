@@ -924,7 +924,7 @@ def weighted_sum_kernel(q_ptr, k_ptr, v_ptr, lse_ptr, out_ptr, n_q, n_k, scale, 
         if CAUSAL:
             seen = seen & (keys[None, :] <= rows[:, None] + n_k - n_q)
         p = tl.where(seen, tl.exp(tl.dot(q, tl.trans(k)) * scale - lse[:, None]), 0.0)
-        acc += tl.dot(p, v)
+        acc += tl.dot(p.to(v.dtype), v)
     tl.store(out_ptr + seq * n_q * D + rows[:, None] * D + cols[None, :], acc, mask=rows[:, None] < n_q)
 
 
@@ -934,7 +934,7 @@ def flash_attention_forward(q, k, v, causal=False, block_q=16, block_k=16):
     + """    n_q, d = q.shape[-2:]
     n_k = k.shape[-2]
     q3, k3, v3 = (t.reshape(-1, t.shape[-2], d).contiguous() for t in (q, k, v))
-    scores = q3 @ k3.transpose(1, 2) / math.sqrt(d)
+    scores = q3.float() @ k3.float().transpose(1, 2) / math.sqrt(d)
     if causal:
         hidden = torch.ones(n_q, n_k, dtype=torch.bool).tril(diagonal=n_k - n_q).logical_not()
         scores = scores.masked_fill(hidden, float("-inf"))

@@ -535,22 +535,23 @@ def test_graded_the_kernels_run_again_in_a_sandbox_of_the_graders_and_only_the_h
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "attack,lost",
+    "attack,lost,said",
     [
-        (attacks.KERNELS_WHEN_WATCHED, HOW),
-        (attacks.LSE_FROM_PYTORCH, HOW),
-        (attacks.SCORES_BY_BROADCAST, HOW),
-        (None, {"test_forward_skips"}),
+        (attacks.KERNELS_WHEN_WATCHED, HOW, "output is not what its kernels wrote"),
+        (attacks.LSE_FROM_PYTORCH, HOW, "weighted_sum_kernel's lse_ptr: read before any kernel wrote it"),
+        (attacks.SCORES_BY_BROADCAST, HOW, "a program holds a tile of 64 x 64 scores or more"),
+        (None, {"test_forward_skips"}, "visits keys that none of its queries sees"),
     ],
     ids=["kernels-only-when-watched", "lse-from-pytorch", "scores-by-broadcast", "scratch-copies"],
 )
-def test_graded_kernels_that_do_not_compute_lose_exactly_the_kernel_and_skip_points(reference, attack, lost):
+def test_graded_kernels_that_do_not_compute_lose_exactly_the_kernel_and_skip_points(reference, attack, lost, said):
     """Issue 83, cases 1 to 4, graded in the sandbox as in a term (where the student's code sees the record's patch
     of its interpreter): each keeps every value test of the forward pass and loses the kernel and skip tests
-    (the scratch copies' kernels compute: the skip test alone)."""
+    (the scratch copies' kernels compute: the skip test alone), each for what it does."""
     report = graded(attack or scratch_forward())
     failed = {gid: test.message for gid, test in report.tests.items() if not test.passed}
     assert set(failed) == lost, failed
+    assert all(said in message for message in failed.values()), failed
 
 
 @pytest.mark.slow
