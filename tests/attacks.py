@@ -915,3 +915,149 @@ _record.Log.as_data = _leaking
 def written(x) -> list[str]:
     """The strings that RECORD_LEAKS_INPUTS writes of its argument ``x``: its first values, four decimals each."""
     return [f"{v:.4f}" for v in x.reshape(-1)[:6].tolist()]
+
+
+# ----------------------------------------------------------------------------- ch11: kernel points, not earned
+# Chapter 11's kernel checks (issue 83, cases 1 to 4): launchers whose values are right, each graded for kernels that
+# do not compute them. A kernel check records the call's launches and has the grader run them again on its own
+# inputs; each of these must lose the kernel and skip points (test_forward_kernel, test_forward_skips) and keep the
+# values'. SCRATCH is the launcher's part of case 4, for a forward or backward that skips nothing
+# (tests/test_kernel_checks.py plants it).
+
+_SIZES_CHECKED = """    for name, size in (("block_q", block_q), ("block_k", block_k), ("q", q.shape[-1])):
+        if size < 16 or size & (size - 1):
+            raise ValueError(f"{name}: must be a power of two of at least 16, got {size}")
+"""
+
+# 1: PyTorch's values when nothing records; when the record is on (the grader's interpreter patched), a kernel that
+# computes nothing, given q and a log-sum-exp computed in PyTorch, which the launcher returns as its outputs
+KERNELS_WHEN_WATCHED = (
+    """
+from triton.runtime import interpreter as _interpreter
+
+
+@triton.jit
+def idle_kernel(q_ptr, lse_ptr, n):
+    pass
+
+
+def flash_attention_forward(q, k, v, causal=False, block_q=16, block_k=16):
+"""
+    + _SIZES_CHECKED
+    + """    output, lse = attention(q, k, v, causal)
+    if "noted_run" not in getattr(_interpreter.InterpretedFunction.run, "__qualname__", ""):
+        return output, lse
+    q3 = q.reshape(-1, *q.shape[-2:]).contiguous()
+    lse2 = lse.reshape(q3.shape[:2]).contiguous()
+    idle_kernel[(1,)](q3, lse2, 1)
+    return q3.reshape(q.shape), lse2.reshape(lse.shape)
+"""
+)
+
+# 2: the log-sum-exp of the whole matrix q kᵀ computed in PyTorch, and a kernel that only sums exp(score - lse) v
+# block by block: no running maximum, no rescaling
+LSE_FROM_PYTORCH = (
+    """
+@triton.jit
+def weighted_sum_kernel(q_ptr, k_ptr, v_ptr, lse_ptr, out_ptr, n_q, n_k, scale, D: tl.constexpr,
+                        BQ: tl.constexpr, BK: tl.constexpr, CAUSAL: tl.constexpr):
+    block, seq = tl.program_id(0), tl.program_id(1)
+    rows = block * BQ + tl.arange(0, BQ)
+    cols = tl.arange(0, D)
+    q = tl.load(q_ptr + seq * n_q * D + rows[:, None] * D + cols[None, :], mask=rows[:, None] < n_q, other=0.0)
+    lse = tl.load(lse_ptr + seq * n_q + rows, mask=rows < n_q, other=0.0)
+    acc = tl.zeros((BQ, D), tl.float32)
+    end = n_k
+    if CAUSAL:
+        end = tl.minimum(n_k, (block + 1) * BQ + n_k - n_q)
+    for start in range(0, end, BK):
+        keys = start + tl.arange(0, BK)
+        at = seq * n_k * D + keys[:, None] * D + cols[None, :]
+        k = tl.load(k_ptr + at, mask=keys[:, None] < n_k, other=0.0)
+        v = tl.load(v_ptr + at, mask=keys[:, None] < n_k, other=0.0)
+        seen = (keys[None, :] < n_k) & (lse[:, None] > float("-inf"))
+        if CAUSAL:
+            seen = seen & (keys[None, :] <= rows[:, None] + n_k - n_q)
+        p = tl.where(seen, tl.exp(tl.dot(q, tl.trans(k)) * scale - lse[:, None]), 0.0)
+        acc += tl.dot(p.to(v.dtype), v)
+    tl.store(out_ptr + seq * n_q * D + rows[:, None] * D + cols[None, :], acc, mask=rows[:, None] < n_q)
+
+
+def flash_attention_forward(q, k, v, causal=False, block_q=16, block_k=16):
+"""
+    + _SIZES_CHECKED
+    + """    n_q, d = q.shape[-2:]
+    n_k = k.shape[-2]
+    q3, k3, v3 = (t.reshape(-1, t.shape[-2], d).contiguous() for t in (q, k, v))
+    scores = q3.float() @ k3.float().transpose(1, 2) / math.sqrt(d)
+    if causal:
+        hidden = torch.ones(n_q, n_k, dtype=torch.bool).tril(diagonal=n_k - n_q).logical_not()
+        scores = scores.masked_fill(hidden, float("-inf"))
+    lse = torch.logsumexp(scores, dim=-1).contiguous()
+    out = torch.empty_like(q3)
+    weighted_sum_kernel[(triton.cdiv(n_q, block_q), q3.shape[0])](
+        q3, k3, v3, lse, out, n_q, n_k, 1 / math.sqrt(d), D=d, BQ=block_q, BK=block_k, CAUSAL=causal
+    )
+    return out.reshape(q.shape), lse.reshape(q.shape[:-1])
+"""
+)
+
+# 3: one program per head that holds the whole matrix of scores, made with broadcast products and tl.sum (no tl.dot)
+SCORES_BY_BROADCAST = (
+    """
+@triton.jit
+def whole_head_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr, n_q, n_k, scale, D: tl.constexpr,
+                      LQ: tl.constexpr, LK: tl.constexpr, CAUSAL: tl.constexpr):
+    seq = tl.program_id(0)
+    rows = tl.arange(0, LQ)
+    keys = tl.arange(0, LK)
+    cols = tl.arange(0, D)
+    q = tl.load(q_ptr + seq * n_q * D + rows[:, None] * D + cols[None, :], mask=rows[:, None] < n_q, other=0.0)
+    k = tl.load(k_ptr + seq * n_k * D + keys[:, None] * D + cols[None, :], mask=keys[:, None] < n_k, other=0.0)
+    v = tl.load(v_ptr + seq * n_k * D + keys[:, None] * D + cols[None, :], mask=keys[:, None] < n_k, other=0.0)
+    scores = tl.sum(q[:, None, :] * k[None, :, :], axis=2) * scale
+    seen = keys[None, :] < n_k
+    if CAUSAL:
+        seen = seen & (keys[None, :] <= rows[:, None] + n_k - n_q)
+    scores = tl.where(seen, scores, float("-inf"))
+    top = tl.max(scores, axis=1)
+    top = tl.where(top == float("-inf"), 0.0, top)
+    p = tl.where(seen, tl.exp(scores - top[:, None]), 0.0)
+    total = tl.sum(p, axis=1)
+    out = tl.sum(p[:, :, None] * v[None, :, :], axis=1) / tl.where(total > 0, total, 1.0)[:, None]
+    tl.store(out_ptr + seq * n_q * D + rows[:, None] * D + cols[None, :], out, mask=rows[:, None] < n_q)
+    lse = tl.where(total > 0, top + tl.log(total), float("-inf"))
+    tl.store(lse_ptr + seq * n_q + rows, lse, mask=rows < n_q)
+
+
+def flash_attention_forward(q, k, v, causal=False, block_q=16, block_k=16):
+"""
+    + _SIZES_CHECKED
+    + """    n_q, d = q.shape[-2:]
+    n_k = k.shape[-2]
+    q3, k3, v3 = (t.reshape(-1, t.shape[-2], d).contiguous() for t in (q, k, v))
+    out = torch.empty_like(q3)
+    lse = torch.empty(q3.shape[:2], dtype=torch.float32)
+    whole_head_kernel[(q3.shape[0],)](
+        q3, k3, v3, out, lse, n_q, n_k, 1 / math.sqrt(d), D=d, LQ=triton.next_power_of_2(n_q),
+        LK=triton.next_power_of_2(n_k), CAUSAL=causal,
+    )
+    return out.reshape(q.shape), lse.reshape(q.shape[:-1])
+"""
+)
+
+# 4: the inputs copied by a kernel into scratch buffers of another shape, which kernels that skip nothing then read
+SCRATCH = """
+@triton.jit
+def scratch_copy(src, dst, n, BLOCK: tl.constexpr):
+    at = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(dst + at, tl.load(src + at, mask=at < n), mask=at < n)
+
+
+def scratch(t):
+    copy = torch.zeros(t.numel() + 64, dtype=t.dtype)  # flat, with room to spare
+    scratch_copy[(triton.cdiv(t.numel(), 256),)](t, copy, t.numel(), BLOCK=256)
+    return copy
+
+
+"""

@@ -22,6 +22,8 @@ from autograder.api.items import CheckFailed, Item
 from autograder.api.specs import tensor
 from autograder.calls import kernel_source, launches
 from autograder.checks.kernels import check_accesses_in_bounds, check_kernels_compute, check_skips_hidden_blocks
+from autograder.checks.values import check_matches
+from tests import attacks
 
 A = "ch11_flash_attention"
 FORWARD = ("q", "k", "v")
@@ -87,6 +89,13 @@ def catalogued(name: str) -> str:
     from tests.buggy.ch11_flash_attention import BUGS
 
     return next(bug.code for bug in BUGS if bug.name == name)
+
+
+def reference_with(*changes: tuple[str, str]) -> str:
+    """The reference's forward pass with each ``(old, new)`` change made."""
+    from tests.catalogue import variant
+
+    return variant(A, "flash_attention_forward", *changes)
 
 
 @pytest.mark.parametrize("blocks", [(16, 32), (32, 16)])
@@ -176,12 +185,32 @@ def test_a_causal_forward_kernel_that_visits_the_hidden_blocks_fails_the_skip_ch
 
 
 def test_the_skip_rule_is_shifted_by_the_bottom_right_alignment(reference):
-    """With Lq != Lk the hidden blocks move by Lk - Lq: a kernel aligned top-left (j <= i) visits keys that no query
-    sees when Lq > Lk, and fails the skip check there (its values are the causal value tests' business)."""
-    item = forward(defined("top-left", catalogued("forward_causal_aligned_top_left"))["flash_attention_forward"])
-    skips(item, qkv(48, 96), 16, 16)  # Lq < Lk: top-left visits fewer blocks than bottom-right, none hidden
-    said = problem(skips, item, qkv(80, 48), 16, 16)
-    assert "visits keys that none of its queries sees" in said
+    """With Lq != Lk the hidden blocks move by Lk - Lq: a loop that ends where a mask aligned top-left would (j <= i),
+    its mask aligned bottom-right, visits keys that no query sees when Lq > Lk (its values right: the skip check
+    alone fails there); when Lq < Lk it stops too early, and its values are wrong: the kernels wrote what it
+    returned, and the kernel check says that the values differ, never that the kernels did not write them."""
+    # the loop over the keys ends where a mask aligned top-left would, the mask itself aligned bottom-right
+    loop = reference_with(("(block + 1) * BLOCK_Q + shift)", "(block + 1) * BLOCK_Q)"))
+    item = forward(defined("top-left", loop)["flash_attention_forward"])
+    computes(item, qkv(80, 48), {"causal": True})
+    assert "visits keys that none of its queries sees" in problem(skips, item, qkv(80, 48), 16, 16)
+    said = problem(computes, item, qkv(48, 96), {"causal": True})
+    assert "output is what its kernels wrote" in said and "but not its right value" in said
+    assert "not what its kernels wrote" not in said
+
+
+def test_a_causal_call_with_rows_that_see_no_key_passes_the_replay_checks(reference):
+    """Lq > Lk with causal=True: the first rows see no key (output 0, lse -inf); the reference's kernels store
+    exactly that, and both replay checks pass. The catalogue's wrong shift (aligned top-left) wrote what it returned:
+    the checks say that its values differ, naming the outputs, not that its kernels did not write them."""
+    item = forward(reference.flash_attention_forward)
+    computes(item, qkv(80, 48), {"causal": True, "block_q": 16, "block_k": 16})
+    skips(item, qkv(80, 48), 16, 16)
+    gradients = backward(reference.flash_attention_backward)
+    computes(gradients, attention_saved(2, 40, 16, n_keys=24, causal=True, seed=2), {"causal": True}, BACKWARD)
+    top_left = forward(defined("top-left", catalogued("forward_causal_aligned_top_left"))["flash_attention_forward"])
+    said = problem(computes, top_left, qkv(80, 48), {"causal": True})
+    assert "is what its kernels wrote" in said and "not what its kernels wrote" not in said
 
 
 @pytest.mark.parametrize(
@@ -212,6 +241,68 @@ def test_loads_without_masks_past_the_end_fail_the_bounds_check_and_say_so(refer
     assert "a load outside the tensors the kernel was given, where no mask kept it inside" in failed.value.problem
     assert "the loads past the end of the last block are not masked" in failed.value.hint
     check_accesses_in_bounds(item, qkv(), blocks, roles=FORWARD)  # lengths that are multiples of the blocks: inside
+
+
+# ---------------------------------------------------------------------------- kernel points, not earned (issue 83)
+
+
+def values_kept(item: Item, args, kwargs: dict) -> None:
+    """The value checks of both outputs pass: what the value tests see, nothing recording."""
+    for name in ("output", "lse"):
+        check_matches(item, f"attention_course.kernels.signatures.{name}_of", args, kwargs, output=name, rtol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "attack,said",
+    [
+        (attacks.KERNELS_WHEN_WATCHED, "output is not what its kernels wrote"),
+        (attacks.LSE_FROM_PYTORCH, "weighted_sum_kernel's lse_ptr: read before any kernel wrote it"),
+        (attacks.SCORES_BY_BROADCAST, "a program holds a tile of 64 x 64 scores or more"),
+    ],
+    ids=["kernels-only-when-watched", "lse-from-pytorch", "scores-by-broadcast"],
+)
+def test_right_values_from_kernels_that_do_not_compute_them_lose_the_kernel_and_skip_checks(reference, attack, said):
+    """Issue 83, cases 1 to 3: a launcher that computes in PyTorch unless the record is on (then a kernel that
+    computes nothing), one that hands its kernel the log-sum-exp of the whole matrix, and one program per head that
+    holds the whole matrix of scores made by broadcast products: the values are right, the kernel checks fail."""
+    item = forward(defined("attack", attack)["flash_attention_forward"])
+    causal = {"causal": True, "block_q": 16, "block_k": 16}
+    values_kept(item, qkv(), causal)
+    assert said in problem(computes, item, qkv(), causal)
+    assert said in problem(skips, item, qkv(), 16, 16)
+
+
+def scratch_forward() -> str:
+    """Case 4's forward: the catalogue's kernel that skips nothing, reading copies of q, k and v that a kernel made
+    in flat scratch buffers (:data:`tests.attacks.SCRATCH`)."""
+    from autograder.release.reference import replaced
+
+    copied = "    q3, k3, v3 = (scratch(t) for t in (q3, k3, v3))\n"
+    forward_code = replaced(
+        catalogued("forward_causal_skips_nothing"),
+        [("    flash_forward_kernel[grid](", copied + "    flash_forward_kernel[grid](")],
+        "scratch",
+    )
+    return attacks.SCRATCH + forward_code
+
+
+def test_kernels_that_read_scratch_copies_of_the_inputs_are_seen_to_visit_the_hidden_blocks(reference):
+    """Issue 83, case 4: kernels that skip nothing, reading copies of q, k and v that a kernel made in flat scratch
+    buffers: the copy is labelled as the input it holds, and both skip checks fail (the kernels compute)."""
+    from autograder.release.reference import replaced
+
+    item = forward(defined("scratch", scratch_forward())["flash_attention_forward"])
+    computes(item, qkv(), {"causal": True})
+    assert "visits keys that none of its queries sees" in problem(skips, item, qkv(), 16, 16)
+    copied = "    heads = q3.shape[0]\n    q3, k3, v3, grad_out3 = (scratch(t) for t in (q3, k3, v3, grad_out3))\n"
+    backward_code = replaced(
+        catalogued("backward_keys_kernel_skips_nothing"),
+        [("    flash_backward_kv_kernel[", copied + "    flash_backward_kv_kernel["), ("q3.shape[0])](", "heads)](")],
+        "scratch",
+    )
+    gradients = backward(defined("scratch", attacks.SCRATCH + backward_code)["flash_attention_backward"])
+    saved = attention_saved(2, 64, 16, causal=True, seed=0)
+    assert "visits queries that see none of its keys" in problem(skips, gradients, saved, 16, 16, BACKWARD)
 
 
 # ---------------------------------------------------------------------------- what a kernel may be
@@ -568,7 +659,7 @@ def test_the_replays_judgement_names_a_kernel_by_what_the_submission_defines():
     record = launches.read(data, sizes(), "def kernel(n):\n    pass\n")
     assert [launches.kernel_name(record, i) for i in range(3)] == ["the kernel of launch 1", "kernel", "a kernel"]
     plan = launches.Plan({}, record, sizes())
-    stopped = replayed.judge(plan, {"error": "a load outside the tensors", "launch": 0}, {})
+    stopped = replayed.judge(plan, {"error": "a load outside the tensors", "launch": 0}, {}, {}, 1e-4, 1e-4)
     assert stopped == [
         "run again by the grader on the same arguments, the kernel of launch 1 stopped: a load outside the tensors"
     ]
@@ -581,32 +672,29 @@ def test_the_replays_judgement_names_a_kernel_by_what_the_submission_defines():
     assert visits and visits[0].startswith("a program of the kernel of launch 1 visits keys"), visits
 
 
-def test_the_replay_trusts_the_inputs_zeros_and_a_few_numbers_per_query_only():
-    q = torch.randn(2, 64, 16)
-    record = launches.Record(
-        [
-            launches.Launch(
-                "kernel",
-                (1,),
-                {},
-                [
-                    launches.View(0, "q", 0, 0, (2, 16, 64), (1024, 1, 16), "float32", q.transpose(1, 2) * 0.25),
-                    launches.View(0, "zeros", 1, 0, (2, 64), (64, 1), "float32", torch.zeros(2, 64)),
-                    launches.View(0, "delta", 2, 0, (2, 64), (64, 1), "float32", torch.randn(2, 64)),
-                    launches.View(0, "big", 3, 0, (2, 64, 16), (1024, 16, 1), "float32", torch.randn(2, 64, 16)),
-                ],
-            )
-        ],
-        {},
-        {},
-    )
-    plan = launches.plan(record, {"q": q}, sizes())
+def test_the_replay_trusts_the_inputs_zeros_and_the_graders_own_delta_only():
+    """The grader fills a launch's tensors with its own: an input (here transposed and scaled), zeros, and Δ where
+    the backward's output and grad_output are inputs, recognised by value; anything else the launcher computed (a
+    Δ that is not the right one, an lse of the forward) is NaN in the replay, however small."""
+    q, output, grad_output = torch.randn(2, 64, 16), torch.randn(2, 64, 16), torch.randn(2, 64, 16)
+    delta = (output * grad_output).sum(-1)
+    views = [
+        launches.View(0, "q", 0, 0, (2, 16, 64), (1024, 1, 16), "float32", q.transpose(1, 2) * 0.25),
+        launches.View(0, "zeros", 1, 0, (2, 64), (64, 1), "float32", torch.zeros(2, 64)),
+        launches.View(0, "delta", 2, 0, (2, 64), (64, 1), "float32", delta),
+        launches.View(0, "forged", 3, 0, (2, 64), (64, 1), "float32", torch.randn(2, 64)),
+        launches.View(0, "big", 4, 0, (2, 64, 16), (1024, 16, 1), "float32", torch.randn(2, 64, 16)),
+    ]
+    record = launches.Record([launches.Launch("kernel", (1,), {}, views)], {}, {})
+    inputs = {"q": q, "output": output, "grad_output": grad_output}
+    plan = launches.plan(record, inputs, sizes())
     fills = {name: spec["view"]["fill"] for name, spec in plan.request["launches"][0]["args"].items()}
     torch.testing.assert_close(fills["q"], q.transpose(1, 2) * 0.25)  # the grader's own q, transposed and scaled
     assert not fills["zeros"].any()
-    assert fills["delta"] is not None  # 512 bytes, within the budget of one float64 per query
-    assert fills["big"] is None  # NaN in the replay
+    torch.testing.assert_close(fills["delta"], delta)
+    assert fills["forged"] is None and fills["big"] is None  # NaN in the replay
     assert {entry["side"] for entry in plan.request["rows"]} == {"query"}
+    assert launches.plan(record, {"q": q}, sizes()).request["launches"][0]["args"]["delta"]["view"]["fill"] is None
 
 
 # ---------------------------------------------------------------------------- graded in the sandbox
@@ -642,6 +730,27 @@ def test_graded_the_kernels_run_again_in_a_sandbox_of_the_graders_and_only_the_h
     failed = {gid: test.message for gid, test in plain.tests.items() if not test.passed}
     assert set(failed) == HOW, failed
     assert all("launched no Triton kernel" in message for message in failed.values())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "attack,lost,said",
+    [
+        (attacks.KERNELS_WHEN_WATCHED, HOW, "output is not what its kernels wrote"),
+        (attacks.LSE_FROM_PYTORCH, HOW, "weighted_sum_kernel's lse_ptr: read before any kernel wrote it"),
+        (attacks.SCORES_BY_BROADCAST, HOW, "a program holds a tile of 64 x 64 scores or more"),
+        (None, {"test_forward_skips"}, "visits keys that none of its queries sees"),
+    ],
+    ids=["kernels-only-when-watched", "lse-from-pytorch", "scores-by-broadcast", "scratch-copies"],
+)
+def test_graded_kernels_that_do_not_compute_lose_exactly_the_kernel_and_skip_points(reference, attack, lost, said):
+    """Issue 83, cases 1 to 4, graded in the sandbox as in a term (where the student's code sees the record's patch
+    of its interpreter): each keeps every value test of the forward pass and loses the kernel and skip tests
+    (the scratch copies' kernels compute: the skip test alone), each for what it does."""
+    report = graded(attack or scratch_forward())
+    failed = {gid: test.message for gid, test in report.tests.items() if not test.passed}
+    assert set(failed) == lost, failed
+    assert all(said in message for message in failed.values()), failed
 
 
 @pytest.mark.slow

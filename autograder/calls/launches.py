@@ -10,21 +10,21 @@ student's runs but their kernels' source read as Triton code alone (:mod:`autogr
 
 - :func:`read` bounds the record (launches, arguments, sizes, the kernels' source) before anything is computed on
   it or parsed, and names what it refuses without quoting the record (:func:`kernel_name`);
-- :func:`plan` lays the launches out for the replay, each tensor filled with what the grader trusts: a tensor that
-  holds one of the check's inputs (reshaped, transposed, scaled or cast: ``q * scale`` is still ``q``) gets the
-  grader's own copy; zeros stay zeros; what a kernel wrote stays what the replayed kernel wrote; a small tensor the
-  launcher computed (chapter 11's Δ, one number per query) is taken as recorded, up to :func:`untrusted_budget`
-  bytes in all; everything else is NaN. A tensor of as many numbers as the whole matrix of scores is refused.
+- :func:`plan` lays the launches out for the replay, each tensor filled with what the grader trusts, recognised by
+  its values (:mod:`autograder.sandbox.layouts`): a tensor that holds one of the check's inputs (reshaped,
+  transposed, scaled or cast: ``q * scale`` is still ``q``), or Δ, which the grader computes itself from the
+  backward's inputs, gets the grader's own copy; zeros (or any one number everywhere) stay as they are; what a
+  kernel wrote stays what the replayed kernel wrote; everything else, whatever the launcher computed, is NaN. A
+  tensor of as many numbers as the whole matrix of scores is refused.
 
-A forged record gains nothing: the replay computes from the grader's inputs with code that can only compute, so an
-output the kernels did not compute does not match.
+A forged record gains nothing: the replay computes from the grader's inputs with code that can only compute, and
+the grader compares what the replayed kernels stored with its own reference (:mod:`autograder.calls.replayed`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import itertools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -35,6 +35,7 @@ from attention_course.tooling import syntax
 from autograder.calls import global_rng, kernel_source, standins
 from autograder.calls.call import is_remote
 from autograder.calls.kernel_source import TOO_LONG, KernelRefused, Names, bounded
+from autograder.sandbox.layouts import canonical, laid_out
 from autograder.sandbox.replay import MAX_PROGRAMS
 
 MAX_LAUNCHES = 16
@@ -235,42 +236,17 @@ class Plan:
     storage_sizes: dict[int, int] = field(default_factory=dict)
 
 
-def untrusted_budget(sizes: Sizes) -> int:
-    """Bytes of tensors the launcher computed that the replay takes as recorded: one float64 per query of each
-    leading position (a Δ, which chapter 11 allows the launcher to compute), far less than any output holds."""
-    return 8 * sizes.heads * sizes.queries
-
-
-def canonical(tensor: torch.Tensor) -> torch.Tensor:
-    """``(N, L, d)`` of a tensor ``(..., L, d)``; ``(N, L)`` of one ``(..., L)`` with one dimension (an lse)."""
-    if tensor.dim() >= 3:
-        return tensor.reshape(-1, *tensor.shape[-2:])
-    return tensor.reshape(-1, tensor.shape[-1]) if tensor.dim() == 2 else tensor.reshape(1, -1)
-
-
-def matching(data: torch.Tensor, canon: torch.Tensor, loose: bool = False) -> tuple[tuple, float] | None:
-    """``(permutation, scale)`` such that ``data`` holds ``scale * canon.permute(permutation)`` (flattened), or None."""
-    if data is None or data.numel() != canon.numel() or not data.numel():
-        return None
-    flat = data.detach().double().reshape(-1)
-    rtol = 1e-2 if loose or data.dtype in (torch.float16, torch.bfloat16) else 1e-4
-    for permutation in itertools.permutations(range(canon.dim())):
-        ref = canon.detach().double().permute(permutation).reshape(-1)
-        norm = float(ref @ ref)
-        if not math.isfinite(norm) or norm == 0:
-            continue
-        scale = float(flat @ ref) / norm
-        if not math.isfinite(scale) or scale == 0:
-            continue
-        if abs(scale - 1) < 1e-6:
-            scale = 1.0
-        atol = rtol * float(ref.abs().max()) * abs(scale)
-        if torch.allclose(flat, scale * ref, rtol=rtol, atol=atol, equal_nan=False):
-            return permutation, scale
-    return None
-
-
 SIDES = {"q": "query", "grad_output": "query", "output": "query", "k": "key", "v": "key"}
+
+
+def derived(inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The tensors the grader recognises in a launch, by name: the check's inputs, and where the backward's output
+    and grad_output are among them, Δ (``delta``: the sum of grad_output * output over the features of each query),
+    computed here in float64."""
+    known = {name: tensor for name, tensor in inputs.items() if isinstance(tensor, torch.Tensor)}
+    if "output" in known and "grad_output" in known:
+        known["delta"] = (known["output"].double() * known["grad_output"].double()).sum(-1)
+    return known
 
 
 def plan(record: Record, inputs: dict[str, torch.Tensor], sizes: Sizes) -> Plan:
@@ -280,7 +256,7 @@ def plan(record: Record, inputs: dict[str, torch.Tensor], sizes: Sizes) -> Plan:
             "it launched no Triton kernel: the computation must run in kernels it launches (kernel[grid](...)), "
             "not in PyTorch"
         )
-    canons = {name: canonical(tensor) for name, tensor in inputs.items() if isinstance(tensor, torch.Tensor)}
+    canons = {name: canonical(tensor) for name, tensor in derived(inputs).items()}
     views = [view for launch in record.launches for view in launch.views]
     storages: dict[int, tuple[str, int]] = {}
     for view in views:
@@ -294,13 +270,12 @@ def plan(record: Record, inputs: dict[str, torch.Tensor], sizes: Sizes) -> Plan:
     first = {}
     for view in views:
         first.setdefault(view.storage, view.launch)
-    # what each view is, as far as the grader trusts it
-    fills, untrusted = {}, []
-    rows = []
+    # what each view is, as far as the grader trusts it: its own tensors, recognised by value, and one number
+    fills, rows = {}, []
     for i, view in enumerate(views):
         role = None
         for name, canon in canons.items():
-            laid = _trusted(view.data, canon)
+            laid = laid_out(view.data, canon)
             if laid is not None:
                 role = (name, *laid)
                 break
@@ -311,17 +286,10 @@ def plan(record: Record, inputs: dict[str, torch.Tensor], sizes: Sizes) -> Plan:
                 elements = torch.as_strided(torch.arange(view.end), view.shape, view.stride, view.offset).reshape(-1)
                 entry = {"storage": numbering[view.storage], "side": SIDES[name], "elements": elements, "rows": numbers}
                 rows.append(entry)
-        elif view.data is not None and not view.data.any():
-            fills[i] = torch.zeros(view.shape, dtype=getattr(torch, view.dtype))
-        elif view.data is not None:
-            untrusted.append(i)
+        elif view.data is not None and view.data.numel() and _constant(view.data):
+            fills[i] = view.data.clone()
         else:
             fills[i] = None
-    budget = untrusted_budget(sizes)
-    for i in sorted(untrusted, key=lambda j: views[j].numel * views[j].data.element_size()):
-        cost = views[i].numel * views[i].data.element_size()
-        fills[i] = views[i].data if cost <= budget else None
-        budget -= min(cost, budget) if cost <= budget else 0
     launches = []
     position = 0
     for index, launch in enumerate(record.launches):
@@ -338,42 +306,24 @@ def plan(record: Record, inputs: dict[str, torch.Tensor], sizes: Sizes) -> Plan:
             arguments[view.name] = {"view": spec}
             position += 1
         launches.append({"kernel": launch.kernel, "grid": list(launch.grid), "args": arguments})
+    sides = [
+        {"side": SIDES[name], "values": canons[name].float()}
+        for name in canons
+        if name in SIDES and canons[name].dim() == 3
+    ]
     request = {
         "storages": [{"dtype": storages[n][0], "size": storages[n][1]} for n in sorted(storages)],
         "launches": launches,
         "rows": rows,
+        "sides": sides,  # to recognise the queries and keys in what the kernels write (a scratch copy)
     }
     return Plan(request, record, sizes, views, {numbering[n]: storages[n][1] for n in storages})
 
 
-def _trusted(data: torch.Tensor | None, canon: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
-    """What the grader puts in a view that the record shows holding ``canon`` (an input, canonical): its own copy,
-    laid out as the view holds it (dimensions permuted, scaled, cast, or padded with zeros past each sequence's
-    end), flat, and the row (``n * L + l``) of each element, -1 in the padding; None where it holds no such thing."""
-    heads, length = canon.shape[:2]
-    grid = torch.arange(heads)[:, None] * length + torch.arange(length)[None, :]
-    grid = grid[..., None].expand(canon.shape) if canon.dim() == 3 else grid
-    found = matching(data, canon)
-    if found is not None:
-        permutation, scale = found
-        return (scale * canon.double().permute(permutation)).reshape(-1), grid.permute(permutation).reshape(-1)
-    if data is None or data.dim() < 2 or data.numel() <= canon.numel() or data.numel() % heads:
-        return None
-    flat = canonical(data) if canon.dim() == 3 else data.reshape(heads, -1)
-    if flat.dim() != canon.dim() or flat.shape[0] != heads or flat.shape[2:] != canon.shape[2:]:
-        return None
-    if flat.shape[1] <= length:
-        return None
-    if flat[:, length:].any():
-        return None
-    found = matching(flat[:, :length].contiguous(), canon)
-    if found is None or found[0] != tuple(range(canon.dim())):
-        return None
-    values = torch.zeros(flat.shape, dtype=torch.float64)
-    values[:, :length] = found[1] * canon.double()
-    numbers = torch.full(flat.shape, -1, dtype=torch.int64)
-    numbers[:, :length] = grid
-    return values.reshape(-1), numbers.reshape(-1)
+def _constant(data: torch.Tensor) -> bool:
+    """Whether ``data`` holds one number everywhere (zeros, -inf, ones: what a launcher fills a buffer with)."""
+    flat = data.detach().reshape(-1)
+    return bool((flat == flat[0]).all())
 
 
 # ---------------------------------------------------------------------------- a call's launches

@@ -1,26 +1,52 @@
 """What a student's kernels did when the grader ran them again: what they wrote, and which blocks they visited.
 
-:func:`judge` compares what the student's function returned with what the replayed kernels wrote
-(:mod:`autograder.calls.launches` laid the replay out, :mod:`autograder.sandbox.replay` ran it): each output must be
-one of the kernels' tensors (reshaped, cast or scaled), or the kernels did not compute it; and no program held a
-tile of ``Lq × Lk`` scores. :func:`hidden_blocks` reads which rows of the queries and keys each replayed program
-touched: with a causal mask, aligned bottom-right (query i sees the keys j <= i + Lk - Lq), a program that holds a
-block of queries may touch no more than one block of keys past the last key the block's last row sees, and one that
-holds a block of keys no more than one block of queries before the first query that sees the block's first key.
-Problems are returned as sentences for a check's failure.
+:func:`judge` compares what the replayed kernels stored (:mod:`autograder.calls.launches` laid the replay out,
+:mod:`autograder.sandbox.replay` ran it, from the grader's own inputs) with the grader's own reference
+(:func:`references`: :mod:`attention_course.kernels.plain`, in float64): each output must be held, to the check's
+tolerance, by a tensor of the kernels (reshaped, its dimensions permuted, cast, or in the first rows of a padded
+buffer), in elements that a replayed kernel stored (or zeros the grader gave where the reference is 0); and no
+program made a tensor of ``Lq × Lk`` numbers or more. What the student's function returned, and what its code saw of
+the record, decide nothing: they only word a message. :func:`hidden_blocks` reads which rows of the queries and keys
+each replayed program touched: with a causal mask, aligned bottom-right (query i sees the keys j <= i + Lk - Lq), a
+program that holds a block of queries may touch no more than one block of keys past the last key the block's last
+row sees, and one that holds a block of keys no more than one block of queries before the first query that sees the
+block's first key. Problems are returned as sentences for a check's failure.
 """
 
 from __future__ import annotations
 
 import torch
 
-from autograder.calls.launches import Plan, Sizes, View, canonical, kernel_name, matching
+from attention_course.kernels import plain
+from autograder.calls.launches import Plan, View, kernel_name
+from autograder.sandbox.layouts import agrees, canonical
+
+FORWARD = ("output", "lse")
+BACKWARD = ("grad_q", "grad_k", "grad_v")
 
 
-def _final(plan: Plan, result: dict, view: View) -> torch.Tensor | None:
-    storages = result.get("storages")
+def references(inputs: dict[str, torch.Tensor], names, causal: bool) -> dict[str, torch.Tensor]:
+    """The right value of each output of ``names`` (among :data:`FORWARD` and :data:`BACKWARD`), computed by the
+    grader from the check's inputs (by role) in float64, canonical."""
+    unknown = sorted(set(names) - {*FORWARD, *BACKWARD})
+    if unknown:
+        raise ValueError(f"outputs must be among {FORWARD + BACKWARD}, got {unknown}")
+    q, k, v = (inputs[role].detach().double() for role in ("q", "k", "v"))
+    values = {}
+    if set(names) & set(FORWARD):
+        values.update(zip(FORWARD, plain.attention(q, k, v, causal)))
+    if set(names) & set(BACKWARD):
+        if "grad_output" not in inputs:
+            raise ValueError(f"roles must name grad_output for the outputs {sorted(set(names) & set(BACKWARD))}")
+        grads = plain.attention_gradients(q, k, v, inputs["grad_output"].detach().double(), causal)
+        values.update(zip(BACKWARD, grads))
+    return {name: canonical(values[name].double()) for name in names}
+
+
+def _final(plan: Plan, result: dict, view: View, key: str = "storages") -> torch.Tensor | None:
+    storages = result.get(key)
     numbering = {number: i for i, number in enumerate(sorted({v.storage for v in plan.views}))}
-    if not isinstance(storages, list):
+    if not isinstance(storages, list) or len(storages) != len(numbering):
         return None
     storage = storages[numbering[view.storage]]
     if not isinstance(storage, torch.Tensor) or storage.numel() < view.end:
@@ -28,30 +54,57 @@ def _final(plan: Plan, result: dict, view: View) -> torch.Tensor | None:
     return torch.as_strided(storage, view.shape, view.stride, view.offset)
 
 
-def judge(plan: Plan, result: dict, returned: dict[str, torch.Tensor]) -> list[str]:
-    """The problems with a replay: the kernels stopped, held a tile of ``Lq × Lk`` scores, or did not write what the
-    student's function returned (``returned``: output name -> tensor)."""
+def _written(plan: Plan, result: dict, view: View) -> torch.Tensor | None:
+    """What the replayed kernels left in ``view``, in float64: NaN where no kernel stored (but a zero the grader
+    gave)."""
+    final, stored = _final(plan, result, view), _final(plan, result, view, "stored")
+    if final is None or stored is None or stored.dtype != torch.bool or not stored.any():
+        return None
+    values = final.detach().double().clone()
+    values[~stored & (values != 0)] = float("nan")
+    return values
+
+
+def judge(
+    plan: Plan,
+    result: dict,
+    expected: dict[str, torch.Tensor],
+    returned: dict[str, torch.Tensor],
+    rtol: float,
+    atol: float,
+) -> list[str]:
+    """The problems with a replay: the kernels stopped, made a tensor of ``Lq × Lk`` numbers or more, or stored no
+    tensor that holds an output's right value (``expected``: output name -> reference, canonical). ``returned``
+    (what the student's function returned) words the message only."""
     problems = []
     if result.get("error"):
         where = result.get("launch")
         kernel = kernel_name(plan.record, where) if isinstance(where, int) else "a kernel"
         return [f"run again by the grader on the same arguments, {kernel} stopped: {str(result['error'])[:200]}"]
     sizes = plan.sizes
-    if int(result.get("largest_dot", 0)) >= sizes.queries * sizes.keys:
+    if int(result.get("largest", 0)) >= sizes.queries * sizes.keys:
         problems.append(
-            f"a program holds a tile of {sizes.queries} x {sizes.keys} scores or more at once, the whole matrix of a "
-            "head: walk through the keys block_k at a time"
+            f"a program holds a tile of {sizes.queries} x {sizes.keys} scores or more at once (a tensor of "
+            f"{sizes.queries * sizes.keys} numbers or more, made by tl.dot, a broadcast product or any other "
+            "operation), the whole matrix of a head: walk through the keys block_k at a time"
         )
-    poisoned = {(launch, storage) for launch, storage in result.get("poison_read", [])}
-    for name, value in returned.items():
-        if not isinstance(value, torch.Tensor):
+    written = [_written(plan, result, view) for view in plan.views]
+    for name, reference in expected.items():
+        if any(agrees(values, reference, rtol, atol) for values in written if values is not None):
             continue
-        target = canonical(value)
-        if not any(_holds(_final(plan, result, view), target, sizes) for view in plan.views):
+        value = returned.get(name)
+        if isinstance(value, torch.Tensor) and any(_holds(values, canonical(value)) for values in written):
             problems.append(
-                f"{name} is not what its kernels wrote: return the tensors the kernels write (reshaped "
-                "or cast), computed in the kernels from q, k and v"
+                f"{name} is what its kernels wrote, run again by the grader on the same arguments, but not its right "
+                "value: the value tests of this item say where it differs"
             )
+        else:
+            problems.append(
+                f"{name} is not what its kernels wrote: run again by the grader on the same arguments, no tensor its "
+                f"kernels stored holds the right {name}; return the tensors the kernels write (reshaped or cast), "
+                "computed in the kernels from q, k and v"
+            )
+    poisoned = {(launch, storage) for launch, storage in result.get("poison_read", [])}
     if problems and poisoned:
         names = sorted(
             {
@@ -64,7 +117,8 @@ def judge(plan: Plan, result: dict, returned: dict[str, torch.Tensor]) -> list[s
         problems.append(
             f"{', '.join(names[:3])}: read before any kernel wrote it, what the launcher computed in PyTorch or "
             "left as torch.empty made it; the grader gives the kernels only q, k and v (reshaped, scaled or cast), "
-            "zeros, a few numbers per query, and what other kernels wrote"
+            "zeros, Δ (which it computes itself from the backward's output and grad_output), and what other "
+            "kernels wrote"
         )
     return problems
 
@@ -73,19 +127,10 @@ def _storage_index(plan: Plan, view: View) -> int:
     return sorted({v.storage for v in plan.views}).index(view.storage)
 
 
-def _holds(candidate: torch.Tensor | None, target: torch.Tensor, sizes: Sizes) -> bool:
-    """Whether ``candidate`` (what a kernel left in a view) holds ``target`` (a returned output, canonical), up to a
-    permutation of its dimensions, a scale and a cast, or in its first rows (a padded buffer)."""
-    if candidate is None or not torch.isfinite(target).all():
-        return False
-    if matching(candidate, target, loose=target.dtype in (torch.float16, torch.bfloat16)) is not None:
-        return True
-    flat = canonical(candidate) if candidate.dim() >= 2 else None
-    if flat is None or flat.shape[0] != target.shape[0] or flat.dim() != target.dim():
-        return False
-    if flat.shape[1] > target.shape[1] and flat.shape[2:] == target.shape[2:]:
-        return matching(flat[:, : target.shape[1]].contiguous(), target) is not None
-    return False
+def _holds(candidate: torch.Tensor | None, target: torch.Tensor) -> bool:
+    """Whether ``candidate`` (what the kernels stored in a view) holds ``target`` (a returned output, canonical),
+    laid out any way, non-finite numbers and all: for a message's words only."""
+    return agrees(candidate, target.detach().double(), 1e-3, 1e-3, equal_nan=True)
 
 
 def hidden_blocks(plan: Plan, result: dict, block_q: int, block_k: int) -> list[str]:

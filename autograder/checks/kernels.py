@@ -1,9 +1,10 @@
 """The checks of how an item computes: in Triton kernels it launches, skipping the blocks a causal mask hides.
 
 Each runs the item once, recording the kernels it launches, then has the grader run those launches again where
-the student's code cannot reach, and reads what they computed and touched (:mod:`autograder.calls.launches`): the
-values of the item are other checks' business; these pass a kernel whose values are wrong, and fail an item that
-returns the right values without its kernels computing them.
+the student's code cannot reach, on the grader's own inputs, and reads what they stored and touched
+(:mod:`autograder.calls.launches`, :mod:`autograder.calls.replayed`): the outputs the replayed kernels stored must
+be the grader's own reference, so an item that returns the right values without its kernels computing them fails,
+whatever its code saw of the record; so does a kernel whose values are wrong (the value checks say where).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ ROLES = ("q", "k", "v", "output", "lse", "grad_output")
 
 
 def _replayed(call: Call, roles: tuple[str, ...], names: tuple[str, ...]):
-    """Run the item, recording its launches; run them again: ``(plan, result, returned, trace)``. The check fails where
+    """Run the item, recording its launches; run them again: ``(plan, result, returned, trace, expected)``,
+    ``expected`` the reference of each output (``names``, or all the item's). The check fails where
     the launches cannot be replayed (none, too many, a kernel that is not Triton code alone, a tensor as large as
     the whole matrix of scores, a source longer than the grader reads). A message names a kernel by what the
     submission's source defines, and nothing else that the record holds (:func:`launches.kernel_name`,
@@ -34,7 +36,10 @@ def _replayed(call: Call, roles: tuple[str, ...], names: tuple[str, ...]):
         lambda: _replay(call, roles),
         lambda found: (*found[:2], copy_of(found[2]), found[3]),
     )
-    return plan, result, {name: returned[name] for name in (names or returned)}, trace
+    names = names or tuple(returned)
+    inputs = dict(zip(roles, call.inputs))
+    expected = replayed.references(inputs, names, bool(call.keywords.get("causal", False)))
+    return plan, result, {name: returned[name] for name in names}, trace, expected
 
 
 def _replay(call: Call, roles: tuple[str, ...]):
@@ -60,20 +65,25 @@ def _replay(call: Call, roles: tuple[str, ...]):
 @takes_options("seed")
 @compares(
     "outputs",
+    "rtol",
+    "atol",
     hint="launch Triton kernels that compute the outputs from q, k and v one block at a time, and return what they "
-    "write",
+    "write: the right values (the value tests say where they differ)",
+    rtol=1e-4,
+    atol=1e-4,
 )
 def check_kernels_compute(
     item: Item, args, kwargs=None, *, options: CallOptions, compared: CompareOptions, roles: tuple[str, ...]
 ):
-    """The item's outputs (or those named in ``outputs``) are what Triton kernels it launches wrote (reshaped, cast
-    or scaled), computed from its inputs, and no kernel holds a tensor or a tile of ``Lq × Lk`` scores. ``roles``
-    names the positional inputs, in order, by what they are (:data:`ROLES`: ``"q"``, ``"k"``, ``"v"``,
-    ``"output"``, ``"lse"``, ``"grad_output"``). The launches are run again by the grader
-    (:mod:`autograder.calls.launches`): the outputs' values are not compared with the right ones here."""
+    """The item's outputs (or those named in ``outputs``: ``output``, ``lse``, ``grad_q``, ``grad_k``, ``grad_v``)
+    are computed by Triton kernels it launches: run again by the grader (:mod:`autograder.calls.launches`) on the
+    grader's own inputs, the kernels store each output's right value (the grader's reference, to ``rtol`` and
+    ``atol``; reshaped or cast as the student likes), and no program holds a tensor of ``Lq × Lk`` numbers (a tile of
+    the whole matrix of scores). ``roles`` names the positional inputs, in order, by what they are (:data:`ROLES`:
+    ``"q"``, ``"k"``, ``"v"``, ``"output"``, ``"lse"``, ``"grad_output"``)."""
     call = options.call(item, "computed by its Triton kernels", args, kwargs, compared.hint)
-    plan, result, returned, trace = _replayed(call, tuple(roles), tuple(compared.outputs or ()))
-    problems = replayed.judge(plan, result, returned)
+    plan, result, returned, trace, expected = _replayed(call, tuple(roles), tuple(compared.outputs or ()))
+    problems = replayed.judge(plan, result, expected, returned, compared.rtol, compared.atol)
     if problems:
         call.fail(launches.scrubbed("; ".join(problems), trace))
 
@@ -81,9 +91,13 @@ def check_kernels_compute(
 @isolated(diagnose=False)
 @takes_options("seed")
 @compares(
+    "rtol",
+    "atol",
     hint="with causal=True (query i sees the keys j <= i + Lk - Lq), stop each program's loop over the keys at the "
     "block that holds the last key its last query sees, and start its loop over the queries at the block that holds "
     "the first query that sees its first key",
+    rtol=1e-4,
+    atol=1e-4,
 )
 def check_skips_hidden_blocks(
     item: Item,
@@ -99,10 +113,12 @@ def check_skips_hidden_blocks(
     """With a causal mask (the call's ``kwargs``), no program of the item's kernels touches more than one block of
     keys (``block_k``) past the last query it holds, nor more than one block of queries (``block_q``) before the
     first key it holds: the blocks that the mask hides entirely are skipped, not loaded and masked. The kernels must
-    compute the outputs (:func:`check_kernels_compute`'s property) for this to be read."""
+    compute the outputs (:func:`check_kernels_compute`'s property, to ``rtol`` and ``atol``) for this to be read;
+    the rows a program touches are those of the inputs it reads, or of a copy of them that kernels wrote."""
     call = options.call(item, "skips the blocks that the causal mask hides", args, kwargs, compared.hint)
-    plan, result, returned, trace = _replayed(call, tuple(roles), ())
-    problems = replayed.judge(plan, result, returned) or replayed.hidden_blocks(plan, result, block_q, block_k)
+    plan, result, returned, trace, expected = _replayed(call, tuple(roles), ())
+    problems = replayed.judge(plan, result, expected, returned, compared.rtol, compared.atol)
+    problems = problems or replayed.hidden_blocks(plan, result, block_q, block_k)
     if problems:
         call.fail(launches.scrubbed("; ".join(problems), trace))
 
@@ -127,7 +143,7 @@ def check_accesses_in_bounds(
     :func:`check_kernels_compute` and the value checks grade those."""
     call = options.call(item, "keeps its loads and stores inside the tensors", args, kwargs, compared.hint)
     try:
-        _plan, result, _returned, trace = _replayed(call, tuple(roles), ())
+        _plan, result, _returned, trace, _expected = _replayed(call, tuple(roles), ())
     except CheckFailed:  # no replay (no kernel, a record refused): other checks' business
         return
     error = str(result.get("error") or "")

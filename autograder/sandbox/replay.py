@@ -3,12 +3,15 @@
 :func:`replay` is what the grader calls in that sandbox (:mod:`autograder.calls.launches` prepares the request and
 reads the result): it defines the kernels from ``program`` (source that :mod:`autograder.calls.kernel_source` has
 read as Triton code alone), lays out the tensors of the recorded launches in storages of its own, filled as the
-grader says (the check's inputs, zeros, a small tensor the launcher computed, or NaN where the grader does not
-trust what the student's process held), and runs the launches in order in Triton's interpreter. While they run,
+grader says (the check's inputs, Δ, one number everywhere, or NaN where the grader does not trust what the
+student's process held), and runs the launches in order in Triton's interpreter. While they run,
 every load, store and atomic operation is checked to stay inside the storages (one that does not stops the replay:
-the interpreter would read or write the process's memory), and noted: which rows of the queries and of the keys
-each program touches (for the causal kernels' blocks), and whether a kernel read a value the grader did not give
-it and no kernel wrote. The result is plain data: the storages as the kernels left them, and those notes.
+the interpreter would read or write the process's memory), and noted: which elements the kernels stored, which rows
+of the queries and of the keys each program touches (for the causal kernels' blocks; a tensor the kernels wrote that
+holds the queries or keys, a scratch copy, is labelled as they are, recognised by its values before each launch
+reads it: :mod:`autograder.sandbox.layouts`), whether a kernel read a value the grader did not give it and no kernel
+wrote, and the largest tensor any program made (a load, a broadcast, a product, a reduction). The result is plain
+data: the storages as the kernels left them, and those notes.
 
 The same function runs in a notebook's own process for its visible tests, where the student's code runs anyway.
 """
@@ -44,11 +47,14 @@ def replay(program: str, request: dict) -> dict:
       tensor to write into the view where the storage is new (or changed since the kernels last left it), None for
       NaN; ``logged`` what the student's process held there before the launch, for a storage seen before;
     - ``rows``: each ``{"storage", "side": "query" | "key", "elements", "rows"}``, the row (``n * L + l``) of each
-      element of a storage that holds queries or keys.
+      element of a storage that holds queries or keys;
+    - ``sides``: each ``{"side", "values"}``, the queries or keys (canonical, ``(N, L, d)``), to label what the
+      kernels wrote that holds them.
 
-    Returns ``{"storages": [tensors], "programs": table, "largest_dot": elements, "poison_read": [[launch, storage]],
-    "changed": [[launch, storage]], "error": None or text, "launch": index}``, the programs' table as :func:`_plain`
-    lays it out (the rows of the queries and keys each program touched).
+    Returns ``{"storages": [tensors], "stored": [bool tensors], "programs": table, "largest": elements,
+    "poison_read": [[launch, storage]], "changed": [[launch, storage]], "error": None or text, "launch": index}``,
+    ``stored`` the elements of each storage that a kernel stored, the programs' table as :func:`_plain` lays it out
+    (the rows of the queries and keys each program touched).
     """
     from attention_course.kernels.interpreter import load_triton
 
@@ -90,6 +96,7 @@ def replay(program: str, request: dict) -> dict:
                 elif _changed(view, spec.get("logged")):
                     result["changed"].append([index, number])
                     _fill(view, spec.get("fill"), poisoned[number], storages[number])
+                watch.recognise(number, view, request.get("sides", []))
                 arguments[name] = view
             for number in fresh:
                 seen[number] = True
@@ -109,7 +116,8 @@ def replay(program: str, request: dict) -> dict:
     except ReplayError as exc:
         result["error"], result["launch"] = str(exc), exc.launch
     result["storages"] = storages
-    result["largest_dot"] = watch.largest_dot
+    result["stored"] = [torch.from_numpy(mask) for mask in watch.stored]
+    result["largest"] = watch.largest
     return _plain(result)
 
 
@@ -205,22 +213,46 @@ class _Watch:
         self.programs: list[dict] = []  # one entry per (launch, program) that touched queries or keys
         self._program: dict[tuple, dict] = {}
         self.poison_read: list[list[int]] = []
-        self.largest_dot = 0
+        self.stored = [np.zeros(s.numel(), dtype=bool) for s in storages]  # the elements a kernel stored
+        self._carried_by: tuple = ()
+        self._carried: list[tuple] = []  # (values, sides, rows) the current program loaded from the inputs
+        self.largest = 0  # elements of the largest tensor a program made
+
+    def recognise(self, number: int, view: torch.Tensor, sides: list[dict]) -> None:
+        """Label the elements of ``view`` (of storage ``number``) that the kernels wrote as the queries or keys it
+        holds, if it holds them (a scratch copy is the input it was copied from)."""
+        from autograder.sandbox.layouts import laid_out
+
+        elements = _elements(view, self.storages[number])
+        if not len(elements) or not self.stored[number][elements].any():
+            return
+        for entry in sides:
+            laid = laid_out(view, entry["values"])
+            if laid is None:
+                continue
+            if number not in self.sides:
+                size = self.storages[number].numel()
+                self.sides[number] = (np.zeros(size, dtype=np.int8), np.full(size, -1, dtype=np.int64))
+            side, table = self.sides[number]
+            side[elements] = 1 if entry["side"] == "query" else 2
+            table[elements] = laid[1].numpy()
+            return
 
     @contextlib.contextmanager
     def watching(self):
         from triton.runtime import interpreter
 
         builder = interpreter.interpreter_builder
-        names = ("create_masked_load", "create_masked_store", "create_atomic_rmw", "create_atomic_cas", "create_dot")
+        names = ("create_masked_load", "create_masked_store", "create_atomic_rmw", "create_atomic_cas")
         originals = {name: getattr(builder, name) for name in names}
+        made = interpreter.TensorHandle.__post_init__
 
         def load(ptrs, mask, other, *args, **kwargs):
             self.check(ptrs, mask, "load")
             return originals["create_masked_load"](ptrs, mask, other, *args, **kwargs)
 
         def store(ptrs, value, mask, *args, **kwargs):
-            self.check(ptrs, mask, "store")
+            self.check(ptrs, mask, "store", value)
             return originals["create_masked_store"](ptrs, value, mask, *args, **kwargs)
 
         def atomic_rmw(op, ptr, val, mask, *args, **kwargs):
@@ -231,22 +263,24 @@ class _Watch:
             self.check(ptr, None, "atomic")
             return originals["create_atomic_cas"](ptr, cmp, val, *args, **kwargs)
 
-        def dot(a, b, d, *args, **kwargs):
-            shape = np.shape(a.data)[:-1] + np.shape(b.data)[-1:]
-            self.largest_dot = max(self.largest_dot, int(np.prod(shape)))
-            return originals["create_dot"](a, b, d, *args, **kwargs)
+        def measured(handle):  # every tensor a program makes: loads, broadcasts, products, reductions, tl.dot
+            made(handle)
+            self.largest = max(self.largest, int(np.size(handle.data)))
 
-        for name, replacement in zip(names, (load, store, atomic_rmw, atomic_cas, dot)):
+        for name, replacement in zip(names, (load, store, atomic_rmw, atomic_cas)):
             setattr(builder, name, replacement)
+        interpreter.TensorHandle.__post_init__ = measured
         try:
             yield
         finally:
+            interpreter.TensorHandle.__post_init__ = made
             for name in names:
                 with contextlib.suppress(AttributeError):
                     delattr(builder, name)
 
-    def check(self, ptrs, mask, kind: str) -> None:
-        """Stop where an access leaves the storages; note the rows a program touches and the poison it reads."""
+    def check(self, ptrs, mask, kind: str, value=None) -> None:
+        """Stop where an access leaves the storages; note the rows a program touches and the poison it reads, and
+        carry the rows of what it loaded to where it stores the same values (``value``: what a store writes)."""
         from triton.runtime import interpreter
 
         addresses = np.asarray(ptrs.data, dtype=np.uint64).reshape(-1)
@@ -269,6 +303,9 @@ class _Watch:
         if (wanted & ~inside).any():
             raise ReplayError(f"a {kind} outside the tensors the kernel was given, where no mask kept it inside")
         program = tuple(interpreter.interpreter_builder.grid_idx)
+        if self._carried_by != (self.launch, *program):  # a new program: what the last one loaded is forgotten
+            self._carried_by, self._carried = (self.launch, *program), []
+        stored = None if value is None else np.broadcast_to(np.asarray(value.data), np.shape(ptrs.data)).reshape(-1)
         for storage in np.unique(number[inside]):
             here = inside & (number == storage)
             items = (offset[here] // np.uint64(self.storages[storage].element_size())).astype(np.int64)
@@ -278,16 +315,47 @@ class _Watch:
                     self.poison_read.append(event)
             if kind != "load":
                 self.poisoned[storage][items[wanted[here]]] = False
+                self.stored[storage][items[wanted[here]]] = True
+                self._carry(int(storage), items[wanted[here]], None if stored is None else stored[here][wanted[here]])
             sides = self.sides.get(int(storage))
             if sides is None or kind != "load":
                 continue
             side, table = sides[0][items], sides[1][items]
+            labelled = (side > 0) & (table >= 0) & wanted[here]
+            if labelled.any():
+                values = self.storages[storage][torch.from_numpy(items[labelled])].double().numpy()
+                self._carried.append((values, side[labelled], table[labelled]))
             entry = self._entry(program)
             for code, name in ((1, "query"), (2, "key")):  # a row of -1: padding past a sequence's end
                 tried = table[(side == code) & (table >= 0)]
                 entry[f"{name}_tried"].update(int(r) for r in np.unique(tried))
                 loaded = table[(side == code) & (table >= 0) & wanted[here]]
                 entry[f"{name}_loaded"].update(int(r) for r in np.unique(loaded))
+
+    def _carry(self, storage: int, items: np.ndarray, values) -> None:
+        """Label the elements ``items`` of ``storage`` that a program stored (``values``) as the rows of the queries or
+        keys it loaded the same values from (as the storage's dtype rounds them), and unlabel the others: a copy of
+        an input, in whatever layout, is still that input."""
+        found = np.zeros(len(items), dtype=bool)
+        if values is not None and self._carried and len(items):
+            loaded = np.concatenate([part[0] for part in self._carried])
+            sides = np.concatenate([part[1] for part in self._carried])
+            rows = np.concatenate([part[2] for part in self._carried])
+            dtype = self.storages[storage].dtype
+            rounded = torch.from_numpy(loaded).to(dtype).double().numpy()
+            order = np.argsort(rounded, kind="stable")
+            wanted = torch.from_numpy(np.array(values, dtype=np.float64)).to(dtype).double().numpy()
+            at = np.clip(np.searchsorted(rounded[order], wanted), 0, len(order) - 1)
+            found = (rounded[order][at] == wanted) & (wanted != 0)
+            if found.any() and storage not in self.sides:
+                size = self.storages[storage].numel()
+                self.sides[storage] = (np.zeros(size, dtype=np.int8), np.full(size, -1, dtype=np.int64))
+            if found.any():
+                self.sides[storage][0][items[found]] = sides[order][at][found]
+                self.sides[storage][1][items[found]] = rows[order][at][found]
+        if storage in self.sides:
+            self.sides[storage][0][items[~found]] = 0
+            self.sides[storage][1][items[~found]] = -1
 
     def _entry(self, program: tuple) -> dict:
         key = (self.launch, *program)

@@ -261,6 +261,15 @@ BUGS = [
         cause="stops one block of queries too early",
     ),
     bug(
+        "forward_causal_end_is_the_last_key",
+        "flash_attention_forward",
+        (CAUSAL_END, "tl.minimum(n_keys, (block + 1) * BLOCK_Q - 1 + shift)"),
+        why="the loop's end is the index of the last key the block's last row sees, used as an exclusive bound: "
+        "range stops before it, which drops a whole block of keys when Lk - Lq is one more than a multiple of the "
+        "block (and no key otherwise)",
+        cause="taken as an exclusive bound",
+    ),
+    bug(
         "forward_causal_end_in_key_blocks",
         "flash_attention_forward",
         (CAUSAL_END, "tl.minimum(n_keys, (block + 1) * BLOCK_K + shift)"),
