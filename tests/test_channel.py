@@ -129,7 +129,7 @@ DEAF = f"import os, sys, time\nos.write(1, {READY!r})\n"
     "then,error,said",
     [
         ("time.sleep(60)", SandboxTimeout, "stopped reading its requests"),
-        ("sys.exit(0)", SandboxDied, "had already stopped"),
+        ("sys.exit(0)", SandboxDied, "exited with status 0 during a request"),
     ],
 )
 def test_a_worker_that_does_not_take_a_request_is_stopped_in_time(tmp_path, then, error, said):
