@@ -184,14 +184,15 @@ class Channel:
 
     def _next(self, deadline: float, what: str, cell: int | None = None) -> wire.FromWorker:
         self._window(deadline)
+        until = deadline  # a stretched deadline is never earlier: measured only once this one has passed
         while True:
-            stretched, backstop = self._stretched(deadline)
             try:
-                message = self._receive(min(stretched, backstop))
+                message = self._receive(until)
                 break
             except TimeoutError:
                 stretched, backstop = self._stretched(deadline)
-                if time.monotonic() < min(stretched, backstop):
+                until = min(stretched, backstop)
+                if time.monotonic() < until:
                     continue
             self.close()
             if not self.ready:
