@@ -71,7 +71,7 @@ class Channel:
         self.startup_seconds = 0.0  # from the start of its process until the worker was ready
         self._started = time.monotonic()
         # each time limit's window, by its deadline: (when it began, the sandbox's CPU clock then)
-        self._windows: dict[float, list] = {}
+        self._windows: dict[float, tuple] = {}
 
     def _attach(self, process, schema) -> None:
         """Talk to ``process`` (its standard input, output and error), whose messages are of ``schema``.
@@ -286,14 +286,14 @@ class Channel:
             answered += 1
             if answered > MAX_CALLBACKS:
                 raise self._protocol_error(f"more than {MAX_CALLBACKS} calls of the grader's stand-ins in one call")
-            if time.monotonic() > self._stretched(deadline)[0]:  # calls queued ahead arrive at once: none is
+            if time.monotonic() > min(self._stretched(deadline)):  # calls queued ahead arrive at once: none is
                 self.close()  # answered past the deadline
                 raise SandboxTimeout(f"{what} did not finish within its time limit")
             if callbacks is None:
                 answer = {"ok": False, "error_type": "RuntimeError", "error": "no stand-ins are in use now"}
             else:
                 answer = self._answered(callbacks, msgspec.structs.asdict(reply.callback), deadline, what)
-            left = max(0.1, self._stretched(deadline)[0] - time.monotonic())
+            left = max(0.1, min(self._stretched(deadline)) - time.monotonic())
             self._send(wire.CallbackResult(self._sequence, **answer), left)
 
     def _answered(self, callbacks: Callable[[dict], dict], callback: dict, deadline: float, what: str) -> dict:
