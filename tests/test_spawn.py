@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import time
 from pathlib import Path
 
@@ -315,7 +316,7 @@ def test_no_process_of_a_sandbox_outlives_it_whatever_its_code_did_to_its_init(z
         assert len(running_as(uid)) >= 3, running_as(uid)  # PID 1, the worker, the daemon
         if init == "as built":
             assert "ptrace refused: Operation not permitted" in said and "stdin refused: Permission denied" in said
-        else:
+        elif platform.machine() == "x86_64":  # the attack's registers are x86-64's
             assert "pdeathsig cleared 0" in said, said
     finally:
         sandbox.close()
