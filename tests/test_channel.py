@@ -15,8 +15,8 @@ import time
 
 import pytest
 
-from autograder.sandbox import wire
-from autograder.sandbox.errors import SandboxDied, SandboxTimeout
+from autograder.sandbox import channel, wire
+from autograder.sandbox.errors import SandboxDied, SandboxLost, SandboxTimeout
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.process import Sandbox
 
@@ -129,7 +129,7 @@ DEAF = f"import os, sys, time\nos.write(1, {READY!r})\n"
     "then,error,said",
     [
         ("time.sleep(60)", SandboxTimeout, "stopped reading its requests"),
-        ("sys.exit(0)", SandboxDied, "had already stopped"),
+        ("sys.exit(0)", SandboxDied, "exited with status 0 during a request"),
     ],
 )
 def test_a_worker_that_does_not_take_a_request_is_stopped_in_time(tmp_path, then, error, said):
@@ -142,6 +142,31 @@ def test_a_worker_that_does_not_take_a_request_is_stopped_in_time(tmp_path, then
         with pytest.raises(error, match=said):
             sandbox.call("f", ["x" * 1_000_000], {}, timeout=0.5)  # more than a pipe holds
         assert time.monotonic() - started < 5
+        assert not sandbox.alive
+
+
+@pytest.mark.parametrize(
+    "waited,used,error",
+    [
+        (1.0, 0.0, SandboxLost),  # it waited for a CPU all along and got none: the host's, to the backstop
+        (0.0, 0.0, SandboxTimeout),  # it never waited for a CPU (it sleeps): the student's, at the limit
+        (1.0, 1.0, SandboxTimeout),  # it waited, while its processes used all the CPU it was due: the student's
+    ],
+)
+def test_a_limit_counts_the_students_time_and_the_hosts_to_a_backstop_only(tmp_path, monkeypatch, waited, used, error):
+    """Issue 83, case 8: a call that never answers, its sandbox's CPU clock made up (seconds waited for a CPU and
+    used, per second that passes). Stretched only by the CPU it was due and waited for, and at its backstop (here 4
+    times the limit) the grader's failure, not graded; else the student's timeout at the limit."""
+    (tmp_path / "deaf.py").write_text(DEAF + "time.sleep(60)\n")
+    monkeypatch.setattr(channel, "BACKSTOP_SECONDS", 0.0)
+    start = time.monotonic()
+    monkeypatch.setattr(
+        Sandbox, "_cpu_clock", lambda self: ((time.monotonic() - start) * waited, (time.monotonic() - start) * used)
+    )
+    with Sandbox(Limits(), "none", tmp_path, program="deaf") as sandbox:
+        sandbox._wait_ready()
+        with pytest.raises(error, match="not given its time" if error is SandboxLost else "time limit"):
+            sandbox.call("f", [], {}, timeout=0.5)
         assert not sandbox.alive
 
 

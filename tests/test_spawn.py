@@ -13,20 +13,23 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import time
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from autograder.grading.classroom import fill
 from autograder.grading.grader import Grader
 from autograder.grading.notebook import grade_notebook
 from autograder.release import course
-from autograder.sandbox import uids, wire
+from autograder.sandbox import bwrap, spawn, uids, wire
 from autograder.sandbox.bwrap import bwrap_available
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.process import Sandbox
 from autograder.sandbox.spawn import SpawnedSandbox, Zygote
+from tests import attacks
 from tests.support import host
 
 ROOT_ONLY = "a zygote is a root grader's (an unprivileged one starts fresh sandboxes)"
@@ -260,5 +263,84 @@ def test_a_spawned_worker_that_does_not_start_gives_fresh_sandboxes_and_costs_no
         assert not any(r.not_graded for r in reports)
         why = list(grader.unspawned().values())
         assert len(why) == 1 and "a worker it forked did not start" in why[0], why
+    finally:
+        grader.close()
+
+
+# ----------------------------------------------------------------------------- no process outlives its sandbox
+
+UNDUMPABLE = "if ctypes.CDLL(None).prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE"
+SAID = "def said():\n    return OUTLIVED"
+
+
+def traceable_inits(monkeypatch) -> None:
+    """The sandboxes' PID 1 as it was before issue 83 (dumpable, so the student's uid may trace it): what is left
+    to end the sandbox whole is its cgroups and its uid."""
+    assert UNDUMPABLE in bwrap.INIT and UNDUMPABLE in spawn.HOLD
+    monkeypatch.setattr(bwrap, "INIT", bwrap.INIT.replace(UNDUMPABLE, "if False:"))
+    monkeypatch.setattr(spawn.Holder, "_arguments", ["-I", "-S", "-c", spawn.HOLD.replace(UNDUMPABLE, "if False:")])
+
+
+def running_as(uid: int) -> list[str]:
+    """The processes (zombies aside) whose real uid is ``uid`` now, as /proc says: no time given to settle."""
+    found = []
+    for info in host.processes():
+        status = Path(f"/proc/{info.pid}/status")
+        try:
+            real = int(next(line for line in status.read_text().splitlines() if line.startswith("Uid:")).split()[1])
+        except (OSError, StopIteration, ValueError):
+            continue
+        if real == uid and info.alive:
+            found.append(f"pid {info.pid} (state {info.state}): {info.command}")
+    return found
+
+
+@pytest.mark.parametrize("init", ["as built", "traceable"])
+@pytest.mark.parametrize("kind", ["fresh", "spawned"])
+def test_no_process_of_a_sandbox_outlives_it_whatever_its_code_did_to_its_init(zygote, monkeypatch, kind, init):
+    """Issue 83, case 7: the cell's daemon (setsid, left to PID 1) traces the sandbox's PID 1 to clear its
+    parent-death signal, takes a writer of its standard input, and holds the worker's pipes. PID 1 refuses all of it
+    (not dumpable); where it could not (``traceable``: PID 1 as it was), closing the sandbox still ends every process
+    of it (its cgroups killed whole, then its uid), and checks that none is left, before it returns."""
+    if init == "traceable":
+        traceable_inits(monkeypatch)
+    sandbox = Sandbox(LIMITS, "bwrap", zygote.packages) if kind == "fresh" else zygote.sandbox()
+    uid = sandbox._uid if kind == "fresh" else sandbox._holder.uid
+    cgroups = list(sandbox._cgroups.paths)
+    try:
+        assert sandbox.run_cells([attacks.OUTLIVE, SAID], ["outlive", "said"]) == [None, None]
+        reply = sandbox.call("said", [], {})
+        # the daemon has done all it could before the cell ended (the cell waits for its record): it runs now
+        assert isinstance(reply, wire.Returned) and sandbox.background == 1, (reply, sandbox.background)
+        said = reply.value
+        assert len(running_as(uid)) >= 3, running_as(uid)  # PID 1, the worker, the daemon
+        if init == "as built":
+            assert "ptrace refused: Operation not permitted" in said and "stdin refused: Permission denied" in said
+        elif platform.machine() == "x86_64":  # the attack's registers are x86-64's
+            assert "pdeathsig cleared 0" in said, said
+    finally:
+        sandbox.close()
+    assert sandbox.left == [] and running_as(uid) == []
+    assert not [path for path in cgroups if path.exists()]
+
+
+@pytest.mark.parametrize("spawned", [False, True], ids=["fresh", "spawned"])
+def test_grading_a_notebook_whose_daemon_steers_its_init_finishes_and_leaves_nothing(monkeypatch, spawned):
+    """The same daemon in a graded notebook, PID 1 traceable as it was: grading ends (before issue 83 it waited for
+    ever on the pipes the daemon holds), the notebook keeps its full marks, the report says the daemon was stopped
+    only once that was checked, and nothing runs as any uid its sandboxes had."""
+    traceable_inits(monkeypatch)
+    nb = fill(A)
+    nb.cells.append(nbformat.v4.new_code_cell(attacks.OUTLIVE))
+    grader = Grader(spawn=spawned)
+    try:
+        with host.Watch() as watch, grader:
+            report = grade_notebook(A, nb, release=TERM, grader=grader)
+            used = [uid for uid in watch.uids() if uid is not None]
+            assert used and not [uid for uid in used if running_as(uid)], {uid: running_as(uid) for uid in used}
+            forked = sum(z.spawned for z in grader._zygotes.values() if not isinstance(z, str))
+        assert (forked > 0) == spawned, (forked, grader.unspawned())
+        assert report.score == report.max_score, (report.failed, report.not_graded, report.notes)
+        assert "the notebook's cells left 1 other process(es) running; they were stopped" in report.notes
     finally:
         grader.close()

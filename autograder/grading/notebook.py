@@ -51,7 +51,7 @@ from autograder.grading.source import (
 )
 from autograder.release import course, reference
 from autograder.sandbox import values, wire
-from autograder.sandbox.errors import SandboxError, SandboxUnavailable
+from autograder.sandbox.errors import SandboxError, SandboxLost, SandboxUnavailable
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.pool import WarmPool
 from autograder.text.terminal import clean_text
@@ -213,6 +213,10 @@ def _grade(assignment, submission, notebook, limits, isolation, release, as_subm
                     finally:
                         if known.seconds:
                             timings.add("diagnosis", known.seconds)
+            except SandboxLost as exc:  # the grader could not give the student's code its due
+                report.not_graded = clean_text(
+                    f"not graded (the grader's failure, not yours): {exc}", MAX_MESSAGE_CHARS
+                )
             except SandboxUnavailable as exc:
                 report.not_graded = clean_text(f"the sandbox could not be used: {exc}", MAX_MESSAGE_CHARS)
             finally:
@@ -267,10 +271,10 @@ def _run_tests(source: Source, tests: list, session: Session, report: Report) ->
         except (reference.ReferenceUnavailable, TypeError, ValueError):
             signatures[name] = None
     for gid, code, points in tests:
-        if time.monotonic() > session.deadline:  # the grader's own work counts against the notebook's time too
-            why = f"{gid}: not run: grading the notebook used up its {TOTAL_SECONDS:g} s"
-            report.tests[gid] = TestResult(gid, points, False, why)
-            continue
+        if (
+            time.monotonic() > session.deadline
+        ):  # every limit of the student's is far shorter: the grader's, or the host's
+            raise SandboxLost(f"{gid}: not run: grading the notebook took over its {TOTAL_SECONDS:g} s")
         namespace = dict(trusted)
         namespace.update({name: Remote(session, name, signatures[name]) for name in source.items})
         begun, before = time.monotonic(), _elsewhere(report)

@@ -20,7 +20,7 @@ from autograder.calls import global_rng, standins
 from autograder.grading import timings
 from autograder.grading.report import Report
 from autograder.sandbox import values, wire
-from autograder.sandbox.errors import SandboxDied, SandboxError, SandboxTimeout, SandboxUnavailable
+from autograder.sandbox.errors import SandboxDied, SandboxError, SandboxLost, SandboxTimeout, SandboxUnavailable
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.process import Sandbox
 from autograder.text.terminal import clean_text
@@ -55,6 +55,7 @@ class Session:
         self.runners = runners
         self.runner: Sandbox | None = None
         self.skipped: set[int] = set()
+        self.retried: set[int] = set()  # cells run again after their sandbox died of something not their own
         self.sandbox: Sandbox | None = None
         self.restarts = 0
         self.generation = 0  # counts the sandboxes started; objects from an earlier one are gone
@@ -79,6 +80,9 @@ class Session:
                 if exc.cell is None:
                     self.report.notes.append(f"the notebook could not start: {exc}")
                     raise
+                if isinstance(exc, SandboxDied) and not exc.own and exc.cell not in self.retried:
+                    self.retried.add(exc.cell)  # not the student's code's doing: run again once with the cell
+                    continue
                 self.skipped.add(exc.cell)
                 if self.where[exc.cell] >= 0:
                     self.report.skipped.append(self.where[exc.cell])
@@ -91,10 +95,6 @@ class Session:
             for i, error in enumerate(errors):
                 if error and i not in self.skipped:
                     self._cell_error(i, error)
-            if sandbox.background:
-                note = f"the notebook's cells left {sandbox.background} other process(es) running; they were stopped"
-                if note not in self.report.notes:
-                    self.report.notes.append(note)
             self.sandbox = sandbox
             self.generation += 1
         return self.sandbox
@@ -129,7 +129,31 @@ class Session:
         generation: int | None = None,
         getattr_only: bool = False,
     ) -> wire.Reply:
-        """One request to the student's process; ``item`` is the graded item it belongs to."""
+        """One request to the student's process; ``item`` is the graded item it belongs to. Where its sandbox died
+        and the student's code did not end it (a signal from outside, an end that could not be read), the request
+        is made again in a fresh sandbox; where that dies too, or the request's objects were lost with the first,
+        the notebook is not graded (:class:`SandboxLost`: the grader's failure, never a score)."""
+        ask = functools.partial(
+            self._request, item, label, target, attr, args, kwargs, generation=generation, getattr_only=getattr_only
+        )
+        first = None
+        while True:
+            try:
+                return ask()
+            except SandboxDied as exc:
+                if exc.own:
+                    raise
+                if first is not None or generation is not None:
+                    lost = "again in a fresh sandbox" if first else "what it was called on was lost with it"
+                    raise SandboxLost(f"{item}: {first or exc}, and {lost}") from None
+                first = exc
+            self.stuck.pop(item, None)
+            note = f"{item}: graded again in a fresh sandbox, as its process ended but not by the student's code"
+            self.report.notes += [] if note in self.report.notes else [note]
+
+    def _request(
+        self, item: str, label: str, target: str | int, attr, args, kwargs, *, generation, getattr_only
+    ) -> wire.Reply:
         if item in self.stuck:
             refusal, why = self.stuck[item]
             raise refusal(why)
@@ -168,6 +192,7 @@ class Session:
             return reply
         except SandboxError as exc:
             self._keep_output(sandbox)
+            self._closed(sandbox)
             self.sandbox = None
             note = clean_text(f"{item}: {exc}", MAX_MESSAGE_CHARS)
             if note not in self.report.notes:
@@ -181,7 +206,7 @@ class Session:
                 self.stuck[item] = (SandboxDied, f"an earlier call of {item} stopped the process running it")
             raise
         except BaseException:
-            sandbox.close()
+            self._closed(sandbox)
             self.sandbox = None
             raise
         finally:  # the grader's decoding of the messages that came, on the notebook's time
@@ -258,10 +283,24 @@ class Session:
             result = None
         return result if isinstance(result, dict) else {"error": "the kernels' replay answered with something else"}
 
+    def _closed(self, sandbox: Sandbox) -> None:
+        """Close ``sandbox`` (once closed, none of its processes runs: :meth:`Sandbox.close` checks), and say what
+        became of the processes its cells left running, as it was checked."""
+        sandbox.close()
+        if not sandbox.background:
+            return
+        left = f"the notebook's cells left {sandbox.background} other process(es) running"
+        if sandbox.left:
+            note = f"{left}; {len(sandbox.left)} of the sandbox's processes could not be stopped (the grader's failure)"
+        else:
+            note = f"{left}; they were stopped"
+        if note not in self.report.notes:
+            self.report.notes.append(note)
+
     def close(self) -> None:
         if self.sandbox is not None:
             self._keep_output(self.sandbox)
-            self.sandbox.close()
+            self._closed(self.sandbox)
             self.sandbox = None
         if self.runner is not None:
             self.runner.close()

@@ -18,6 +18,28 @@ from autograder.sandbox.limits import Limits
 PACKAGES_MOUNT = "/opt/course-packages"  # where the students' packages are, inside the sandbox
 WORKER = "autograder.sandbox.worker"  # the sandbox's program (a module), unless a fork server is asked for
 THP = "/sys/kernel/mm/transparent_hugepage"  # bound read-only: whether and how large huge pages come
+# The sandbox's init, PID 1 of its namespace (in place of bubblewrap's, which the student's uid could trace): not
+# dumpable, so that the student's code, which runs as its uid, can neither trace it, nor read or write its memory,
+# nor open its descriptors (and so never clear its parent-death signal, which ends it, and with it the namespace,
+# when the grader kills bubblewrap). It starts the sandbox's program (its arguments) and ends with that program's
+# status (``128 + signal`` where a signal ended it, as bubblewrap's says), and with it every process of the
+# sandbox. Its interrupt is the kernel's default: for an init, nothing from inside its namespace.
+INIT = """\
+import ctypes, os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+if ctypes.CDLL(None).prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE
+    sys.exit("the sandbox's init could not make itself undumpable")
+program = os.fork()
+if program == 0:
+    os.execv(sys.argv[1], sys.argv[1:])
+for fd in (0, 1, 2):
+    os.close(fd)
+while True:
+    pid, status = os.wait()
+    if pid == program:
+        code = os.waitstatus_to_exitcode(status)
+        os._exit(128 - code if code < 0 else code)
+"""
 
 
 def bwrap_available() -> bool:
@@ -33,10 +55,10 @@ def mounts(packages: Path) -> list[tuple[str, str]]:
 def bwrap_command(
     python: str, binds: list[tuple[str, str]], limits: Limits, program: str = WORKER, arguments: list[str] | None = None
 ) -> list[str]:
-    """The command line that runs ``python -m program`` under bubblewrap, with ``binds`` (host path, path in
-    the sandbox) read-only besides the system's own files. ``arguments``: Python's instead of ``-m program``,
-    for a first process that is the sandbox's init (PID 1), not bubblewrap's (a zygote's holder:
-    :mod:`autograder.sandbox.spawn`)."""
+    """The command line that runs ``python -m program`` under bubblewrap, started by the sandbox's init
+    (:data:`INIT`), with ``binds`` (host path, path in the sandbox) read-only besides the system's own files.
+    ``arguments``: Python's for a first process that is itself the sandbox's init (PID 1), in place of
+    :data:`INIT` and the program (a zygote's holder: :mod:`autograder.sandbox.spawn`)."""
     size = str(limits.tmpfs_mb * 2**20)
     command = [
         shutil.which("bwrap"),
@@ -91,7 +113,7 @@ def bwrap_command(
     command += ["--dir", "/home/student", "--chdir", "/home/student"]
     if arguments is not None:
         return [*command, "--as-pid-1", python, *arguments]
-    return [*command, python, "-m", program]
+    return [*command, "--as-pid-1", python, "-I", "-S", "-c", INIT, python, "-m", program]
 
 
 def environment(home: str) -> dict:

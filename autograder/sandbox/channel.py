@@ -26,6 +26,7 @@ import msgspec
 from autograder.sandbox import wire
 from autograder.sandbox.errors import (
     SandboxDied,
+    SandboxLost,
     SandboxProtocolError,
     SandboxTimeout,
     SandboxUnavailable,
@@ -34,6 +35,26 @@ from autograder.sandbox.limits import Limits
 from autograder.text.terminal import clean_text
 
 MAX_CALLBACKS = 512  # calls of the grader's stand-ins during one call of the student's code
+# A time limit's wall-clock backstop: a limit of L seconds, stretched by the host's contention (see
+# Channel._stretched), ends at the latest BACKSTOP * L + BACKSTOP_SECONDS after it began, as the grader's failure.
+BACKSTOP, BACKSTOP_SECONDS = 4.0, 60.0
+WINDOWS = 32  # the time limits whose windows a channel keeps (the latest ones)
+# The signals that a process's own code brings on itself (a fault, abort, its CPU or file-size limit): a worker that
+# one of them ended died of the student's code, as one that exited with a status did.
+OWN_SIGNALS = frozenset(
+    int(s)
+    for s in (
+        signal.SIGSEGV,
+        signal.SIGBUS,
+        signal.SIGFPE,
+        signal.SIGILL,
+        signal.SIGABRT,
+        signal.SIGSYS,
+        signal.SIGTRAP,
+        signal.SIGXCPU,
+        signal.SIGXFSZ,
+    )
+)
 
 
 class Channel:
@@ -43,11 +64,14 @@ class Channel:
         """The state of the channel before its process starts."""
         self.limits = limits
         self._closed = False
+        self.left: list[int] = []  # the sandbox's processes still running once it was closed (see close)
         self._close_lock = threading.Lock()
         self._sequence = 0
         self.ready = False
         self.startup_seconds = 0.0  # from the start of its process until the worker was ready
         self._started = time.monotonic()
+        # each time limit's window, by its deadline: (when it began, the sandbox's CPU clock then)
+        self._windows: dict[float, tuple] = {}
 
     def _attach(self, process, schema) -> None:
         """Talk to ``process`` (its standard input, output and error), whose messages are of ``schema``.
@@ -93,49 +117,127 @@ class Channel:
         return 0.0 if inbox is None else inbox.seconds
 
     def _drain_output(self) -> None:
+        """Read the student's output (standard error) as it comes, keeping the first ``output_kb``; once the
+        sandbox is closed, what is left to read without waiting, then the pipe is closed here. Never a blocking
+        read: a process the student's code left may hold the pipe open, and closing a stream that a thread
+        reads waits for that read."""
         keep = self.limits.output_kb * 1024
-        while True:
-            try:
-                chunk = self.process.stderr.read1(65536)
-            except (OSError, ValueError):
-                return
-            if not chunk:
-                return
-            room = keep - len(self.output)
-            self.output += chunk[: max(room, 0)]
-            self.output_dropped += max(len(chunk) - max(room, 0), 0)
+        try:
+            fd = self.process.stderr.fileno()
+            os.set_blocking(fd, False)
+        except (OSError, ValueError):
+            return
+        poll = select.poll()
+        poll.register(fd, select.POLLIN)
+        try:
+            while True:
+                closed = self._closed
+                try:
+                    chunk = os.read(fd, 65536) if poll.poll(0 if closed else 250) else None
+                except BlockingIOError:
+                    chunk = None
+                if chunk == b"" or (chunk is None and closed):
+                    return
+                if chunk:
+                    room = keep - len(self.output)
+                    self.output += chunk[: max(room, 0)]
+                    self.output_dropped += max(len(chunk) - max(room, 0), 0)
+        except (OSError, ValueError):
+            return
+        finally:
+            with contextlib.suppress(Exception):
+                self.process.stderr.close()
+
+    def _cpu_clock(self) -> tuple[float, float] | None:
+        """(seconds the sandbox's processes waited for a CPU, seconds of CPU they used), both counted since some
+        fixed time; None where nothing measures them (see :class:`~autograder.sandbox.client.Client`)."""
+        return None
+
+    def _killed_for_its_limits(self) -> bool:
+        """Whether the kernel killed one of the sandbox's processes for the sandbox's own limits (memory, CPU)."""
+        return False
+
+    def _window(self, deadline: float) -> tuple:
+        window = self._windows.get(deadline)
+        if window is None:
+            while len(self._windows) >= WINDOWS:
+                del self._windows[next(iter(self._windows))]
+            window = self._windows[deadline] = (time.monotonic(), self._cpu_clock())
+        return window
+
+    def _stretched(self, deadline: float) -> tuple[float, float]:
+        """(``deadline`` as it holds now, its backstop). A limit counts the student's time, not the host's: it is
+        stretched by the time the host kept the sandbox's processes from a CPU: the seconds they waited, ready to
+        run (their CPU pressure), at most the CPU the sandbox was due (its ``cpus`` for the time that passed) and
+        did not use, so that the student's own processes, which use it, stretch nothing, nor does a process that
+        sleeps. Where nothing measures that, the deadline as it was set. The grader's answers to the stand-ins'
+        calls count as the student's code's time, as they did (issue 37): the student's code asked for them.
+        The backstop: :data:`BACKSTOP` times the limit and :data:`BACKSTOP_SECONDS` past its start."""
+        begun, clock = self._window(deadline)
+        backstop = begun + BACKSTOP * max(0.0, deadline - begun) + BACKSTOP_SECONDS
+        now, current = time.monotonic(), self._cpu_clock()
+        host = 0.0
+        if clock is not None and current is not None:
+            waited, used = current[0] - clock[0], current[1] - clock[1]
+            host = max(0.0, min(waited, self.limits.cpus * (now - begun) - used))
+        return deadline + host, backstop
 
     def _next(self, deadline: float, what: str, cell: int | None = None) -> wire.FromWorker:
-        try:
-            message = self._receive(deadline)
-        except TimeoutError:
+        self._window(deadline)
+        until = deadline  # a stretched deadline is never earlier: measured only once this one has passed
+        while True:
+            try:
+                message = self._receive(until)
+                break
+            except TimeoutError:
+                stretched, backstop = self._stretched(deadline)
+                until = min(stretched, backstop)
+                if time.monotonic() < until:
+                    continue
             self.close()
             if not self.ready:
                 raise SandboxUnavailable(
                     f"the sandbox did not start within {self.limits.startup_timeout:g} s{self._launcher_said()}"
+                ) from None
+            if stretched > backstop:
+                raise SandboxLost(
+                    f"{what} was not given its time: the host's other work kept its process from a CPU until the "
+                    f"limit's backstop ({backstop - self._window(deadline)[0]:.0f} s) had passed"
                 ) from None
             raise SandboxTimeout(f"{what} did not finish within its time limit", cell) from None
         if isinstance(message, SandboxProtocolError):
             self.close()
             raise SandboxProtocolError(str(message), cell)
         if message is None:
-            try:
-                code = self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                code = -signal.SIGKILL
-            self.close()
-            if not self.ready:
-                raise SandboxUnavailable(
-                    f"the sandbox exited with status {code} before it was ready{self._launcher_said()}"
-                )
+            raise self._ended(what, cell)
+        return message
+
+    def _ended(self, what: str, cell: int | None = None) -> Exception:
+        """The process has ended (its pipe closed): closed, and what to raise, with its exit status as it was."""
+        try:
+            code = self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            code = None  # not made up: unknown, and so not the student's (see SandboxDied.own)
+        own = self._killed_for_its_limits()
+        self.close()
+        if not self.ready:
+            return SandboxUnavailable(
+                f"the sandbox {'stopped' if code is None else f'exited with status {code}'} before it was ready"
+                f"{self._launcher_said()}"
+            )
+        if code is None:
+            how = "stopped, and how it ended could not be read"
+        else:
             signal_number = -code if code < 0 else code - 128 if code > 128 else 0  # bwrap reports 128 + signal
+            own = own or not signal_number or signal_number in OWN_SIGNALS
             how = (
                 f"was killed by signal {signal_number} ({_signal_name(signal_number)})"
                 if signal_number
                 else f"exited with status {code}"
             )
-            raise SandboxDied(f"the process running your code {how} during {what}", cell)
-        return message
+        died = SandboxDied(f"the process running your code {how} during {what}", cell)
+        died.own = own
+        return died
 
     def _launcher_said(self) -> str:
         time.sleep(0.1)  # let the output thread take the last of it
@@ -184,14 +286,14 @@ class Channel:
             answered += 1
             if answered > MAX_CALLBACKS:
                 raise self._protocol_error(f"more than {MAX_CALLBACKS} calls of the grader's stand-ins in one call")
-            if time.monotonic() > deadline:  # calls queued ahead arrive at once: none is answered past the deadline
-                self.close()
+            if time.monotonic() > min(self._stretched(deadline)):  # calls queued ahead arrive at once: none is
+                self.close()  # answered past the deadline
                 raise SandboxTimeout(f"{what} did not finish within its time limit")
             if callbacks is None:
                 answer = {"ok": False, "error_type": "RuntimeError", "error": "no stand-ins are in use now"}
             else:
                 answer = self._answered(callbacks, msgspec.structs.asdict(reply.callback), deadline, what)
-            left = max(0.1, deadline - time.monotonic())
+            left = max(0.1, min(self._stretched(deadline)) - time.monotonic())
             self._send(wire.CallbackResult(self._sequence, **answer), left)
 
     def _answered(self, callbacks: Callable[[dict], dict], callback: dict, deadline: float, what: str) -> dict:
@@ -210,7 +312,7 @@ class Channel:
 
         thread = threading.Thread(target=answer, name="stand-in answer", daemon=True)
         thread.start()
-        thread.join(max(0.0, deadline - time.monotonic()))
+        thread.join(max(0.0, min(self._stretched(deadline)) - time.monotonic()))
         if not outcome:
             self.close()
             raise SandboxTimeout(f"{what} did not finish within its time limit")
@@ -248,12 +350,7 @@ class Channel:
             except BlockingIOError:
                 pass
             except (OSError, ValueError):  # the process has stopped (a broken pipe), or the sandbox is closed
-                self.close()
-                if not self.ready:
-                    raise SandboxUnavailable(
-                        f"the sandbox stopped before it was ready{self._launcher_said()}"
-                    ) from None
-                raise SandboxDied("the process running your code had already stopped") from None
+                raise self._ended(f"a request ({wire.kind(message)!r})") from None
             left = deadline - time.monotonic()
             if left <= 0:
                 self.close()
@@ -269,6 +366,11 @@ class Channel:
         return self.process.poll() is None
 
     def close(self) -> None:
+        """Kill the process and everything it started (:meth:`_release`: the sandbox's processes, whatever they
+        did, and what the sandbox holds); :attr:`left`: the sandbox's processes found running after that (none,
+        once checked). Its exit status is kept as it was (a process that has not ended within a few seconds of
+        its kill gets none). Nothing here waits on a pipe: the student's output is left to its reader, which
+        closes it."""
         with self._close_lock:
             if self._closed:
                 return
@@ -278,13 +380,16 @@ class Channel:
                 os.killpg(self.process.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=10)
-        for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
+        for stream in (self.process.stdin, self.process.stdout):
             with contextlib.suppress(Exception):
                 stream.close()
-        self._release()
+        self.left = self._release() or []
 
-    def _release(self) -> None:
-        """Give back what the sandbox holds besides its process, once it is closed: nothing here."""
+    def _release(self) -> list[int] | None:
+        """End what is left of the sandbox and give back what it holds besides its process, once it is closed:
+        nothing here. The sandbox's processes still running after that, where it could check (see
+        :attr:`left`)."""
+        return None
 
     def __enter__(self):
         return self

@@ -31,6 +31,15 @@ class Client(Channel):
         # the largest address space of one of its processes). Memory budgets are counted from there (see call).
         self.baseline: tuple[int | None, int] | None = None
         self.warm = False  # the worker has loaded torch's meta-device kernels (see warm_up)
+        self._oom_kills = 0  # the kernel's kills for the sandbox's memory cap, before any of the student's code ran
+
+    def _cpu_clock(self) -> tuple[float, float] | None:
+        waited, used = self._cgroups.waited(), self._cgroups.used()
+        return None if waited is None or used is None else (waited, used)
+
+    def _killed_for_its_limits(self) -> bool:
+        used = self._cgroups.used()
+        return self._cgroups.oom_kills() > self._oom_kills or (used is not None and used >= self.limits.cpu_seconds)
 
     def _note_baseline(self) -> None:
         """Once the worker is ready, before the first request that runs the student's code: what the sandbox
@@ -42,6 +51,7 @@ class Client(Channel):
                 with contextlib.suppress(OSError, ValueError):
                     spaces.append(address_space.address_space(pid))
             self.baseline = (self._cgroups.memory_now(), max(spaces, default=0))
+            self._oom_kills = self._cgroups.oom_kills()
 
     def run_cells(self, cells: list[str | None], labels: list[str] | None = None) -> list[str | None]:
         """Run the notebook's cells in order; return each cell's error (or None).

@@ -20,7 +20,10 @@ class SandboxTimeout(SandboxError):
 
 
 class SandboxDied(SandboxError):
-    pass
+    """The student's process ended. ``own``: of the student's code's doing (it exited, a fault or limit of its own
+    ended it); else a signal from outside, or an end that could not be read, which a fresh sandbox tries again."""
+
+    own = True
 
 
 class SandboxProtocolError(SandboxDied):
@@ -30,3 +33,10 @@ class SandboxProtocolError(SandboxDied):
 class SandboxUnavailable(RuntimeError):
     """The sandbox could not be started, before any student code ran: the grader's failure, not the
     student's. The message says what went wrong, for the instructor."""
+
+
+class SandboxLost(BaseException):
+    """The grader could not give the student's code its due: the host kept its process from a CPU past a limit's
+    backstop, or something outside the sandbox ended it, again in a fresh one. Not graded, never scored. Not an
+    ``Exception``: no check's handler of what the student's code raised may take it for the student's; the
+    notebook's grading ends with it (:mod:`autograder.grading.notebook`)."""

@@ -21,7 +21,9 @@ NOTEBOOK_MB = 128
 
 @dataclass(frozen=True)
 class Limits:
-    """Resource limits for one submission's sandbox."""
+    """Resource limits for one submission's sandbox. Its time limits count the student's time: the time the host's
+    other work keeps the sandbox from a CPU it is due stretches them, up to a backstop past which the notebook is
+    not graded (:meth:`autograder.sandbox.channel.Channel._stretched`)."""
 
     cell_timeout: float = 30.0  # seconds for one notebook cell
     call_timeout: float = 20.0  # seconds for one call of a graded function

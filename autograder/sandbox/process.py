@@ -27,8 +27,10 @@
 The worker speaks :mod:`autograder.sandbox.wire` on a private pair of pipes, every message checked
 (:mod:`autograder.sandbox.channel`, :mod:`autograder.sandbox.client`). Until the worker says it is ready
 (before any student code runs) a failure is the grader's: :class:`SandboxUnavailable`, never
-scored. Closing the sandbox kills it and, through its PID namespace, every process it started,
-and removes its cgroups and temporary folders.
+scored. Closing the sandbox kills it and every process it started, whatever the student's code did to them
+(their cgroups killed whole, and whatever still runs as the sandbox's uid), checks that none is left, and removes
+its cgroups and temporary folders. The sandbox's first process (PID 1 of its namespace) is an init of the grader's
+that the student's uid may not trace or steer (:data:`autograder.sandbox.bwrap.INIT`).
 
 Without bubblewrap (``isolation="none"``) the worker is still a separate process with the same
 limits, but it runs as the grader's user and can read what the grader can read: use that only
@@ -135,7 +137,13 @@ class Sandbox(Client):
         self._home = self._stage = None
         self._uid = None
 
-    def _release(self) -> None:
+    def _release(self) -> list[int]:
+        """Every process of the sandbox killed (its cgroups whole, then whatever still runs as its uid: nothing
+        else on the machine does), whatever the student's code did to them, and checked; its cgroups, folders and
+        uid given back. The processes still running after that (none, unless the kernel could not end them)."""
+        left = set(self._cgroups.kill())
+        if self._uid is not None:
+            left.update(uids.end_processes(self._uid))
         self._cgroups.remove()
         if self._home:
             shutil.rmtree(self._home, ignore_errors=True)
@@ -148,5 +156,7 @@ class Sandbox(Client):
                 Path(self._stage).rmdir()
             self._stage = None
         if self._uid is not None:
-            uids.POOL.give_back(self._uid)
+            if not left:  # else held by this grader for good: no other sandbox gets a uid that something runs as
+                uids.POOL.give_back(self._uid)
             self._uid = None
+        return sorted(left)

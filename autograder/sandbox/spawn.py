@@ -48,10 +48,15 @@ from autograder.sandbox.process import Sandbox
 from autograder.sandbox.zygote import HOME
 
 ZYGOTE = "autograder.sandbox.zygote"
-# The holder: PID 1 of the sandbox's namespace, as the sandbox's uid. It says it is running once bubblewrap has
-# set the sandbox up, reaps the processes left to it, and ends (with its namespace) when its input closes.
+# The holder: PID 1 of the sandbox's namespace, as the sandbox's uid, not dumpable (as a fresh sandbox's init,
+# autograder.sandbox.bwrap.INIT: the worker, which runs as that uid, can neither trace it nor open its descriptors).
+# It says it is running once bubblewrap has set the sandbox up, reaps the processes left to it, and ends (with its
+# namespace) when its input closes or bubblewrap is killed (its parent-death signal).
 HOLD = """\
-import os, signal
+import ctypes, os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+if ctypes.CDLL(None).prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE
+    sys.exit("the sandbox's holder could not make itself undumpable")
 def reap(*_):
     try:
         while os.waitpid(-1, os.WNOHANG)[0]:
@@ -131,8 +136,9 @@ class SpawnedSandbox(Sandbox):
             os.killpg(self._holder.process.pid, signal.SIGKILL)
         super().close()
 
-    def _release(self) -> None:
-        self._holder.close()
+    def _release(self) -> list[int]:
+        self._holder.close()  # its cgroups killed whole, and whatever runs as its uid: the worker's child outside too
+        return self._holder.left
 
 
 class Zygote:

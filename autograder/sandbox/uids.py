@@ -10,8 +10,10 @@ import contextlib
 import errno
 import fcntl
 import os
+import signal
 import stat
 import threading
+import time
 from pathlib import Path
 
 from autograder.sandbox.errors import SandboxUnavailable
@@ -121,6 +123,33 @@ def _private_folder(folder: Path) -> Path:
         if info.st_mode & 0o022 and (path == folder or not info.st_mode & stat.S_ISVTX):
             raise OSError(errno.EPERM, f"{path} may be written by other users (mode {stat.S_IMODE(info.st_mode):o})")
     return folder
+
+
+def end_processes(uid: int, timeout: float = 10.0) -> list[int]:
+    """Kill every process that runs as ``uid`` (a sandbox's own: nothing else on the machine runs as it), until
+    none is left; the pids still running after ``timeout`` s (none, unless the kernel could not end them)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        running = _processes_of(uid)
+        for pid in running:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        if not running or time.monotonic() > deadline:
+            return running
+        time.sleep(0.02)
+
+
+def _processes_of(uid: int) -> list[int]:
+    """The processes (not zombies) whose real uid is ``uid``, from /proc."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                with open(f"/proc/{entry}/status", "rb") as f:
+                    fields = dict(line.split(b":", 1) for line in f if b":" in line)
+                if int(fields[b"Uid"].split()[0]) == uid and fields[b"State"].split()[0] not in (b"Z", b"X"):
+                    found.append(int(entry))
+    return found
 
 
 def _uids_of_processes() -> set[int]:
