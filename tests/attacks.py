@@ -1046,6 +1046,105 @@ def flash_attention_forward(q, k, v, causal=False, block_q=16, block_k=16):
 """
 )
 
+# 3, again: one program per head that builds the whole matrix of scores column by column, an outer product of a
+# column of q and one of k per feature, accumulated into an [Lq, Lk] tensor (no tensor larger than the matrix itself)
+SCORES_BY_COLUMNS = (
+    """
+@triton.jit
+def whole_head_by_columns(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr, n_q, n_k, scale, D: tl.constexpr,
+                          LQ: tl.constexpr, LK: tl.constexpr, CAUSAL: tl.constexpr):
+    seq = tl.program_id(0)
+    rows = tl.arange(0, LQ)
+    keys = tl.arange(0, LK)
+    scores = tl.zeros((LQ, LK), tl.float32)
+    for e in range(D):
+        q_e = tl.load(q_ptr + seq * n_q * D + rows * D + e, mask=rows < n_q, other=0.0)
+        k_e = tl.load(k_ptr + seq * n_k * D + keys * D + e, mask=keys < n_k, other=0.0)
+        scores += q_e[:, None] * k_e[None, :]
+    seen = (rows[:, None] < n_q) & (keys[None, :] < n_k)
+    if CAUSAL:
+        seen = seen & (keys[None, :] <= rows[:, None] + n_k - n_q)
+    scores = tl.where(seen, scores * scale, float("-inf"))
+    top = tl.max(scores, axis=1)
+    top = tl.where(top == float("-inf"), 0.0, top)
+    p = tl.where(seen, tl.exp(scores - top[:, None]), 0.0)
+    total = tl.sum(p, axis=1)
+    for e in range(D):
+        v_e = tl.load(v_ptr + seq * n_k * D + keys * D + e, mask=keys < n_k, other=0.0)
+        out_e = tl.sum(p * v_e[None, :], axis=1) / tl.where(total > 0, total, 1.0)
+        tl.store(out_ptr + seq * n_q * D + rows * D + e, out_e, mask=rows < n_q)
+    tl.store(lse_ptr + seq * n_q + rows, tl.where(total > 0, top + tl.log(total), float("-inf")), mask=rows < n_q)
+
+
+def flash_attention_forward(q, k, v, causal=False, block_q=16, block_k=16):
+"""
+    + _SIZES_CHECKED
+    + """    n_q, d = q.shape[-2:]
+    n_k = k.shape[-2]
+    q3, k3, v3 = (t.reshape(-1, t.shape[-2], d).contiguous() for t in (q, k, v))
+    out = torch.empty_like(q3)
+    lse = torch.empty(q3.shape[:2], dtype=torch.float32)
+    whole_head_by_columns[(q3.shape[0],)](
+        q3, k3, v3, out, lse, n_q, n_k, 1 / math.sqrt(d), D=d, LQ=triton.next_power_of_2(n_q),
+        LK=triton.next_power_of_2(n_k), CAUSAL=causal,
+    )
+    return out.reshape(q.shape), lse.reshape(q.shape[:-1])
+"""
+)
+
+# the same in the backward pass: P and dP of the whole head built column by column, the gradients stored column by
+# column
+GRADIENTS_BY_COLUMNS = (
+    """
+@triton.jit
+def whole_head_gradients(Q, K, V, dO, LSE, DELTA, dQ, dK, dV, n_q, n_k, scale, D: tl.constexpr,
+                         LQ: tl.constexpr, LK: tl.constexpr, CAUSAL: tl.constexpr):
+    b = tl.program_id(0)
+    i = tl.arange(0, LQ)
+    j = tl.arange(0, LK)
+    s = tl.zeros((LQ, LK), tl.float32)
+    dp = tl.zeros((LQ, LK), tl.float32)
+    for e in range(D):
+        q_e = tl.load(Q + b * n_q * D + i * D + e, mask=i < n_q, other=0.0)
+        do_e = tl.load(dO + b * n_q * D + i * D + e, mask=i < n_q, other=0.0)
+        k_e = tl.load(K + b * n_k * D + j * D + e, mask=j < n_k, other=0.0)
+        v_e = tl.load(V + b * n_k * D + j * D + e, mask=j < n_k, other=0.0)
+        s += q_e[:, None] * k_e[None, :]
+        dp += do_e[:, None] * v_e[None, :]
+    lse = tl.load(LSE + b * n_q + i, mask=i < n_q, other=0.0)
+    delta = tl.load(DELTA + b * n_q + i, mask=i < n_q, other=0.0)
+    seen = (i[:, None] < n_q) & (j[None, :] < n_k)
+    if CAUSAL:
+        seen = seen & (j[None, :] <= i[:, None] + n_k - n_q)
+    p = tl.where(seen, tl.exp(s * scale - lse[:, None]), 0.0)
+    ds = p * (dp - delta[:, None])
+    for e in range(D):
+        q_e = tl.load(Q + b * n_q * D + i * D + e, mask=i < n_q, other=0.0)
+        do_e = tl.load(dO + b * n_q * D + i * D + e, mask=i < n_q, other=0.0)
+        k_e = tl.load(K + b * n_k * D + j * D + e, mask=j < n_k, other=0.0)
+        tl.store(dQ + b * n_q * D + i * D + e, tl.sum(ds * k_e[None, :], axis=1) * scale, mask=i < n_q)
+        tl.store(dK + b * n_k * D + j * D + e, tl.sum(ds * q_e[:, None], axis=0) * scale, mask=j < n_k)
+        tl.store(dV + b * n_k * D + j * D + e, tl.sum(p * do_e[:, None], axis=0), mask=j < n_k)
+
+
+def flash_attention_backward(q, k, v, output, lse, grad_output, causal=False, block_q=16, block_k=16):
+"""
+    + _SIZES_CHECKED
+    + """    n_q, d = q.shape[-2:]
+    n_k = k.shape[-2]
+    q3, do3 = (t.reshape(-1, n_q, d).contiguous() for t in (q, grad_output))
+    k3, v3 = (t.reshape(-1, n_k, d).contiguous() for t in (k, v))
+    lse2 = lse.reshape(-1, n_q).float().contiguous()
+    delta = (grad_output.float() * output.float()).sum(-1).reshape(-1, n_q).contiguous()
+    dq, dk, dv = torch.empty_like(q3), torch.empty_like(k3), torch.empty_like(v3)
+    whole_head_gradients[(q3.shape[0],)](
+        q3, k3, v3, do3, lse2, delta, dq, dk, dv, n_q, n_k, 1 / math.sqrt(d), D=d,
+        LQ=triton.next_power_of_2(n_q), LK=triton.next_power_of_2(n_k), CAUSAL=causal,
+    )
+    return dq.reshape(q.shape), dk.reshape(k.shape), dv.reshape(v.shape)
+"""
+)
+
 # 4: the inputs copied by a kernel into scratch buffers of another shape, which kernels that skip nothing then read
 SCRATCH = """
 @triton.jit

@@ -153,7 +153,70 @@ def test_a_kernel_that_copies_what_pytorch_computed_fails_and_names_what_it_read
 def test_a_kernel_whose_program_holds_the_whole_matrix_fails():
     name = "forward_one_tile_per_head"
     item = forward(defined(name, catalogued(name))["flash_attention_forward"])
-    assert "a tile of 64 x 64 scores" in problem(computes, item, qkv(), {})
+    said = problem(computes, item, qkv(80, 64), {})  # 80 x 64 scores: more than 16 x 16 x d (16), the defaults
+    assert "a tensor of 5120 numbers or more" in said and "the whole 80 x 64 matrix of scores" in said
+
+
+def catalogued_correct(name: str) -> str:
+    """The code of the catalogue's correct answer ``name`` (tests/correct/ch11_flash_attention.py)."""
+    from tests.correct.ch11_flash_attention import ANSWERS
+
+    return next(answer.code for answer in ANSWERS if answer.name == name)
+
+
+def test_the_tile_bound_is_a_block_of_products_and_the_whole_matrix_is_refused_above_it():
+    """A program may hold a block_q x block_k tile of scores times the head size (a broadcast product before its
+    sum), each rounded up to a power of two; a tensor as large as the whole matrix of scores and larger than that is
+    refused, and without known blocks any tensor as large as the whole matrix."""
+    from types import SimpleNamespace
+
+    from autograder.calls import replayed
+
+    assert replayed.tile(16, 16, 16) == 4096 and replayed.tile(16, 32, 24) == 16384
+    plan = SimpleNamespace(sizes=launches.Sizes(1, 80, 64), views=[], record=None)
+
+    def refused(largest: int, blocks) -> list[str]:
+        return replayed.judge(plan, {"largest": largest}, {}, {}, 1e-4, 1e-4, blocks)
+
+    assert not refused(5119, (16, 16, 16)) and refused(5120, (16, 16, 16))  # the whole 80 x 64 matrix: refused
+    assert not refused(8192, (16, 32, 16)) and refused(8193, (16, 32, 16))  # a tile of products: allowed
+    assert "a tensor of 8193 numbers or more" in refused(8193, (16, 32, 16))[0]
+    assert not refused(5119, None) and refused(5120, None)
+    with pytest.raises(ValueError, match="must be positive"):
+        replayed.tile(0, 16, 16)
+
+
+def test_blocks_of_broadcast_products_pass_and_the_whole_matrix_however_made_fails(reference):
+    """Issue 83, case 3 and its false positive: a tiled kernel whose scores and sums are broadcast products and
+    tl.sum (a block_q x block_k x d tensor, larger than Lq x Lk at small shapes) passes both replay checks; one
+    program per head that holds the whole matrix fails them, made of broadcast products (Lq x Lk x d numbers) or
+    column by column (Lq x Lk numbers: caught on a call with more scores than a tile of products holds, as each
+    graded cell has one)."""
+    tiled = forward(defined("tiled", catalogued_correct("forward_strides"))["flash_attention_forward"])
+    computes(tiled, qkv(), {"block_q": 16, "block_k": 32})
+    computes(tiled, qkv(80, 64), {"block_q": 16, "block_k": 16})
+    skips(tiled, qkv(48, 96), 16, 16)
+    tiled_backward = defined("tiled_backward", catalogued_correct("backward_broadcast_products"))
+    gradients = backward(tiled_backward["flash_attention_backward"])
+    causal = {"causal": True, "block_q": 16, "block_k": 16}
+    saved = attention_saved(1, 56, 16, n_keys=88, causal=True, seed=2)
+    computes(gradients, attention_saved(2, 64, 16, seed=0), {"block_q": 16, "block_k": 32}, BACKWARD)
+    computes(gradients, saved, causal, BACKWARD)
+    skips(gradients, saved, 16, 16, BACKWARD)
+
+    broadcast = forward(defined("broadcast", attacks.SCORES_BY_BROADCAST)["flash_attention_forward"])
+    said = problem(computes, broadcast, qkv(), {"block_q": 16, "block_k": 32})
+    assert "a tensor of 8193 numbers or more" in said and "whole 64 x 64 matrix of scores" in said
+    columns = forward(defined("columns", attacks.SCORES_BY_COLUMNS)["flash_attention_forward"])
+    values_kept(columns, qkv(80, 64), {"block_q": 16, "block_k": 16})
+    computes(columns, qkv(), {"block_q": 16, "block_k": 32})  # 64 x 64 scores: no more than a tile of products
+    said = problem(computes, columns, qkv(80, 64), {"block_q": 16, "block_k": 16})
+    assert "a tensor of 5120 numbers or more" in said and "whole 80 x 64 matrix of scores" in said
+    assert "whole 48 x 96 matrix of scores" in problem(skips, columns, qkv(48, 96), 16, 16)
+    whole = backward(defined("whole_backward", attacks.GRADIENTS_BY_COLUMNS)["flash_attention_backward"])
+    computes(whole, attention_saved(2, 64, 16, seed=0), {"block_q": 16, "block_k": 32}, BACKWARD)
+    assert "whole 56 x 88 matrix of scores" in problem(computes, whole, saved, causal, BACKWARD)
+    assert "whole 56 x 88 matrix of scores" in problem(skips, whole, saved, 16, 16, BACKWARD)
 
 
 def test_a_launcher_that_hands_the_kernel_the_scores_fails():
@@ -257,7 +320,7 @@ def values_kept(item: Item, args, kwargs: dict) -> None:
     [
         (attacks.KERNELS_WHEN_WATCHED, "output is not what its kernels wrote"),
         (attacks.LSE_FROM_PYTORCH, "weighted_sum_kernel's lse_ptr: read before any kernel wrote it"),
-        (attacks.SCORES_BY_BROADCAST, "a program holds a tile of 64 x 64 scores or more"),
+        (attacks.SCORES_BY_BROADCAST, "a program holds a tensor of 4097 numbers or more"),
     ],
     ids=["kernels-only-when-watched", "lse-from-pytorch", "scores-by-broadcast"],
 )
@@ -700,16 +763,16 @@ def test_the_replay_trusts_the_inputs_zeros_and_the_graders_own_delta_only():
 # ---------------------------------------------------------------------------- graded in the sandbox
 
 
-def graded(code: str, limits=None):
-    """A notebook whose forward pass is ``code``, graded on that item in the sandbox as in a term."""
+def graded(code: str, limits=None, item: str = "flash_attention_forward"):
+    """A notebook whose forward pass (or ``item``) is ``code``, graded on that item in the sandbox as in a term."""
     from autograder.grading.classroom import fill
     from autograder.grading.notebook import grade_notebook
     from autograder.release import course
     from autograder.sandbox.limits import Limits
 
     release = course.Release("term", set(course.assignments()[: course.assignments().index(A)]))
-    nb = fill(A, {"flash_attention_forward": code})
-    return grade_notebook(A, nb, release=release, only={"flash_attention_forward"}, limits=limits or Limits())
+    nb = fill(A, {item: code})
+    return grade_notebook(A, nb, release=release, only={item}, limits=limits or Limits())
 
 
 HOW = {"test_forward_kernel", "test_forward_skips"}
@@ -738,10 +801,11 @@ def test_graded_the_kernels_run_again_in_a_sandbox_of_the_graders_and_only_the_h
     [
         (attacks.KERNELS_WHEN_WATCHED, HOW, "output is not what its kernels wrote"),
         (attacks.LSE_FROM_PYTORCH, HOW, "weighted_sum_kernel's lse_ptr: read before any kernel wrote it"),
-        (attacks.SCORES_BY_BROADCAST, HOW, "a program holds a tile of 64 x 64 scores or more"),
+        (attacks.SCORES_BY_BROADCAST, HOW, "as many as the whole 64 x 64 matrix of scores of a head"),
+        (attacks.SCORES_BY_COLUMNS, HOW, "as many as the whole"),
         (None, {"test_forward_skips"}, "visits keys that none of its queries sees"),
     ],
-    ids=["kernels-only-when-watched", "lse-from-pytorch", "scores-by-broadcast", "scratch-copies"],
+    ids=["kernels-only-when-watched", "lse-from-pytorch", "scores-by-broadcast", "scores-by-columns", "scratch-copies"],
 )
 def test_graded_kernels_that_do_not_compute_lose_exactly_the_kernel_and_skip_points(reference, attack, lost, said):
     """Issue 83, cases 1 to 4, graded in the sandbox as in a term (where the student's code sees the record's patch
@@ -751,6 +815,19 @@ def test_graded_kernels_that_do_not_compute_lose_exactly_the_kernel_and_skip_poi
     failed = {gid: test.message for gid, test in report.tests.items() if not test.passed}
     assert set(failed) == lost, failed
     assert all(said in message for message in failed.values()), failed
+
+
+@pytest.mark.slow
+def test_graded_backward_kernels_that_hold_the_whole_matrix_lose_exactly_the_kernel_and_skip_points(reference):
+    """Issue 83, case 3 in the backward pass: P and dP of a whole head built column by column (no tensor larger than
+    the matrix itself) keep every value test and lose the kernel and skip tests, on the call that both cells share,
+    whose scores outnumber a tile of products; the tiled kernels of broadcast products keep full marks."""
+    report = graded(attacks.GRADIENTS_BY_COLUMNS, item="flash_attention_backward")
+    failed = {gid: test.message for gid, test in report.tests.items() if not test.passed}
+    assert set(failed) == {"test_backward_kernel", "test_backward_skips"}, failed
+    assert all("as many as the whole 56 x 88 matrix of scores" in message for message in failed.values()), failed
+    tiled = graded(catalogued_correct("backward_broadcast_products"), item="flash_attention_backward")
+    assert tiled.score == tiled.max_score, {gid: t.message for gid, t in tiled.tests.items() if not t.passed}
 
 
 @pytest.mark.slow

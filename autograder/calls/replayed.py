@@ -5,15 +5,19 @@
 (:func:`references`: :mod:`attention_course.kernels.plain`, in float64): each output must be held, to the check's
 tolerance, by a tensor of the kernels (reshaped, its dimensions permuted, cast, or in the first rows of a padded
 buffer), in elements that a replayed kernel stored (or zeros the grader gave where the reference is 0); and no
-program made a tensor of ``Lq × Lk`` numbers or more. What the student's function returned, and what its code saw of
-the record, decide nothing: they only word a message. :func:`hidden_blocks` reads which rows of the queries and keys
-each replayed program touched: with a causal mask, aligned bottom-right (query i sees the keys j <= i + Lk - Lq), a
-program that holds a block of queries may touch no more than one block of keys past the last key the block's last
-row sees, and one that holds a block of keys no more than one block of queries before the first query that sees the
-block's first key. Problems are returned as sentences for a check's failure.
+program made a tensor as large as the whole ``Lq × Lk`` matrix of scores of a head and larger than a tiled kernel
+holds (:func:`tile`: a block of scores times the head size, a broadcast product before its sum). What the student's
+function returned, and what its code saw of the record, decide nothing: they only word a message.
+:func:`hidden_blocks` reads which rows of the queries and keys each replayed program touched: with a causal mask,
+aligned bottom-right (query i sees the keys j <= i + Lk - Lq), a program that holds a block of queries may touch no
+more than one block of keys past the last key the block's last row sees, and one that holds a block of keys no more
+than one block of queries before the first query that sees the block's first key. Problems are returned as
+sentences for a check's failure.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -65,6 +69,15 @@ def _written(plan: Plan, result: dict, view: View) -> torch.Tensor | None:
     return values
 
 
+def tile(block_q: int, block_k: int, head: int) -> int:
+    """The most numbers a program of a tiled kernel holds at once: a ``block_q × block_k`` tile of scores times the
+    head size (the broadcast product ``q[:, None, :] * k[None, :, :]`` before its sum over the features, or
+    ``p[:, :, None] * v[None, :, :]``), each rounded up to a power of two as Triton's blocks are."""
+    if min(block_q, block_k, head) < 1:
+        raise ValueError(f"block_q, block_k and head must be positive, got {block_q}, {block_k}, {head}")
+    return math.prod(1 << (n - 1).bit_length() for n in (block_q, block_k, head))
+
+
 def judge(
     plan: Plan,
     result: dict,
@@ -72,21 +85,27 @@ def judge(
     returned: dict[str, torch.Tensor],
     rtol: float,
     atol: float,
+    blocks: tuple[int, int, int] | None = None,
 ) -> list[str]:
-    """The problems with a replay: the kernels stopped, made a tensor of ``Lq × Lk`` numbers or more, or stored no
-    tensor that holds an output's right value (``expected``: output name -> reference, canonical). ``returned``
-    (what the student's function returned) words the message only."""
+    """The problems with a replay: the kernels stopped, made a tensor as large as the whole matrix of scores of a
+    head (``Lq × Lk`` numbers) and larger than a tiled kernel's (:func:`tile` of ``blocks``: the call's block_q,
+    block_k and head size; None: no tile allowed beyond the whole matrix's bound), or stored no tensor that holds an
+    output's right value (``expected``: output name -> reference, canonical). ``returned`` (what the student's
+    function returned) words the message only."""
     problems = []
     if result.get("error"):
         where = result.get("launch")
         kernel = kernel_name(plan.record, where) if isinstance(where, int) else "a kernel"
         return [f"run again by the grader on the same arguments, {kernel} stopped: {str(result['error'])[:200]}"]
     sizes = plan.sizes
-    if int(result.get("largest", 0)) >= sizes.queries * sizes.keys:
+    bound = max(sizes.queries * sizes.keys, tile(*blocks) + 1 if blocks else 0)
+    if int(result.get("largest", 0)) >= bound:
+        tiled = f"{blocks[0]} x {blocks[1]} scores times the head size, {blocks[2]}," if blocks else ""
         problems.append(
-            f"a program holds a tile of {sizes.queries} x {sizes.keys} scores or more at once (a tensor of "
-            f"{sizes.queries * sizes.keys} numbers or more, made by tl.dot, a broadcast product or any other "
-            "operation), the whole matrix of a head: walk through the keys block_k at a time"
+            f"a program holds a tensor of {bound} numbers or more at once (made by tl.dot, a broadcast product or "
+            f"any other operation): as many as the whole {sizes.queries} x {sizes.keys} matrix of scores of a head"
+            + (f", and more than a tile of {tiled} holds" if blocks else "")
+            + ": walk through the keys block_k at a time"
         )
     written = [_written(plan, result, view) for view in plan.views]
     for name, reference in expected.items():

@@ -9,6 +9,8 @@ whatever its code saw of the record; so does a kernel whose values are wrong (th
 
 from __future__ import annotations
 
+import inspect
+
 from autograder.api.items import CheckFailed, Item
 from autograder.api.options import CompareOptions, compares
 from autograder.calls import kernel_source, launches, replayed
@@ -40,6 +42,22 @@ def _replayed(call: Call, roles: tuple[str, ...], names: tuple[str, ...]):
     inputs = dict(zip(roles, call.inputs))
     expected = replayed.references(inputs, names, bool(call.keywords.get("causal", False)))
     return plan, result, {name: returned[name] for name in names}, trace, expected
+
+
+def _blocks(call: Call, roles: tuple[str, ...]) -> tuple[int, int, int] | None:
+    """The tile a program of a tiled kernel may hold on this call (:func:`replayed.judge`): the block_q and block_k
+    that the call asks for (or the item's defaults) and the head size, q's last dimension. None where the item takes
+    no such blocks: then a tensor as large as the whole matrix of scores is refused whatever its shape."""
+    try:
+        bound = inspect.signature(call.item.obj).bind_partial(*call.inputs, **call.keywords)
+        bound.apply_defaults()
+        arguments = bound.arguments
+    except (TypeError, ValueError):
+        arguments = call.keywords
+    blocks = [arguments.get(name) for name in ("block_q", "block_k")]
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in blocks):
+        return None
+    return blocks[0], blocks[1], int(call.inputs[roles.index("q")].shape[-1])
 
 
 def _replay(call: Call, roles: tuple[str, ...]):
@@ -78,12 +96,15 @@ def check_kernels_compute(
     """The item's outputs (or those named in ``outputs``: ``output``, ``lse``, ``grad_q``, ``grad_k``, ``grad_v``)
     are computed by Triton kernels it launches: run again by the grader (:mod:`autograder.calls.launches`) on the
     grader's own inputs, the kernels store each output's right value (the grader's reference, to ``rtol`` and
-    ``atol``; reshaped or cast as the student likes), and no program holds a tensor of ``Lq × Lk`` numbers (a tile of
-    the whole matrix of scores). ``roles`` names the positional inputs, in order, by what they are (:data:`ROLES`:
-    ``"q"``, ``"k"``, ``"v"``, ``"output"``, ``"lse"``, ``"grad_output"``)."""
+    ``atol``; reshaped or cast as the student likes), and no program holds a tensor of ``Lq × Lk`` numbers (the
+    whole matrix of scores of a head) that is larger than a tiled kernel's, a ``block_q × block_k`` tile of scores
+    times the head size (a broadcast product before its sum; the blocks the call asks for, or the item's defaults).
+    ``roles`` names the positional inputs, in order, by what they are (:data:`ROLES`: ``"q"``, ``"k"``, ``"v"``,
+    ``"output"``, ``"lse"``, ``"grad_output"``)."""
     call = options.call(item, "computed by its Triton kernels", args, kwargs, compared.hint)
     plan, result, returned, trace, expected = _replayed(call, tuple(roles), tuple(compared.outputs or ()))
-    problems = replayed.judge(plan, result, expected, returned, compared.rtol, compared.atol)
+    blocks = _blocks(call, tuple(roles))
+    problems = replayed.judge(plan, result, expected, returned, compared.rtol, compared.atol, blocks)
     if problems:
         call.fail(launches.scrubbed("; ".join(problems), trace))
 
@@ -117,7 +138,8 @@ def check_skips_hidden_blocks(
     the rows a program touches are those of the inputs it reads, or of a copy of them that kernels wrote."""
     call = options.call(item, "skips the blocks that the causal mask hides", args, kwargs, compared.hint)
     plan, result, returned, trace, expected = _replayed(call, tuple(roles), ())
-    problems = replayed.judge(plan, result, expected, returned, compared.rtol, compared.atol)
+    blocks = _blocks(call, tuple(roles))
+    problems = replayed.judge(plan, result, expected, returned, compared.rtol, compared.atol, blocks)
     problems = problems or replayed.hidden_blocks(plan, result, block_q, block_k)
     if problems:
         call.fail(launches.scrubbed("; ".join(problems), trace))

@@ -246,7 +246,9 @@ def strided_forward(
         k = tl.load(K + b * sk_b + j[:, None] * sk_l + e[None, :] * sk_d, mask=j[:, None] < n_k, other=0.0)
         v = tl.load(V + b * sv_b + j[:, None] * sv_l + e[None, :] * sv_d, mask=j[:, None] < n_k, other=0.0)
         k, v = k.to(tl.float32), v.to(tl.float32)
-        x = tl.dot(q, tl.trans(k)) * scale
+        # no tl.dot: the products of a block broadcast to [BLOCK_Q, BLOCK_K, D] and summed over d (the
+        # tile of products is block_q x block_k x d numbers, never the whole matrix of scores)
+        x = tl.sum(q[:, None, :] * k[None, :, :], axis=2) * scale
         if CAUSAL:
             x = tl.where((j[None, :] < n_k) & (j[None, :] <= i[:, None] + n_k - n_q), x, -float("inf"))
         else:
@@ -255,7 +257,7 @@ def strided_forward(
         w = tl.exp(x - m_next[:, None])
         shrink = tl.exp(m - m_next)
         s = shrink * s + tl.sum(w, axis=1)
-        o = shrink[:, None] * o + tl.dot(w, v)
+        o = shrink[:, None] * o + tl.sum(w[:, :, None] * v[None, :, :], axis=1)
         m = m_next
     o = o * (1.0 / tl.where(s > 0, s, 1.0))[:, None]  # 0 for a row that sees no key
     tl.store(O + b * so_b + i[:, None] * so_l + e[None, :] * so_d, o, mask=i[:, None] < n_q)
@@ -282,7 +284,8 @@ def flash_attention_forward(q, k, v, causal=False, block_q=16, block_k=16):
 """,
         "the strides passed to the kernel instead of contiguous copies, tl.range, a grid given as a function of the "
         "meta-parameters, one tl.where for both masks; every tile cast up to float32 in the kernel, the output cast "
-        "down as it is stored",
+        "down as it is stored; no tl.dot: the scores and the weighted sum of the values by broadcast products "
+        "and tl.sum",
     ),
     Answer(
         "forward_padded_inputs",
@@ -705,6 +708,99 @@ def flash_attention_backward(q, k, v, output, lse, grad_output, causal=False, bl
 """,
         "the keys' kernel in transposed form (Sᵀ = k qᵀ, Pᵀ, dSᵀ, keys along the rows), strides passed to the "
         "kernels, Δ computed in float64",
+    ),
+    Answer(
+        "backward_broadcast_products",
+        "flash_attention_backward",
+        """
+@triton.jit
+def keys_by_sums(
+    Q, K, V, dO, LSE, DELTA, dK, dV, n_q, n_k, scale,
+    D: tl.constexpr, BQ: tl.constexpr, BK: tl.constexpr, CAUSAL: tl.constexpr,
+):
+    j = tl.program_id(0) * BK + tl.arange(0, BK)
+    b = tl.program_id(1)
+    e = tl.arange(0, D)
+    kv = b * n_k * D + j[:, None] * D + e[None, :]
+    k = tl.load(K + kv, mask=j[:, None] < n_k, other=0.0).to(tl.float32)
+    v = tl.load(V + kv, mask=j[:, None] < n_k, other=0.0).to(tl.float32)
+    dk = tl.zeros((BK, D), tl.float32)
+    dv = tl.zeros((BK, D), tl.float32)
+    lo = 0
+    if CAUSAL:
+        lo = tl.maximum(tl.program_id(0) * BK - (n_k - n_q), 0) // BQ * BQ
+    for i0 in range(lo, n_q, BQ):
+        i = i0 + tl.arange(0, BQ)
+        at = b * n_q * D + i[:, None] * D + e[None, :]
+        q = tl.load(Q + at, mask=i[:, None] < n_q, other=0.0).to(tl.float32)
+        do = tl.load(dO + at, mask=i[:, None] < n_q, other=0.0).to(tl.float32)
+        lse = tl.load(LSE + b * n_q + i, mask=i < n_q, other=0.0)
+        delta = tl.load(DELTA + b * n_q + i, mask=i < n_q, other=0.0)
+        seen = (i[:, None] < n_q) & (j[None, :] < n_k)
+        if CAUSAL:
+            seen = seen & (j[None, :] <= i[:, None] + n_k - n_q)
+        # every product a broadcast over [BQ, BK, D] summed along one axis: no tl.dot
+        p = tl.where(seen, tl.exp(tl.sum(q[:, None, :] * k[None, :, :], axis=2) * scale - lse[:, None]), 0.0)
+        dv += tl.sum(p[:, :, None] * do[:, None, :], axis=0)
+        ds = p * (tl.sum(do[:, None, :] * v[None, :, :], axis=2) - delta[:, None])
+        dk += tl.sum(ds[:, :, None] * q[:, None, :], axis=0)
+    tl.store(dK + kv, dk * scale, mask=j[:, None] < n_k)
+    tl.store(dV + kv, dv, mask=j[:, None] < n_k)
+
+
+@triton.jit
+def queries_by_sums(
+    Q, K, V, dO, LSE, DELTA, dQ, n_q, n_k, scale,
+    D: tl.constexpr, BQ: tl.constexpr, BK: tl.constexpr, CAUSAL: tl.constexpr,
+):
+    i = tl.program_id(0) * BQ + tl.arange(0, BQ)
+    b = tl.program_id(1)
+    e = tl.arange(0, D)
+    at = b * n_q * D + i[:, None] * D + e[None, :]
+    q = tl.load(Q + at, mask=i[:, None] < n_q, other=0.0).to(tl.float32)
+    do = tl.load(dO + at, mask=i[:, None] < n_q, other=0.0).to(tl.float32)
+    lse = tl.load(LSE + b * n_q + i, mask=i < n_q, other=0.0)
+    delta = tl.load(DELTA + b * n_q + i, mask=i < n_q, other=0.0)
+    dq = tl.zeros((BQ, D), tl.float32)
+    hi = n_k
+    if CAUSAL:
+        hi = tl.minimum(n_k, (tl.program_id(0) + 1) * BQ + n_k - n_q)
+    for j0 in range(0, hi, BK):
+        j = j0 + tl.arange(0, BK)
+        kv = b * n_k * D + j[:, None] * D + e[None, :]
+        k = tl.load(K + kv, mask=j[:, None] < n_k, other=0.0).to(tl.float32)
+        v = tl.load(V + kv, mask=j[:, None] < n_k, other=0.0).to(tl.float32)
+        seen = (i[:, None] < n_q) & (j[None, :] < n_k)
+        if CAUSAL:
+            seen = seen & (j[None, :] <= i[:, None] + n_k - n_q)
+        p = tl.where(seen, tl.exp(tl.sum(q[:, None, :] * k[None, :, :], axis=2) * scale - lse[:, None]), 0.0)
+        ds = p * (tl.sum(do[:, None, :] * v[None, :, :], axis=2) - delta[:, None])
+        dq += tl.sum(ds[:, :, None] * k[None, :, :], axis=1)
+    tl.store(dQ + at, dq * scale, mask=i[:, None] < n_q)
+
+
+def flash_attention_backward(q, k, v, output, lse, grad_output, causal=False, block_q=16, block_k=16):
+    for name, size in (("block_q", block_q), ("block_k", block_k), ("q", q.shape[-1])):
+        if size < 16 or size & (size - 1):
+            raise ValueError(f"{name} must be a power of two of at least 16, got {size}")
+    n_q, d = q.shape[-2:]
+    n_k = k.shape[-2]
+    q3, do3 = (t.reshape(-1, n_q, d).contiguous() for t in (q, grad_output))
+    k3, v3 = (t.reshape(-1, n_k, d).contiguous() for t in (k, v))
+    lse2 = lse.reshape(-1, n_q).float().contiguous()
+    delta = (grad_output.float() * output.float()).sum(-1).reshape(-1, n_q).contiguous()
+    dq, dk, dv = torch.empty_like(q3), torch.empty_like(k3), torch.empty_like(v3)
+    meta = {"D": d, "BQ": block_q, "BK": block_k, "CAUSAL": causal}
+    keys_by_sums[(triton.cdiv(n_k, block_k), q3.shape[0])](
+        q3, k3, v3, do3, lse2, delta, dk, dv, n_q, n_k, 1 / math.sqrt(d), **meta
+    )
+    queries_by_sums[(triton.cdiv(n_q, block_q), q3.shape[0])](
+        q3, k3, v3, do3, lse2, delta, dq, n_q, n_k, 1 / math.sqrt(d), **meta
+    )
+    return dq.reshape(q.shape), dk.reshape(k.shape), dv.reshape(v.shape)
+""",
+        "no tl.dot: every product (S, dP, and the sums into dV, dK and dQ) a broadcast product over a block_q x "
+        "block_k x d tile summed by tl.sum, every tile in float32",
     ),
     # ------------------------------------------------------------------ causal_blocks_visited
     Answer(
