@@ -136,15 +136,20 @@ def planted(monkeypatch, item: str, signal_number: int, times: int) -> list[int]
     return killed
 
 
-@pytest.mark.parametrize("spawn", [False, True], ids=["fresh", "spawned"])
-def test_a_worker_killed_from_outside_during_an_item_is_graded_again_in_a_fresh_sandbox(monkeypatch, spawn):
-    killed = planted(monkeypatch, "softmax", signal.SIGKILL, times=1)
+def graded_reference(spawn: bool):
+    """The report of chapter 2's reference notebook, graded as make grade grades it (spawned or fresh sandboxes)."""
     grader = Grader(spawn=spawn)
     try:
         with grader:
-            report = grade_notebook(A, fill(A), grader=grader)
+            return grade_notebook(A, fill(A), grader=grader)
     finally:
         grader.close()
+
+
+@pytest.mark.parametrize("spawn", [False, True], ids=["fresh", "spawned"])
+def test_a_worker_killed_from_outside_during_an_item_is_graded_again_in_a_fresh_sandbox(monkeypatch, spawn):
+    killed = planted(monkeypatch, "softmax", signal.SIGKILL, times=1)
+    report = graded_reference(spawn)
     assert len(killed) == 1
     assert report.score == report.max_score and not report.not_graded, (failed(report), report.notes)
     assert "softmax: graded again in a fresh sandbox, as its process ended but not by the student's code" in (
@@ -156,12 +161,7 @@ def test_a_worker_killed_from_outside_during_an_item_is_graded_again_in_a_fresh_
 def test_a_worker_killed_from_outside_again_in_a_fresh_sandbox_is_not_graded_never_scored_0(monkeypatch, spawn):
     """Its status as it was (SIGTERM, not made SIGKILL), twice: the notebook is not graded, the grader's failure."""
     killed = planted(monkeypatch, "softmax", signal.SIGTERM, times=2)
-    grader = Grader(spawn=spawn)
-    try:
-        with grader:
-            report = grade_notebook(A, fill(A), grader=grader)
-    finally:
-        grader.close()
+    report = graded_reference(spawn)
     assert len(killed) == 2 and killed[0] != killed[1], killed
     assert report.not_graded.startswith("not graded (the grader's failure, not yours): softmax: "), report.not_graded
     assert "was killed by signal 15 (SIGTERM) during " in report.not_graded, report.not_graded
