@@ -59,14 +59,8 @@ def laid_out(data: torch.Tensor | None, canon: torch.Tensor) -> tuple[torch.Tens
     if found is not None:
         permutation, scale = found
         return (scale * canon.double().permute(permutation)).reshape(-1), grid.permute(permutation).reshape(-1)
-    if data is None or data.dim() < 2 or data.numel() <= canon.numel() or data.numel() % heads:
-        return None
-    flat = canonical(data) if canon.dim() == 3 else data.reshape(heads, -1)
-    if flat.dim() != canon.dim() or flat.shape[0] != heads or flat.shape[2:] != canon.shape[2:]:
-        return None
-    if flat.shape[1] <= length:
-        return None
-    if flat[:, length:].any():
+    flat = _padded(data, canon)
+    if flat is None or flat[:, length:].any():
         return None
     found = matching(flat[:, :length].contiguous(), canon)
     if found is None or found[0] != tuple(range(canon.dim())):
@@ -76,6 +70,18 @@ def laid_out(data: torch.Tensor | None, canon: torch.Tensor) -> tuple[torch.Tens
     numbers = torch.full(flat.shape, -1, dtype=torch.int64)
     numbers[:, :length] = grid
     return values.reshape(-1), numbers.reshape(-1)
+
+
+def _padded(data: torch.Tensor | None, canon: torch.Tensor) -> torch.Tensor | None:
+    """``data`` read as ``canon``'s sequences with more rows each (``(N, L', ...)``, ``L' > L``: a padded buffer),
+    or None where it cannot be."""
+    heads, length = canon.shape[:2]
+    if data is None or data.dim() < 2 or data.numel() <= canon.numel() or data.numel() % heads:
+        return None
+    flat = canonical(data) if canon.dim() == 3 else data.reshape(heads, -1)
+    if flat.dim() != canon.dim() or flat.shape[0] != heads or flat.shape[2:] != canon.shape[2:]:
+        return None
+    return flat if flat.shape[1] > length else None
 
 
 def agrees(data: torch.Tensor | None, canon: torch.Tensor, rtol: float, atol: float, equal_nan: bool = False) -> bool:
@@ -94,12 +100,8 @@ def agrees(data: torch.Tensor | None, canon: torch.Tensor, rtol: float, atol: fl
             if bool(torch.isclose(flat, ref, rtol=rtol, atol=atol, equal_nan=equal_nan).all()):
                 return True
         return False
-    heads, length = canon.shape[:2]
-    if values.dim() < 2 or values.numel() <= canon.numel() or values.numel() % heads:
-        return False
-    flat = canonical(values) if canon.dim() == 3 else values.reshape(heads, -1)
-    if flat.dim() != canon.dim() or flat.shape[0] != heads or flat.shape[2:] != canon.shape[2:]:
-        return False
-    if flat.shape[1] <= length:
+    length = canon.shape[1]
+    flat = _padded(values, canon)
+    if flat is None:
         return False
     return bool(torch.isclose(flat[:, :length], canon.double(), rtol=rtol, atol=atol, equal_nan=equal_nan).all())
