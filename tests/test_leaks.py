@@ -15,6 +15,7 @@ from pathlib import Path
 import nbformat
 import pygments
 import pytest
+from myst_nb.core.read import read_myst_markdown_notebook
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
@@ -392,6 +393,25 @@ def test_no_false_positive_on_the_exercises_and_the_students_packages(tmp_path):
     assert report.ok, [str(p) for p in report.problems]
     assert report.files > 30 and report.regions > 15
     assert _direct_hits(folder, TERM) == []
+
+
+def test_the_book_pages_sources_hold_no_unreleased_solution():
+    """The term site's check of a built page, on the page's source in seconds: a chapter's own code can
+    come to hold half of an earlier chapter's answer (chapter 11's precision recipe once held half of
+    chapter 2's), which the built term site would refuse only after the book's build."""
+    found = leaks.secrets(ROOT, TERM)
+    hits = []
+    for page in sorted((ROOT / "book").glob("*.md")):
+        cells = read_myst_markdown_notebook(page.read_text()).cells
+        shown = "\n\n".join(cell.source for cell in cells if not _withheld_in(cell, TERM))
+        hits += [(page.name, r.item, share) for r, share in found.find(found.forms(leaks.text_views(shown, ".md"))[0])]
+    assert hits == []
+
+
+def _withheld_in(cell, release: Release) -> bool:
+    """Whether the term site shows ``cell`` with its code withheld: tagged for an unreleased chapter."""
+    tags = cell.metadata.get("tags", [])
+    return any(tag.startswith("solution-") and not release.is_released(tag.removeprefix("solution-")) for tag in tags)
 
 
 @pytest.mark.parametrize("name", sorted(FORMS))
