@@ -28,7 +28,7 @@ DEST ?=
 # `Copy of x (1).ipynb`) passes as it is.
 export NOTEBOOK ASSIGNMENT DEST SITE BOOK_OUT NANOGPT
 
-.PHONY: help venv lab lock lint test-fast sandbox browser book linkcheck check-site student-repo test test-exhaustive exercises check-exercises grade grades formgrader check validate similarity bench-suite bench-book figures bench-grading bench-attacks grading-accuracy train generate bench-transformer bench-generate bench-pretrained test-device bench-gpu bench-compile clean
+.PHONY: help venv lab lock lint test-fast sandbox browser book linkcheck check-site student-repo test test-exhaustive exercises check-exercises grade cluster-certs grade-scheduler grade-worker grades formgrader check validate similarity bench-suite bench-book figures bench-grading bench-grading-cluster bench-attacks grading-accuracy train generate bench-transformer bench-generate bench-pretrained test-device bench-gpu bench-compile clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -154,9 +154,23 @@ exercises: venv  ## regenerate exercises/ from solutions/ (nbgrader generate_ass
 check-exercises: venv  ## fail if exercises/ differs from what `make exercises` generates
 	$(BIN)/python -m autograder.cli.exercises --check
 
-grade: venv sandbox $(MATHJAX)  ## autograde (sandboxed, JOBS at a time) submitted/*/$(ASSIGNMENT), write feedback and grades/$(ASSIGNMENT).csv; ARGS="--help"
+grade: venv sandbox $(MATHJAX)  ## autograde (sandboxed, JOBS at a time; on CLUSTER=tls://host:port's workers) submitted/*/$(ASSIGNMENT), write feedback and grades/$(ASSIGNMENT).csv; ARGS="--help"
 	@test -n "$$ASSIGNMENT" || { echo "usage: make grade ASSIGNMENT=ch02_scaled_dot_product"; exit 2; }
-	$(BIN)/python -m autograder.cli.grade "$$ASSIGNMENT" --jobs $(JOBS) $(ARGS)
+	$(BIN)/python -m autograder.cli.grade "$$ASSIGNMENT" --jobs $(JOBS) $${CLUSTER:+--cluster "$$CLUSTER" --certs "$$CERTS"} $(ARGS)
+
+# Grading a class on several machines (autograder/cluster, the instructor guide's "A class on several machines"):
+# the certificates once, then a scheduler, a worker on each grading host, and make grade CLUSTER=tls://host:port.
+CERTS ?= grades/.cluster
+export CLUSTER SCHEDULER CERTS PORT
+cluster-certs: venv  ## make the cluster's TLS certificates in CERTS (grades/.cluster); copy it, without ca-key.pem, to each grading host
+	$(BIN)/python -m autograder.cli.cluster --certs "$$CERTS" certs $(ARGS)
+
+grade-scheduler: venv  ## run the scheduler that hands a class's notebooks to the grading hosts (PORT, default 8786)
+	$(BIN)/python -m autograder.cli.cluster --certs "$$CERTS" scheduler --port "$${PORT:-8786}" $(ARGS)
+
+grade-worker: venv sandbox  ## grade notebooks on this host for the scheduler at SCHEDULER=tls://host:port, JOBS at a time (root, the same commit)
+	@test -n "$$SCHEDULER" || { echo "usage: make grade-worker SCHEDULER=tls://host:8786 JOBS=8"; exit 2; }
+	OMP_NUM_THREADS=1 $(BIN)/python -m autograder.cli.cluster --certs "$$CERTS" worker "$$SCHEDULER" --jobs $(JOBS) $(ARGS)
 
 # check and validate fail unless every test passed: make's "Error 1" is a failed test (for check, or a written
 # answer left as released), "Error 2" a notebook that could not be checked (the commands' own exit status:
@@ -200,6 +214,9 @@ figures: venv  ## write the figures that README.md and the book quote from bench
 
 bench-grading: venv sandbox $(MATHJAX)  ## seconds per notebook: make grade on ch03 and ch11 classes of N (16), first and again (nothing changed, one changed), beside plain nbgrader; BENCH_ARGS="--help"
 	$(BIN)/python -m benchmarks.grading $(or $(N),16) $(BENCH_ARGS)
+
+bench-grading-cluster: venv sandbox  ## seconds per notebook: make grade here beside make grade CLUSTER=... on two workers of this machine (ch03, ch11, N=16); BENCH_ARGS="--help"
+	OMP_NUM_THREADS=1 $(BIN)/python -m benchmarks.grading_cluster $(or $(N),16) $(BENCH_ARGS)
 
 test-device: venv  ## the tests that compute on a device, on DEVICE (default cuda; benchmarks/gpu.py's DEVICE_TESTS)
 	COURSE_TEST_DEVICE=$(or $(DEVICE),cuda) $(PYTEST) $(PYTEST_ARGS) $$($(BIN)/python -c 'from benchmarks.gpu import DEVICE_TESTS; print(*DEVICE_TESTS)')

@@ -442,6 +442,23 @@ def _compile_cost(entry: dict) -> str:
     )
 
 
+def _grading_cluster(entry: dict) -> str:
+    figures = entry["figures"]
+    rows = "\n".join(
+        f"| {row['assignment']} | {row['here_per_notebook']:.2f} | {row['cluster_per_notebook']:.2f} | "
+        f"{row['overhead_per_task']:+.2f} s ({100 * row['overhead']:+.1f}%) |"
+        for row in figures["rows"]
+    )
+    return (
+        f"A class of {figures['n']} correct notebooks, graded by `make grade` with `JOBS=2` here and on a scheduler "
+        "with two workers of one notebook each on the same machine, in turns (the median of "
+        f"{figures['rounds']} each):\n\n"
+        "| class | s/notebook here | s/notebook on the cluster | the cluster's overhead a notebook |\n"
+        "| --- | --- | --- | --- |\n" + rows + f"\n\nThe two workers joined in {figures['workers_joined_seconds']:.1f} s "
+        f"(once per term). {_measured(entry)}.\n"
+    )
+
+
 RENDER: dict[str, Callable[[dict], str]] = {
     "compile-cost": _compile_cost,
     "gpu": _gpu_measurements,
@@ -452,6 +469,7 @@ RENDER: dict[str, Callable[[dict], str]] = {
     "book-build": _book_build,
     "suite": _suite,
     "grading": _grading,
+    "grading-cluster": _grading_cluster,
     "transformer": _output,
     "generate": _output,
     "pretrained": _output,

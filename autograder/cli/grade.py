@@ -67,6 +67,7 @@ import sys
 from pathlib import Path
 
 from attention_course.tooling.notebooks import COURSE_ROOT
+from autograder.cluster.certificates import FOLDER as CERTIFICATES
 from autograder.grading.feedback import FEEDBACK_SECONDS
 from autograder.grading.grader import Grader
 from autograder.grading.gradesheet import summary
@@ -118,6 +119,26 @@ def main(argv: list[str] | None = None) -> int:
         help="run every notebook again, even one whose saved report still fits it (nothing graded changed since)",
     )
     parser.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="grade the notebooks on the workers of the scheduler at ADDRESS (tls://host:port; make grade "
+        "CLUSTER=...): see autograder.cli.cluster",
+    )
+    parser.add_argument(
+        "--certs",
+        type=Path,
+        default=None,
+        help="with --cluster: the folder of the cluster's certificates (default: grades/.cluster of the course folder)",
+    )
+    parser.add_argument(
+        "--notebook-deadline",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="with --cluster: the most a worker may take over one notebook once it started it, past which the "
+        "notebook is not graded (default: the sandbox's own backstop)",
+    )
+    parser.add_argument(
         course.ALLOW_RELEASED,
         action="store_true",
         help="grade even though the term's settings release this assignment's solutions",
@@ -155,8 +176,14 @@ def main(argv: list[str] | None = None) -> int:
     prerequisites = unreleased_prerequisites_note(args.assignment, settings)
     if prerequisites:
         print(f"note: {prerequisites}", file=sys.stderr)
+    remote = None
     grader = Grader(spawn=True)
     try:
+        if args.cluster:
+            from autograder.cluster.client import Cluster  # Dask: imported where a cluster grades
+
+            remote = Cluster(args.cluster, args.certs or args.root / CERTIFICATES, args.notebook_deadline)
+            print(f"cluster: {remote.connect()}", file=sys.stderr)
         results = grade(
             args.assignment,
             args.root,
@@ -167,15 +194,20 @@ def main(argv: list[str] | None = None) -> int:
             grader=grader,
             again=args.again,
             limits=Limits(cell_timeout=args.cell_timeout, call_timeout=args.call_timeout),
+            remote=remote,
         )
     except GradingUnavailable as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     finally:
         grader.close()
+        if remote is not None:
+            remote.close()
     print()
     print(summary(args.assignment, results))
     print("\n".join(class_of(args.assignment, args.root).summary()))
+    if remote is not None:
+        print("\n".join(remote.summary()))
     print(f"\nFeedback: {args.root / 'feedback'}/<student>/{args.assignment}/")
     print(f"Grades:   {args.root / 'grades' / (args.assignment + '.csv')}")
     return 0

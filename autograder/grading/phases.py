@@ -30,7 +30,7 @@ from autograder.grading.gradesheet import (
 )
 from autograder.grading.recording import autograde, autograde_options, record_tests
 from autograder.grading.run import GradingUnavailable, Run
-from autograder.grading.sandboxed import Precomputed, plan, precompute, sandbox_score
+from autograder.grading.sandboxed import Precomputed, Remote, plan, precompute, sandbox_score
 from autograder.grading.saved import Saved
 from autograder.grading.submissions import class_of, notebook_names, refusals
 from autograder.release import course
@@ -50,6 +50,7 @@ def grade(
     grader: Grader | None = None,
     again: bool = False,
     limits: Limits | None = None,
+    remote: Remote | None = None,
 ) -> list[Result]:
     """Grade every submission of ``assignment`` under ``root``; see :mod:`autograder.cli.grade`.
 
@@ -69,8 +70,11 @@ def grade(
     (phase 6, always written from the gradebook) are up to date. ``limits``: the sandbox's
     :class:`~autograder.sandbox.limits.Limits` for every notebook (default: its defaults); nbgrader's own run is
     given the same time limits, and a saved report serves only a grading with the limits it was made with.
+    ``remote``: where phase 3 grades the notebooks to run (:class:`~autograder.grading.sandboxed.Remote`: a cluster,
+    :mod:`autograder.cluster`), connected already; phase 2 then asks it instead of this machine's sandbox.
     """
     run = _start(assignment, Path(root), quiet, jobs, settings, feedback_seconds, allow_released)
+    run.remote = remote
     run.again = again
     run.limits = limits or Limits()
     run.keys = kept.Keys(assignment, run.root, run.settings, autograde_options(run, sandbox))
@@ -132,7 +136,9 @@ def _grade_in_sandbox(run: Run, sandbox: bool, grader: Grader | None) -> Precomp
         planned = plan(run.assignment, run.students, run.root, run.settings, refused, run.again, run.limits)
         # the grader's settings (torch's threads: torch imported) only where a notebook runs
         with grader if planned.to_run else contextlib.nullcontext():
-            if planned.to_run:
+            if planned.to_run and run.remote is not None:
+                run.say(f"[2/6] {planned.to_run} notebook(s) to grade on the cluster: {run.remote.describe()}")
+            elif planned.to_run:
                 from autograder.grading.notebook import preflight  # torch, imported only where a notebook runs
 
                 run.say("[2/6] checking that the sandbox works (a program known to be right)")
@@ -145,10 +151,8 @@ def _grade_in_sandbox(run: Run, sandbox: bool, grader: Grader | None) -> Precomp
             graded = len(run.students) - len(refused)
             served = len(planned.decided) - planned.to_run
             reused = f"; {served} notebook(s) not run again, their saved reports serve (--again runs them)"
-            run.say(
-                f"[3/6] grading {graded} submission(s) in the sandbox, {run.jobs} at a time{also}"
-                + (reused if served else "")
-            )
+            where = "on the cluster" if run.remote is not None else f"in the sandbox, {run.jobs} at a time"
+            run.say(f"[3/6] grading {graded} submission(s) {where}{also}" + (reused if served else ""))
             for line in planned.lines():
                 run.say(line)
             found = precompute(
@@ -161,6 +165,7 @@ def _grade_in_sandbox(run: Run, sandbox: bool, grader: Grader | None) -> Precomp
                 grader=grader,
                 planned=planned,
                 limits=run.limits,
+                remote=run.remote,
             )
             for why in grader.unspawned().values():  # slower, and nothing lost: said, so that it can be mended
                 run.say(f"note: each sandbox started on its own, as the zygote could not be used: {why}")

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.grading import kept
-from autograder.grading.sandboxed import Precomputed
+from autograder.grading.sandboxed import Precomputed, Remote
 from autograder.grading.saved import Saved
 from autograder.release import course
 from autograder.sandbox.limits import Limits
@@ -50,6 +50,7 @@ class Run:
     refused_by_nbgrader: dict[str, str] = field(default_factory=dict)  # phase 4: student -> nbgrader's error
     feedback_notes: dict[str, list[str]] = field(default_factory=dict)  # phase 5
     stopped: dict[str, str] = field(default_factory=dict)  # phase 5: student -> the notebook stopped on
+    remote: Remote | None = None  # phase 3's graders on other machines (make grade CLUSTER=...), or None: here
 
     @property
     def env(self) -> dict:

@@ -9,9 +9,11 @@ same way (:func:`grade_again`) a notebook whose report does not fit the copy tha
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from tqdm import tqdm
 
@@ -105,13 +107,16 @@ def precompute(
     again: bool = False,
     planned: Plan | None = None,
     limits: Limits | None = None,
+    remote: Remote | None = None,
 ) -> Precomputed:
     """Grade every submitted notebook in a sandbox, ``jobs`` at a time; save the reports. ``refused``:
     the students not to grade, with why (default: :func:`~autograder.grading.submissions.refusals`).
     ``grader``: the :class:`~autograder.grading.grader.Grader` that grades them (default: one each).
     A notebook whose saved report still fits it (:mod:`autograder.grading.saved`: nothing graded changed since)
     is not run again: that report serves, unless ``again``. ``planned``: the :func:`plan` made already (then
-    ``refused``, ``again`` and ``limits`` are its). ``limits``: the sandbox's (default: its defaults)."""
+    ``refused``, ``again`` and ``limits`` are its). ``limits``: the sandbox's (default: its defaults).
+    ``remote``: where the notebooks to run are graded instead of here (:class:`Remote`: a cluster); the reports
+    are saved here alike."""
     release = settings or course.release(root)
     limits = limits or Limits()
     planned = planned or plan(assignment, students, root, release, refused, again, limits)
@@ -130,7 +135,11 @@ def precompute(
         _save(report, root, assignment, student, name)
         return student, name, report
 
-    for student, name, report in _in_parallel(run, decided, jobs, f"grading {assignment}", progress):
+    if remote is None or not planned.to_run:
+        results = _in_parallel(run, decided, jobs, f"grading {assignment}", progress)
+    else:
+        results = _remotely(remote, assignment, root, planned, release, limits, progress)
+    for student, name, report in results:
         if report.not_graded:
             found.not_graded[student] = report.not_graded
             continue
@@ -143,6 +152,44 @@ def precompute(
             if i in report.skipped or report.cell_errors[i].startswith(("MemoryError", "BlockingIOError"))
         ]
     return found
+
+
+class Remote(Protocol):
+    """Graders on other machines (:class:`autograder.cluster.client.Cluster`): each notebook of ``work`` (student,
+    notebook, path, its inputs) graded there, as it comes, with where and how long in words ('' where none)."""
+
+    def describe(self) -> str:
+        """Where, in words (the workers and how many notebooks they take at once)."""
+
+    def graded(
+        self, assignment: str, work: list[tuple], release: course.Release, limits: Limits, progress: bool
+    ) -> Iterator[tuple[str, str, Report, str]]: ...
+
+
+def _remotely(remote: Remote, assignment: str, root: Path, planned: Plan, release, limits, progress: bool):
+    """:func:`precompute`'s results where ``remote`` grades: the saved reports that serve, then each notebook
+    graded there, saved and signed here as it comes (so that a grading stopped half way keeps what it received)."""
+    found, saved = planned.found, planned.saved
+    work, inputs_of = [], {}
+    for student, name, path, inputs, decision in planned.decided:
+        if decision.report is not None:
+            _save(decision.report, root, assignment, student, name)
+            yield student, name, decision.report
+        elif inputs is None:  # unreadable here: graded here, where the report says why
+            from autograder.grading.notebook import grade_notebook
+
+            report = grade_notebook(assignment, path, notebook=name, release=release, limits=limits)
+            _save(report, root, assignment, student, name)
+            yield student, name, report
+        else:
+            work.append((student, name, path, inputs))
+            inputs_of[student, name] = inputs
+    for student, name, report, where in remote.graded(assignment, work, release, limits, progress):
+        saved.save(assignment, student, name, inputs_of[student, name], report)
+        _save(report, root, assignment, student, name)
+        if where:
+            found.decisions.setdefault(student, []).append(f"{name} {where}")
+        yield student, name, report
 
 
 def _save(report: Report, root: Path, assignment: str, student: str, name: str) -> None:
