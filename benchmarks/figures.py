@@ -454,8 +454,10 @@ def _grading_cluster(entry: dict) -> str:
         "with two workers of one notebook each on the same machine, in turns (the median of "
         f"{figures['rounds']} each):\n\n"
         "| class | s/notebook here | s/notebook on the cluster | the cluster's overhead a notebook |\n"
-        "| --- | --- | --- | --- |\n" + rows + f"\n\nThe two workers joined in {figures['workers_joined_seconds']:.1f} s "
-        f"(once per term). {_measured(entry)}.\n"
+        "| --- | --- | --- | --- |\n"
+        + rows
+        + f"\n\nThe two workers joined in {figures['workers_joined_seconds']:.1f} s (once per term). "
+        + f"{_measured(entry)}.\n"
     )
 
 
