@@ -446,15 +446,18 @@ def _grading_cluster(entry: dict) -> str:
     figures = entry["figures"]
     rows = "\n".join(
         f"| {row['assignment']} | {row['here_per_notebook']:.2f} | {row['cluster_per_notebook']:.2f} | "
+        f"{row['phase3_here']:.1f} | {row['phase3_cluster']:.1f} | "
         f"{row['overhead_per_task']:+.2f} s ({100 * row['overhead']:+.1f}%) |"
         for row in figures["rows"]
     )
     return (
         f"A class of {figures['n']} correct notebooks, graded by `make grade` with `JOBS=2` here and on a scheduler "
         "with two workers of one notebook each on the same machine, in turns (the median of "
-        f"{figures['rounds']} each):\n\n"
-        "| class | s/notebook here | s/notebook on the cluster | the cluster's overhead a notebook |\n"
-        "| --- | --- | --- | --- |\n"
+        f"{figures['rounds']} each). The whole command here also starts its grader and runs the preflight, which a "
+        "worker did once when it started; phase 3 is where the notebooks are graded:\n\n"
+        "| class | s/notebook here | s/notebook on the cluster | phase 3 here (s) | phase 3 on the cluster (s) "
+        "| the cluster's overhead a notebook, in phase 3 |\n"
+        "| --- | --- | --- | --- | --- | --- |\n"
         + rows
         + f"\n\nThe two workers joined in {figures['workers_joined_seconds']:.1f} s (once per term). "
         + f"{_measured(entry)}.\n"

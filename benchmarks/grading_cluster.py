@@ -33,8 +33,10 @@ from benchmarks.grading import below_full_marks
 ASSIGNMENTS = ["ch03_multi_head", "ch11_flash_attention"]
 
 
-def graded(n: int, assignment: str, folder: Path, cluster: LocalCluster | None) -> float:
-    """Seconds that make grade's command takes over a fresh class of ``n`` correct notebooks, here or on ``cluster``."""
+def graded(n: int, assignment: str, folder: Path, cluster: LocalCluster | None) -> tuple[float, float]:
+    """Seconds that make grade's command takes over a fresh class of ``n`` correct notebooks, here or on
+    ``cluster``: the whole command, and its phase 3 (from its line "[3/6]" to "[4/6]"), where the notebooks are
+    graded."""
     course = make_course(folder)
     notebook = fill(assignment)
     for i in range(n):
@@ -42,17 +44,39 @@ def graded(n: int, assignment: str, folder: Path, cluster: LocalCluster | None) 
     command = [sys.executable, "-m", "autograder.cli.grade", assignment, "--root", str(course), "--jobs", "2"]
     if cluster is not None:
         command += ["--cluster", cluster.address, "--certs", str(cluster.certs)]
+    marks = {}
     started = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    with subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env) as run:
+        for line in run.stderr:
+            for phase in ("[3/6]", "[4/6]"):
+                if line.startswith(phase):
+                    marks[phase] = time.perf_counter()
     seconds = time.perf_counter() - started
-    if done.returncode:
-        raise SystemExit(f"make grade failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    if run.returncode or len(marks) != 2:
+        raise SystemExit(f"make grade failed on {assignment} ({run.returncode})")
     with (course / "grades" / f"{assignment}.csv").open() as f:
         students = [row["student"] for row in csv.DictReader(f)]
     wrong = below_full_marks(course, assignment, students)
     if len(students) != n or wrong:
         raise SystemExit(f"{assignment}: {len(students)} of {n} graded; below full marks: {wrong}")
-    return seconds
+    return seconds, marks["[4/6]"] - marks["[3/6]"]
+
+
+def _row(assignment: str, n: int, times: dict[str, list[tuple[float, float]]]) -> dict:
+    """The medians of each side: seconds a notebook (the whole command), phase 3's seconds, and what the cluster
+    adds to each notebook's grading in phase 3 (its share of phase 3 here)."""
+    here, there = (statistics.median(whole for whole, _ in times[side]) for side in ("here", "cluster"))
+    here3, there3 = (statistics.median(phase3 for _, phase3 in times[side]) for side in ("here", "cluster"))
+    return {
+        "assignment": assignment,
+        "here_per_notebook": round(here / n, 2),
+        "cluster_per_notebook": round(there / n, 2),
+        "phase3_here": round(here3, 1),
+        "phase3_cluster": round(there3, 1),
+        "overhead_per_task": round((there3 - here3) / n, 3),
+        "overhead": round(there3 / here3 - 1, 3),
+    }
 
 
 def main() -> None:
@@ -76,23 +100,23 @@ def main() -> None:
             cluster.workers("first", "second")
             joined = time.perf_counter() - started
             for assignment in args.assignments:
-                times: dict[str, list[float]] = {"here": [], "cluster": []}
+                times: dict[str, list[tuple[float, float]]] = {"here": [], "cluster": []}
                 for k in range(args.rounds):
                     for side in ("here", "cluster"):
                         folder = Path(tmp) / f"{assignment}-{side}-{k}"
                         times[side].append(graded(args.n, assignment, folder, cluster if side == "cluster" else None))
-                        print(f"  {assignment}, {side}, round {k + 1}: {times[side][-1]:.1f} s", flush=True)
-                here, there = statistics.median(times["here"]), statistics.median(times["cluster"])
-                rows.append({"assignment": assignment, "here": round(here, 1), "cluster": round(there, 1),
-                             "here_per_notebook": round(here / args.n, 2),
-                             "cluster_per_notebook": round(there / args.n, 2),
-                             "overhead_per_task": round((there - here) / args.n, 3),
-                             "overhead": round(there / here - 1, 3)})  # fmt: skip
-    print(f"\n{'class':<24} {'here s':>8} {'cluster s':>10} {'s/nb here':>10} {'s/nb cluster':>13} {'per task':>9}")
+                        whole, phase3 = times[side][-1]
+                        print(
+                            f"  {assignment}, {side}, round {k + 1}: {whole:.1f} s, phase 3 {phase3:.1f} s", flush=True
+                        )
+                rows.append(_row(assignment, args.n, times))
+    print(f"\n{'class':<24} {'s/nb here':>10} {'s/nb cluster':>13} {'phase 3 here':>13} {'phase 3 cluster':>16} "
+          f"{'per task':>9}")  # fmt: skip
     for row in rows:
         print(
-            f"{row['assignment']:<24} {row['here']:>8.1f} {row['cluster']:>10.1f} {row['here_per_notebook']:>10.2f} "
-            f"{row['cluster_per_notebook']:>13.2f} {row['overhead_per_task']:>+8.3f}s ({100 * row['overhead']:+.1f}%)"
+            f"{row['assignment']:<24} {row['here_per_notebook']:>10.2f} {row['cluster_per_notebook']:>13.2f} "
+            f"{row['phase3_here']:>13.1f} {row['phase3_cluster']:>16.1f} "
+            f"{row['overhead_per_task']:>+8.3f}s ({100 * row['overhead']:+.1f}% of phase 3)"
         )
     print(f"two workers joined in {joined:.1f} s (once per term)")
     print(f"load average while measuring: {load.mean:.1f} ({load.peak:.1f} at most)")

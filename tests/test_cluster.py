@@ -47,9 +47,9 @@ TERM = course.Release("term", {"ch01_bahdanau"})
 class Members(LocalCluster):
     """The cluster's members on 127.0.0.1, each worker with the faults of tests/cluster_faults.py ready."""
 
-    def workers(self, *names: str, faults: str = "") -> None:
+    def workers(self, *names: str, faults: str = "", jobs: int = 1) -> None:
         env = {"COURSE_CLUSTER_FAULTS": faults, "PYTHONPATH": str(COURSE_ROOT)}
-        super().workers(*names, preload="tests.cluster_faults", env=env)
+        super().workers(*names, jobs=jobs, preload="tests.cluster_faults", env=env)
 
     def ready(self, workers: int) -> None:
         """Wait until the scheduler has ``workers`` grading workers (a worker killed is restarted by its nanny)."""
@@ -135,6 +135,8 @@ def test_a_class_graded_on_the_cluster_gets_the_reports_that_grading_here_gives(
     assert results["reference"].score == results["kills_its_kernel"].score > results["wrong"].score
     assert results["patches_comparisons"].score < results["wrong"].score
     assert set(cluster.graded_on) == {(student, A) for student in class_}  # each graded once, on a worker
+    lines = cluster.summary()  # make grade's summary: which worker graded each notebook, and in how long
+    assert all(any(line.startswith(f"  {student}: {A} on worker ") for line in lines) for student in class_)
     assert {worker for worker, _ in cluster.graded_on.values()} <= {"first", "second"}
     assert not cluster.refused
     assert json.loads((cluster_.folder / "scheduler.json").read_text())["address"] == cluster_.address
@@ -239,7 +241,7 @@ def test_the_scheduler_lost_in_the_middle_then_make_grade_again_grades_only_what
         submit(folder, student, A, marked(fill(A), "HELD-TILL-LOST") if student == "held" else fill(A))
     members_ = Members(tmp_path, certs)
     try:
-        members_.workers("first", "second", faults=f"hold:HELD-TILL-LOST:{holds}")
+        members_.workers("first", faults=f"hold:HELD-TILL-LOST:{holds}", jobs=2)  # one notebook held, the rest graded
         stopped = []
 
         def run():
