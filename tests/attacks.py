@@ -929,6 +929,28 @@ _SIZES_CHECKED = """    for name, size in (("block_q", block_q), ("block_k", blo
             raise ValueError(f"{name}: must be a power of two of at least 16, got {size}")
 """
 
+
+def _whole_head_launcher(kernel: str) -> str:
+    """The forward launcher of cases 3: one program per head of ``kernel``, the whole head in one tile."""
+    return (
+        """
+def flash_attention_forward(q, k, v, causal=False, block_q=16, block_k=16):
+"""
+        + _SIZES_CHECKED
+        + f"""    n_q, d = q.shape[-2:]
+    n_k = k.shape[-2]
+    q3, k3, v3 = (t.reshape(-1, t.shape[-2], d).contiguous() for t in (q, k, v))
+    out = torch.empty_like(q3)
+    lse = torch.empty(q3.shape[:2], dtype=torch.float32)
+    {kernel}[(q3.shape[0],)](
+        q3, k3, v3, out, lse, n_q, n_k, 1 / math.sqrt(d), D=d, LQ=triton.next_power_of_2(n_q),
+        LK=triton.next_power_of_2(n_k), CAUSAL=causal,
+    )
+    return out.reshape(q.shape), lse.reshape(q.shape[:-1])
+"""
+    )
+
+
 # 1: PyTorch's values when nothing records; when the record is on (the grader's interpreter patched), a kernel that
 # computes nothing, given q and a log-sum-exp computed in PyTorch, which the launcher returns as its outputs
 KERNELS_WHEN_WATCHED = (
@@ -1003,8 +1025,7 @@ def flash_attention_forward(q, k, v, causal=False, block_q=16, block_k=16):
 )
 
 # 3: one program per head that holds the whole matrix of scores, made with broadcast products and tl.sum (no tl.dot)
-SCORES_BY_BROADCAST = (
-    """
+SCORES_BY_BROADCAST = """
 @triton.jit
 def whole_head_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr, n_q, n_k, scale, D: tl.constexpr,
                       LQ: tl.constexpr, LK: tl.constexpr, CAUSAL: tl.constexpr):
@@ -1029,27 +1050,11 @@ def whole_head_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr, n_q, n_k, scale, D:
     lse = tl.where(total > 0, top + tl.log(total), float("-inf"))
     tl.store(lse_ptr + seq * n_q + rows, lse, mask=rows < n_q)
 
-
-def flash_attention_forward(q, k, v, causal=False, block_q=16, block_k=16):
-"""
-    + _SIZES_CHECKED
-    + """    n_q, d = q.shape[-2:]
-    n_k = k.shape[-2]
-    q3, k3, v3 = (t.reshape(-1, t.shape[-2], d).contiguous() for t in (q, k, v))
-    out = torch.empty_like(q3)
-    lse = torch.empty(q3.shape[:2], dtype=torch.float32)
-    whole_head_kernel[(q3.shape[0],)](
-        q3, k3, v3, out, lse, n_q, n_k, 1 / math.sqrt(d), D=d, LQ=triton.next_power_of_2(n_q),
-        LK=triton.next_power_of_2(n_k), CAUSAL=causal,
-    )
-    return out.reshape(q.shape), lse.reshape(q.shape[:-1])
-"""
-)
+""" + _whole_head_launcher("whole_head_kernel")
 
 # 3, again: one program per head that builds the whole matrix of scores column by column, an outer product of a
 # column of q and one of k per feature, accumulated into an [Lq, Lk] tensor (no tensor larger than the matrix itself)
-SCORES_BY_COLUMNS = (
-    """
+SCORES_BY_COLUMNS = """
 @triton.jit
 def whole_head_by_columns(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr, n_q, n_k, scale, D: tl.constexpr,
                           LQ: tl.constexpr, LK: tl.constexpr, CAUSAL: tl.constexpr):
@@ -1075,22 +1080,7 @@ def whole_head_by_columns(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr, n_q, n_k, scale
         tl.store(out_ptr + seq * n_q * D + rows * D + e, out_e, mask=rows < n_q)
     tl.store(lse_ptr + seq * n_q + rows, tl.where(total > 0, top + tl.log(total), float("-inf")), mask=rows < n_q)
 
-
-def flash_attention_forward(q, k, v, causal=False, block_q=16, block_k=16):
-"""
-    + _SIZES_CHECKED
-    + """    n_q, d = q.shape[-2:]
-    n_k = k.shape[-2]
-    q3, k3, v3 = (t.reshape(-1, t.shape[-2], d).contiguous() for t in (q, k, v))
-    out = torch.empty_like(q3)
-    lse = torch.empty(q3.shape[:2], dtype=torch.float32)
-    whole_head_by_columns[(q3.shape[0],)](
-        q3, k3, v3, out, lse, n_q, n_k, 1 / math.sqrt(d), D=d, LQ=triton.next_power_of_2(n_q),
-        LK=triton.next_power_of_2(n_k), CAUSAL=causal,
-    )
-    return out.reshape(q.shape), lse.reshape(q.shape[:-1])
-"""
-)
+""" + _whole_head_launcher("whole_head_by_columns")
 
 # the same in the backward pass: P and dP of the whole head built column by column, the gradients stored column by
 # column

@@ -149,7 +149,8 @@ class Cluster:
                 self._ready.clear()
                 for graded in sending.received(len(work)):
                     bar.update()
-                    bar.set_postfix_str(", ".join(f"{w}: {n}" for w, n in sorted(sending.done_by.items())))
+                    done_by = Counter(worker for worker, _ in self.graded_on.values())
+                    bar.set_postfix_str(", ".join(f"{w}: {n}" for w, n in sorted(done_by.items())))
                     yield graded
         finally:
             bar.close()
@@ -235,7 +236,6 @@ class _Sending:
         self.bound = cluster.notebook_deadline or deadline(limits)
         self.pending: dict = {}  # future -> its job
         self.allowed: dict = {}  # future -> the workers it may run on (None: any)
-        self.done_by: Counter = Counter()  # worker -> notebooks it graded
 
     def start(self, job: tuple[str, str, Path, Inputs]) -> Report | None:
         """Send ``job``'s notebook to a worker that has not refused the class; else its report, made here."""
@@ -290,7 +290,6 @@ class _Sending:
             report, where = _accepted(self.assignment, job[1], answer, job[3])
             if where:
                 worker = clean_text(answer["worker"], 100)
-                self.done_by[worker] += 1
                 self.cluster.graded_on[job[0], job[1]] = (worker, float(answer.get("seconds", 0)))
             yield job[0], job[1], report, where
         for future in self.cluster._overdue(self.pending, self.bound):
