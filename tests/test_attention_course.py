@@ -110,3 +110,15 @@ def test_the_training_program_does_not_shadow_the_train_function():
     from attention_course import train
 
     assert callable(train) and not isinstance(train, types.ModuleType)
+
+
+def test_records_are_read_by_name_and_a_missing_name_lists_the_records():
+    from attention_course.records import course_repository, measured
+
+    gpu = measured("gpu")
+    assert {"command", "day", "figures"} <= set(gpu)
+    assert (course_repository() / "benchmarks" / "figures.json").is_file()
+    with pytest.raises(KeyError, match="no record named 'no-such-record'.*gpu"):
+        measured("no-such-record")
+    with pytest.raises(TypeError, match="name must be"):
+        measured("")

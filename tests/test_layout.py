@@ -121,10 +121,11 @@ def test_importing_a_module_changes_no_setting_of_the_process():
 
 
 # What each package's root may hold beside its folders: the autograder's only its __init__, the test cells'
-# namespace; attention_course's what every chapter imports (the names, devices and seeds, figures).
+# namespace; attention_course's what every chapter imports (the names, devices and seeds, figures, the records of
+# what was measured).
 ROOT_MODULES = {
     "autograder": {"__init__.py"},
-    "attention_course": {"__init__.py", "devices.py", "plotting.py"},
+    "attention_course": {"__init__.py", "devices.py", "plotting.py", "records.py"},
 }
 
 

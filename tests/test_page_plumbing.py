@@ -9,6 +9,10 @@ In those cells:
   still runs in the build;
 - no ``redirect_stdout`` or ``redirect_stderr``: a helper that keeps a program's printing aside is defined in a hidden
   cell, and the text says what it does;
+- no import of ``myst_nb`` or of a private module (a dotted name with a part that begins with ``_``, such as
+  ``torch.utils._pytree``), no ``__file__`` (a path of the machine that builds the book: the course's records are
+  read with ``attention_course.records.measured``), and no line that prints how long the page took to build
+  (``this chapter ran in``);
 - no ``assert`` that only guards the build. An assert that a reader sees must teach, by a simple rule: it carries a
   message written for the reader (a string or an f-string), or it checks that two computations agree, each of its
   ``and``-ed parts an equality (``==``, ``is``; ``torch.equal``, ``allclose``, ``isclose``, ``array_equal``,
@@ -43,6 +47,12 @@ TOLERANCE = 1e-3
 # The calls that check that two computations agree.
 AGREEMENT = {"equal", "allclose", "isclose", "array_equal", "assert_close"}
 REDIRECTIONS = {"redirect_stdout", "redirect_stderr"}
+BUILD_TIME = re.compile(r"chapter ran in", re.I)
+# The same rule on a cell that is not Python, as text.
+TEXT = re.compile(
+    r"\bglue\(|\bredirect_std(out|err)\b|^\s*assert\b|\bmyst_nb\b|\b__file__\b|chapter ran in"
+    r"|^\s*(from|import)\s+[\w.]*\b_[a-z]"
+)
 
 
 def _name(node: ast.AST) -> str | None:
@@ -83,15 +93,33 @@ def teaches(statement: ast.Assert) -> bool:
     return worded or agreement(statement.test)
 
 
+def _private(module: str | None) -> bool:
+    return module is not None and any(part.startswith("_") for part in module.split(".") if part != "__future__")
+
+
+def _build_import(node: ast.AST) -> bool:
+    """An import of myst_nb (the build's glue) or of a private module."""
+    if isinstance(node, ast.Import):
+        return any(alias.name.split(".")[0] == "myst_nb" or _private(alias.name) for alias in node.names)
+    if isinstance(node, ast.ImportFrom):
+        return (node.module or "").split(".")[0] == "myst_nb" or _private(node.module)
+    return False
+
+
+def _build_time(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and BUILD_TIME.search(node.value) is not None
+
+
 def plumbing(code: str) -> list[str]:
     """The build's plumbing in the code of a cell a reader sees: each line (its first) that glues, redirects a
-    stream, or asserts without teaching. A line of IPython's (``%magic``, ``!command``) is left out; code that is
+    stream, asserts without teaching, imports the build's or a private module, names ``__file__`` or prints the
+    page's build time. A line of IPython's (``%magic``, ``!command``) is left out; code that is
     not Python even then is searched as text."""
     lines = code.splitlines()
     try:
         tree = ast.parse("\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in lines))
     except SyntaxError:
-        return [line.strip() for line in lines if re.search(r"\bglue\(|\bredirect_std(out|err)\b|^\s*assert\b", line)]
+        return [line.strip() for line in lines if TEXT.search(line)]
     found = []
     for node in ast.walk(tree):
         flagged = (
@@ -99,6 +127,9 @@ def plumbing(code: str) -> list[str]:
             or (isinstance(node, (ast.Name, ast.Attribute)) and _name(node) in REDIRECTIONS)
             or (isinstance(node, ast.alias) and node.name in REDIRECTIONS)
             or (isinstance(node, ast.Assert) and not teaches(node))
+            or _build_import(node)
+            or (isinstance(node, (ast.Name, ast.Attribute)) and _name(node) == "__file__")
+            or _build_time(node)
         )
         if flagged:
             found.append((node.lineno, lines[node.lineno - 1].strip()))
@@ -148,6 +179,10 @@ def test_no_page_shows_build_plumbing(page):
 
 
 TEACHING = """\
+from __future__ import annotations
+from attention_course.records import measured
+import torch.utils.checkpoint
+print(f"trained in {seconds:.1f} s")
 assert torch.allclose(ours, theirs, atol=1e-6)
 assert gap < 1e-5 and torch.equal(a, b)
 assert counted == formula
@@ -167,6 +202,14 @@ PLUMBING = [
     "assert rate > 0.5, (rate, name)",
     "for name in names:\n    glue(name, 1, display=False)",
     "assert x > 0\n!ls",  # IPython's line left out
+    "from myst_nb import glue",
+    "import myst_nb",
+    "from torch.utils._python_dispatch import TorchDispatchMode",
+    "import torch.utils._pytree as pytree",
+    "from torch._dynamo import config",
+    "REPOSITORY = Path(attention_course.__file__).resolve().parent.parent",
+    'print(f"this chapter ran in {time.perf_counter() - start:.0f} s")',
+    'print("this chapter ran in", seconds)',
 ]
 
 
@@ -176,6 +219,10 @@ def test_the_rule_passes_teaching_checks_and_flags_each_kind_of_plumbing():
         assert plumbing(code), code
     assert plumbing("%%time\nassert torch.equal(a, b)\nglue('a', 1)") == ["glue('a', 1)"]
     assert plumbing("not python at all: glue(x)") == ["not python at all: glue(x)"]
+    assert plumbing("from torch.utils._pytree import x: not python") == [
+        "from torch.utils._pytree import x: not python"
+    ]
+    assert plumbing("not python at all: print(__file__)") == ["not python at all: print(__file__)"]
 
 
 def page_of(*cells: tuple[str, str]) -> str:
