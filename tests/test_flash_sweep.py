@@ -154,8 +154,11 @@ def result(peak=989.5, one_loop=True):
 def test_the_table_gives_tflops_and_the_share_of_the_peak_for_each_pass_and_implementation():
     table = sweep.sweep_table(result())
     lines = table.splitlines()
-    assert lines[0].startswith("| dtype | d | mask | L | forward: course's kernel | forward: course's kernel, one loop")
-    assert "fwd+bwd: PyTorch math |" in lines[0] and len(lines) == 2 + 2
+    assert lines[0] == (
+        "| dtype | d | mask | L | forward: kernel | forward: one loop | forward: flash | forward: math "
+        "| fwd+bwd: kernel | fwd+bwd: one loop | fwd+bwd: flash | fwd+bwd: math |"
+    )
+    assert len(lines) == 2 + 2
     assert lines[2] == "| bfloat16 | 64 | causal | 1,024 |" + " 312 (32%) |" * 8
     assert lines[3].count("out of memory") == 2
     plain = sweep.sweep_table(result(peak=None, one_loop=False))
@@ -165,24 +168,40 @@ def test_the_table_gives_tflops_and_the_share_of_the_peak_for_each_pass_and_impl
     assert summary.endswith(table) and "its peak not known" in sweep.sweep_summary(result(peak=None))
 
 
-def page_shows(record: dict, tmp_path) -> str:
-    """What chapter 11's sweep cell displays, the record (figures.json) being ``record``."""
+def page_shows(record: dict, tmp_path) -> tuple[str, list[str]]:
+    """What chapter 11's sweep cells display, the record (figures.json) being ``record``: the text, and the alt text
+    of each figure."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     (tmp_path / "benchmarks").mkdir(exist_ok=True)
     (tmp_path / "benchmarks" / "figures.json").write_text(json.dumps(record))
     page = (ROOT / "book" / "ch11_flash_attention.md").read_text()
-    [cell] = [code for code in code_cells(page) if "sweep_summary(" in code]
-    shown = []
-    namespace = {"json": json, "REPOSITORY": tmp_path, "display": shown.append, "Markdown": str}
-    exec(compile(cell, "ch11_flash_attention.md", "exec"), namespace)  # the course's own page
+    cells = [code for code in code_cells(page) if "sweep_summary(" in code or "SWEEP_NAMES.items()" in code]
+    assert len(cells) == 2, "chapter 11's cells of the sweep: its summary and its figure"
+    shown, figures = [], []
+
+    def show_figure(fig, name, alt, caption):
+        figures.append(alt)
+        plt.close(fig)
+
+    namespace = {"json": json, "REPOSITORY": tmp_path, "display": shown.append, "Markdown": str, "plt": plt}
+    namespace["show_figure"] = show_figure
+    for cell in cells:
+        exec(compile(cell, "ch11_flash_attention.md", "exec"), namespace)  # the course's own page
     [text] = shown
-    return text
+    return text, figures
 
 
 def test_the_page_shows_the_recorded_sweep_or_a_readers_sentence_before_one(tmp_path):
     recorded = {"gpu": {"day": "2026-11-30", "figures": {"steps": {"flash-sweep": {"status": 0, "result": result()}}}}}
-    assert page_shows(recorded, tmp_path) == sweep.sweep_summary(result(), day="2026-11-30")
+    text, figures = page_shows(recorded, tmp_path)
+    assert text == sweep.sweep_summary(result(), day="2026-11-30")
+    assert len(figures) == 1 and "NVIDIA H200 in bfloat16, heads of 64 features, causal" in figures[0]
     for before in ({}, {"gpu": {"figures": {"steps": {}}}}, {"gpu": {"figures": {"steps": {"flash-sweep": {}}}}}):
-        assert page_shows(before, tmp_path) == sweep.NOT_MEASURED
+        assert page_shows(before, tmp_path) == (sweep.NOT_MEASURED, [])
     for word in ("make", "figures.json", "bench-gpu", "benchmarks", "record"):
         assert word not in sweep.NOT_MEASURED
 

@@ -65,6 +65,23 @@ def test_chapter_11s_timing_runs_the_kernel_in_a_process_of_its_own(device):
             assert float(efficient) > 0 and float(yours_bf16) > 0, done.stdout
 
 
+def test_chapter_11s_sweep_runs_compiled_on_a_cuda_gpu_and_says_it_needs_one_elsewhere(device):
+    """python -m benchmarks.flash_sweep at one small configuration: on a CUDA GPU, a row of TFLOP/s for each
+    implementation and pass (the reference kernels compiled, in a process of its own); elsewhere, exit status 2 and
+    one sentence, no traceback."""
+    command = [sys.executable, "-m", "benchmarks.flash_sweep", "--lengths", "512", "--head-sizes", "64"]
+    command += ["--dtypes", "bfloat16", "--masks", "causal"]
+    environment = {**os.environ, **({} if torch.device(device).type == "cuda" else {"CUDA_VISIBLE_DEVICES": ""})}
+    done = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=300)
+    if torch.device(device).type != "cuda":
+        assert done.returncode == 2 and "needs a CUDA GPU" in done.stderr and "Traceback" not in done.stderr
+        return
+    assert done.returncode == 0, done.stderr
+    rows = gpu.last_json(done.stdout)["rows"]
+    timed = {(row["implementation"], row["pass"]) for row in rows if row.get("tflops", 0) > 0}
+    assert {(name, p) for name in ("kernel", "flash", "math") for p in ("forward", "forward_backward")} <= timed, rows
+
+
 def test_the_attention_benchmark_refuses_bad_sizes(capsys):
     for bad, message in ((["--heads", "0"], "--heads must be positive"), (["--lengths", "0"], "--lengths must be")):
         with pytest.raises(SystemExit):

@@ -95,7 +95,8 @@ def sweep_table(result: dict) -> str:
     names = [name for name in IMPLEMENTATIONS if any(r["implementation"] == name for r in rows)]
     shapes = sorted({(r["dtype"], r["head_size"], r["causal"], r["length"]) for r in rows})
     labels = {"forward": "forward", "forward_backward": "fwd+bwd"}
-    header = ["dtype", "d", "mask", "L"] + [f"{labels[p]}: {NAMES[n]}" for p in PASSES for n in names]
+    short = {"kernel": "kernel", "kernel_one_loop": "one loop", "flash": "flash", "math": "math"}
+    header = ["dtype", "d", "mask", "L"] + [f"{labels[p]}: {short[n]}" for p in PASSES for n in names]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * 4 + " ---: |" * (len(header) - 4)]
     for dtype, d, causal, length in shapes:
         cells = [dtype, str(d), "causal" if causal else "none", f"{length:,}"]
@@ -115,6 +116,8 @@ def sweep_summary(result: dict | None, day: str | None = None) -> str:
     unfinished = f" {left} configurations were not reached in the time the sweep had." if left else ""
     return (
         f"Measured on one {result['device']}{f' ({day})' if day else ''}: TFLOP/s of each pass ({share}); batches of "
-        f"{TOKENS:,} tokens, {WIDTH:,} features split into heads of d features; where a row did not run, why."
+        f"{TOKENS:,} tokens, {WIDTH:,} features split into heads of d features. kernel: the course's reference "
+        "kernels; one loop: the same with the causal loop in one stage; flash and math: PyTorch's FlashAttention "
+        "and plain computation. Where a row did not run, why."
         f"{unfinished}\n\n" + sweep_table(result)
     )
