@@ -221,7 +221,7 @@ bench-grading-cluster: venv sandbox  ## seconds per notebook: make grade here be
 test-device: venv  ## the tests that compute on a device, on DEVICE (default cuda; benchmarks/gpu.py's DEVICE_TESTS)
 	COURSE_TEST_DEVICE=$(or $(DEVICE),cuda) $(PYTEST) $(PYTEST_ARGS) $$($(BIN)/python -c 'from benchmarks.gpu import DEVICE_TESTS; print(*DEVICE_TESTS)')
 
-bench-gpu: venv  ## chapter 8's measurements on a GPU (benchmarks.gpu), recorded for the chapter; NANOGPT=DIR (a nanoGPT checkout) adds the side-by-side run; ARGS="--help"
+bench-gpu: venv  ## chapter 8's measurements and chapter 11's sweep on a CUDA GPU (benchmarks.gpu), recorded for the chapters; NANOGPT=DIR (a nanoGPT checkout) adds the side-by-side run; ARGS="--help"
 	$(BIN)/python -m benchmarks.gpu $${NANOGPT:+--nanogpt "$$NANOGPT"} $(ARGS)
 
 bench-compile: venv  ## what torch.compile costs make train and when it pays back: fp32, bf16, compiled cold and warm, whole and by layers; recorded; ARGS="--steps 300 -- --eval-examples 200"

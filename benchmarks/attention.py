@@ -14,8 +14,9 @@ inputs. The implementations:
   Triton, forward and backward (``flash_attention_forward`` and ``flash_attention_backward`` in an autograd
   function), in blocks of :data:`TRITON_BLOCK` queries and keys. This process imports triton compiled
   (``TRITON_INTERPRET=0``, :func:`attention_course.kernels.interpreter.load_triton`) before anything else imports it.
-  The kernels take float32 (their ``tl.dot`` in TF32, Triton's default on a recent GPU) on a CUDA GPU only: another
-  dtype or device is recorded as not available.
+  The kernels run on a CUDA GPU only (another device is recorded as not available), in each dtype: float32 (their
+  ``tl.dot`` in TF32, Triton's default on a recent GPU) and bfloat16 (16-bit tiles on the tensor cores, sums in
+  float32). ``benchmarks.flash_sweep`` times them in both 16-bit dtypes, by head size and mask, in TFLOP/s.
 
     python -m benchmarks.attention                          # the best device, its default lengths
     python -m benchmarks.attention --device cpu --lengths 128 256 512 --heads 4
@@ -86,8 +87,8 @@ def attend(implementation: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tenso
     if implementation == "course":
         return scaled_dot_product_attention(q, k, v, causal_mask(q.size(-2), device=q.device))[0]
     if implementation == "triton":
-        if q.device.type != "cuda" or q.dtype != torch.float32:
-            raise RuntimeError("the course's Triton kernels run compiled on a CUDA GPU, in float32")
+        if q.device.type != "cuda":
+            raise RuntimeError("the course's Triton kernels run compiled on a CUDA GPU")
         return TritonAttention.apply(triton_kernels(), q, k, v)
     with sdpa_kernel(BACKENDS[implementation]), warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # why a back end refuses: the row says "not available"

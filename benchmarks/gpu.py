@@ -28,12 +28,17 @@ fails or runs out of time leaves the others' figures:
 - ``tests``: the tests that compute on a device (:data:`DEVICE_TESTS`), on this one;
 - ``attention``: ``benchmarks.attention``, the course's attention against the fused kernels by length, chapter
   11's Triton kernels among them (compiled: that process imports triton with ``TRITON_INTERPRET=0``);
+- ``flash-sweep`` (on a CUDA GPU): ``benchmarks.flash_sweep``, chapter 11's sweep: the course's reference kernels,
+  PyTorch's FlashAttention and its plain computation by length, head size, 16-bit dtype and mask, forward and
+  forward+backward, timed by ``triton.testing.do_bench`` (its median), in TFLOP/s and as a share of the GPU's peak;
 - ``shakespeare``: the character language model at nanoGPT's shakespeare_char settings (its README reports a
   validation loss of 1.4697), its training stopped after its time limit less the time to start and evaluate;
 - ``transformer-fp32``, ``transformer-bf16``: ``make bench-transformer`` at the page's GPU sizes;
 - ``generate``, ``pretrained``: ``make bench-generate`` and ``make bench-pretrained`` on this device.
 
-Chapter 8 plots and tabulates the record (``benchmarks/figures.json``, ``gpu``).
+Chapter 8 plots and tabulates the record (``benchmarks/figures.json``, ``gpu``); chapter 11 shows its
+``attention`` and ``flash-sweep`` steps. Without a CUDA GPU the command says so and measures nothing (``--quick``
+runs anywhere, and records nothing).
 
 A GPU machine whose Python lacks the notebook tools (nbformat, nbgrader) cannot build the solution modules
 from the instructor notebooks: write them here first, ``attention_course.solutions.module_source(name)`` into
@@ -86,7 +91,13 @@ QUICK_SHAKESPEARE = [
     *SHAKESPEARE[: SHAKESPEARE.index("--compile")],
     *("--steps", "4", "--warmup", "2", "--eval-examples", "8", "--batch-size", "4", "--precision", "fp32"),
 ]
+NEEDS_CUDA = (
+    "make bench-gpu (python -m benchmarks.gpu) measures on a CUDA GPU, and this machine has none "
+    "(torch.cuda.is_available() is False): nothing was measured or recorded. On a machine with an NVIDIA GPU it "
+    "records the measurements; --quick runs a few steps of each program on any device and records nothing."
+)
 LM_RESERVE = 45  # seconds of a language-model run outside its training steps: start, compiling, evaluation
+SWEEP_RESERVE = 80  # seconds of chapter 11's sweep outside its budget: start, and the last configuration begun
 
 
 # The shape of the ablation and of the profiles: GPT-2 small's layers, where attention costs the most.
@@ -112,6 +123,7 @@ def steps(quick: bool, device: str, nanogpt: Path | None = None) -> list[tuple[s
     bench_transformer = [PYTHON, "-m", "benchmarks.transformer", "--device", device, *transformer]
     attention = ["--lengths", "64", "128", "--repeats", "1", "--heads", "2"] if quick else []
     pretrained = ["--models", "gpt2", "--tokens", "4", "--rounds", "1"] if quick else []
+    sweep = ["--lengths", "1024", "2048", "--head-sizes", "64"] if quick else []  # chapter 11's, given --budget by main
     side_by_side = [PYTHON, "-m", "benchmarks.nanogpt", "--nanogpt", str(nanogpt)]
     side_by_side += ["--quick"] if quick else ["--compile-mode", "reduce-overhead"]  # the course's fastest
     ablation = [PYTHON, "-m", "benchmarks.nanogpt", "--ablation", "--eager", "--shapes", "gpt2"]
@@ -137,6 +149,7 @@ def steps(quick: bool, device: str, nanogpt: Path | None = None) -> list[tuple[s
         ("profile-after", [*profile, "--", *shape], 120),
         ("tests", tests, 240),
         ("attention", [PYTHON, "-m", "benchmarks.attention", "--device", device, *attention], 150),
+        *([("flash-sweep", [PYTHON, "-m", "benchmarks.flash_sweep", *sweep], 480)] if device == "cuda" else []),
         ("shakespeare", [*TRAINER, *(QUICK_SHAKESPEARE if quick else SHAKESPEARE)], 240),
         ("transformer-fp32", bench_transformer, 120),
         ("transformer-bf16", [*bench_transformer, "--precision", "bf16"], 120),
@@ -326,6 +339,9 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device != "cuda" and not args.quick:
+        print(NEEDS_CUDA, file=sys.stderr)
+        return 2
     plan = steps(args.quick, device, args.nanogpt)
     unknown = set(args.only or ()) - {name for name, _, _ in plan}
     if unknown:
@@ -350,6 +366,8 @@ def main(argv: list[str] | None = None) -> int:
             command = [*command, "--out", str(out)]
             if name == "shakespeare" and not args.quick:
                 command += ["--time-budget", str(max(30, round(limit - LM_RESERVE)))]
+        if name == "flash-sweep":  # configurations started within its limit, less the time of the longest one
+            command = [*command, "--budget", str(max(20, round(limit - SWEEP_RESERVE)))]
         figures["steps"][name] = run_step(name, command, limit, logs, environment)
         if (out / "metrics.jsonl").is_file() and figures["steps"][name]["result"]:
             figures["steps"][name]["result"]["steady_tokens_per_second"] = steady_rate(out / "metrics.jsonl")

@@ -23,14 +23,14 @@ def test_every_implementation_computes_the_courses_causal_attention(device, dtyp
     for implementation in attention.IMPLEMENTATIONS:
         try:
             out = attention.attend(implementation, q, k, v)
-        except RuntimeError:  # a back end that does not take this dtype or device; triton, but on a GPU in float32
+        except RuntimeError:  # a back end that does not take this dtype or device; triton, but on a GPU
             continue
         ran.append(implementation)
         # Triton's tl.dot multiplies float32 in TF32 (10 bits of mantissa) by default
         tolerance = 3e-2 if dtype == "bf16" else 1e-2 if implementation == "triton" else 1e-5
         torch.testing.assert_close(out.double(), reference, atol=tolerance, rtol=tolerance, msg=implementation)
     assert {"course", "math"} <= set(ran)
-    assert ("triton" in ran) == (torch.device(device).type == "cuda" and dtype == "fp32")
+    assert ("triton" in ran) == (torch.device(device).type == "cuda")  # in float32 and bfloat16 alike
 
 
 def test_a_row_times_forward_and_backward_or_says_why_not(device):
@@ -63,6 +63,23 @@ def test_chapter_11s_timing_runs_the_kernel_in_a_process_of_its_own(device):
         assert float(yours) > 0 and float(plain) > 0 and float(difference) < 1e-2, done.stdout
         if where == "cuda":  # the fused kernels of PyTorch's beside yours, like for like: float32, and bfloat16
             assert float(efficient) > 0 and float(yours_bf16) > 0, done.stdout
+
+
+def test_chapter_11s_sweep_runs_compiled_on_a_cuda_gpu_and_says_it_needs_one_elsewhere(device):
+    """python -m benchmarks.flash_sweep at one small configuration: on a CUDA GPU, a row of TFLOP/s for each
+    implementation and pass (the reference kernels compiled, in a process of its own); elsewhere, exit status 2 and
+    one sentence, no traceback."""
+    command = [sys.executable, "-m", "benchmarks.flash_sweep", "--lengths", "512", "--head-sizes", "64"]
+    command += ["--dtypes", "bfloat16", "--masks", "causal"]
+    environment = {**os.environ, **({} if torch.device(device).type == "cuda" else {"CUDA_VISIBLE_DEVICES": ""})}
+    done = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=300)
+    if torch.device(device).type != "cuda":
+        assert done.returncode == 2 and "needs a CUDA GPU" in done.stderr and "Traceback" not in done.stderr
+        return
+    assert done.returncode == 0, done.stderr
+    rows = gpu.last_json(done.stdout)["rows"]
+    timed = {(row["implementation"], row["pass"]) for row in rows if row.get("tflops", 0) > 0}
+    assert {(name, p) for name in ("kernel", "flash", "math") for p in ("forward", "forward_backward")} <= timed, rows
 
 
 def test_the_attention_benchmark_refuses_bad_sizes(capsys):
