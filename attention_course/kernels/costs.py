@@ -1,7 +1,8 @@
 """Chapter 11's costs and variants of attention, computed the plain way beside the kernels.
 
-A causal mask's two alignments, Flash-Decoding's split over the keys, and the FLOPs and fewest bytes of a head's
-attention (the chapter's roofline)."""
+A causal mask's two alignments, Flash-Decoding's split over the keys, the FLOPs and fewest bytes of a head's
+attention, the FLOPs a byte that one program of the forward kernel requests, the registers of its tiles, and the
+H100's rates that bound them (the chapter's roofline)."""
 
 from __future__ import annotations
 
