@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from attention_course.kernels import costs, interpreter, plain, timing
+from attention_course.scale import flops
 from attention_course.solutions import register_source
 
 
@@ -343,6 +344,44 @@ def test_attention_flops_count_two_products_forward_and_five_or_seven_backward()
     assert costs.fused_forward_bytes(8, 8, 4, 2) == 4 * 8 * 4 * 2 + 4 * 8
     with pytest.raises(ValueError, match="head_dim"):
         costs.attention_flops(8, 8, 0)
+
+
+def test_the_kernel_requests_about_block_q_flops_a_byte_below_the_h100s_ridge():
+    """Chapter 11's cost argument: counted with the bytes a program requests (every key and value again for each
+    block of queries), the forward pass makes about B_q FLOPs a byte in bf16 (63 at 64, 124 at 128, L = 4096,
+    d = 64), below the H100's ridge of 295, where the fewest bytes give 2032: the L2 cache makes up the difference."""
+    ridge = flops.PEAK_BF16_FLOPS["NVIDIA H100 80GB HBM3"] / flops.PEAK_MEMORY_BANDWIDTH["NVIDIA H100 80GB HBM3"]
+    assert round(ridge) == 295
+    requested = {bq: costs.forward_program_intensity(bq, 4096, 64, 2) for bq in (64, 128)}
+    assert round(requested[64]) == 63 and round(requested[128]) == 124 and max(requested.values()) < ridge
+    fewest = costs.attention_flops(4096, 4096, 64)["forward"] / costs.fused_forward_bytes(4096, 4096, 64, 2)
+    assert round(fewest) == 2032
+    # the programs together request what the exercise's question counts (reads), plus their writes
+    whole = 4096 // 64 * 4 * 64 * 4096 * 64 / requested[64]
+    assert whole == pytest.approx(4096 // 64 * ((2 * 64 + 2 * 4096) * 64 * 2 + 4 * 64), rel=1e-12)
+    with pytest.raises(ValueError, match="block_q"):
+        costs.forward_program_intensity(0, 8, 8, 2)
+
+
+def test_the_h100s_tensor_cores_are_256_times_its_exponential_units():
+    """FlashAttention-3's figures from the SM's rates: 989 TFLOP/s of bf16 products (the peak that chapter 8's
+    table holds) and 3.9 T/s of special functions, one exponential per 256 FLOPs: 4 d at d = 64."""
+    h100 = costs.H100_SXM
+    matmul = h100["sms"] * h100["tensor_flops_per_clock_per_sm"] * h100["clock_hz"]
+    special = h100["sms"] * h100["special_functions_per_clock_per_sm"] * h100["clock_hz"]
+    assert abs(matmul / flops.PEAK_BF16_FLOPS["NVIDIA H100 80GB HBM3"] - 1) < 1e-3
+    assert round(special / 1e11) == 39 and round(matmul / special) == 4 * 64
+
+
+def test_a_128_tile_on_4_warps_needs_more_registers_than_a_thread_has():
+    """The registers of a program's float32 scores and accumulator, per thread: 128 x 128 and 128 x 128 on 4 warps
+    is 256, past the 255 a thread can have; on 8 warps, 128."""
+    assert costs.tile_registers(128, 128, 128, 4) == 256 > costs.H100_SXM["max_registers_per_thread"]
+    assert costs.tile_registers(128, 128, 128, 8) == 128
+    assert costs.tile_registers(64, 64, 64, 4) == 64
+    assert costs.tile_registers(16, 16, 16, 1) == 16  # (256 + 256) / 32
+    with pytest.raises(ValueError, match="num_warps"):
+        costs.tile_registers(64, 64, 64, 0)
 
 
 def test_the_interpreter_multiplies_float16_tiles_but_not_bfloat16_ones(kernels):
