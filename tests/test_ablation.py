@@ -195,11 +195,6 @@ def test_a_gpt2s_logit_attribution_sees_heads_replaced_and_the_ioi_corruptions_d
         assert differs == [prompts.slots["S2"]]
     with pytest.raises(ValueError, match="corruption must be"):
         ioi_prompts(tokenizer, 2, corruption="abba")
-    from attention_course.interpret import patching  # where the chapter's cells imported them before
-
-    assert patching.ioi_prompts is ioi_prompts
-    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
-        patching.nothing  # noqa: B018
 
 
 def test_mean_ablating_a_head_of_the_last_layer_moves_the_logit_difference_by_its_term():

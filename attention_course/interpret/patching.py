@@ -383,12 +383,3 @@ def logit_attribution(model, tokens, right, wrong, position: int = -1) -> Attrib
         norm_bias=float(constant.mean()),
         total=float(total.mean()),
     )
-
-
-def __getattr__(name: str):
-    """The indirect-object prompts' earlier place: chapter 10's cells for Colab imported them from here."""
-    if name in ("IOI_NAMES", "IOI_TEMPLATE", "IOIPrompts", "ioi_prompts"):
-        from attention_course.interpret import ioi
-
-        return getattr(ioi, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
