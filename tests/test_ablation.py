@@ -107,6 +107,15 @@ def test_a_backup_head_matters_only_once_the_head_it_backs_up_is_gone():
     assert alone.shape == after.shape == (2, 2)
     assert 0.4 < alone[1, 1] < 0.6 and after[1, 1] < 0.05, (alone, after)  # half alone; all of what is left after
     torch.testing.assert_close(after[1, 0], alone[1, 0])  # the removed head again: nothing more
+    # a circuit that leaves out the second copy is not complete: without the first copy, the model keeps the half
+    # that the second writes, the circuit does not
+    means = mean_outputs(model, corrupted)
+    rows = {k: (c, m) for k, c, m in completeness(model, clean, means, difference, CIRCUIT)}
+    circuit_left, model_left = rows[((1, 0),)]
+    whole = rows[()][1]
+    assert model_left - circuit_left > 0.3 * whole, rows
+    both = {k: (c, m) for k, c, m in completeness(model, clean, means, difference, [*CIRCUIT, (1, 1)])}
+    assert max(abs(c - m) for c, m in both.values()) < 0.05 * whole, both
 
 
 def test_the_hand_set_circuit_is_faithful_complete_and_minimal_and_a_partial_one_is_not():
