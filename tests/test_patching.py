@@ -11,13 +11,11 @@ import torch
 
 from attention_course.data.tokenization import train_bpe
 from attention_course.interpret.circuits import AttentionOnly, AttentionOnlyConfig, induction_by_hand
+from attention_course.interpret.ioi import IOI_NAMES, IOI_TEMPLATE, ioi_prompts
 from attention_course.interpret.patching import (
-    IOI_NAMES,
-    IOI_TEMPLATE,
     LogitDifference,
     attribution_patching,
     head_outputs,
-    ioi_prompts,
     logit_attribution,
     normalised,
     patch_each_head,
@@ -237,7 +235,7 @@ def test_the_chapters_gpt2_circuit_cells_run_on_a_small_gpt2_with_random_weights
     text = (COURSE_ROOT / "book" / "ch10_what_heads_learn.md").read_text()
     section = text[text.index("(ch10-gpt2-ioi)=") : text.index("## Key takeaways")]
     cells = re.findall(r"```\{code-cell\} ipython3\n:tags: \[skip-execution\]\n(.*?)\n```", section, re.S)
-    assert len(cells) == 3
+    assert len(cells) == 5
     tokenizer = names_tokenizer()
     build("gpt2-tied", tmp_path, vocab=tokenizer.get_vocab_size())
     monkeypatch.setattr(pretrained, "load_tokenizer", lambda name: tokenizer)
@@ -249,3 +247,6 @@ def test_the_chapters_gpt2_circuit_cells_run_on_a_small_gpt2_with_random_weights
     parts = namespace["parts"]
     assert parts.summed() == pytest.approx(parts.total, abs=1e-4) and parts.heads.shape == (2, 4)
     assert namespace["noised"].shape == namespace["denoised"].shape == (2, 4)
+    assert "at S2, noising costs the most: " in printed and "writes more once they are gone: " in printed
+    assert namespace["at"].shape == (2, 4, 4) and len(namespace["movers"]) == 3
+    assert namespace["knocked"].summed() == pytest.approx(namespace["knocked"].total, abs=1e-4)

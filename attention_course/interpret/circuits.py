@@ -5,7 +5,8 @@
   so that what a head does is a product of its matrices. Each layer has hook points, ``nn.Identity`` modules
   whose forward hooks read or replace the residual stream that its queries, keys and values read
   (``hook_q_input``, ``hook_k_input``, ``hook_v_input``, (B, T, d_model) each: changing one changes that path
-  alone), the attention pattern (``hook_pattern``, (B, H, T, T)) and each head's output before ``W_O``
+  alone), each head's queries, keys and values (``hook_q``, ``hook_k``, ``hook_v``, (B, H, T, d_head) each), the
+  attention pattern (``hook_pattern``, (B, H, T, T)) and each head's output before ``W_O``
   (``hook_z``, (B, H, T, d_head)) and the residual stream before the layer, which the layer reads and adds to
   (``hook_resid_pre``, (B, T, d_model)); the model has one more, ``hook_unembed_input``, the stream that the
   unembedding reads (the direct path).
@@ -65,6 +66,8 @@ class AttentionLayer(nn.Module):
         self.W_O = _uniform(generator, 1 / math.sqrt(heads * e), heads, e, d)
         # (B, T, d_model) each: the residual stream as the queries, keys and values read it (one path each)
         self.hook_q_input, self.hook_k_input, self.hook_v_input = nn.Identity(), nn.Identity(), nn.Identity()
+        # (B, H, T, d_head) each: every head's queries, keys and values, after W_Q, W_K and W_V
+        self.hook_q, self.hook_k, self.hook_v = nn.Identity(), nn.Identity(), nn.Identity()
         self.hook_pattern = nn.Identity()  # (B, H, T, T): each head's attention, a row per query
         self.hook_z = nn.Identity()  # (B, H, T, d_head): each head's weighted values, before W_O
         # (B, T, d_model): the residual stream before the layer, which the layer reads and adds its output to
@@ -72,7 +75,10 @@ class AttentionLayer(nn.Module):
 
     def forward(self, x):
         inputs = (self.hook_q_input(x), self.hook_k_input(x), self.hook_v_input(x))
-        q, k, v = (torch.einsum("btd,hde->bhte", x, w) for x, w in zip(inputs, (self.W_Q, self.W_K, self.W_V)))
+        q, k, v = (
+            hook(torch.einsum("btd,hde->bhte", x, w))
+            for hook, x, w in zip((self.hook_q, self.hook_k, self.hook_v), inputs, (self.W_Q, self.W_K, self.W_V))
+        )
         length = x.size(1)
         future = torch.ones(length, length, dtype=torch.bool, device=x.device).triu(1)
         scores = (q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))).masked_fill(future, float("-inf"))

@@ -22,7 +22,9 @@ input of each layer's ``W_o``).
 - :func:`logit_attribution` splits a ``DecoderOnly``'s logit difference into the direct contributions of its
   heads, attention biases, feed-forward networks and embeddings, with the final LayerNorm's scale frozen at its
   value in the run (which makes the split exact).
-- :func:`ioi_prompts` writes Wang et al.'s indirect-object prompts, clean and corrupted, for a GPT-2 tokenizer.
+
+Wang et al.'s indirect-object prompts, on which GPT-2's cells of the chapter run these, are in
+:mod:`attention_course.interpret.ioi`.
 """
 
 from __future__ import annotations
@@ -180,14 +182,18 @@ def patch_each_head(model, tokens, source, metric: Callable) -> torch.Tensor:
 
 
 @torch.no_grad()
-def patch_each_position(model, tokens, source, metric: Callable) -> torch.Tensor:
-    """(layers, heads, T): as :func:`patch_each_head`, one head at one position at a time."""
+def patch_each_position(model, tokens, source, metric: Callable, positions=None) -> torch.Tensor:
+    """(layers, heads, T): as :func:`patch_each_head`, one head at one position at a time; with ``positions`` (a
+    list of P positions), at those alone: (layers, heads, P), column k for ``positions[k]``."""
     length = tokens.size(1)
-    out = torch.zeros(_layers(model), _heads(model), length)
+    chosen = list(range(length)) if positions is None else [int(p) for p in positions]
+    if any(not -length <= p < length for p in chosen):
+        raise ValueError(f"positions must be positions of the sequence (length {length}), got {chosen}")
+    out = torch.zeros(_layers(model), _heads(model), len(chosen))
     for layer in range(_layers(model)):
         for head in range(_heads(model)):
-            for position in range(length):
-                out[layer, head, position] = float(
+            for k, position in enumerate(chosen):
+                out[layer, head, k] = float(
                     metric(patch_heads(model, tokens, source, [(layer, head)], positions=position))
                 )
     return out
@@ -377,56 +383,3 @@ def logit_attribution(model, tokens, right, wrong, position: int = -1) -> Attrib
         norm_bias=float(constant.mean()),
         total=float(total.mean()),
     )
-
-
-# Wang et al.'s indirect-object task: two names, one repeated (the subject, S), and the model should complete with
-# the other (the indirect object, IO). Names and templates of the paper's kind, each name one GPT-2 token.
-IOI_NAMES = (" Mary", " John", " Tom", " James", " Dan", " Sid", " Martin", " Amy", " Paul", " Lisa", " Mark", " Anne")
-IOI_TEMPLATE = "When{a} and{b} went to the store,{s} gave a drink to"
-
-
-@dataclass(frozen=True)
-class IOIPrompts:
-    """Prompts of the indirect-object task, all of one token length: ``clean`` (N, L) names the subject twice
-    (``"When Mary and John went to the store, John gave a drink to"``: the answer is the indirect object, Mary);
-    ``corrupted`` is the same with a third name in the subject's second place (Wang et al.'s ABC prompts, in which
-    nothing marks either of the first two names as the answer). ``io`` and ``s`` (N,) are the two names' tokens, and
-    ``metric`` the logit difference ``logit(io) - logit(s)`` at the last position."""
-
-    clean: torch.Tensor
-    corrupted: torch.Tensor
-    io: torch.Tensor
-    s: torch.Tensor
-
-    @property
-    def metric(self) -> LogitDifference:
-        return LogitDifference(torch.tensor([self.clean.size(1) - 1]), self.io[:, None], self.s[:, None])
-
-
-def ioi_prompts(
-    tokenizer, count: int, seed: int = 0, names: Iterable[str] = IOI_NAMES, template: str = IOI_TEMPLATE
-) -> IOIPrompts:
-    """``count`` prompts of ``template`` (with ``{a}``, ``{b}`` and ``{s}`` for the names, ``{s}`` the repeated
-    one), names drawn from ``names`` (each must be one token of ``tokenizer``, a ``tokenizers.Tokenizer``); the
-    indirect object comes first in half of them, second in the other half (the paper's ABBA and BABA orders)."""
-    names = list(names)
-    ids = {name: tokenizer.encode(name).ids for name in names}
-    split = [name for name, pieces in ids.items() if len(pieces) != 1]
-    if split:
-        raise ValueError(f"names must be one token each; these are not: {split}")
-    if len(names) < 3:
-        raise ValueError(f"names must hold at least 3 names (a third one corrupts), got {len(names)}")
-    if count < 1:
-        raise ValueError(f"count must be a positive int, got {count!r}")
-    generator = torch.Generator().manual_seed(seed)
-    clean, corrupted, io, s = [], [], [], []
-    for k in range(count):
-        first, second, third = (names[i] for i in torch.randperm(len(names), generator=generator)[:3].tolist())
-        a, b = (first, second) if k % 2 == 0 else (second, first)  # ABBA, then BABA
-        clean.append(tokenizer.encode(template.format(a=a, b=b, s=second)).ids)
-        corrupted.append(tokenizer.encode(template.format(a=a, b=b, s=third)).ids)
-        io.append(ids[first][0])
-        s.append(ids[second][0])
-    if len({len(c) for c in clean + corrupted}) != 1:
-        raise ValueError("the prompts' token lengths differ: the template must tokenize the same way around each name")
-    return IOIPrompts(torch.tensor(clean), torch.tensor(corrupted), torch.tensor(io), torch.tensor(s))
