@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import linecache
 
+import pytest
 import torch
 
 from attention_course.kernels import interpreter
@@ -56,3 +57,23 @@ def test_a_launch_patches_the_language_once_computes_the_same_and_puts_it_back(m
     installed = triton_interpreter._patch_lang
     interpreter.load_triton(interpret=True)  # once a process: no second layer
     assert triton_interpreter._patch_lang is installed and installed._once
+
+
+def test_the_numpy_dtype_of_each_triton_dtype_is_the_interpreters_own():
+    triton, tl = interpreter.load_triton(interpret=True)
+    from triton.runtime import interpreter as triton_interpreter
+
+    once, own = triton_interpreter._get_np_dtype, triton_interpreter._get_np_dtype.original
+    scalars = [tl.int1, tl.float16, tl.bfloat16, tl.float32, tl.float64, tl.int8, tl.uint8, tl.int16, tl.uint16]
+    scalars += [tl.int32, tl.uint32, tl.int64, tl.uint64, tl.float8e5, tl.float8e5b16, tl.float8e4nv, tl.float8e4b8]
+    scalars += [tl.float8e4b15]
+    for scalar in scalars:
+        for dtype in (scalar, tl.block_type(scalar, [16, 4]), tl.pointer_type(scalar)):
+            assert once(dtype) == own(dtype) and once(dtype) == own(dtype), dtype  # found, then remembered
+        pointers = tl.block_type(tl.pointer_type(scalar), [8])
+        assert once(pointers) == own(pointers) == own(tl.pointer_type(tl.int8))
+    for unknown in (tl.void, tl.block_type(tl.void, [2])):  # no NumPy dtype: the interpreter's own error
+        with pytest.raises(KeyError):
+            own(unknown)
+        with pytest.raises(KeyError):
+            once(unknown)
