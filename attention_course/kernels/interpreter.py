@@ -4,7 +4,8 @@ Triton compiles a kernel for a GPU; its interpreter runs the same kernel on CPU 
 with NumPy. Which of the two a process uses is fixed when ``triton`` is first imported (``TRITON_INTERPRET``), so
 :func:`load_triton` imports it: in the interpreter unless the process asked for compiled kernels
 (``TRITON_INTERPRET=0``, as :mod:`benchmarks.attention` does on a GPU). The exercise's tests, the grader and the book
-run the kernels in the interpreter, on the CPU, wherever they run.
+run the kernels in the interpreter, on the CPU, wherever they run. There, two of the interpreter's costs that change
+nothing it computes are spared (:func:`_patch_language_once`): a fifth of chapter 11's grading.
 """
 
 from __future__ import annotations
