@@ -5,11 +5,17 @@ triton.language and puts it back, as Triton does; the calls of functions written
 from __future__ import annotations
 
 import linecache
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
 
 from attention_course.kernels import interpreter
+
+ROOT = Path(__file__).resolve().parent.parent
 
 KERNELS = """
 @triton.jit
@@ -77,3 +83,18 @@ def test_the_numpy_dtype_of_each_triton_dtype_is_the_interpreters_own():
             own(unknown)
         with pytest.raises(KeyError):
             once(unknown)
+
+
+def test_another_triton_runs_as_triton_made_it():
+    """Colab's own Triton, or a new pin, until checked: its interpreter's private functions are left alone."""
+    script = (
+        "import triton\n"
+        "triton.__version__ = '3.6.0'\n"
+        "from attention_course.kernels.interpreter import load_triton\n"
+        "load_triton(interpret=True)\n"
+        "from triton.runtime import interpreter\n"
+        "assert not hasattr(interpreter._patch_lang, '_once') and not hasattr(interpreter._get_np_dtype, 'original')\n"
+    )
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert run.returncode == 0, run.stderr[-2000:]

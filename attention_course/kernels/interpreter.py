@@ -15,6 +15,9 @@ import os
 import sys
 
 INTERPRET = "TRITON_INTERPRET"
+# The Triton whose interpreter _patch_language_once was written against and checked with (requirements.txt's pin):
+# another (Colab's own, a new pin) runs as Triton made it, until checked (tests/test_triton_patch.py fails then).
+SPARED_TRITON = "3.7."
 
 
 def load_triton(interpret: bool | None = None):
@@ -85,12 +88,16 @@ def _patch_language_once() -> None:
     exercise's tests). The patch again changes nothing where everything it would patch is patched already: the
     language modules that the function sees, and the tensor methods and dtype that every patch sets (its patches
     are never put back). That call alone is skipped; a launch patches and restores as before, and a call that
-    finds anything unpatched patches as before. Installed once a process (idempotent).
+    finds anything unpatched patches as before. Installed once a process (idempotent), and only for the Triton it
+    was checked with (:data:`SPARED_TRITON`): these are the interpreter's private functions.
 
     The NumPy dtype of a Triton dtype (``_get_np_dtype``, called at nearly every operation: 145,000 times in those
     tests) is looked up once for each dtype, not found by building a table of twenty NumPy dtypes at each call."""
+    import triton
     from triton.runtime import interpreter
 
+    if not triton.__version__.startswith(SPARED_TRITON):
+        return
     if getattr(interpreter._patch_lang, "_once", False):
         return
     patch = interpreter._patch_lang
