@@ -197,7 +197,8 @@ class Literal:
         if self.library == "python":
             return repr(_thaw(self.value))
         data = np.array(_thaw(self.value), dtype=self.dtype)
-        return f"{self.library} {data.dtype} {tuple(data.shape)}"
+        memory = f", laid in memory as the dimensions {self.memory}" if self.memory else ""
+        return f"{self.library} {data.dtype} {tuple(data.shape)}{memory}"
 
 
 @dataclass(frozen=True)

@@ -654,6 +654,51 @@ BUGS += [
     ),
 ]
 
+# ------------------------------------------------------------------ strided inputs, grouped-query heads, two stages
+# Right values: each loses the kernel test cell (where the replay reads how the kernels were handed the inputs), or
+# the causal values, and nothing else.
+BUGS += [
+    bug(
+        "forward_strided_views_copied",
+        "flash_attention_forward",
+        (Q4, "q4, k4, v4 = (heads_of(t.contiguous()) for t in (q, k, v))"),
+        why="the launcher makes every input contiguous before the launch (the habit of a kernel that assumes "
+        "contiguous tensors): a (B, H, L, d) view of a (B, L, H, d) tensor is copied, which the strides avoid",
+        cause="no .contiguous() copy before the launch",
+    ),
+    bug(
+        "forward_kv_expanded_per_query_head",
+        "flash_attention_forward",
+        (
+            Q4,
+            Q4 + "\n    if k4.shape[1] != q4.shape[1]:  # grouped-query heads: one key/value head for each query head\n"
+            "        k4, v4 = (t.repeat_interleave(q4.shape[1] // t.shape[1], dim=1) for t in (k4, v4))",
+        ),
+        why="grouped-query heads handled by repeating each key/value head for its query heads in memory "
+        "(repeat_interleave) before the launch: the right values, and H_q / H_kv copies of K and V",
+        cause="do not repeat k and v for each query head",
+    ),
+    bug(
+        "forward_two_stage_diagonal_unmasked",
+        "flash_attention_forward",
+        ("            BLOCK_K,\n            True,\n", "            BLOCK_K,\n            False,\n"),
+        why="the tutorial's two-stage causal loop with its second stage, the blocks the diagonal cuts, unmasked: "
+        "the keys after each query's diagonal get weight",
+        cause="the keys after it are not masked",
+    ),
+    bug(
+        "backward_strided_views_copied",
+        "flash_attention_backward",
+        (
+            "q4, k4, v4, grad_out4 = (heads_of(t) for t in (q, k, v, grad_output))",
+            "q4, k4, v4, grad_out4 = (heads_of(t.contiguous()) for t in (q, k, v, grad_output))",
+        ),
+        why="the backward's launcher makes q, k, v and grad_output contiguous before the launches: strided views "
+        "copied",
+        cause="no .contiguous() copy before the launch",
+    ),
+]
+
 NO_KERNELS = "in the Triton kernels that flash_attention_backward launches"
 BUGS += [
     Bug(
