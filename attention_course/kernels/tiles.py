@@ -1,5 +1,4 @@
-"""Chapter 11's causal loop in two stages, counted: the tiles of scores a causal forward kernel computes, and how
-many of them it masks, run in Triton's interpreter.
+"""Chapter 11's causal loop counted in Triton's interpreter: the tiles of scores a causal kernel computes and masks.
 
 A causal forward kernel gives each block of ``block_q`` queries a loop over the blocks of ``block_k`` keys up to the
 diagonal. Written as one loop, every tile it computes pays for the mask (the comparison of every key with every

@@ -20,7 +20,7 @@ def attention_saved(
     dtype: str = "float32",
     kv_heads: int | None = None,
     memory: tuple[int, ...] = (),
-) -> list[specs.Literal]:
+) -> list[specs.Literal | specs.Laid]:
     """``[q, k, v, output, lse, grad_output]`` for a backward pass of attention, as specs: random queries
     ``shape`` = ``(..., Lq, d)``, keys and values of ``n_keys`` positions (default ``Lq``) and a gradient of the
     output, all standard normal from ``seed`` and then rounded to ``dtype`` (``"float32"``, ``"float16"``);
@@ -45,5 +45,5 @@ def attention_saved(
     grad_output = torch.randn(shape, generator=generator)
     q, k, v, grad_output = (t.to(getattr(torch, dtype)) for t in (q, k, v, grad_output))
     output, lse = attention(q, k, v, causal)
-    laid = [memory, memory, memory, memory, (), memory]
-    return [specs.made(t, m) for t, m in zip((q, k, v, output, lse, grad_output), laid)]
+    made = [specs.made(t) for t in (q, k, v, output, lse, grad_output)]
+    return [specs.Laid(m, tuple(memory)) if memory and i != 4 else m for i, m in enumerate(made)]  # lse contiguous

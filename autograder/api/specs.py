@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from autograder.api.memory import Laid
+
 LIBRARIES = ("torch", "numpy")
 
 
@@ -29,23 +31,6 @@ def _check_library(library: str) -> None:
         raise ValueError(f"library must be one of {LIBRARIES}, got {library!r}")
 
 
-def check_memory(memory, rank: int, library: str) -> tuple[int, ...]:
-    """``memory`` (a permutation of a tensor's dimensions, or ``()``), checked: a torch tensor's only."""
-    memory = tuple(memory)
-    if memory and (library != "torch" or sorted(memory) != list(range(rank))):
-        raise ValueError(f"memory must order the {rank} dimensions of a torch tensor, got {memory!r}")
-    return memory
-
-
-def laid_in_memory(value, memory: tuple[int, ...]):
-    """``value`` (a torch tensor) with the same values, its dimensions laid in memory in the order ``memory``
-    (outermost first): a view, as ``x.transpose(1, 2)`` of a ``(B, L, H, d)`` tensor is a ``(B, H, L, d)`` one
-    laid as ``(0, 2, 1, 3)``; ``value`` itself for ``()``."""
-    if not memory:
-        return value
-    return value.permute(memory).contiguous().permute([memory.index(i) for i in range(len(memory))])
-
-
 @dataclass(frozen=True)
 class Random:
     """A standard-normal array or tensor, times ``scale``, plus ``shift``; with ``spread``, each row
@@ -58,23 +43,20 @@ class Random:
     dtype: str = "float32"
     library: str = "torch"
     spread: float = 0.0
-    memory: tuple[int, ...] = ()  # the order its dimensions lie in memory, outermost first (): contiguous
 
     def __post_init__(self):
         object.__setattr__(self, "shape", check_shape(self.shape))
         _check_library(self.library)
-        object.__setattr__(self, "memory", check_memory(self.memory, len(self.shape), self.library))
 
     def make(self, rng: np.random.Generator):
         data = rng.standard_normal(self.shape) * self.scale + self.shift
         if self.spread and self.shape:
             data = data + rng.standard_normal((*self.shape[:-1], 1)) * self.spread
-        return laid_in_memory(_convert(data, self.dtype, self.library), self.memory)
+        return _convert(data, self.dtype, self.library)
 
     def describe(self) -> str:
         spread = f", rows spread by {self.spread:g}" if self.spread else ""
-        memory = f", laid in memory as the dimensions {self.memory}" if self.memory else ""
-        return f"{self.library} {self.dtype} {self.shape}{spread}{memory}"
+        return f"{self.library} {self.dtype} {self.shape}{spread}"
 
 
 @dataclass(frozen=True)
@@ -177,28 +159,23 @@ class Literal:
     value: Any
     dtype: str | None = None
     library: str = "numpy"
-    memory: tuple[int, ...] = ()  # as Random's
 
     def __post_init__(self):
         if self.library != "python":
             _check_library(self.library)
         object.__setattr__(self, "value", _freeze(self.value))
-        if self.memory:
-            rank = np.array(_thaw(self.value)).ndim
-            object.__setattr__(self, "memory", check_memory(self.memory, rank, self.library))
 
     def make(self, rng: np.random.Generator):
         if self.library == "python":
             return _thaw(self.value)
         data = np.array(_thaw(self.value), dtype=self.dtype)
-        return laid_in_memory(_convert(data, str(data.dtype), self.library), self.memory)
+        return _convert(data, str(data.dtype), self.library)
 
     def describe(self) -> str:
         if self.library == "python":
             return repr(_thaw(self.value))
         data = np.array(_thaw(self.value), dtype=self.dtype)
-        memory = f", laid in memory as the dimensions {self.memory}" if self.memory else ""
-        return f"{self.library} {data.dtype} {tuple(data.shape)}{memory}"
+        return f"{self.library} {data.dtype} {tuple(data.shape)}"
 
 
 @dataclass(frozen=True)
@@ -351,21 +328,17 @@ class Uniforms:
 
 
 Spec = Random | RandomInts | RandomMask | PaddedTokens | Literal | Fixture | Group | AttentionPattern
-Spec = Spec | RepeatedTokens | Distributions | Uniforms
+Spec = Spec | RepeatedTokens | Distributions | Uniforms | Laid
 
 
 def _freeze(value):
-    if isinstance(value, (list, tuple)):
-        return tuple(_freeze(v) for v in value)
     if isinstance(value, np.ndarray):
-        return _freeze(value.tolist())
-    return value
+        value = value.tolist()
+    return tuple(_freeze(v) for v in value) if isinstance(value, (list, tuple)) else value
 
 
 def _thaw(value):
-    if isinstance(value, tuple):
-        return [_thaw(v) for v in value]
-    return value
+    return [_thaw(v) for v in value] if isinstance(value, tuple) else value
 
 
 def _convert(data: np.ndarray, dtype: str, library: str):
@@ -375,17 +348,10 @@ def _convert(data: np.ndarray, dtype: str, library: str):
 
 
 # Short constructors, so that tests read as one line per property.
-def tensor(
-    *shape: int,
-    scale: float = 1.0,
-    shift: float = 0.0,
-    dtype: str = "float32",
-    spread: float = 0.0,
-    memory: tuple[int, ...] = (),
-) -> Random:
-    """A random torch tensor of this shape; ``memory``: the order its dimensions lie in memory (a strided view, such
-    as ``(0, 2, 1, 3)``: a ``(B, H, L, d)`` view of a ``(B, L, H, d)`` tensor)."""
-    return Random(shape, scale=scale, shift=shift, dtype=dtype, library="torch", spread=spread, memory=tuple(memory))
+def tensor(*shape: int, scale=1.0, shift=0.0, dtype="float32", spread=0.0, memory: tuple = ()) -> Random | Laid:
+    """A random torch tensor of this shape; ``memory``: a strided view's order of its dimensions in memory."""
+    spec = Random(shape, scale=scale, shift=shift, dtype=dtype, library="torch", spread=spread)
+    return Laid(spec, tuple(memory)) if memory else spec
 
 
 def array(*shape: int, scale: float = 1.0, shift: float = 0.0, dtype: str = "float64", spread: float = 0.0) -> Random:
@@ -452,12 +418,10 @@ def loud_query(*shape: int, dtype: str = "float32", seed: int, loudness: float =
     return literal((np.random.default_rng(seed).standard_normal(shape) * loud).tolist(), dtype=dtype, library="torch")
 
 
-def made(value, memory: tuple[int, ...] = ()) -> Literal:
-    """A value already made (a tensor or array) as the spec that makes it again, dtype and library kept
-    (``memory``: a tensor's layout, as :func:`tensor`'s)."""
+def made(value) -> Literal:
+    """A value already made (a tensor or array) as the spec that makes it again, dtype and library kept."""
     if isinstance(value, torch.Tensor):
-        dtype = str(value.dtype).removeprefix("torch.")
-        return Literal(value.detach().cpu().tolist(), dtype=dtype, library="torch", memory=tuple(memory))
+        return Literal(value.detach().cpu().tolist(), dtype=str(value.dtype).removeprefix("torch."), library="torch")
     if isinstance(value, np.ndarray):
         return Literal(value.tolist(), dtype=str(value.dtype), library="numpy")
     return as_spec(value)

@@ -6,10 +6,9 @@ zeros outside the tensor and whose stores write nothing there), is here instead,
 
 Every answer reads a strided q, k or v (a (B, H, L, d) view of a (B, L, H, d) tensor) through its strides, with no
 copy, and grouped-query heads by finding the key/value head in the kernel: the contract since issue 85, which
-retired two idioms that copied their inputs by design (zero-padding every sequence to whole blocks) or could not
-take strides in the time (the backward of broadcast products). The grouped heads' grad_k and grad_v are summed in
-three ways: a loop over the query heads of the group inside the keys' program, and atomic adds from one program
-per query head.
+retired an idiom that copied its inputs by design (zero-padding every sequence to whole blocks). The grouped heads'
+grad_k and grad_v are summed in two ways: a loop over the query heads of the group inside the keys' program, and
+atomic adds from one program per query head.
 """
 
 from tests.correct import Answer
@@ -716,6 +715,110 @@ def flash_attention_backward(q, k, v, output, lse, grad_output, causal=False, bl
 """,
         "the keys' kernel in transposed form (Sᵀ = k qᵀ, Pᵀ, dSᵀ, keys along the rows), strides passed to the "
         "kernels, Δ computed in float64",
+    ),
+    Answer(
+        "backward_broadcast_products",
+        "flash_attention_backward",
+        """
+@triton.jit
+def keys_by_sums(
+    Q, K, V, dO, LSE, DELTA, dK, dV, sq0, sq1, sq2, sk0, sk1, sk2, sv0, sv1, sv2, so0, so1, so2, n_heads, n_kv, n_q, n_k, scale,
+    D: tl.constexpr, BQ: tl.constexpr, BK: tl.constexpr, CAUSAL: tl.constexpr,
+):
+    j = tl.program_id(0) * BK + tl.arange(0, BK)
+    b = tl.program_id(1)  # (batch, key/value head)
+    z, hk = b // n_kv, b % n_kv
+    e = tl.arange(0, D)
+    kv = b * n_k * D + j[:, None] * D + e[None, :]
+    k = tl.load(K + z * sk0 + hk * sk1 + j[:, None] * sk2 + e[None, :], mask=j[:, None] < n_k, other=0.0)
+    v = tl.load(V + z * sv0 + hk * sv1 + j[:, None] * sv2 + e[None, :], mask=j[:, None] < n_k, other=0.0)
+    k, v = k.to(tl.float32), v.to(tl.float32)
+    dk = tl.zeros((BK, D), tl.float32)
+    dv = tl.zeros((BK, D), tl.float32)
+    lo = 0
+    if CAUSAL:
+        lo = tl.maximum(tl.program_id(0) * BK - (n_k - n_q), 0) // BQ * BQ
+    # the rows of every query head of the group, one head after another (h: the head, i: its rows)
+    for r0 in range(0, (n_heads // n_kv) * n_q, n_q):
+        h = hk * (n_heads // n_kv) + r0 // n_q
+        for i0 in range(lo, n_q, BQ):
+            i = i0 + tl.arange(0, BQ)
+            q = tl.load(Q + z * sq0 + h * sq1 + i[:, None] * sq2 + e[None, :], mask=i[:, None] < n_q, other=0.0)
+            do = tl.load(dO + z * so0 + h * so1 + i[:, None] * so2 + e[None, :], mask=i[:, None] < n_q, other=0.0)
+            q, do = q.to(tl.float32), do.to(tl.float32)
+            lse = tl.load(LSE + (z * n_heads + h) * n_q + i, mask=i < n_q, other=0.0)
+            delta = tl.load(DELTA + (z * n_heads + h) * n_q + i, mask=i < n_q, other=0.0)
+            seen = (i[:, None] < n_q) & (j[None, :] < n_k)
+            if CAUSAL:
+                seen = seen & (j[None, :] <= i[:, None] + n_k - n_q)
+            # every product a broadcast over [BQ, BK, D] summed along one axis: no tl.dot
+            p = tl.where(seen, tl.exp(tl.sum(q[:, None, :] * k[None, :, :], axis=2) * scale - lse[:, None]), 0.0)
+            dv += tl.sum(p[:, :, None] * do[:, None, :], axis=0)
+            ds = p * (tl.sum(do[:, None, :] * v[None, :, :], axis=2) - delta[:, None])
+            dk += tl.sum(ds[:, :, None] * q[:, None, :], axis=0)
+    tl.store(dK + kv, dk * scale, mask=j[:, None] < n_k)
+    tl.store(dV + kv, dv, mask=j[:, None] < n_k)
+
+
+@triton.jit
+def queries_by_sums(
+    Q, K, V, dO, LSE, DELTA, dQ, sq0, sq1, sq2, sk0, sk1, sk2, sv0, sv1, sv2, so0, so1, so2, n_heads, n_kv, n_q, n_k, scale,
+    D: tl.constexpr, BQ: tl.constexpr, BK: tl.constexpr, CAUSAL: tl.constexpr,
+):
+    i = tl.program_id(0) * BQ + tl.arange(0, BQ)
+    b = tl.program_id(1)  # (batch, query head)
+    z, h = b // n_heads, b % n_heads
+    hk = h // (n_heads // n_kv)
+    e = tl.arange(0, D)
+    at = b * n_q * D + i[:, None] * D + e[None, :]
+    q = tl.load(Q + z * sq0 + h * sq1 + i[:, None] * sq2 + e[None, :], mask=i[:, None] < n_q, other=0.0)
+    do = tl.load(dO + z * so0 + h * so1 + i[:, None] * so2 + e[None, :], mask=i[:, None] < n_q, other=0.0)
+    q, do = q.to(tl.float32), do.to(tl.float32)
+    lse = tl.load(LSE + b * n_q + i, mask=i < n_q, other=0.0)
+    delta = tl.load(DELTA + b * n_q + i, mask=i < n_q, other=0.0)
+    dq = tl.zeros((BQ, D), tl.float32)
+    hi = n_k
+    if CAUSAL:
+        hi = tl.minimum(n_k, (tl.program_id(0) + 1) * BQ + n_k - n_q)
+    for j0 in range(0, hi, BK):
+        j = j0 + tl.arange(0, BK)
+        k = tl.load(K + z * sk0 + hk * sk1 + j[:, None] * sk2 + e[None, :], mask=j[:, None] < n_k, other=0.0)
+        v = tl.load(V + z * sv0 + hk * sv1 + j[:, None] * sv2 + e[None, :], mask=j[:, None] < n_k, other=0.0)
+        k, v = k.to(tl.float32), v.to(tl.float32)
+        seen = (i[:, None] < n_q) & (j[None, :] < n_k)
+        if CAUSAL:
+            seen = seen & (j[None, :] <= i[:, None] + n_k - n_q)
+        p = tl.where(seen, tl.exp(tl.sum(q[:, None, :] * k[None, :, :], axis=2) * scale - lse[:, None]), 0.0)
+        ds = p * (tl.sum(do[:, None, :] * v[None, :, :], axis=2) - delta[:, None])
+        dq += tl.sum(ds[:, :, None] * k[None, :, :], axis=1)
+    tl.store(dQ + at, dq * scale, mask=i[:, None] < n_q)
+
+
+def flash_attention_backward(q, k, v, output, lse, grad_output, causal=False, block_q=16, block_k=16):
+    for name, size in (("block_q", block_q), ("block_k", block_k), ("q", q.shape[-1])):
+        if size < 16 or size & (size - 1):
+            raise ValueError(f"{name} must be a power of two of at least 16, got {size}")
+    n_q, d = q.shape[-2:]
+    n_k = k.shape[-2]
+    q4, k4, v4, do4 = (t.reshape(-1, *t.shape[-3:]) if t.dim() > 2 else t[None, None] for t in (q, k, v, grad_output))
+    n_heads, n_kv = q4.shape[1], k4.shape[1]
+    if n_heads % n_kv:
+        raise ValueError(f"k: {n_kv} heads must divide the {n_heads} of q")
+    lse2 = lse.reshape(-1, n_q).float().contiguous()
+    delta = (grad_output.float() * output.float()).sum(-1).reshape(-1, n_q).contiguous()
+    dq, dk, dv = (torch.empty(t.shape, dtype=t.dtype) for t in (q4, k4, v4))
+    strides = [st for t in (q4, k4, v4, do4) for st in t.stride()[:3]]
+    meta = {"D": d, "BQ": block_q, "BK": block_k, "CAUSAL": causal}
+    keys_by_sums[(triton.cdiv(n_k, block_k), k4.shape[0] * n_kv)](
+        q4, k4, v4, do4, lse2, delta, dk, dv, *strides, n_heads, n_kv, n_q, n_k, 1 / math.sqrt(d), **meta
+    )
+    queries_by_sums[(triton.cdiv(n_q, block_q), q4.shape[0] * n_heads)](
+        q4, k4, v4, do4, lse2, delta, dq, *strides, n_heads, n_kv, n_q, n_k, 1 / math.sqrt(d), **meta
+    )
+    return dq.reshape(q.shape), dk.reshape(k.shape), dv.reshape(v.shape)
+""",
+        "no tl.dot: every product (S, dP, and the sums into dV, dK and dQ) a broadcast product over a block_q x "
+        "block_k x d tile summed by tl.sum, every tile in float32",
     ),
     # ------------------------------------------------------------------ causal_blocks_visited
     Answer(
