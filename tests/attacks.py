@@ -1151,7 +1151,7 @@ def flash_attention_backward(q, k, v, output, lse, grad_output, causal=False, bl
         LQ=triton.next_power_of_2(n_q), LK=triton.next_power_of_2(n_k), CAUSAL=causal,
     )
     if k.shape != k_shape:  # grouped-query heads: the repeated heads' gradients summed back
-        dk, dv = (g.reshape(*k_shape[:-3], k_shape[-3], -1, n_k, d).sum(-4) for g in (dk, dv))
+        dk, dv = (g.reshape(*k_shape[:-3], k_shape[-3], -1, n_k, d).sum(-3) for g in (dk, dv))
     return dq.reshape(q.shape), dk.reshape(k_shape), dv.reshape(k_shape)
 """
 )
