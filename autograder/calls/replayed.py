@@ -225,7 +225,7 @@ def copied(plan: Plan, inputs: dict[str, torch.Tensor], roles=("q", "k", "v", "g
     """The inputs among ``roles`` that the caller handed over strided (not contiguous) and that no launch reads where
     they lie: every tensor of the launches that holds one lays it out otherwise, a copy the launcher made (the
     ``.contiguous()`` of a view). An input no launch holds at all is left to the other checks."""
-    problems = []
+    copies = []
     for role in roles:
         given = inputs.get(role)
         if not isinstance(given, torch.Tensor) or given.dim() < 3 or given.is_contiguous():
@@ -249,13 +249,15 @@ def copied(plan: Plan, inputs: dict[str, torch.Tensor], roles=("q", "k", "v", "g
                 break
         else:
             if held:
-                problems.append(
-                    f"the kernels read a copy of {role}, laid out otherwise than the caller's tensor: {role} came as a "
-                    "strided view (a (B, H, L, d) view of a (B, L, H, d) tensor) and was copied (.contiguous(), or an "
-                    "operation that makes a new tensor) before the launch; hand the kernel the view itself and read "
-                    "it through its strides (x.stride(...) passed to the kernel)"
-                )
-    return problems
+                copies.append(role)
+    if not copies:
+        return []
+    names = ", ".join(copies[:-1]) + (" and " if len(copies) > 1 else "") + copies[-1]
+    return [
+        f"the kernels read a copy of {names}, laid out otherwise than the caller's tensors: strided views (a "
+        "(B, H, L, d) view of a (B, L, H, d) tensor) copied before the launch (.contiguous(), or an operation that "
+        "makes a new tensor)"
+    ]
 
 
 def repeated(plan: Plan, inputs: dict[str, torch.Tensor]) -> list[str]:

@@ -187,13 +187,6 @@ BUGS = [
     ),
     # ------------------------------------------------------------------ lse
     bug(
-        "forward_lse_last_block",
-        "flash_attention_forward",
-        (LSE, "top + tl.log(tl.sum(weights, axis=1))"),
-        why="lse from the last block's exponentials only",
-        cause="not the last block's alone",
-    ),
-    bug(
         "forward_lse_without_max",
         "flash_attention_forward",
         (LSE, "tl.log(total)"),
