@@ -50,7 +50,14 @@ _HOMES = {  # name -> the module that defines it; imported on first use, so that
     ),
     **dict.fromkeys(("check_choices",), "autograder.checks.questions"),
     **dict.fromkeys(
-        ("check_accesses_in_bounds", "check_kernels_compute", "check_skips_hidden_blocks"), "autograder.checks.kernels"
+        (
+            "check_accesses_in_bounds",
+            "check_heads_not_repeated",
+            "check_kernels_compute",
+            "check_reads_inputs_in_place",
+            "check_skips_hidden_blocks",
+        ),
+        "autograder.checks.kernels",
     ),
     **dict.fromkeys(("CheckFailed", "Item", "Mistake", "PartlyRight", "is_shape", "mistakes"), "autograder.api.items"),
     **dict.fromkeys(("attention_saved",), "autograder.api.derived"),

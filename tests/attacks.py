@@ -930,13 +930,23 @@ _SIZES_CHECKED = """    for name, size in (("block_q", block_q), ("block_k", blo
 """
 
 
+# Grouped-query heads repeated in PyTorch (a copy, which these attacks do not mind: the grader's kernel tests fail
+# them before they read it), so that every attack keeps the value tests of strided and grouped inputs.
+_GROUPED = """    k, v = grouped(q, k), grouped(q, v)
+"""
+
+
 def _whole_head_launcher(kernel: str) -> str:
     """The forward launcher of cases 3: one program per head of ``kernel``, the whole head in one tile."""
     return (
         """
+from attention_course.kernels.plain import grouped
+
+
 def flash_attention_forward(q, k, v, causal=False, block_q=16, block_k=16):
 """
         + _SIZES_CHECKED
+        + _GROUPED
         + f"""    n_q, d = q.shape[-2:]
     n_k = k.shape[-2]
     q3, k3, v3 = (t.reshape(-1, t.shape[-2], d).contiguous() for t in (q, k, v))
@@ -1005,9 +1015,13 @@ def weighted_sum_kernel(q_ptr, k_ptr, v_ptr, lse_ptr, out_ptr, n_q, n_k, scale, 
     tl.store(out_ptr + seq * n_q * D + rows[:, None] * D + cols[None, :], acc, mask=rows[:, None] < n_q)
 
 
+from attention_course.kernels.plain import grouped
+
+
 def flash_attention_forward(q, k, v, causal=False, block_q=16, block_k=16):
 """
     + _SIZES_CHECKED
+    + _GROUPED
     + """    n_q, d = q.shape[-2:]
     n_k = k.shape[-2]
     q3, k3, v3 = (t.reshape(-1, t.shape[-2], d).contiguous() for t in (q, k, v))
@@ -1117,10 +1131,15 @@ def whole_head_gradients(Q, K, V, dO, LSE, DELTA, dQ, dK, dV, n_q, n_k, scale, D
         tl.store(dV + b * n_k * D + j * D + e, tl.sum(p * do_e[:, None], axis=0), mask=j < n_k)
 
 
+from attention_course.kernels.plain import grouped
+
+
 def flash_attention_backward(q, k, v, output, lse, grad_output, causal=False, block_q=16, block_k=16):
 """
     + _SIZES_CHECKED
-    + """    n_q, d = q.shape[-2:]
+    + """    k_shape = k.shape
+    k, v = grouped(q, k), grouped(q, v)
+    n_q, d = q.shape[-2:]
     n_k = k.shape[-2]
     q3, do3 = (t.reshape(-1, n_q, d).contiguous() for t in (q, grad_output))
     k3, v3 = (t.reshape(-1, n_k, d).contiguous() for t in (k, v))
@@ -1131,7 +1150,9 @@ def flash_attention_backward(q, k, v, output, lse, grad_output, causal=False, bl
         q3, k3, v3, do3, lse2, delta, dq, dk, dv, n_q, n_k, 1 / math.sqrt(d), D=d,
         LQ=triton.next_power_of_2(n_q), LK=triton.next_power_of_2(n_k), CAUSAL=causal,
     )
-    return dq.reshape(q.shape), dk.reshape(k.shape), dv.reshape(v.shape)
+    if k.shape != k_shape:  # grouped-query heads: the repeated heads' gradients summed back
+        dk, dv = (g.reshape(*k_shape[:-3], k_shape[-3], -1, n_k, d).sum(-3) for g in (dk, dv))
+    return dq.reshape(q.shape), dk.reshape(k_shape), dv.reshape(k_shape)
 """
 )
 

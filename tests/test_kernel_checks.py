@@ -21,7 +21,13 @@ from autograder.api.derived import attention_saved
 from autograder.api.items import CheckFailed, Item
 from autograder.api.specs import tensor
 from autograder.calls import kernel_source, launches
-from autograder.checks.kernels import check_accesses_in_bounds, check_kernels_compute, check_skips_hidden_blocks
+from autograder.checks.kernels import (
+    check_accesses_in_bounds,
+    check_heads_not_repeated,
+    check_kernels_compute,
+    check_reads_inputs_in_place,
+    check_skips_hidden_blocks,
+)
 from autograder.checks.values import check_matches
 from tests import attacks
 
@@ -340,7 +346,7 @@ def scratch_forward() -> str:
     in flat scratch buffers (:data:`tests.attacks.SCRATCH`)."""
     from autograder.release.reference import replaced
 
-    copied = "    q3, k3, v3 = (scratch(t) for t in (q3, k3, v3))\n"
+    copied = "    q4, k4, v4 = (scratch(t)[: t.numel()].as_strided(t.shape, t.stride()) for t in (q4, k4, v4))\n"
     forward_code = replaced(
         catalogued("forward_causal_skips_nothing"),
         [("    flash_forward_kernel[grid](", copied + "    flash_forward_kernel[grid](")],
@@ -357,13 +363,15 @@ def test_kernels_that_read_scratch_copies_of_the_inputs_are_seen_to_visit_the_hi
     item = forward(defined("scratch", scratch_forward())["flash_attention_forward"])
     computes(item, qkv(), {"causal": True})
     assert "visits keys that none of its queries sees" in problem(skips, item, qkv(), 16, 16)
-    copied = "    heads = q3.shape[0]\n    q3, k3, v3, grad_out3 = (scratch(t) for t in (q3, k3, v3, grad_out3))\n"
+    copied = "    q4, k4, v4, grad_out4 = (scratch(t)[: t.numel()].view(t.shape) for t in (q4, k4, v4, grad_out4))\n"
+    forward_cell = source_of(reference, "flash_attention_forward")
+    views_of = forward_cell[forward_cell.index("def heads_of") :].split("\n\n\n")[0] + "\n\n\n"  # the launcher's helper
     backward_code = replaced(
         catalogued("backward_keys_kernel_skips_nothing"),
-        [("    flash_backward_kv_kernel[", copied + "    flash_backward_kv_kernel["), ("q3.shape[0])](", "heads)](")],
+        [("    flash_backward_kv_kernel[", copied + "    flash_backward_kv_kernel[")],
         "scratch",
     )
-    gradients = backward(defined("scratch", attacks.SCRATCH + backward_code)["flash_attention_backward"])
+    gradients = backward(defined("scratch", attacks.SCRATCH + views_of + backward_code)["flash_attention_backward"])
     saved = attention_saved(2, 64, 16, causal=True, seed=0)
     assert "visits queries that see none of its keys" in problem(skips, gradients, saved, 16, 16, BACKWARD)
 
@@ -943,3 +951,64 @@ def test_a_message_quotes_no_name_that_only_the_record_holds():
     said = launches.scrubbed("the kernel k_0_523_1_889 stopped; mine's x, a f_47", trace)
     assert said == "the kernel [a name not in your notebook] stopped; mine's x, a [a name not in your notebook]"
     assert launches.scrubbed("k_0_523_1_889", launches.Trace(record, None, None)) == "k_0_523_1_889"
+
+
+# ---------------------------------------------------------------------------- strided inputs, grouped-query heads
+STRIDED = (0, 2, 1, 3)  # a (B, H, L, d) view of a (B, L, H, d) tensor
+
+
+def views(heads=2, kv_heads=2, lq=32, lk=48):
+    return [
+        tensor(1, heads, lq, 16, memory=STRIDED),
+        tensor(1, kv_heads, lk, 16, memory=STRIDED),
+        tensor(1, kv_heads, lk, 16, memory=STRIDED),
+    ]
+
+
+def test_the_reference_reads_strided_views_in_place_and_each_key_value_head_once(reference):
+    item = forward(reference.flash_attention_forward)
+    check_reads_inputs_in_place(item, views(), {"causal": True}, roles=FORWARD)
+    check_heads_not_repeated(item, views(4, 2), {"causal": True}, roles=FORWARD)
+    computes(item, views(4, 1), {"block_q": 16, "block_k": 16})
+    back = backward(reference.flash_attention_backward)
+    check_reads_inputs_in_place(back, attention_saved(1, 2, 32, 16, memory=STRIDED, seed=1), roles=BACKWARD)
+    saved = attention_saved(1, 4, 32, 16, kv_heads=2, causal=True, seed=2)
+    check_heads_not_repeated(back, saved, {"causal": True}, roles=BACKWARD)
+
+
+def test_a_launcher_that_copies_strided_views_fails_the_in_place_check_and_says_which():
+    item = forward(defined("copied", catalogued("forward_strided_views_copied"))["flash_attention_forward"])
+    computes(item, views(), {"block_q": 16, "block_k": 16})  # its values are right, from its kernel
+    said = problem(check_reads_inputs_in_place, item, views(), roles=FORWARD)
+    assert "the kernels read a copy of q, k and v" in said
+    # contiguous inputs cannot tell a copy from the caller's tensor: nothing is said of them
+    check_reads_inputs_in_place(item, qkv(), roles=FORWARD)
+
+
+def test_a_launcher_that_repeats_key_value_heads_computes_right_and_fails_the_heads_check():
+    item = forward(defined("repeated", catalogued("forward_kv_expanded_per_query_head"))["flash_attention_forward"])
+    # the replay runs the repeated copy as the kernel read it: the kernel computes, and the copy is named
+    computes(item, views(4, 2), {"block_q": 16, "block_k": 16})
+    said = problem(check_heads_not_repeated, item, views(4, 2), roles=FORWARD)
+    assert "k has 2 heads for the queries' 4" in said and "repeated for each query head" in said
+    check_heads_not_repeated(item, views(2, 2), roles=FORWARD)  # no grouped heads, nothing repeated
+
+
+def test_strided_tensors_cross_the_sandbox_laid_out_as_they_are_and_a_bad_order_is_refused():
+    import numpy as np
+
+    from autograder.sandbox import values
+    from autograder.sandbox.wire import WireError
+
+    made = tensor(2, 3, 5, 16, memory=STRIDED).make(np.random.default_rng(0))
+    assert not made.is_contiguous() and made.transpose(1, 2).is_contiguous()
+    back = values.decode(values.encode(made))
+    assert back.stride() == made.stride() and torch.equal(back, made)
+    sliced = torch.randn(4, 6)[:, ::2]  # not a permutation of a contiguous tensor: it crosses contiguous
+    assert values.decode(values.encode(sliced)).is_contiguous()
+    body = values.encode(made)
+    body["tensor"]["memory"] = [0, 0, 1, 3]
+    with pytest.raises(WireError, match="memory order"):
+        values.decode(body)
+    with pytest.raises(ValueError, match="memory"):
+        tensor(2, 3, memory=(0, 2))

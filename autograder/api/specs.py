@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from autograder.api.memory import Laid
+
 LIBRARIES = ("torch", "numpy")
 
 
@@ -326,21 +328,17 @@ class Uniforms:
 
 
 Spec = Random | RandomInts | RandomMask | PaddedTokens | Literal | Fixture | Group | AttentionPattern
-Spec = Spec | RepeatedTokens | Distributions | Uniforms
+Spec = Spec | RepeatedTokens | Distributions | Uniforms | Laid
 
 
 def _freeze(value):
-    if isinstance(value, (list, tuple)):
-        return tuple(_freeze(v) for v in value)
     if isinstance(value, np.ndarray):
-        return _freeze(value.tolist())
-    return value
+        value = value.tolist()
+    return tuple(_freeze(v) for v in value) if isinstance(value, (list, tuple)) else value
 
 
 def _thaw(value):
-    if isinstance(value, tuple):
-        return [_thaw(v) for v in value]
-    return value
+    return [_thaw(v) for v in value] if isinstance(value, tuple) else value
 
 
 def _convert(data: np.ndarray, dtype: str, library: str):
@@ -350,9 +348,10 @@ def _convert(data: np.ndarray, dtype: str, library: str):
 
 
 # Short constructors, so that tests read as one line per property.
-def tensor(*shape: int, scale: float = 1.0, shift: float = 0.0, dtype: str = "float32", spread: float = 0.0) -> Random:
-    """A random torch tensor of this shape."""
-    return Random(shape, scale=scale, shift=shift, dtype=dtype, library="torch", spread=spread)
+def tensor(*shape: int, scale=1.0, shift=0.0, dtype="float32", spread=0.0, memory: tuple = ()) -> Random | Laid:
+    """A random torch tensor of this shape; ``memory``: a strided view's order of its dimensions in memory."""
+    spec = Random(shape, scale=scale, shift=shift, dtype=dtype, library="torch", spread=spread)
+    return Laid(spec, tuple(memory)) if memory else spec
 
 
 def array(*shape: int, scale: float = 1.0, shift: float = 0.0, dtype: str = "float64", spread: float = 0.0) -> Random:

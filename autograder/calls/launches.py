@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from attention_course.kernels import plain
 from attention_course.tooling import syntax
 from autograder.calls import global_rng, kernel_source, standins
 from autograder.calls.call import is_remote
@@ -237,15 +238,24 @@ class Plan:
 
 
 SIDES = {"q": "query", "grad_output": "query", "output": "query", "k": "key", "v": "key"}
+SIDES |= {"k_repeated": "key", "v_repeated": "key"}
 
 
 def derived(inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """The tensors the grader recognises in a launch, by name: the check's inputs, and where the backward's output
     and grad_output are among them, Δ (``delta``: the sum of grad_output * output over the features of each query),
-    computed here in float64."""
+    computed here in float64; with grouped-query heads, k and v repeated for each query head (``k_repeated``,
+    ``v_repeated``: a launcher's copy that the replay runs as the student's kernels read it, and
+    :func:`autograder.calls.replayed.repeated` names)."""
     known = {name: tensor for name, tensor in inputs.items() if isinstance(tensor, torch.Tensor)}
     if "output" in known and "grad_output" in known:
         known["delta"] = (known["output"].double() * known["grad_output"].double()).sum(-1)
+    q = known.get("q")
+    for name in ("k", "v"):
+        kv = known.get(name)
+        if q is not None and kv is not None and q.dim() >= 3 and kv.dim() == q.dim() and kv.shape[-3] != q.shape[-3]:
+            with contextlib.suppress(ValueError):  # heads that do not divide: no such copy
+                known[f"{name}_repeated"] = plain.grouped(q, kv)
     return known
 
 

@@ -11,8 +11,10 @@ function returned, and what its code saw of the record, decide nothing: they onl
 :func:`hidden_blocks` reads which rows of the queries and keys each replayed program touched: with a causal mask,
 aligned bottom-right (query i sees the keys j <= i + Lk - Lq), a program that holds a block of queries may touch no
 more than one block of keys past the last key the block's last row sees, and one that holds a block of keys no more
-than one block of queries before the first query that sees the block's first key. Problems are returned as
-sentences for a check's failure.
+than one block of queries before the first query that sees the block's first key. :func:`copied` and
+:func:`repeated` read how the launches were handed the inputs: a strided input (a ``(B, H, L, d)`` view of a
+``(B, L, H, d)`` tensor) read in place, not copied into another layout first; and grouped-query keys and values not
+repeated for each query head in memory. Problems are returned as sentences for a check's failure.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import torch
 
 from attention_course.kernels import plain
 from autograder.calls.launches import Plan, View, kernel_name
-from autograder.sandbox.layouts import agrees, canonical
+from autograder.sandbox.layouts import agrees, canonical, matching
 
 FORWARD = ("output", "lse")
 BACKWARD = ("grad_q", "grad_k", "grad_v")
@@ -208,3 +210,77 @@ def _by_head(rows, length: int) -> dict[int, list[int]]:
     for row in rows:
         heads.setdefault(int(row) // length, []).append(int(row) % length)
     return heads
+
+
+def _canonical_offsets(shape, stride, offset: int, permutation: tuple, canon_shape) -> torch.Tensor:
+    """The storage offset of each element of a canonical ``(N, L, d)`` tensor, for a view (``shape``, ``stride``,
+    ``offset``) that holds it with its dimensions permuted by ``permutation`` (:func:`layouts.matching`)."""
+    end = offset + sum((n - 1) * s for n, s in zip(shape, stride)) + 1
+    where = torch.as_strided(torch.arange(end), tuple(shape), tuple(stride), offset).reshape(-1)
+    permuted = where.reshape([canon_shape[p] for p in permutation])
+    return permuted.permute([permutation.index(i) for i in range(len(permutation))])
+
+
+def copied(plan: Plan, inputs: dict[str, torch.Tensor], roles=("q", "k", "v", "grad_output")) -> list[str]:
+    """The inputs among ``roles`` that the caller handed over strided (not contiguous) and that no launch reads where
+    they lie: every tensor of the launches that holds one lays it out otherwise, a copy the launcher made (the
+    ``.contiguous()`` of a view). An input no launch holds at all is left to the other checks."""
+    copies = []
+    for role in roles:
+        given = inputs.get(role)
+        if not isinstance(given, torch.Tensor) or given.dim() < 3 or given.is_contiguous():
+            continue
+        canon = canonical(given)
+        mine = torch.as_strided(
+            torch.arange(given.storage_offset() + sum((n - 1) * s for n, s in zip(given.shape, given.stride())) + 1),
+            given.shape,
+            given.stride(),
+            given.storage_offset(),
+        ).reshape(canon.shape)
+        mine = mine - mine.min()
+        held = False
+        for view in plan.views:
+            found = matching(view.data, canon) if view.data is not None else None
+            if found is None:
+                continue
+            held = True
+            theirs = _canonical_offsets(view.shape, view.stride, view.offset, found[0], canon.shape)
+            if torch.equal(theirs - theirs.min(), mine):
+                break
+        else:
+            if held:
+                copies.append(role)
+    if not copies:
+        return []
+    names = ", ".join(copies[:-1]) + (" and " if len(copies) > 1 else "") + copies[-1]
+    return [
+        f"the kernels read a copy of {names}, laid out otherwise than the caller's tensors: strided views (a "
+        "(B, H, L, d) view of a (B, L, H, d) tensor) copied before the launch (.contiguous(), or an operation that "
+        "makes a new tensor)"
+    ]
+
+
+def repeated(plan: Plan, inputs: dict[str, torch.Tensor]) -> list[str]:
+    """Where the keys or values have fewer heads than the queries (grouped-query heads): the launches that were
+    handed them repeated for each query head, a copy in memory (``repeat_interleave``, ``expand(...).contiguous()``)
+    rather than the key/value head found in the kernel."""
+    q = inputs.get("q")
+    problems = []
+    for role in ("k", "v"):
+        given = inputs.get(role)
+        if not isinstance(q, torch.Tensor) or not isinstance(given, torch.Tensor) or q.dim() < 3:
+            continue
+        if given.dim() != q.dim() or given.shape[-3] == q.shape[-3]:
+            continue
+        try:
+            canon = canonical(plain.grouped(q.detach(), given.detach()))
+        except ValueError:
+            continue
+        if any(view.data is not None and matching(view.data, canon) is not None for view in plan.views):
+            problems.append(
+                f"{role} has {given.shape[-3]} heads for the queries' {q.shape[-3]}, and the kernels were handed it "
+                "repeated for each query head, a copy in memory (repeat_interleave, expand(...).contiguous()): "
+                "grouped-query heads share their key/value head, which the kernel finds itself, query head h "
+                "reading key/value head h // (H_q // H_kv)"
+            )
+    return problems

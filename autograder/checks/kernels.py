@@ -171,3 +171,54 @@ def check_accesses_in_bounds(
     error = str(result.get("error") or "")
     if OUTSIDE in error:
         call.fail(launches.scrubbed(f"run again by the grader on the same arguments, a kernel stopped: {error}", trace))
+
+
+@isolated(diagnose=False)
+@takes_options("seed")
+@compares(
+    "rtol",
+    "atol",
+    hint="hand the kernel q, k and v as they come, a strided view too (a (B, H, L, d) view of a (B, L, H, d) "
+    "tensor), and read them through their strides: x.stride(...) passed to the kernel, the offset of an element "
+    "batch * stride_b + head * stride_h + row * stride_l + feature; no .contiguous() copy before the launch",
+    rtol=1e-4,
+    atol=1e-4,
+)
+def check_reads_inputs_in_place(
+    item: Item, args, kwargs=None, *, options: CallOptions, compared: CompareOptions, roles: tuple[str, ...]
+):
+    """The item's kernels read each strided input (``q``, ``k``, ``v``, ``grad_output`` among ``roles``, handed
+    over as a view that is not contiguous) where it lies: no tensor of the launches holds it copied into another
+    layout (:func:`replayed.copied`). The kernels must compute the outputs (:func:`check_kernels_compute`'s
+    property) for this to be read: a record that claims the caller's layout is replayed in it."""
+    call = options.call(item, "reads strided inputs in place", args, kwargs, compared.hint)
+    plan, result, returned, trace, expected = _replayed(call, tuple(roles), ())
+    problems = replayed.judge(plan, result, expected, returned, compared.rtol, compared.atol, _blocks(call, roles))
+    problems = problems or replayed.copied(plan, dict(zip(roles, call.inputs)))
+    if problems:
+        call.fail(launches.scrubbed("; ".join(problems), trace))
+
+
+@isolated(diagnose=False)
+@takes_options("seed")
+@compares(
+    "rtol",
+    "atol",
+    hint="grouped-query heads: do not repeat k and v for each query head before the launch (repeat_interleave, "
+    "expand(...).contiguous()); launch one program per query head and let it find its key/value head, "
+    "head // (H_q // H_kv), reading k and v of that head through their strides",
+    rtol=1e-4,
+    atol=1e-4,
+)
+def check_heads_not_repeated(
+    item: Item, args, kwargs=None, *, options: CallOptions, compared: CompareOptions, roles: tuple[str, ...]
+):
+    """With grouped-query heads (``k`` and ``v`` with fewer heads than ``q``, the third dimension from the end), the
+    item's kernels are handed each key/value head once: no tensor of the launches holds k or v repeated for each
+    query head (:func:`replayed.repeated`). The kernels must compute the outputs for this to be read."""
+    call = options.call(item, "keeps one copy of each key/value head", args, kwargs, compared.hint)
+    plan, result, returned, trace, expected = _replayed(call, tuple(roles), ())
+    problems = replayed.judge(plan, result, expected, returned, compared.rtol, compared.atol, _blocks(call, roles))
+    problems = problems or replayed.repeated(plan, dict(zip(roles, call.inputs)))
+    if problems:
+        call.fail(launches.scrubbed("; ".join(problems), trace))

@@ -108,9 +108,10 @@ def replay(program: str, request: dict) -> dict:
                     raise
                 except Exception as exc:
                     cause = exc.__cause__ if exc.__cause__ is not None else exc
-                    if isinstance(cause, ReplayError):
-                        cause.launch = index
-                        raise cause from None
+                    stopped = _stopped(exc)
+                    if stopped is not None:
+                        stopped.launch = index
+                        raise stopped from None
                     # its type only: a message can hold values the kernel computed from the grader's inputs
                     raise ReplayError(f"{type(cause).__name__} raised in the kernel", index) from None
     except ReplayError as exc:
@@ -119,6 +120,16 @@ def replay(program: str, request: dict) -> dict:
     result["stored"] = [torch.from_numpy(mask) for mask in watch.stored]
     result["largest"] = watch.largest
     return _plain(result)
+
+
+def _stopped(exc: BaseException) -> ReplayError | None:
+    """The replay's own stop behind what a kernel raised, however deep the interpreter wrapped it (a kernel that
+    calls another ``@triton.jit`` function wraps it once for each call)."""
+    for _ in range(32):
+        if exc is None or isinstance(exc, ReplayError):
+            return exc
+        exc = exc.__cause__ if exc.__cause__ is not None else exc.__context__
+    return None
 
 
 def _define(program: str, triton) -> dict:

@@ -86,18 +86,16 @@ def encode(value, depth: int = 0, make_handle=None):
             raise WireError(f"tensors of dtype {value.dtype} cannot be returned")
         return {"tensor": {"dtype": dtype, "shape": list(value.shape), "device": "meta", "data": ""}}
     if isinstance(value, torch.Tensor):
-        data = value.detach().cpu().contiguous()
+        order = _memory_order(value)
+        data = value.detach().cpu().permute(order).contiguous()
         dtype = str(data.dtype).removeprefix("torch.")
         if dtype not in DTYPES:
             raise WireError(f"tensors of dtype {data.dtype} cannot be returned")
         raw = data.view(torch.int16) if dtype == "bfloat16" else data
-        return {
-            "tensor": {
-                "dtype": dtype,
-                "shape": list(data.shape),
-                "data": base64.b64encode(raw.numpy().tobytes()).decode(),
-            }
-        }
+        body = {"dtype": dtype, "shape": list(data.shape), "data": base64.b64encode(raw.numpy().tobytes()).decode()}
+        if order != list(range(value.dim())):
+            body["memory"] = order
+        return {"tensor": body}
     if isinstance(value, (np.ndarray, np.generic)):
         data = np.asarray(value)
         data = np.ascontiguousarray(data) if data.ndim else data
@@ -197,6 +195,16 @@ def decode(data, depth: int = 0, resolve=None, held=None, left: list[int] | None
     raise WireError("an unknown kind of value")
 
 
+def _memory_order(value: torch.Tensor) -> list[int]:
+    """The order in which ``value``'s dimensions lie in memory, outermost first, where they lie as a permutation of a
+    contiguous tensor (a transposed view crosses as one: chapter 11's kernels read strided inputs); the dimensions in
+    order otherwise (it crosses contiguous)."""
+    order = sorted(range(value.dim()), key=lambda i: -value.stride(i))
+    if value.is_contiguous() or not value.permute(order).is_contiguous():
+        return list(range(value.dim()))
+    return order
+
+
 def _array(kind: str, body) -> np.ndarray | torch.Tensor:
     """A tensor or array of plain data: its dtype, its shape, and its data (base64), which must hold exactly the
     bytes its shape and dtype take; a "meta" tensor has no data. Built anew, never the sender's object."""
@@ -229,4 +237,10 @@ def _array(kind: str, body) -> np.ndarray | torch.Tensor:
         array = np.array(array)
         return array[()] if body.get("scalar") else array
     tensor = torch.from_numpy(np.array(array))
-    return tensor.view(torch.bfloat16) if dtype == "bfloat16" else tensor
+    tensor = tensor.view(torch.bfloat16) if dtype == "bfloat16" else tensor
+    memory = body.get("memory")
+    if memory is None:
+        return tensor
+    if not isinstance(memory, list) or sorted(memory) != list(range(len(shape))):
+        raise WireError(f"malformed {kind}: its memory order is not a permutation of its dimensions")
+    return tensor.permute([memory.index(i) for i in range(len(memory))])

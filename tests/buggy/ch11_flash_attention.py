@@ -33,27 +33,31 @@ SCORES = "scores = tl.dot(q, tl.trans(k)) * scale"
 LSE = "top + tl.log(total)"
 KEY_MASK = "        visible = key_ok[None, :]\n"
 CAUSAL_MASK_LINE = "            visible = visible & (keys[None, :] <= rows[:, None] + shift)\n"
-Q3 = "q3 = q.reshape(-1, n_queries, d).contiguous()"
+DIAGONAL_IF = "        if DIAGONAL:  # the causal mask, aligned bottom-right: query i sees the keys j <= i + shift\n"
+BELOW = "tl.minimum(n_keys, block * BLOCK_Q + shift + 1)"
+Q4 = "q4, k4, v4 = heads_of(q), heads_of(k), heads_of(v)"
 SCALE_ARG = "        1 / math.sqrt(d),\n"
-GRID = "grid = (triton.cdiv(n_queries, block_q), q3.shape[0])"
-EMPTY_OUT = "out = torch.empty_like(q3)"
-EMPTY_LSE = "lse = torch.empty(q3.shape[:2], dtype=torch.float32, device=q.device)"
-KEY_LOOP = "    for start in range(0, end, BLOCK_K):\n        keys = start + tl.arange(0, BLOCK_K)\n"
+GRID = "grid = (triton.cdiv(n_queries, block_q), q4.shape[0] * n_heads)"
+EMPTY_OUT = "out = torch.empty(q4.shape, dtype=q.dtype, device=q.device)"
+EMPTY_LSE = "lse = torch.empty(q4.shape[:3], dtype=torch.float32, device=q.device)"
+KEY_LOOP = "    for start in range(begin, end, BLOCK_K):\n        keys = start + tl.arange(0, BLOCK_K)\n"
 SIZES = '(("block_q", block_q), ("block_k", block_k), ("q", q.shape[-1]))'
 SIZE_TEST = "if size < 16 or size & (size - 1):"
 FORWARD_RETURN = "return out.reshape(q.shape), lse.reshape(*lead, n_queries)"
 
 Q_LOAD = "q = tl.load(q_ptr + q_at, mask=row_ok[:, None], other=0.0)"
-K_LOAD = "k = tl.load(k_ptr + kv_at, mask=key_ok[:, None], other=0.0)"
-V_LOAD = "v = tl.load(v_ptr + kv_at, mask=key_ok[:, None], other=0.0)"
+K_LOAD = "k = tl.load(k_start + keys[:, None] * k_row + cols[None, :], mask=key_ok[:, None], other=0.0)"
+V_LOAD = "v = tl.load(v_start + keys[:, None] * v_row + cols[None, :], mask=key_ok[:, None], other=0.0)"
 ACC_ZEROS = "acc = tl.zeros((BLOCK_Q, HEAD_DIM), tl.float32)"
 
 # ------------------------------------------------------------------ the backward kernels
-KV_WEIGHTS = "weights = tl.where(visible, tl.exp(tl.dot(q, tl.trans(k)) * scale - lse[:, None]), 0.0)\n        grad_v"
+KV_WEIGHTS = (
+    "weights = tl.where(visible, tl.exp(tl.dot(q, tl.trans(k)) * scale - lse[:, None]), 0.0)\n            grad_v"
+)
 Q_WEIGHTS = (
     "weights = tl.where(visible, tl.exp(tl.dot(q, tl.trans(k)) * scale - lse[:, None]), 0.0)\n        grad_scores"
 )
-KV_DS = "grad_scores = weights * (tl.dot(grad_out, tl.trans(v)) - delta[:, None])\n        grad_k"
+KV_DS = "grad_scores = weights * (tl.dot(grad_out, tl.trans(v)) - delta[:, None])\n            grad_k"
 Q_DS = "grad_scores = weights * (tl.dot(grad_out, tl.trans(v)) - delta[:, None])\n        grad_q"
 DELTA = "delta = (grad_output.float() * output.float()).sum(-1)"
 FIRST = "first = tl.maximum(block * BLOCK_K - shift, 0) // BLOCK_Q * BLOCK_Q"
@@ -147,7 +151,7 @@ BUGS = [
     bug(
         "forward_scale_twice",
         "flash_attention_forward",
-        (Q3, "q3 = (q / math.sqrt(d)).reshape(-1, n_queries, d).contiguous()"),
+        (Q4, "q4, k4, v4 = heads_of(q / math.sqrt(d)), heads_of(k), heads_of(v)"),
         why="the launcher scales the queries and the kernel scales the scores as well",
         cause="applied twice",
     ),
@@ -183,13 +187,6 @@ BUGS = [
     ),
     # ------------------------------------------------------------------ lse
     bug(
-        "forward_lse_last_block",
-        "flash_attention_forward",
-        (LSE, "top + tl.log(tl.sum(weights, axis=1))"),
-        why="lse from the last block's exponentials only",
-        cause="not the last block's alone",
-    ),
-    bug(
         "forward_lse_without_max",
         "flash_attention_forward",
         (LSE, "tl.log(total)"),
@@ -211,11 +208,8 @@ BUGS = [
         "forward_tail_keys_in_scores",
         "flash_attention_forward",
         (
-            KEY_MASK
-            + "        if CAUSAL:\n"
-            + CAUSAL_MASK_LINE
-            + '        scores = tl.where(visible, scores, float("-inf"))\n',
-            "        if CAUSAL:\n"
+            KEY_MASK + DIAGONAL_IF + CAUSAL_MASK_LINE + '        scores = tl.where(visible, scores, float("-inf"))\n',
+            "        if DIAGONAL:\n"
             '            scores = tl.where(keys[None, :] <= rows[:, None] + shift, scores, float("-inf"))\n',
         ),
         why="loads masked (zeros past the end), but the padded keys are not masked out of the scores: each gets the "
@@ -225,9 +219,9 @@ BUGS = [
     bug(
         "forward_tail_query_blocks_rounded_down",
         "flash_attention_forward",
-        (GRID, "grid = (n_queries // block_q, q3.shape[0])"),
-        (EMPTY_OUT, "out = torch.zeros_like(q3)"),
-        (EMPTY_LSE, "lse = torch.zeros(q3.shape[:2], dtype=torch.float32, device=q.device)"),
+        (GRID, "grid = (n_queries // block_q, q4.shape[0] * n_heads)"),
+        (EMPTY_OUT, "out = torch.zeros(q4.shape, dtype=q.dtype, device=q.device)"),
+        (EMPTY_LSE, "lse = torch.zeros(q4.shape[:3], dtype=torch.float32, device=q.device)"),
         why="one program per whole block of queries: the last, partial block gets none and its rows stay zero",
         cause="rounds the number of blocks of queries down",
     ),
@@ -236,7 +230,8 @@ BUGS = [
         "flash_attention_forward",
         (
             KEY_LOOP,
-            "    for j in range(0, end // BLOCK_K):\n        start = j * BLOCK_K\n        keys = start + tl.arange(0, BLOCK_K)\n",
+            "    for j in range(begin // BLOCK_K, end // BLOCK_K):\n        start = j * BLOCK_K\n"
+            "        keys = start + tl.arange(0, BLOCK_K)\n",
         ),
         why="the loop counts the whole blocks of keys: the last, partial block of keys is left out",
         cause="leaves out the last, partial block of keys",
@@ -245,8 +240,8 @@ BUGS = [
         "forward_tail_loads_unmasked",
         "flash_attention_forward",
         (Q_LOAD, "q = tl.load(q_ptr + q_at)"),
-        (K_LOAD, "k = tl.load(k_ptr + kv_at)"),
-        (V_LOAD, "v = tl.load(v_ptr + kv_at)"),
+        (K_LOAD, "k = tl.load(k_start + keys[:, None] * k_row + cols[None, :])"),
+        (V_LOAD, "v = tl.load(v_start + keys[:, None] * v_row + cols[None, :])"),
         why="loads without masks (the scores of the keys past Lk still set to -inf, the stores masked): the last "
         "blocks read past the end of the tensors, whatever memory is there",
         cause="loads past the end of the last block are not masked",
@@ -301,6 +296,7 @@ BUGS = [
         "forward_causal_aligned_top_left",
         "flash_attention_forward",
         (CAUSAL_MASK, "visible = visible & (keys[None, :] <= rows[:, None])"),
+        (BELOW, "tl.minimum(n_keys, block * BLOCK_Q + 1)"),
         (CAUSAL_END, "tl.minimum(n_keys, (block + 1) * BLOCK_Q)"),
         why="the mask and the loop's end aligned top-left, query i sees the keys j <= i (SDPA's is_causal): right "
         "when Lq == Lk, wrong for decoding's few queries after a cache of keys (Lq < Lk) and for Lq > Lk",
@@ -337,7 +333,7 @@ BUGS = [
     bug(
         "forward_output_float32",
         "flash_attention_forward",
-        (EMPTY_OUT, "out = torch.empty(q3.shape, dtype=torch.float32, device=q.device)"),
+        (EMPTY_OUT, "out = torch.empty(q4.shape, dtype=torch.float32, device=q.device)"),
         why="the output allocated in float32 whatever the inputs' dtype: right values, the wrong dtype",
         cause="the output to the input's dtype",
         only="test_forward_precision",
@@ -345,7 +341,7 @@ BUGS = [
     bug(
         "forward_lse_in_input_dtype",
         "flash_attention_forward",
-        (EMPTY_LSE, "lse = torch.empty(q3.shape[:2], dtype=q.dtype, device=q.device)"),
+        (EMPTY_LSE, "lse = torch.empty(q4.shape[:3], dtype=q.dtype, device=q.device)"),
         why="lse allocated in the inputs' dtype: float16 for float16 inputs (the kernel's float32 stored rounded), "
         "values within float16's tolerance, the dtype the contract names not",
         cause="lse is float32 whatever the inputs' dtype",
@@ -377,7 +373,7 @@ BUGS = [
     bug(
         "backward_delta_missing",
         "flash_attention_backward",
-        (KV_DS, "grad_scores = weights * tl.dot(grad_out, tl.trans(v))\n        grad_k"),
+        (KV_DS, "grad_scores = weights * tl.dot(grad_out, tl.trans(v))\n            grad_k"),
         (Q_DS, "grad_scores = weights * tl.dot(grad_out, tl.trans(v))\n        grad_q"),
         why="dS = P ∘ dP in both kernels: Δ, the softmax's own share of the gradient, left out",
         cause="Δ is missing from dS",
@@ -435,8 +431,8 @@ BUGS = [
         (
             KV_WEIGHTS,
             'scores = tl.where(visible, tl.dot(q, tl.trans(k)) * scale, float("-inf"))\n'
-            "        weights = tl.exp(scores - tl.max(scores, axis=1)[:, None])\n        weights = tl.where(visible, "
-            "weights / tl.sum(weights, axis=1)[:, None], 0.0)\n        grad_v",
+            "            weights = tl.exp(scores - tl.max(scores, axis=1)[:, None])\n            weights = tl.where("
+            "visible, weights / tl.sum(weights, axis=1)[:, None], 0.0)\n            grad_v",
         ),
         why="P recomputed as each block's own softmax, the forward pass's habit: normalised over one block of keys, "
         "not over every key the query sees",
@@ -617,7 +613,7 @@ BUGS += [
     bug(
         "forward_one_tile_per_head",
         "flash_attention_forward",
-        (GRID, "grid = (1, q3.shape[0])"),
+        (GRID, "grid = (1, q4.shape[0] * n_heads)"),
         (
             "        BLOCK_Q=block_q,\n        BLOCK_K=block_k,\n",
             "        BLOCK_Q=max(16, triton.next_power_of_2(n_queries)),\n"
@@ -642,12 +638,57 @@ BUGS += [
         ("        end = tl.minimum(n_keys, (block + 1) * BLOCK_Q + shift)", "        end = n_keys"),
         (
             "        key_ok = keys < n_keys\n",
-            "        key_ok = (keys < n_keys) & ((keys < (block + 1) * BLOCK_Q + shift) | (CAUSAL == 0))\n",
+            "        key_ok = (keys < n_keys) & ((keys <= tl.max(rows, axis=0) + shift) | (DIAGONAL == 0))\n",
         ),
         why="with causal=True every program still walks through every block of keys, the hidden ones masked out of "
         "the loads: the loop, and its products, are not skipped",
         cause="end each program's loop over the keys",
         only="test_forward_skips",
+    ),
+]
+
+# ------------------------------------------------------------------ strided inputs, grouped-query heads, two stages
+# Right values: each loses the kernel test cell (where the replay reads how the kernels were handed the inputs), or
+# the causal values, and nothing else.
+BUGS += [
+    bug(
+        "forward_strided_views_copied",
+        "flash_attention_forward",
+        (Q4, "q4, k4, v4 = (heads_of(t.contiguous()) for t in (q, k, v))"),
+        why="the launcher makes every input contiguous before the launch (the habit of a kernel that assumes "
+        "contiguous tensors): a (B, H, L, d) view of a (B, L, H, d) tensor is copied, which the strides avoid",
+        cause="no .contiguous() copy before the launch",
+    ),
+    bug(
+        "forward_kv_expanded_per_query_head",
+        "flash_attention_forward",
+        (
+            Q4,
+            Q4 + "\n    if k4.shape[1] != q4.shape[1]:  # grouped-query heads: one key/value head for each query head\n"
+            "        k4, v4 = (t.repeat_interleave(q4.shape[1] // t.shape[1], dim=1) for t in (k4, v4))",
+        ),
+        why="grouped-query heads handled by repeating each key/value head for its query heads in memory "
+        "(repeat_interleave) before the launch: the right values, and H_q / H_kv copies of K and V",
+        cause="do not repeat k and v for each query head",
+    ),
+    bug(
+        "forward_two_stage_diagonal_unmasked",
+        "flash_attention_forward",
+        ("            BLOCK_K,\n            True,\n", "            BLOCK_K,\n            False,\n"),
+        why="the tutorial's two-stage causal loop with its second stage, the blocks the diagonal cuts, unmasked: "
+        "the keys after each query's diagonal get weight",
+        cause="the keys after it are not masked",
+    ),
+    bug(
+        "backward_strided_views_copied",
+        "flash_attention_backward",
+        (
+            "t.reshape(-1, *t.shape[-3:]) if t.dim() > 2 else t[None, None] for t in (q, k, v, grad_output)",
+            "t.contiguous().reshape(-1, *t.shape[-3:]) if t.dim() > 2 else t[None, None] for t in (q, k, v, grad_output)",
+        ),
+        why="the backward's launcher makes q, k, v and grad_output contiguous before the launches: strided views "
+        "copied",
+        cause="no .contiguous() copy before the launch",
     ),
 ]
 
@@ -675,18 +716,7 @@ BUGS += [
     bug(
         "backward_queries_kernel_skips_nothing",
         "flash_attention_backward",
-        (
-            "        end = tl.minimum(n_keys, (block + 1) * BLOCK_Q + shift)\n    for start in range(0, end, BLOCK_K):\n"
-            "        keys = start + tl.arange(0, BLOCK_K)\n        key_ok = keys < n_keys\n"
-            "        kv_at = seq * n_keys * HEAD_DIM + keys[:, None] * HEAD_DIM + cols[None, :]\n"
-            "        k = tl.load(k_ptr + kv_at, mask=key_ok[:, None], other=0.0)\n"
-            "        v = tl.load(v_ptr + kv_at, mask=key_ok[:, None], other=0.0)\n        visible = row_ok",
-            "        end = n_keys\n    for start in range(0, end, BLOCK_K):\n"
-            "        keys = start + tl.arange(0, BLOCK_K)\n        key_ok = keys < n_keys\n"
-            "        kv_at = seq * n_keys * HEAD_DIM + keys[:, None] * HEAD_DIM + cols[None, :]\n"
-            "        k = tl.load(k_ptr + kv_at, mask=key_ok[:, None], other=0.0)\n"
-            "        v = tl.load(v_ptr + kv_at, mask=key_ok[:, None], other=0.0)\n        visible = row_ok",
-        ),
+        (Q_END, Q_END.replace("tl.minimum(n_keys, (block + 1) * BLOCK_Q + shift)", "n_keys")),
         why="with causal=True the queries' kernel walks through every block of keys, the ones past its queries masked",
         cause="the queries' kernel stops",
         only="test_backward_skips",

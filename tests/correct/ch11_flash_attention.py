@@ -2,7 +2,13 @@
 
 Triton 3.9 has no block pointers any more (``tl.make_block_ptr`` raises NotImplementedError, compiled or
 interpreted): the idiom that took their place, tensor descriptors (``tl.make_tensor_descriptor``, whose loads read
-zeros outside the tensor and whose stores write nothing there), is here instead.
+zeros outside the tensor and whose stores write nothing there), is here instead, given each tensor's own strides.
+
+Every answer reads a strided q, k or v (a (B, H, L, d) view of a (B, L, H, d) tensor) through its strides, with no
+copy, and grouped-query heads by finding the key/value head in the kernel: the contract since issue 85, which
+retired an idiom that copied its inputs by design (zero-padding every sequence to whole blocks). The grouped heads'
+grad_k and grad_v are summed in two ways: a loop over the query heads of the group inside the keys' program, and
+atomic adds from one program per query head.
 """
 
 from tests.correct import Answer
@@ -17,14 +23,20 @@ ANSWERS: list[Answer] = [
         """
 @triton.jit
 def attention_forward_exp2(
-    Q, K, V, Out, Lse, n_q, n_k, qk_scale, D: tl.constexpr, BQ: tl.constexpr, BK: tl.constexpr, CAUSAL: tl.constexpr
+    Q, K, V, Out, Lse, stride_qz, stride_qh, stride_qm, stride_kz, stride_kh, stride_kn, stride_vz, stride_vh, stride_vn,
+    H, GROUP, n_q, n_k, qk_scale, D: tl.constexpr, BQ: tl.constexpr, BK: tl.constexpr, CAUSAL: tl.constexpr
 ):
     pid_m = tl.program_id(0)
     bh = tl.program_id(1)
+    off_z, off_h = bh // H, bh % H
+    off_kv = off_h // GROUP  # the key/value head of this query head
     offs_m = pid_m * BQ + tl.arange(0, BQ)
     offs_d = tl.arange(0, D)
-    q = tl.load(Q + bh * n_q * D + offs_m[:, None] * D + offs_d[None, :], mask=offs_m[:, None] < n_q, other=0.0)
+    q_ptrs = Q + off_z * stride_qz + off_h * stride_qh + offs_m[:, None] * stride_qm + offs_d[None, :]
+    q = tl.load(q_ptrs, mask=offs_m[:, None] < n_q, other=0.0)
     q = q * qk_scale  # 1/sqrt(d) and log2(e) together, once, before the loop
+    K += off_z * stride_kz + off_kv * stride_kh
+    V += off_z * stride_vz + off_kv * stride_vh
     m_i = tl.zeros((BQ,), tl.float32) - float("inf")
     l_i = tl.zeros((BQ,), tl.float32)
     acc = tl.zeros((BQ, D), tl.float32)
@@ -33,9 +45,8 @@ def attention_forward_exp2(
         hi = tl.minimum(n_k, (pid_m + 1) * BQ + n_k - n_q)  # causal: bottom-right
     for start_n in range(0, hi, BK):
         offs_n = start_n + tl.arange(0, BK)
-        kv = bh * n_k * D + offs_n[:, None] * D + offs_d[None, :]
-        k = tl.load(K + kv, mask=offs_n[:, None] < n_k, other=0.0)
-        v = tl.load(V + kv, mask=offs_n[:, None] < n_k, other=0.0)
+        k = tl.load(K + offs_n[:, None] * stride_kn + offs_d[None, :], mask=offs_n[:, None] < n_k, other=0.0)
+        v = tl.load(V + offs_n[:, None] * stride_vn + offs_d[None, :], mask=offs_n[:, None] < n_k, other=0.0)
         qk = tl.dot(q, tl.trans(k))
         keep = offs_n[None, :] < n_k
         if CAUSAL:
@@ -58,21 +69,24 @@ def flash_attention_forward(q, k, v, causal=False, block_q=16, block_k=16):
     for name, size in {"block_q": block_q, "block_k": block_k, "q": d}.items():
         if size < 16 or (size & (size - 1)) != 0:
             raise ValueError(f"{name} must be a power of two >= 16 (got {size})")
-    batch = q.shape[:-2]
     n_q, n_k = q.shape[-2], k.shape[-2]
-    qf = q.contiguous().view(-1, n_q, d)
-    kf = k.contiguous().view(-1, n_k, d)
-    vf = v.contiguous().view(-1, n_k, d)
-    out = torch.empty_like(qf)
-    lse = torch.empty(qf.shape[0], n_q, device=q.device, dtype=torch.float32)
-    grid = (-(-n_q // block_q), qf.shape[0])
+    # (Z, H, L, d) views: no copies of strided inputs
+    qf, kf, vf = (t.view(-1, *t.shape[-3:]) if t.dim() > 2 else t.view(1, 1, *t.shape) for t in (q, k, v))
+    H, H_kv = qf.shape[1], kf.shape[1]
+    if H % H_kv:
+        raise ValueError(f"k has {H_kv} heads, which do not divide the {H} heads of q")
+    out = torch.empty(qf.shape, device=q.device, dtype=q.dtype)
+    lse = torch.empty(qf.shape[:3], device=q.device, dtype=torch.float32)
+    grid = (-(-n_q // block_q), qf.shape[0] * H)
     attention_forward_exp2[grid](
-        qf, kf, vf, out, lse, n_q, n_k, 1.4426950408889634 / d**0.5, D=d, BQ=block_q, BK=block_k, CAUSAL=causal
+        qf, kf, vf, out, lse, *qf.stride()[:3], *kf.stride()[:3], *vf.stride()[:3], H, H // H_kv,
+        n_q, n_k, 1.4426950408889634 / d**0.5, D=d, BQ=block_q, BK=block_k, CAUSAL=causal
     )
-    return out.view(q.shape), lse.view(*batch, n_q)
+    return out.view(q.shape), lse.view(q.shape[:-1])
 """,
         "exp2 with log2(e) folded into the scale, applied to q before the loop, lse brought back to a natural log "
-        "with ln 2; the grid with -(-n // b)",
+        "with ln 2; the grid with -(-n // b); the strides passed as the tutorial's stride_qz, stride_qh, stride_qm, the "
+        "key/value pointers moved to their head once",
     ),
     Answer(
         "forward_tensor_descriptors",
@@ -80,15 +94,24 @@ def flash_attention_forward(q, k, v, causal=False, block_q=16, block_k=16):
         """
 @triton.jit
 def forward_with_descriptors(
-    q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, n_q, n_k, scale,
+    q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, sq_b, sq_h, sq_l, sk_b, sk_h, sk_l, sv_b, sv_h, sv_l, n_heads, group, n_q, n_k, scale,
     HEAD_DIM: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr, CAUSAL: tl.constexpr,
 ):
     start_m = tl.program_id(0) * BLOCK_Q
     seq = tl.program_id(1)
-    # one descriptor per tensor of this sequence: loads outside [0, n) read zeros, stores outside write nothing
-    q_desc = tl.make_tensor_descriptor(q_ptr + seq * n_q * HEAD_DIM, [n_q, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_Q, HEAD_DIM])
-    k_desc = tl.make_tensor_descriptor(k_ptr + seq * n_k * HEAD_DIM, [n_k, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_K, HEAD_DIM])
-    v_desc = tl.make_tensor_descriptor(v_ptr + seq * n_k * HEAD_DIM, [n_k, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_K, HEAD_DIM])
+    batch, head = seq // n_heads, seq % n_heads
+    kv_head = head // group
+    # one descriptor per tensor of this head, with the tensor's own strides: loads outside [0, n) read zeros, stores
+    # outside write nothing
+    q_desc = tl.make_tensor_descriptor(
+        q_ptr + batch * sq_b + head * sq_h, [n_q, HEAD_DIM], [sq_l, 1], [BLOCK_Q, HEAD_DIM]
+    )
+    k_desc = tl.make_tensor_descriptor(
+        k_ptr + batch * sk_b + kv_head * sk_h, [n_k, HEAD_DIM], [sk_l, 1], [BLOCK_K, HEAD_DIM]
+    )
+    v_desc = tl.make_tensor_descriptor(
+        v_ptr + batch * sv_b + kv_head * sv_h, [n_k, HEAD_DIM], [sv_l, 1], [BLOCK_K, HEAD_DIM]
+    )
     o_desc = tl.make_tensor_descriptor(o_ptr + seq * n_q * HEAD_DIM, [n_q, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_Q, HEAD_DIM])
     q = q_desc.load([start_m, 0])
     rows = start_m + tl.arange(0, BLOCK_Q)
@@ -130,16 +153,21 @@ def flash_attention_forward(q, k, v, causal=False, block_q=16, block_k=16):
         raise ValueError(f"the head size of q ({q.shape[-1]}) is not a power of two of at least 16")
     n_q, d = q.shape[-2:]
     n_k = k.shape[-2]
-    q3, k3, v3 = (t.reshape(-1, t.shape[-2], d).contiguous() for t in (q, k, v))
-    o = torch.empty_like(q3)
-    lse = torch.empty(q3.shape[:2], dtype=torch.float32)
-    forward_with_descriptors[(triton.cdiv(n_q, block_q), q3.shape[0])](
-        q3, k3, v3, o, lse, n_q, n_k, d**-0.5, HEAD_DIM=d, BLOCK_Q=block_q, BLOCK_K=block_k, CAUSAL=causal
+    # (B, H, L, d) views, strided where the inputs are: the descriptors take the strides
+    q4, k4, v4 = (t.reshape(-1, *t.shape[-3:]) if t.dim() > 2 else t[None, None] for t in (q, k, v))
+    n_heads, kv_heads = q4.shape[1], k4.shape[1]
+    if n_heads % kv_heads or q4.shape[0] != k4.shape[0]:
+        raise ValueError(f"k: {kv_heads} key/value heads cannot serve {n_heads} query heads")
+    o = torch.empty(q4.shape, dtype=q.dtype)
+    lse = torch.empty(q4.shape[:3], dtype=torch.float32)
+    forward_with_descriptors[(triton.cdiv(n_q, block_q), q4.shape[0] * n_heads)](
+        q4, k4, v4, o, lse, *q4.stride()[:3], *k4.stride()[:3], *v4.stride()[:3], n_heads, n_heads // kv_heads,
+        n_q, n_k, d**-0.5, HEAD_DIM=d, BLOCK_Q=block_q, BLOCK_K=block_k, CAUSAL=causal
     )
     return o.reshape(q.shape), lse.reshape(q.shape[:-1])
 """,
-        "tensor descriptors (tl.make_tensor_descriptor, Triton's successor of block pointers): the tails padded and "
-        "clipped by the descriptors, not masked by hand",
+        "tensor descriptors (tl.make_tensor_descriptor, Triton's successor of block pointers) built on each head's "
+        "base with the tensor's own row stride: the tails padded and clipped by the descriptors, not masked by hand",
     ),
     Answer(
         "forward_full_blocks_then_diagonal",
@@ -159,15 +187,19 @@ def online_step(q, k, v, scores_ok, top, total, acc, scale, MASKED: tl.constexpr
 
 @triton.jit
 def forward_split_kernel(
-    q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr, n_queries, n_keys, scale,
+    q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr, q_b, q_h, q_l, k_b, k_h, k_l, v_b, v_h, v_l, heads, group,
+    n_queries, n_keys, scale,
     HEAD_DIM: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr, CAUSAL: tl.constexpr,
 ):
     block = tl.program_id(0)
     seq = tl.program_id(1)
+    b, h = seq // heads, seq % heads
+    q_ptr += b * q_b + h * q_h
+    k_ptr += b * k_b + (h // group) * k_h  # the key/value head that this query head shares
+    v_ptr += b * v_b + (h // group) * v_h
     rows = block * BLOCK_Q + tl.arange(0, BLOCK_Q)
     cols = tl.arange(0, HEAD_DIM)
-    q_at = seq * n_queries * HEAD_DIM + rows[:, None] * HEAD_DIM + cols[None, :]
-    q = tl.load(q_ptr + q_at, mask=rows[:, None] < n_queries, other=0.0)
+    q = tl.load(q_ptr + rows[:, None] * q_l + cols[None, :], mask=rows[:, None] < n_queries, other=0.0)
     top = tl.full((BLOCK_Q,), float("-inf"), tl.float32)
     total = tl.zeros((BLOCK_Q,), tl.float32)
     acc = tl.zeros((BLOCK_Q, HEAD_DIM), tl.float32)
@@ -180,21 +212,20 @@ def forward_split_kernel(
         full = n_keys // BLOCK_K * BLOCK_K
     for start in range(0, full, BLOCK_K):
         keys = start + tl.arange(0, BLOCK_K)
-        kv_at = seq * n_keys * HEAD_DIM + keys[:, None] * HEAD_DIM + cols[None, :]
-        k = tl.load(k_ptr + kv_at)
-        v = tl.load(v_ptr + kv_at)
+        k = tl.load(k_ptr + keys[:, None] * k_l + cols[None, :])
+        v = tl.load(v_ptr + keys[:, None] * v_l + cols[None, :])
         top, total, acc = online_step(q, k, v, 0, top, total, acc, scale, MASKED=False)
     # then the diagonal block(s) and the tail of the keys, masked
     for start in range(full, stop, BLOCK_K):
         keys = start + tl.arange(0, BLOCK_K)
-        kv_at = seq * n_keys * HEAD_DIM + keys[:, None] * HEAD_DIM + cols[None, :]
-        k = tl.load(k_ptr + kv_at, mask=keys[:, None] < n_keys, other=0.0)
-        v = tl.load(v_ptr + kv_at, mask=keys[:, None] < n_keys, other=0.0)
+        k = tl.load(k_ptr + keys[:, None] * k_l + cols[None, :], mask=keys[:, None] < n_keys, other=0.0)
+        v = tl.load(v_ptr + keys[:, None] * v_l + cols[None, :], mask=keys[:, None] < n_keys, other=0.0)
         ok = keys[None, :] < n_keys
         if CAUSAL:
             ok = ok & (keys[None, :] <= rows[:, None] + n_keys - n_queries)
         top, total, acc = online_step(q, k, v, ok, top, total, acc, scale, MASKED=True)
-    tl.store(out_ptr + q_at, acc / tl.where(total > 0, total, 1.0)[:, None], mask=rows[:, None] < n_queries)
+    out_at = seq * n_queries * HEAD_DIM + rows[:, None] * HEAD_DIM + cols[None, :]
+    tl.store(out_ptr + out_at, acc / tl.where(total > 0, total, 1.0)[:, None], mask=rows[:, None] < n_queries)
     tl.store(lse_ptr + seq * n_queries + rows, top + tl.log(total), mask=rows < n_queries)
 
 
@@ -205,13 +236,14 @@ def flash_attention_forward(q, k, v, causal=False, block_q=16, block_k=16):
     shape = q.shape
     n_queries, d = shape[-2], shape[-1]
     n_keys = k.shape[-2]
-    q = q.reshape(-1, n_queries, d).contiguous()
-    k = k.reshape(-1, n_keys, d).contiguous()
-    v = v.reshape(-1, n_keys, d).contiguous()
-    out = torch.zeros_like(q)
-    lse = torch.zeros(q.shape[0], n_queries)
-    forward_split_kernel[(triton.cdiv(n_queries, block_q), q.shape[0])](
-        q, k, v, out, lse, n_queries, n_keys, 1.0 / math.sqrt(d),
+    q, k, v = (x.reshape(-1, *x.shape[-3:]) if x.dim() > 2 else x.reshape(1, 1, *x.shape) for x in (q, k, v))
+    if q.shape[1] % k.shape[1] or q.shape[0] != k.shape[0]:
+        raise ValueError(f"k has {k.shape[1]} heads, which do not divide q's {q.shape[1]}")
+    out = torch.zeros(q.shape, dtype=q.dtype)
+    lse = torch.zeros(q.shape[:3])
+    forward_split_kernel[(triton.cdiv(n_queries, block_q), q.shape[0] * q.shape[1])](
+        q, k, v, out, lse, *q.stride()[:3], *k.stride()[:3], *v.stride()[:3], q.shape[1], q.shape[1] // k.shape[1],
+        n_queries, n_keys, 1.0 / math.sqrt(d),
         HEAD_DIM=d, BLOCK_Q=block_q, BLOCK_K=block_k, CAUSAL=causal,
     )
     return out.reshape(shape), lse.reshape(shape[:-1])
@@ -226,14 +258,16 @@ def flash_attention_forward(q, k, v, causal=False, block_q=16, block_k=16):
 @triton.jit
 def strided_forward(
     Q, K, V, O, L,
-    sq_b, sq_l, sq_d, sk_b, sk_l, sk_d, sv_b, sv_l, sv_d, so_b, so_l, so_d,
-    n_q, n_k, scale,
+    sq_b, sq_h, sq_l, sq_d, sk_b, sk_h, sk_l, sk_d, sv_b, sv_h, sv_l, sv_d, so_b, so_l, so_d,
+    n_heads, n_kv_heads, n_q, n_k, scale,
     D: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr, CAUSAL: tl.constexpr,
 ):
     i = tl.program_id(0) * BLOCK_Q + tl.arange(0, BLOCK_Q)
     b = tl.program_id(1)
+    z, h = b // n_heads, b % n_heads
+    h_kv = h * n_kv_heads // n_heads  # grouped-query heads: the key/value head this query head reads
     e = tl.arange(0, D)
-    q = tl.load(Q + b * sq_b + i[:, None] * sq_l + e[None, :] * sq_d, mask=i[:, None] < n_q, other=0.0)
+    q = tl.load(Q + z * sq_b + h * sq_h + i[:, None] * sq_l + e[None, :] * sq_d, mask=i[:, None] < n_q, other=0.0)
     q = q.to(tl.float32)  # every tile in float32, whatever the inputs' dtype: slower on a GPU, as accurate
     m = tl.full([BLOCK_Q], -float("inf"), dtype=tl.float32)
     s = tl.zeros([BLOCK_Q], dtype=tl.float32)
@@ -243,8 +277,8 @@ def strided_forward(
         n_visit = tl.minimum(n_k, tl.program_id(0) * BLOCK_Q + BLOCK_Q + n_k - n_q)
     for j0 in tl.range(0, n_visit, BLOCK_K):
         j = j0 + tl.arange(0, BLOCK_K)
-        k = tl.load(K + b * sk_b + j[:, None] * sk_l + e[None, :] * sk_d, mask=j[:, None] < n_k, other=0.0)
-        v = tl.load(V + b * sv_b + j[:, None] * sv_l + e[None, :] * sv_d, mask=j[:, None] < n_k, other=0.0)
+        k = tl.load(K + z * sk_b + h_kv * sk_h + j[:, None] * sk_l + e[None, :] * sk_d, mask=j[:, None] < n_k, other=0.0)
+        v = tl.load(V + z * sv_b + h_kv * sv_h + j[:, None] * sv_l + e[None, :] * sv_d, mask=j[:, None] < n_k, other=0.0)
         k, v = k.to(tl.float32), v.to(tl.float32)
         # no tl.dot: the products of a block broadcast to [BLOCK_Q, BLOCK_K, D] and summed over d (the
         # tile of products is block_q x block_k x d numbers, never the whole matrix of scores)
@@ -271,13 +305,16 @@ def flash_attention_forward(q, k, v, causal=False, block_q=16, block_k=16):
         raise ValueError(f"{bad[0]}: needs a power of two of at least 16, got {checks[bad[0]]}")
     n_q, d = q.shape[-2:]
     n_k = k.shape[-2]
-    # views where the layout allows, with their strides passed to the kernel: no contiguous copies
-    q3, k3, v3 = q.reshape(-1, n_q, d), k.reshape(-1, n_k, d), v.reshape(-1, n_k, d)
-    out = torch.empty(q3.shape, dtype=q.dtype, device=q.device)
-    lse = torch.empty(q3.shape[:2], dtype=torch.float32, device=q.device)
-    grid = lambda meta: (triton.cdiv(n_q, meta["BLOCK_Q"]), q3.shape[0])
+    # (batch, heads, L, d) views where the layout allows, with their strides passed to the kernel: no copies
+    q4, k4, v4 = (x.reshape(-1, *x.shape[-3:]) if x.dim() > 2 else x.reshape(1, 1, *x.shape) for x in (q, k, v))
+    if q4.shape[1] % k4.shape[1]:
+        raise ValueError(f"k: {k4.shape[1]} key/value heads do not divide {q4.shape[1]} query heads")
+    out = torch.empty(q4.shape[0] * q4.shape[1], n_q, d, dtype=q.dtype, device=q.device)
+    lse = torch.empty(out.shape[:2], dtype=torch.float32, device=q.device)
+    grid = lambda meta: (triton.cdiv(n_q, meta["BLOCK_Q"]), out.shape[0])
     strided_forward[grid](
-        q3, k3, v3, out, lse, *q3.stride(), *k3.stride(), *v3.stride(), *out.stride(), n_q, n_k, d**-0.5,
+        q4, k4, v4, out, lse, *q4.stride(), *k4.stride(), *v4.stride(), *out.stride(), q4.shape[1], k4.shape[1],
+        n_q, n_k, d**-0.5,
         D=d, BLOCK_Q=block_q, BLOCK_K=block_k, CAUSAL=causal,
     )
     return out.view(q.shape), lse.view(q.shape[:-1])
@@ -287,133 +324,75 @@ def flash_attention_forward(q, k, v, causal=False, block_q=16, block_k=16):
         "down as it is stored; no tl.dot: the scores and the weighted sum of the values by broadcast products "
         "and tl.sum",
     ),
-    Answer(
-        "forward_padded_inputs",
-        "flash_attention_forward",
-        """
-import torch.nn.functional as F
-
-
-@triton.jit
-def padded_forward(
-    q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr, rows_q, rows_k, n_keys, shift, scale,
-    D: tl.constexpr, BQ: tl.constexpr, BK: tl.constexpr, CAUSAL: tl.constexpr,
-):
-    block, seq = tl.program_id(0), tl.program_id(1)
-    rows = block * BQ + tl.arange(0, BQ)
-    cols = tl.arange(0, D)
-    q = tl.load(q_ptr + seq * rows_q * D + rows[:, None] * D + cols[None, :])  # padded: no mask needed
-    m = tl.full((BQ,), float("-inf"), tl.float32)
-    l = tl.zeros((BQ,), tl.float32)
-    acc = tl.zeros((BQ, D), tl.float32)
-    end = rows_k
-    if CAUSAL:
-        end = tl.minimum(rows_k, (block + 1) * BQ + shift)
-    for start in range(0, end, BK):
-        keys = start + tl.arange(0, BK)
-        at = seq * rows_k * D + keys[:, None] * D + cols[None, :]
-        s = tl.dot(q, tl.trans(tl.load(k_ptr + at))) * scale
-        seen = keys[None, :] < n_keys  # the padding's zeros are no keys
-        if CAUSAL:
-            seen = seen & (keys[None, :] <= rows[:, None] + shift)
-        s = tl.where(seen, s, float("-inf"))
-        m_new = tl.maximum(m, tl.max(s, axis=1))
-        # the weights zeroed by the mask itself, and no rescaling while the maximum stays put (-inf included): a
-        # row that sees no key keeps l = 0 and acc = 0
-        p = tl.where(seen, tl.exp(s - m_new[:, None]), 0.0)
-        alpha = tl.where(m_new == m, 1.0, tl.exp(m - m_new))
-        l = l * alpha + tl.sum(p, axis=1)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v_ptr.dtype.element_ty), tl.load(v_ptr + at))
-        m = m_new
-    tl.store(out_ptr + seq * rows_q * D + rows[:, None] * D + cols[None, :], acc / tl.where(l == 0.0, 1.0, l)[:, None])
-    tl.store(lse_ptr + seq * rows_q + rows, m + tl.log(l))
-
-
-def flash_attention_forward(q, k, v, causal=False, block_q=16, block_k=16):
-    for name, size in (("block_q", block_q), ("block_k", block_k), ("q", q.shape[-1])):
-        if size < 16 or size & (size - 1):
-            raise ValueError(f"{name} must be a power of two of at least 16, got {size}")
-    n_q, d = q.shape[-2:]
-    n_k = k.shape[-2]
-    # every sequence padded with zeros to whole blocks: the kernel loads and stores without masks
-    q3 = F.pad(q.reshape(-1, n_q, d), (0, 0, 0, -n_q % block_q))
-    k3, v3 = (F.pad(t.reshape(-1, n_k, d), (0, 0, 0, -n_k % block_k)) for t in (k, v))
-    out = torch.empty_like(q3)
-    lse = torch.empty(q3.shape[:2], dtype=torch.float32)
-    grid = (q3.shape[1] // block_q, q3.shape[0])
-    padded_forward[grid](
-        q3, k3, v3, out, lse, q3.shape[1], k3.shape[1], n_k, n_k - n_q, 1 / math.sqrt(d),
-        D=d, BQ=block_q, BK=block_k, CAUSAL=causal,
-    )
-    return out[:, :n_q].reshape(q.shape), lse[:, :n_q].reshape(q.shape[:-1])
-""",
-        "every sequence padded with zeros to whole blocks (F.pad), so that the kernel loads and stores without "
-        "masks, the padding's keys given the score -inf, the outputs sliced back",
-    ),
     # ------------------------------------------------------------------ flash_attention_backward
     Answer(
         "backward_delta_kernel",
         "flash_attention_backward",
         """
 @triton.jit
-def delta_kernel(o_ptr, do_ptr, delta_ptr, n_rows, D: tl.constexpr, BLOCK: tl.constexpr):
+def delta_kernel(o_ptr, do_ptr, delta_ptr, so_z, so_h, so_l, sd_z, sd_h, sd_l, H, n_rows, D: tl.constexpr, BLOCK: tl.constexpr):
     rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    seq = tl.program_id(1)
+    z, h = seq // H, seq % H
     cols = tl.arange(0, D)
-    at = rows[:, None] * D + cols[None, :]
-    o = tl.load(o_ptr + at, mask=rows[:, None] < n_rows, other=0.0)
-    do = tl.load(do_ptr + at, mask=rows[:, None] < n_rows, other=0.0)
-    tl.store(delta_ptr + rows, tl.sum(o.to(tl.float32) * do.to(tl.float32), axis=1), mask=rows < n_rows)
+    o = tl.load(o_ptr + z * so_z + h * so_h + rows[:, None] * so_l + cols[None, :], mask=rows[:, None] < n_rows, other=0.0)
+    do = tl.load(do_ptr + z * sd_z + h * sd_h + rows[:, None] * sd_l + cols[None, :], mask=rows[:, None] < n_rows, other=0.0)
+    tl.store(delta_ptr + seq * n_rows + rows, tl.sum(o.to(tl.float32) * do.to(tl.float32), axis=1), mask=rows < n_rows)
 
 
 @triton.jit
 def dkdv_kernel(
-    Q, K, V, DO, LSE, DELTA, DK, DV, n_q, n_k, sm_scale,
-    D: tl.constexpr, BQ: tl.constexpr, BK: tl.constexpr, CAUSAL: tl.constexpr,
+    Q, K, V, DO, LSE, DELTA, DK, DV, sq_z, sq_h, sq_m, sk_z, sk_h, sk_n, sv_z, sv_h, sv_n, sd_z, sd_h, sd_m,
+    H_KV, GROUP, n_q, n_k, sm_scale, D: tl.constexpr, BQ: tl.constexpr, BK: tl.constexpr, CAUSAL: tl.constexpr,
 ):
     start_n = tl.program_id(0) * BK
     off = tl.program_id(1)
+    z, hk = off // H_KV, off % H_KV
     offs_n = start_n + tl.arange(0, BK)
     offs_d = tl.arange(0, D)
-    kv = off * n_k * D + offs_n[:, None] * D + offs_d[None, :]
-    k = tl.load(K + kv, mask=offs_n[:, None] < n_k, other=0.0)
-    v = tl.load(V + kv, mask=offs_n[:, None] < n_k, other=0.0)
+    k = tl.load(K + z * sk_z + hk * sk_h + offs_n[:, None] * sk_n + offs_d[None, :], mask=offs_n[:, None] < n_k, other=0.0)
+    v = tl.load(V + z * sv_z + hk * sv_h + offs_n[:, None] * sv_n + offs_d[None, :], mask=offs_n[:, None] < n_k, other=0.0)
     dk = tl.zeros([BK, D], dtype=tl.float32)
     dv = tl.zeros([BK, D], dtype=tl.float32)
     lo = 0
     if CAUSAL:
         lo = tl.maximum(start_n - (n_k - n_q), 0) // BQ * BQ  # the first query that sees key start_n
-    for start_m in range(lo, n_q, BQ):
-        offs_m = start_m + tl.arange(0, BQ)
-        qo = off * n_q * D + offs_m[:, None] * D + offs_d[None, :]
-        q = tl.load(Q + qo, mask=offs_m[:, None] < n_q, other=0.0)
-        do = tl.load(DO + qo, mask=offs_m[:, None] < n_q, other=0.0)
-        lse = tl.load(LSE + off * n_q + offs_m, mask=offs_m < n_q, other=float("inf"))
-        delta = tl.load(DELTA + off * n_q + offs_m, mask=offs_m < n_q, other=0.0)
-        p = tl.exp(tl.dot(q, tl.trans(k)) * sm_scale - lse[:, None])  # 0 for the rows past the end (lse = inf)
-        keep = offs_n[None, :] < n_k
-        if CAUSAL:
-            keep = keep & (offs_m[:, None] + n_k - n_q >= offs_n[None, :])
-        p = tl.where(keep, p, 0.0)
-        dv += tl.dot(tl.trans(p.to(do.dtype)), do)
-        dp = tl.dot(do, tl.trans(v))
-        ds = p * (dp - delta[:, None]) * sm_scale
-        dk += tl.dot(tl.trans(ds.to(q.dtype)), q)
+    for g in range(GROUP):  # every query head of this key/value head adds to dk and dv
+        h = hk * GROUP + g
+        row0 = (z * H_KV * GROUP + h) * n_q
+        for start_m in range(lo, n_q, BQ):
+            offs_m = start_m + tl.arange(0, BQ)
+            q = tl.load(Q + z * sq_z + h * sq_h + offs_m[:, None] * sq_m + offs_d[None, :], mask=offs_m[:, None] < n_q, other=0.0)
+            do = tl.load(DO + z * sd_z + h * sd_h + offs_m[:, None] * sd_m + offs_d[None, :], mask=offs_m[:, None] < n_q, other=0.0)
+            lse = tl.load(LSE + row0 + offs_m, mask=offs_m < n_q, other=float("inf"))
+            delta = tl.load(DELTA + row0 + offs_m, mask=offs_m < n_q, other=0.0)
+            p = tl.exp(tl.dot(q, tl.trans(k)) * sm_scale - lse[:, None])  # 0 for the rows past the end (lse = inf)
+            keep = offs_n[None, :] < n_k
+            if CAUSAL:
+                keep = keep & (offs_m[:, None] + n_k - n_q >= offs_n[None, :])
+            p = tl.where(keep, p, 0.0)
+            dv += tl.dot(tl.trans(p.to(do.dtype)), do)
+            dp = tl.dot(do, tl.trans(v))
+            ds = p * (dp - delta[:, None]) * sm_scale
+            dk += tl.dot(tl.trans(ds.to(q.dtype)), q)
+    kv = off * n_k * D + offs_n[:, None] * D + offs_d[None, :]
     tl.store(DK + kv, dk, mask=offs_n[:, None] < n_k)
     tl.store(DV + kv, dv, mask=offs_n[:, None] < n_k)
 
 
 @triton.jit
 def dq_kernel(
-    Q, K, V, DO, LSE, DELTA, DQ, n_q, n_k, sm_scale,
-    D: tl.constexpr, BQ: tl.constexpr, BK: tl.constexpr, CAUSAL: tl.constexpr,
+    Q, K, V, DO, LSE, DELTA, DQ, sq_z, sq_h, sq_m, sk_z, sk_h, sk_n, sv_z, sv_h, sv_n, sd_z, sd_h, sd_m,
+    H, GROUP, n_q, n_k, sm_scale, D: tl.constexpr, BQ: tl.constexpr, BK: tl.constexpr, CAUSAL: tl.constexpr,
 ):
     start_m = tl.program_id(0) * BQ
     off = tl.program_id(1)
+    z, h = off // H, off % H
+    hk = h // GROUP
     offs_m = start_m + tl.arange(0, BQ)
     offs_d = tl.arange(0, D)
-    qo = off * n_q * D + offs_m[:, None] * D + offs_d[None, :]
-    q = tl.load(Q + qo, mask=offs_m[:, None] < n_q, other=0.0)
-    do = tl.load(DO + qo, mask=offs_m[:, None] < n_q, other=0.0)
+    q = tl.load(Q + z * sq_z + h * sq_h + offs_m[:, None] * sq_m + offs_d[None, :], mask=offs_m[:, None] < n_q, other=0.0)
+    do = tl.load(DO + z * sd_z + h * sd_h + offs_m[:, None] * sd_m + offs_d[None, :], mask=offs_m[:, None] < n_q, other=0.0)
     lse = tl.load(LSE + off * n_q + offs_m, mask=offs_m < n_q, other=0.0)
     delta = tl.load(DELTA + off * n_q + offs_m, mask=offs_m < n_q, other=0.0)
     dq = tl.zeros([BQ, D], dtype=tl.float32)
@@ -422,16 +401,15 @@ def dq_kernel(
         hi = tl.minimum(n_k, start_m + BQ + n_k - n_q)
     for start_n in range(0, hi, BK):
         offs_n = start_n + tl.arange(0, BK)
-        kv = off * n_k * D + offs_n[:, None] * D + offs_d[None, :]
-        k = tl.load(K + kv, mask=offs_n[:, None] < n_k, other=0.0)
-        v = tl.load(V + kv, mask=offs_n[:, None] < n_k, other=0.0)
+        k = tl.load(K + z * sk_z + hk * sk_h + offs_n[:, None] * sk_n + offs_d[None, :], mask=offs_n[:, None] < n_k, other=0.0)
+        v = tl.load(V + z * sv_z + hk * sv_h + offs_n[:, None] * sv_n + offs_d[None, :], mask=offs_n[:, None] < n_k, other=0.0)
         keep = offs_n[None, :] < n_k
         if CAUSAL:
             keep = keep & (offs_m[:, None] + n_k - n_q >= offs_n[None, :])
         p = tl.where(keep, tl.exp(tl.dot(q, tl.trans(k)) * sm_scale - lse[:, None]), 0.0)
         ds = p * (tl.dot(do, tl.trans(v)) - delta[:, None])
         dq += tl.dot(ds.to(k.dtype), k)
-    tl.store(DQ + qo, dq * sm_scale, mask=offs_m[:, None] < n_q)
+    tl.store(DQ + off * n_q * D + offs_m[:, None] * D + offs_d[None, :], dq * sm_scale, mask=offs_m[:, None] < n_q)
 
 
 def flash_attention_backward(q, k, v, output, lse, grad_output, causal=False, block_q=16, block_k=16):
@@ -440,20 +418,21 @@ def flash_attention_backward(q, k, v, output, lse, grad_output, causal=False, bl
             raise ValueError(f"{name} must be a power of two >= 16, not {size}")
     n_q, d = q.shape[-2:]
     n_k = k.shape[-2]
-    q3 = q.reshape(-1, n_q, d).contiguous()
-    k3 = k.reshape(-1, n_k, d).contiguous()
-    v3 = v.reshape(-1, n_k, d).contiguous()
-    o3 = output.reshape(-1, n_q, d).contiguous()
-    do3 = grad_output.reshape(-1, n_q, d).contiguous()
+    # (Z, H, L, d) views of the inputs, strided as they come: the kernels take the strides
+    q4, k4, v4, o4, do4 = (t.reshape(-1, *t.shape[-3:]) if t.dim() > 2 else t[None, None] for t in (q, k, v, output, grad_output))
+    Z, H, H_KV = q4.shape[0], q4.shape[1], k4.shape[1]
+    if H % H_KV:
+        raise ValueError(f"k has {H_KV} heads, which do not divide the {H} heads of q")
     lse2 = lse.reshape(-1, n_q).contiguous()
-    rows = q3.shape[0] * n_q
-    delta = torch.empty(q3.shape[0], n_q, dtype=torch.float32)
-    delta_kernel[(triton.cdiv(rows, 32),)](o3, do3, delta, rows, D=d, BLOCK=32)  # Δ in a kernel of its own
-    dq, dk, dv = torch.empty_like(q3), torch.empty_like(k3), torch.empty_like(v3)
+    delta = torch.empty(Z * H, n_q, dtype=torch.float32)
+    delta_kernel[(triton.cdiv(n_q, 32), Z * H)](o4, do4, delta, *o4.stride()[:3], *do4.stride()[:3], H, n_q, D=d, BLOCK=32)  # Δ in a kernel of its own
+    dq = torch.empty(q4.shape, dtype=q.dtype)
+    dk, dv = torch.empty(k4.shape, dtype=k.dtype), torch.empty(v4.shape, dtype=v.dtype)
     scale = d**-0.5
+    strides = (*q4.stride()[:3], *k4.stride()[:3], *v4.stride()[:3], *do4.stride()[:3])
     meta = dict(D=d, BQ=block_q, BK=block_k, CAUSAL=causal)
-    dkdv_kernel[(triton.cdiv(n_k, block_k), q3.shape[0])](q3, k3, v3, do3, lse2, delta, dk, dv, n_q, n_k, scale, **meta)
-    dq_kernel[(triton.cdiv(n_q, block_q), q3.shape[0])](q3, k3, v3, do3, lse2, delta, dq, n_q, n_k, scale, **meta)
+    dkdv_kernel[(triton.cdiv(n_k, block_k), Z * H_KV)](q4, k4, v4, do4, lse2, delta, dk, dv, *strides, H_KV, H // H_KV, n_q, n_k, scale, **meta)
+    dq_kernel[(triton.cdiv(n_q, block_q), Z * H)](q4, k4, v4, do4, lse2, delta, dq, *strides, H, H // H_KV, n_q, n_k, scale, **meta)
     return dq.view(q.shape), dk.view(k.shape), dv.view(v.shape)
 """,
         "Δ computed in a Triton kernel of its own over all the rows; the scale folded into dS; lse = inf past the "
@@ -465,17 +444,19 @@ def flash_attention_backward(q, k, v, output, lse, grad_output, causal=False, bl
         """
 @triton.jit
 def fused_backward(
-    q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr, dk_ptr, dv_ptr, n_q, n_k, scale,
+    q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr, dk_ptr, dv_ptr,
+    sq_z, sq_h, sq_l, sk_z, sk_h, sk_l, sv_z, sv_h, sv_l, sd_z, sd_h, sd_l, H, H_KV, n_q, n_k, scale,
     D: tl.constexpr, BQ: tl.constexpr, BK: tl.constexpr, CAUSAL: tl.constexpr,
 ):
     kb = tl.program_id(0)
-    seq = tl.program_id(1)
+    seq = tl.program_id(1)  # one program per query head: a key/value head shared by several gets their sums
+    z, h = seq // H, seq % H
+    hk = h * H_KV // H
     keys = kb * BK + tl.arange(0, BK)
     dims = tl.arange(0, D)
     k_ok = keys < n_k
-    kv_at = seq * n_k * D + keys[:, None] * D + dims[None, :]
-    k = tl.load(k_ptr + kv_at, mask=k_ok[:, None], other=0.0)
-    v = tl.load(v_ptr + kv_at, mask=k_ok[:, None], other=0.0)
+    k = tl.load(k_ptr + z * sk_z + hk * sk_h + keys[:, None] * sk_l + dims[None, :], mask=k_ok[:, None], other=0.0)
+    v = tl.load(v_ptr + z * sv_z + hk * sv_h + keys[:, None] * sv_l + dims[None, :], mask=k_ok[:, None], other=0.0)
     dk = tl.zeros((BK, D), tl.float32)
     dv = tl.zeros((BK, D), tl.float32)
     first = 0
@@ -485,8 +466,8 @@ def fused_backward(
         rows = start + tl.arange(0, BQ)
         r_ok = rows < n_q
         q_at = seq * n_q * D + rows[:, None] * D + dims[None, :]
-        q = tl.load(q_ptr + q_at, mask=r_ok[:, None], other=0.0)
-        do = tl.load(do_ptr + q_at, mask=r_ok[:, None], other=0.0)
+        q = tl.load(q_ptr + z * sq_z + h * sq_h + rows[:, None] * sq_l + dims[None, :], mask=r_ok[:, None], other=0.0)
+        do = tl.load(do_ptr + z * sd_z + h * sd_h + rows[:, None] * sd_l + dims[None, :], mask=r_ok[:, None], other=0.0)
         lse = tl.load(lse_ptr + seq * n_q + rows, mask=r_ok, other=0.0)
         delta = tl.load(delta_ptr + seq * n_q + rows, mask=r_ok, other=0.0)
         seen = r_ok[:, None] & k_ok[None, :]
@@ -498,8 +479,10 @@ def fused_backward(
         dk += tl.dot(tl.trans(ds.to(q.dtype)), q)
         # this block's share of dQ: other programs add theirs to the same rows, so atomically
         tl.atomic_add(dq_ptr + q_at, tl.dot(ds.to(k.dtype), k) * scale, mask=r_ok[:, None])
-    tl.store(dk_ptr + kv_at, dk * scale, mask=k_ok[:, None])
-    tl.store(dv_ptr + kv_at, dv, mask=k_ok[:, None])
+    # the query heads of a group add to the same dK and dV rows, so atomically too
+    kv_at = (z * H_KV + hk) * n_k * D + keys[:, None] * D + dims[None, :]
+    tl.atomic_add(dk_ptr + kv_at, dk * scale, mask=k_ok[:, None])
+    tl.atomic_add(dv_ptr + kv_at, dv, mask=k_ok[:, None])
 
 
 def flash_attention_backward(q, k, v, output, lse, grad_output, causal=False, block_q=16, block_k=16):
@@ -508,17 +491,21 @@ def flash_attention_backward(q, k, v, output, lse, grad_output, causal=False, bl
             raise ValueError(f"{name}={size}: not a power of two of at least 16")
     n_q, d = q.shape[-2:]
     n_k = k.shape[-2]
-    flat = lambda t, n: t.reshape(-1, n, d).contiguous()
-    q3, k3, v3, do3 = flat(q, n_q), flat(k, n_k), flat(v, n_k), flat(grad_output, n_q)
+    heads = lambda t: t.reshape(-1, *t.shape[-3:]) if t.dim() > 2 else t[None, None]  # a view: no copy
+    q4, k4, v4, do4 = heads(q), heads(k), heads(v), heads(grad_output)
+    H, H_KV = q4.shape[1], k4.shape[1]
+    if H % H_KV:
+        raise ValueError(f"k: {H_KV} heads for {H} query heads, which it does not divide")
     delta = torch.einsum("...qd,...qd->...q", grad_output.float(), output.float()).reshape(-1, n_q).contiguous()
     lse2 = lse.reshape(-1, n_q).contiguous()
-    dq = torch.zeros(q3.shape, dtype=torch.float32)  # summed into by atomic adds: starts at zero
-    dk, dv = torch.empty_like(k3), torch.empty_like(v3)
-    fused_backward[(triton.cdiv(n_k, block_k), q3.shape[0])](
-        q3, k3, v3, do3, lse2, delta, dq, dk, dv, n_q, n_k, 1 / math.sqrt(d),
+    dq = torch.zeros(q4.shape, dtype=torch.float32)  # summed into by atomic adds: starts at zero
+    dk, dv = torch.zeros(k4.shape, dtype=torch.float32), torch.zeros(v4.shape, dtype=torch.float32)
+    strides = [s for t in (q4, k4, v4, do4) for s in t.stride()[:3]]
+    fused_backward[(triton.cdiv(n_k, block_k), q4.shape[0] * H)](
+        q4, k4, v4, do4, lse2, delta, dq, dk, dv, *strides, H, H_KV, n_q, n_k, 1 / math.sqrt(d),
         D=d, BQ=block_q, BK=block_k, CAUSAL=causal,
     )
-    return dq.to(q.dtype).reshape(q.shape), dk.reshape(k.shape), dv.reshape(v.shape)
+    return dq.to(q.dtype).reshape(q.shape), dk.to(k.dtype).reshape(k.shape), dv.to(v.dtype).reshape(v.shape)
 """,
         "one kernel for dK, dV and dQ, dQ summed across programs with tl.atomic_add into zeros; Δ with einsum",
     ),
@@ -531,50 +518,58 @@ LOG2E = 1.4426950408889634
 
 @triton.jit
 def keys_backward(
-    q_ptr, k_ptr, v_ptr, go_ptr, lse_ptr, delta_ptr, gk_ptr, gv_ptr, n_q, n_k, scale2, scale,
+    q_ptr, k_ptr, v_ptr, go_ptr, lse_ptr, delta_ptr, gk_ptr, gv_ptr, q_st0, q_st1, q_st2, k_st0, k_st1, k_st2,
+    v_st0, v_st1, v_st2, go_st0, go_st1, go_st2, n_kv_heads, group, n_q, n_k, scale2, scale,
     HEAD_DIM: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr, CAUSAL: tl.constexpr,
 ):
     block, seq = tl.program_id(0), tl.program_id(1)
+    batch, kv_head = seq // n_kv_heads, seq % n_kv_heads
     keys = block * BLOCK_K + tl.arange(0, BLOCK_K)
     cols = tl.arange(0, HEAD_DIM)
-    kv_at = seq * n_k * HEAD_DIM + keys[:, None] * HEAD_DIM + cols[None, :]
-    k = tl.load(k_ptr + kv_at, mask=keys[:, None] < n_k, other=0.0)
-    v = tl.load(v_ptr + kv_at, mask=keys[:, None] < n_k, other=0.0)
+    k = tl.load(k_ptr + batch * k_st0 + kv_head * k_st1 + keys[:, None] * k_st2 + cols[None, :], mask=keys[:, None] < n_k, other=0.0)
+    v = tl.load(v_ptr + batch * v_st0 + kv_head * v_st1 + keys[:, None] * v_st2 + cols[None, :], mask=keys[:, None] < n_k, other=0.0)
     gk = tl.zeros((BLOCK_K, HEAD_DIM), tl.float32)
     gv = tl.zeros((BLOCK_K, HEAD_DIM), tl.float32)
     # causal: the queries before the first one that sees this block's first key (query key - (n_k - n_q)) see
     # none of its keys; start at that query itself, whatever the blocks of queries: every query from there on is
     # visited once
     first = tl.maximum(block * BLOCK_K - (n_k - n_q), 0) if CAUSAL else 0
-    for start in range(first, n_q, BLOCK_Q):
-        rows = start + tl.arange(0, BLOCK_Q)
-        q_at = seq * n_q * HEAD_DIM + rows[:, None] * HEAD_DIM + cols[None, :]
-        q = tl.load(q_ptr + q_at, mask=rows[:, None] < n_q, other=0.0)
-        go = tl.load(go_ptr + q_at, mask=rows[:, None] < n_q, other=0.0)
-        lse2 = tl.load(lse_ptr + seq * n_q + rows, mask=rows < n_q, other=0.0) * 1.4426950408889634
-        delta = tl.load(delta_ptr + seq * n_q + rows, mask=rows < n_q, other=0.0)
-        ok = (rows[:, None] < n_q) & (keys[None, :] < n_k)
-        if CAUSAL:
-            ok = ok & (keys[None, :] <= rows[:, None] + n_k - n_q)
-        p = tl.where(ok, tl.exp2(tl.dot(q, tl.trans(k)) * scale2 - lse2[:, None]), 0.0)
-        gv += tl.dot(tl.trans(p.to(go.dtype)), go)
-        ds = p * (tl.dot(go, tl.trans(v)) - delta[:, None])
-        gk += tl.dot(tl.trans(ds.to(q.dtype)), q)
+    # the query heads of the group, one after another (head_start: the first row of each, counted over the group)
+    for head_start in range(0, group * n_q, n_q):
+        head = kv_head * group + head_start // n_q
+        saved = (batch * n_kv_heads * group + head) * n_q
+        for start in range(first, n_q, BLOCK_Q):
+            rows = start + tl.arange(0, BLOCK_Q)
+            q = tl.load(q_ptr + batch * q_st0 + head * q_st1 + rows[:, None] * q_st2 + cols[None, :], mask=rows[:, None] < n_q, other=0.0)
+            go = tl.load(go_ptr + batch * go_st0 + head * go_st1 + rows[:, None] * go_st2 + cols[None, :], mask=rows[:, None] < n_q, other=0.0)
+            lse2 = tl.load(lse_ptr + saved + rows, mask=rows < n_q, other=0.0) * 1.4426950408889634
+            delta = tl.load(delta_ptr + saved + rows, mask=rows < n_q, other=0.0)
+            ok = (rows[:, None] < n_q) & (keys[None, :] < n_k)
+            if CAUSAL:
+                ok = ok & (keys[None, :] <= rows[:, None] + n_k - n_q)
+            p = tl.where(ok, tl.exp2(tl.dot(q, tl.trans(k)) * scale2 - lse2[:, None]), 0.0)
+            gv += tl.dot(tl.trans(p.to(go.dtype)), go)
+            ds = p * (tl.dot(go, tl.trans(v)) - delta[:, None])
+            gk += tl.dot(tl.trans(ds.to(q.dtype)), q)
+    kv_at = seq * n_k * HEAD_DIM + keys[:, None] * HEAD_DIM + cols[None, :]
     tl.store(gk_ptr + kv_at, gk * scale, mask=keys[:, None] < n_k)
     tl.store(gv_ptr + kv_at, gv, mask=keys[:, None] < n_k)
 
 
 @triton.jit
 def queries_backward(
-    q_ptr, k_ptr, v_ptr, go_ptr, lse_ptr, delta_ptr, gq_ptr, n_q, n_k, scale2, scale,
+    q_ptr, k_ptr, v_ptr, go_ptr, lse_ptr, delta_ptr, gq_ptr, q_st0, q_st1, q_st2, k_st0, k_st1, k_st2,
+    v_st0, v_st1, v_st2, go_st0, go_st1, go_st2, n_kv_heads, group, n_q, n_k, scale2, scale,
     HEAD_DIM: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr, CAUSAL: tl.constexpr,
 ):
     block, seq = tl.program_id(0), tl.program_id(1)
+    batch, head = seq // (n_kv_heads * group), seq % (n_kv_heads * group)
     rows = block * BLOCK_Q + tl.arange(0, BLOCK_Q)
     cols = tl.arange(0, HEAD_DIM)
-    q_at = seq * n_q * HEAD_DIM + rows[:, None] * HEAD_DIM + cols[None, :]
-    q = tl.load(q_ptr + q_at, mask=rows[:, None] < n_q, other=0.0)
-    go = tl.load(go_ptr + q_at, mask=rows[:, None] < n_q, other=0.0)
+    q = tl.load(q_ptr + batch * q_st0 + head * q_st1 + rows[:, None] * q_st2 + cols[None, :], mask=rows[:, None] < n_q, other=0.0)
+    go = tl.load(go_ptr + batch * go_st0 + head * go_st1 + rows[:, None] * go_st2 + cols[None, :], mask=rows[:, None] < n_q, other=0.0)
+    k_ptr += batch * k_st0 + (head // group) * k_st1
+    v_ptr += batch * v_st0 + (head // group) * v_st1
     lse2 = tl.load(lse_ptr + seq * n_q + rows, mask=rows < n_q, other=0.0) * 1.4426950408889634
     delta = tl.load(delta_ptr + seq * n_q + rows, mask=rows < n_q, other=0.0)
     gq = tl.zeros((BLOCK_Q, HEAD_DIM), tl.float32)
@@ -583,16 +578,15 @@ def queries_backward(
         last = tl.minimum(n_k, (block + 1) * BLOCK_Q + n_k - n_q)
     for start in range(0, last, BLOCK_K):
         keys = start + tl.arange(0, BLOCK_K)
-        kv_at = seq * n_k * HEAD_DIM + keys[:, None] * HEAD_DIM + cols[None, :]
-        k = tl.load(k_ptr + kv_at, mask=keys[:, None] < n_k, other=0.0)
-        v = tl.load(v_ptr + kv_at, mask=keys[:, None] < n_k, other=0.0)
+        k = tl.load(k_ptr + keys[:, None] * k_st2 + cols[None, :], mask=keys[:, None] < n_k, other=0.0)
+        v = tl.load(v_ptr + keys[:, None] * v_st2 + cols[None, :], mask=keys[:, None] < n_k, other=0.0)
         ok = (rows[:, None] < n_q) & (keys[None, :] < n_k)
         if CAUSAL:
             ok = ok & (keys[None, :] <= rows[:, None] + n_k - n_q)
         p = tl.where(ok, tl.exp2(tl.dot(q, tl.trans(k)) * scale2 - lse2[:, None]), 0.0)
         ds = p * (tl.dot(go, tl.trans(v)) - delta[:, None])
         gq += tl.dot(ds.to(k.dtype), k)
-    tl.store(gq_ptr + q_at, gq * scale, mask=rows[:, None] < n_q)
+    tl.store(gq_ptr + seq * n_q * HEAD_DIM + rows[:, None] * HEAD_DIM + cols[None, :], gq * scale, mask=rows[:, None] < n_q)
 
 
 def flash_attention_backward(q, k, v, output, lse, grad_output, causal=False, block_q=16, block_k=16):
@@ -602,18 +596,24 @@ def flash_attention_backward(q, k, v, output, lse, grad_output, causal=False, bl
             raise ValueError(f"{name} must be a power of two of at least 16; got {size}")
     n_q, d = q.shape[-2:]
     n_k = k.shape[-2]
-    q3, go3 = q.reshape(-1, n_q, d).contiguous(), grad_output.reshape(-1, n_q, d).contiguous()
-    k3, v3 = k.reshape(-1, n_k, d).contiguous(), v.reshape(-1, n_k, d).contiguous()
+    q4, k4, v4, go4 = (t.reshape(-1, *t.shape[-3:]) if t.dim() > 2 else t[None, None] for t in (q, k, v, grad_output))
+    n_kv_heads = k4.shape[1]
+    if q4.shape[1] % n_kv_heads:
+        raise ValueError(f"k: {n_kv_heads} heads do not divide q's {q4.shape[1]}")
+    group = q4.shape[1] // n_kv_heads
+    strides = [st for t in (q4, k4, v4, go4) for st in t.stride()[:3]]
     lse2 = lse.reshape(-1, n_q).contiguous()
     delta = (grad_output.float() * output.float()).sum(dim=-1).reshape(-1, n_q).contiguous()
-    gq, gk, gv = torch.empty_like(q3), torch.empty_like(k3), torch.empty_like(v3)
+    gq, gk, gv = (torch.empty(t.shape, dtype=t.dtype) for t in (q4, k4, v4))
     scale = 1.0 / math.sqrt(d)
     meta = {"HEAD_DIM": d, "BLOCK_Q": block_q, "BLOCK_K": block_k, "CAUSAL": causal}
     args = (lse2, delta)
-    keys_backward[(-(-n_k // block_k), q3.shape[0])](
-        q3, k3, v3, go3, *args, gk, gv, n_q, n_k, scale * LOG2E, scale, **meta
+    keys_backward[(-(-n_k // block_k), k4.shape[0] * n_kv_heads)](
+        q4, k4, v4, go4, *args, gk, gv, *strides, n_kv_heads, group, n_q, n_k, scale * LOG2E, scale, **meta
     )
-    queries_backward[(-(-n_q // block_q), q3.shape[0])](q3, k3, v3, go3, *args, gq, n_q, n_k, scale * LOG2E, scale, **meta)
+    queries_backward[(-(-n_q // block_q), q4.shape[0] * q4.shape[1])](
+        q4, k4, v4, go4, *args, gq, *strides, n_kv_heads, group, n_q, n_k, scale * LOG2E, scale, **meta
+    )
     return gq.reshape(q.shape), gk.reshape(k.shape), gv.reshape(v.shape)
 """,
         "P recomputed with exp2 (log2(e) in the scale and in lse); the keys' kernel starts at the first query that "
@@ -625,51 +625,56 @@ def flash_attention_backward(q, k, v, output, lse, grad_output, causal=False, bl
         """
 @triton.jit
 def bwd_kv_transposed(
-    Q, K, V, dO, LSE, Delta, dK, dV, stride_b, stride_l, kstride_b, kstride_l, n_q, n_k, scale,
-    D: tl.constexpr, BQ: tl.constexpr, BK: tl.constexpr, CAUSAL: tl.constexpr,
+    Q, K, V, dO, LSE, Delta, dK, dV, qs_b, qs_h, qs_l, ks_b, ks_h, ks_l, vs_b, vs_h, vs_l, os_b, os_h, os_l,
+    kv_heads, group, n_q, n_k, scale, D: tl.constexpr, BQ: tl.constexpr, BK: tl.constexpr, CAUSAL: tl.constexpr,
 ):
     j = tl.program_id(0) * BK + tl.arange(0, BK)
-    b = tl.program_id(1)
+    b = tl.program_id(1)  # (batch, key/value head)
+    z, hk = b // kv_heads, b % kv_heads
     e = tl.arange(0, D)
-    k = tl.load(K + b * kstride_b + j[:, None] * kstride_l + e[None, :], mask=j[:, None] < n_k, other=0.0)
-    v = tl.load(V + b * kstride_b + j[:, None] * kstride_l + e[None, :], mask=j[:, None] < n_k, other=0.0)
+    k = tl.load(K + z * ks_b + hk * ks_h + j[:, None] * ks_l + e[None, :], mask=j[:, None] < n_k, other=0.0)
+    v = tl.load(V + z * vs_b + hk * vs_h + j[:, None] * vs_l + e[None, :], mask=j[:, None] < n_k, other=0.0)
     dk = tl.zeros((BK, D), tl.float32)
     dv = tl.zeros((BK, D), tl.float32)
     i0 = 0
     if CAUSAL:
         i0 = tl.maximum(tl.program_id(0) * BK - (n_k - n_q), 0)
         i0 = i0 - i0 % BQ
-    for start in range(i0, n_q, BQ):
-        i = start + tl.arange(0, BQ)
-        q = tl.load(Q + b * stride_b + i[:, None] * stride_l + e[None, :], mask=i[:, None] < n_q, other=0.0)
-        do = tl.load(dO + b * stride_b + i[:, None] * stride_l + e[None, :], mask=i[:, None] < n_q, other=0.0)
-        lse = tl.load(LSE + b * n_q + i, mask=i < n_q, other=0.0)
-        delta = tl.load(Delta + b * n_q + i, mask=i < n_q, other=0.0)
-        # everything transposed: keys along the rows, queries along the columns
-        s_t = tl.dot(k, tl.trans(q)) * scale
-        valid = (j[:, None] < n_k) & (i[None, :] < n_q)
-        if CAUSAL:
-            valid = valid & (j[:, None] <= i[None, :] + n_k - n_q)
-        p_t = tl.where(valid, tl.exp(s_t - lse[None, :]), 0.0)
-        dv = dv + tl.dot(p_t.to(do.dtype), do)
-        dp_t = tl.dot(v, tl.trans(do))
-        ds_t = p_t * (dp_t - delta[None, :])
-        dk = dk + tl.dot(ds_t.to(q.dtype), q)
+    for g in range(group):  # the query heads that share this key/value head, one after another
+        h = hk * group + g
+        for start in range(i0, n_q, BQ):
+            i = start + tl.arange(0, BQ)
+            q = tl.load(Q + z * qs_b + h * qs_h + i[:, None] * qs_l + e[None, :], mask=i[:, None] < n_q, other=0.0)
+            do = tl.load(dO + z * os_b + h * os_h + i[:, None] * os_l + e[None, :], mask=i[:, None] < n_q, other=0.0)
+            lse = tl.load(LSE + (z * kv_heads * group + h) * n_q + i, mask=i < n_q, other=0.0)
+            delta = tl.load(Delta + (z * kv_heads * group + h) * n_q + i, mask=i < n_q, other=0.0)
+            # everything transposed: keys along the rows, queries along the columns
+            s_t = tl.dot(k, tl.trans(q)) * scale
+            valid = (j[:, None] < n_k) & (i[None, :] < n_q)
+            if CAUSAL:
+                valid = valid & (j[:, None] <= i[None, :] + n_k - n_q)
+            p_t = tl.where(valid, tl.exp(s_t - lse[None, :]), 0.0)
+            dv = dv + tl.dot(p_t.to(do.dtype), do)
+            dp_t = tl.dot(v, tl.trans(do))
+            ds_t = p_t * (dp_t - delta[None, :])
+            dk = dk + tl.dot(ds_t.to(q.dtype), q)
     dk = dk * scale
-    tl.store(dK + b * kstride_b + j[:, None] * kstride_l + e[None, :], dk, mask=j[:, None] < n_k)
-    tl.store(dV + b * kstride_b + j[:, None] * kstride_l + e[None, :], dv, mask=j[:, None] < n_k)
+    tl.store(dK + b * n_k * D + j[:, None] * D + e[None, :], dk, mask=j[:, None] < n_k)
+    tl.store(dV + b * n_k * D + j[:, None] * D + e[None, :], dv, mask=j[:, None] < n_k)
 
 
 @triton.jit
 def bwd_q_plain(
-    Q, K, V, dO, LSE, Delta, dQ, stride_b, stride_l, kstride_b, kstride_l, n_q, n_k, scale,
-    D: tl.constexpr, BQ: tl.constexpr, BK: tl.constexpr, CAUSAL: tl.constexpr,
+    Q, K, V, dO, LSE, Delta, dQ, qs_b, qs_h, qs_l, ks_b, ks_h, ks_l, vs_b, vs_h, vs_l, os_b, os_h, os_l,
+    kv_heads, group, n_q, n_k, scale, D: tl.constexpr, BQ: tl.constexpr, BK: tl.constexpr, CAUSAL: tl.constexpr,
 ):
     i = tl.program_id(0) * BQ + tl.arange(0, BQ)
-    b = tl.program_id(1)
+    b = tl.program_id(1)  # (batch, query head)
+    z, h = b // (kv_heads * group), b % (kv_heads * group)
+    hk = h // group
     e = tl.arange(0, D)
-    q = tl.load(Q + b * stride_b + i[:, None] * stride_l + e[None, :], mask=i[:, None] < n_q, other=0.0)
-    do = tl.load(dO + b * stride_b + i[:, None] * stride_l + e[None, :], mask=i[:, None] < n_q, other=0.0)
+    q = tl.load(Q + z * qs_b + h * qs_h + i[:, None] * qs_l + e[None, :], mask=i[:, None] < n_q, other=0.0)
+    do = tl.load(dO + z * os_b + h * os_h + i[:, None] * os_l + e[None, :], mask=i[:, None] < n_q, other=0.0)
     lse = tl.load(LSE + b * n_q + i, mask=i < n_q, other=0.0)
     delta = tl.load(Delta + b * n_q + i, mask=i < n_q, other=0.0)
     dq = tl.zeros((BQ, D), tl.float32)
@@ -678,14 +683,14 @@ def bwd_q_plain(
         j_end = tl.minimum(n_k, tl.program_id(0) * BQ + BQ + n_k - n_q)
     for start in range(0, j_end, BK):
         j = start + tl.arange(0, BK)
-        k = tl.load(K + b * kstride_b + j[:, None] * kstride_l + e[None, :], mask=j[:, None] < n_k, other=0.0)
-        v = tl.load(V + b * kstride_b + j[:, None] * kstride_l + e[None, :], mask=j[:, None] < n_k, other=0.0)
+        k = tl.load(K + z * ks_b + hk * ks_h + j[:, None] * ks_l + e[None, :], mask=j[:, None] < n_k, other=0.0)
+        v = tl.load(V + z * vs_b + hk * vs_h + j[:, None] * vs_l + e[None, :], mask=j[:, None] < n_k, other=0.0)
         valid = (i[:, None] < n_q) & (j[None, :] < n_k)
         if CAUSAL:
             valid = valid & (j[None, :] <= i[:, None] + n_k - n_q)
         p = tl.where(valid, tl.exp(tl.dot(q, tl.trans(k)) * scale - lse[:, None]), 0.0)
         dq += tl.dot((p * (tl.dot(do, tl.trans(v)) - delta[:, None])).to(k.dtype), k)
-    tl.store(dQ + b * stride_b + i[:, None] * stride_l + e[None, :], dq * scale, mask=i[:, None] < n_q)
+    tl.store(dQ + b * n_q * D + i[:, None] * D + e[None, :], dq * scale, mask=i[:, None] < n_q)
 
 
 def flash_attention_backward(q, k, v, output, lse, grad_output, causal=False, block_q=16, block_k=16):
@@ -694,16 +699,18 @@ def flash_attention_backward(q, k, v, output, lse, grad_output, causal=False, bl
             raise ValueError("%s: %d is not a power of two of at least 16" % (what, n))
     *lead, n_q, d = q.shape
     n_k = k.shape[-2]
-    q3, do3 = q.reshape(-1, n_q, d).contiguous(), grad_output.reshape(-1, n_q, d).contiguous()
-    k3, v3 = k.reshape(-1, n_k, d).contiguous(), v.reshape(-1, n_k, d).contiguous()
+    q4, k4, v4, do4 = (t.reshape(-1, *t.shape[-3:]) if t.dim() > 2 else t[None, None] for t in (q, k, v, grad_output))
+    if q4.shape[1] % k4.shape[1]:
+        raise ValueError(f"k: {k4.shape[1]} key/value heads do not divide the {q4.shape[1]} query heads")
     delta = (output.double() * grad_output.double()).sum(-1).float().reshape(-1, n_q).contiguous()
     lse2 = lse.reshape(-1, n_q).contiguous()
-    dq, dk, dv = torch.zeros_like(q3), torch.zeros_like(k3), torch.zeros_like(v3)
-    strides = (q3.stride(0), q3.stride(1), k3.stride(0), k3.stride(1))
-    common = (n_q, n_k, 1.0 / math.sqrt(d))
+    dq, dk, dv = (torch.zeros(t.shape, dtype=t.dtype) for t in (q4, k4, v4))
+    strides = sum((t.stride()[:3] for t in (q4, k4, v4, do4)), ())
+    common = (k4.shape[1], q4.shape[1] // k4.shape[1], n_q, n_k, 1.0 / math.sqrt(d))
     meta = dict(D=d, BQ=block_q, BK=block_k, CAUSAL=causal)
-    bwd_kv_transposed[(triton.cdiv(n_k, block_k), q3.shape[0])](q3, k3, v3, do3, lse2, delta, dk, dv, *strides, *common, **meta)
-    bwd_q_plain[(triton.cdiv(n_q, block_q), q3.shape[0])](q3, k3, v3, do3, lse2, delta, dq, *strides, *common, **meta)
+    kv_grid = (triton.cdiv(n_k, block_k), k4.shape[0] * k4.shape[1])
+    bwd_kv_transposed[kv_grid](q4, k4, v4, do4, lse2, delta, dk, dv, *strides, *common, **meta)
+    bwd_q_plain[(triton.cdiv(n_q, block_q), q4.shape[0] * q4.shape[1])](q4, k4, v4, do4, lse2, delta, dq, *strides, *common, **meta)
     return dq.reshape(q.shape), dk.reshape(k.shape), dv.reshape(v.shape)
 """,
         "the keys' kernel in transposed form (Sᵀ = k qᵀ, Pᵀ, dSᵀ, keys along the rows), strides passed to the "
@@ -715,50 +722,58 @@ def flash_attention_backward(q, k, v, output, lse, grad_output, causal=False, bl
         """
 @triton.jit
 def keys_by_sums(
-    Q, K, V, dO, LSE, DELTA, dK, dV, n_q, n_k, scale,
+    Q, K, V, dO, LSE, DELTA, dK, dV, sq0, sq1, sq2, sk0, sk1, sk2, sv0, sv1, sv2, so0, so1, so2, n_heads, n_kv, n_q, n_k, scale,
     D: tl.constexpr, BQ: tl.constexpr, BK: tl.constexpr, CAUSAL: tl.constexpr,
 ):
     j = tl.program_id(0) * BK + tl.arange(0, BK)
-    b = tl.program_id(1)
+    b = tl.program_id(1)  # (batch, key/value head)
+    z, hk = b // n_kv, b % n_kv
     e = tl.arange(0, D)
     kv = b * n_k * D + j[:, None] * D + e[None, :]
-    k = tl.load(K + kv, mask=j[:, None] < n_k, other=0.0).to(tl.float32)
-    v = tl.load(V + kv, mask=j[:, None] < n_k, other=0.0).to(tl.float32)
+    k = tl.load(K + z * sk0 + hk * sk1 + j[:, None] * sk2 + e[None, :], mask=j[:, None] < n_k, other=0.0)
+    v = tl.load(V + z * sv0 + hk * sv1 + j[:, None] * sv2 + e[None, :], mask=j[:, None] < n_k, other=0.0)
+    k, v = k.to(tl.float32), v.to(tl.float32)
     dk = tl.zeros((BK, D), tl.float32)
     dv = tl.zeros((BK, D), tl.float32)
     lo = 0
     if CAUSAL:
         lo = tl.maximum(tl.program_id(0) * BK - (n_k - n_q), 0) // BQ * BQ
-    for i0 in range(lo, n_q, BQ):
-        i = i0 + tl.arange(0, BQ)
-        at = b * n_q * D + i[:, None] * D + e[None, :]
-        q = tl.load(Q + at, mask=i[:, None] < n_q, other=0.0).to(tl.float32)
-        do = tl.load(dO + at, mask=i[:, None] < n_q, other=0.0).to(tl.float32)
-        lse = tl.load(LSE + b * n_q + i, mask=i < n_q, other=0.0)
-        delta = tl.load(DELTA + b * n_q + i, mask=i < n_q, other=0.0)
-        seen = (i[:, None] < n_q) & (j[None, :] < n_k)
-        if CAUSAL:
-            seen = seen & (j[None, :] <= i[:, None] + n_k - n_q)
-        # every product a broadcast over [BQ, BK, D] summed along one axis: no tl.dot
-        p = tl.where(seen, tl.exp(tl.sum(q[:, None, :] * k[None, :, :], axis=2) * scale - lse[:, None]), 0.0)
-        dv += tl.sum(p[:, :, None] * do[:, None, :], axis=0)
-        ds = p * (tl.sum(do[:, None, :] * v[None, :, :], axis=2) - delta[:, None])
-        dk += tl.sum(ds[:, :, None] * q[:, None, :], axis=0)
+    # the rows of every query head of the group, one head after another (h: the head, i: its rows)
+    for r0 in range(0, (n_heads // n_kv) * n_q, n_q):
+        h = hk * (n_heads // n_kv) + r0 // n_q
+        for i0 in range(lo, n_q, BQ):
+            i = i0 + tl.arange(0, BQ)
+            q = tl.load(Q + z * sq0 + h * sq1 + i[:, None] * sq2 + e[None, :], mask=i[:, None] < n_q, other=0.0)
+            do = tl.load(dO + z * so0 + h * so1 + i[:, None] * so2 + e[None, :], mask=i[:, None] < n_q, other=0.0)
+            q, do = q.to(tl.float32), do.to(tl.float32)
+            lse = tl.load(LSE + (z * n_heads + h) * n_q + i, mask=i < n_q, other=0.0)
+            delta = tl.load(DELTA + (z * n_heads + h) * n_q + i, mask=i < n_q, other=0.0)
+            seen = (i[:, None] < n_q) & (j[None, :] < n_k)
+            if CAUSAL:
+                seen = seen & (j[None, :] <= i[:, None] + n_k - n_q)
+            # every product a broadcast over [BQ, BK, D] summed along one axis: no tl.dot
+            p = tl.where(seen, tl.exp(tl.sum(q[:, None, :] * k[None, :, :], axis=2) * scale - lse[:, None]), 0.0)
+            dv += tl.sum(p[:, :, None] * do[:, None, :], axis=0)
+            ds = p * (tl.sum(do[:, None, :] * v[None, :, :], axis=2) - delta[:, None])
+            dk += tl.sum(ds[:, :, None] * q[:, None, :], axis=0)
     tl.store(dK + kv, dk * scale, mask=j[:, None] < n_k)
     tl.store(dV + kv, dv, mask=j[:, None] < n_k)
 
 
 @triton.jit
 def queries_by_sums(
-    Q, K, V, dO, LSE, DELTA, dQ, n_q, n_k, scale,
+    Q, K, V, dO, LSE, DELTA, dQ, sq0, sq1, sq2, sk0, sk1, sk2, sv0, sv1, sv2, so0, so1, so2, n_heads, n_kv, n_q, n_k, scale,
     D: tl.constexpr, BQ: tl.constexpr, BK: tl.constexpr, CAUSAL: tl.constexpr,
 ):
     i = tl.program_id(0) * BQ + tl.arange(0, BQ)
-    b = tl.program_id(1)
+    b = tl.program_id(1)  # (batch, query head)
+    z, h = b // n_heads, b % n_heads
+    hk = h // (n_heads // n_kv)
     e = tl.arange(0, D)
     at = b * n_q * D + i[:, None] * D + e[None, :]
-    q = tl.load(Q + at, mask=i[:, None] < n_q, other=0.0).to(tl.float32)
-    do = tl.load(dO + at, mask=i[:, None] < n_q, other=0.0).to(tl.float32)
+    q = tl.load(Q + z * sq0 + h * sq1 + i[:, None] * sq2 + e[None, :], mask=i[:, None] < n_q, other=0.0)
+    do = tl.load(dO + z * so0 + h * so1 + i[:, None] * so2 + e[None, :], mask=i[:, None] < n_q, other=0.0)
+    q, do = q.to(tl.float32), do.to(tl.float32)
     lse = tl.load(LSE + b * n_q + i, mask=i < n_q, other=0.0)
     delta = tl.load(DELTA + b * n_q + i, mask=i < n_q, other=0.0)
     dq = tl.zeros((BQ, D), tl.float32)
@@ -767,9 +782,9 @@ def queries_by_sums(
         hi = tl.minimum(n_k, (tl.program_id(0) + 1) * BQ + n_k - n_q)
     for j0 in range(0, hi, BK):
         j = j0 + tl.arange(0, BK)
-        kv = b * n_k * D + j[:, None] * D + e[None, :]
-        k = tl.load(K + kv, mask=j[:, None] < n_k, other=0.0).to(tl.float32)
-        v = tl.load(V + kv, mask=j[:, None] < n_k, other=0.0).to(tl.float32)
+        k = tl.load(K + z * sk0 + hk * sk1 + j[:, None] * sk2 + e[None, :], mask=j[:, None] < n_k, other=0.0)
+        v = tl.load(V + z * sv0 + hk * sv1 + j[:, None] * sv2 + e[None, :], mask=j[:, None] < n_k, other=0.0)
+        k, v = k.to(tl.float32), v.to(tl.float32)
         seen = (i[:, None] < n_q) & (j[None, :] < n_k)
         if CAUSAL:
             seen = seen & (j[None, :] <= i[:, None] + n_k - n_q)
@@ -785,17 +800,20 @@ def flash_attention_backward(q, k, v, output, lse, grad_output, causal=False, bl
             raise ValueError(f"{name} must be a power of two of at least 16, got {size}")
     n_q, d = q.shape[-2:]
     n_k = k.shape[-2]
-    q3, do3 = (t.reshape(-1, n_q, d).contiguous() for t in (q, grad_output))
-    k3, v3 = (t.reshape(-1, n_k, d).contiguous() for t in (k, v))
+    q4, k4, v4, do4 = (t.reshape(-1, *t.shape[-3:]) if t.dim() > 2 else t[None, None] for t in (q, k, v, grad_output))
+    n_heads, n_kv = q4.shape[1], k4.shape[1]
+    if n_heads % n_kv:
+        raise ValueError(f"k: {n_kv} heads must divide the {n_heads} of q")
     lse2 = lse.reshape(-1, n_q).float().contiguous()
     delta = (grad_output.float() * output.float()).sum(-1).reshape(-1, n_q).contiguous()
-    dq, dk, dv = torch.empty_like(q3), torch.empty_like(k3), torch.empty_like(v3)
+    dq, dk, dv = (torch.empty(t.shape, dtype=t.dtype) for t in (q4, k4, v4))
+    strides = [st for t in (q4, k4, v4, do4) for st in t.stride()[:3]]
     meta = {"D": d, "BQ": block_q, "BK": block_k, "CAUSAL": causal}
-    keys_by_sums[(triton.cdiv(n_k, block_k), q3.shape[0])](
-        q3, k3, v3, do3, lse2, delta, dk, dv, n_q, n_k, 1 / math.sqrt(d), **meta
+    keys_by_sums[(triton.cdiv(n_k, block_k), k4.shape[0] * n_kv)](
+        q4, k4, v4, do4, lse2, delta, dk, dv, *strides, n_heads, n_kv, n_q, n_k, 1 / math.sqrt(d), **meta
     )
-    queries_by_sums[(triton.cdiv(n_q, block_q), q3.shape[0])](
-        q3, k3, v3, do3, lse2, delta, dq, n_q, n_k, 1 / math.sqrt(d), **meta
+    queries_by_sums[(triton.cdiv(n_q, block_q), q4.shape[0] * n_heads)](
+        q4, k4, v4, do4, lse2, delta, dq, *strides, n_heads, n_kv, n_q, n_k, 1 / math.sqrt(d), **meta
     )
     return dq.reshape(q.shape), dk.reshape(k.shape), dv.reshape(v.shape)
 """,
