@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import types
+from unittest import mock
 
 import pytest
 import torch
@@ -187,10 +188,11 @@ def page_shows(record: dict, tmp_path) -> tuple[str, list[str]]:
         figures.append(alt)
         plt.close(fig)
 
-    namespace = {"json": json, "REPOSITORY": tmp_path, "display": shown.append, "Markdown": str, "plt": plt}
+    namespace = {"display": shown.append, "Markdown": str, "plt": plt}
     namespace["show_figure"] = show_figure
-    for cell in cells:
-        exec(compile(cell, "ch11_flash_attention.md", "exec"), namespace)  # the course's own page
+    with mock.patch("attention_course.records.course_repository", return_value=tmp_path):
+        for cell in cells:
+            exec(compile(cell, "ch11_flash_attention.md", "exec"), namespace)  # the course's own page
     [text] = shown
     return text, figures
 
@@ -200,7 +202,8 @@ def test_the_page_shows_the_recorded_sweep_or_a_readers_sentence_before_one(tmp_
     text, figures = page_shows(recorded, tmp_path)
     assert text == sweep.sweep_summary(result(), day="2026-11-30")
     assert len(figures) == 1 and "NVIDIA H200 in bfloat16, heads of 64 features, causal" in figures[0]
-    for before in ({}, {"gpu": {"figures": {"steps": {}}}}, {"gpu": {"figures": {"steps": {"flash-sweep": {}}}}}):
+    empty_steps = ({}, {"steps": {}}, {"steps": {"flash-sweep": {}}})
+    for before in ({"gpu": {"figures": figures}} for figures in empty_steps):
         assert page_shows(before, tmp_path) == (sweep.NOT_MEASURED, [])
     for word in ("make", "figures.json", "bench-gpu", "benchmarks", "record"):
         assert word not in sweep.NOT_MEASURED
