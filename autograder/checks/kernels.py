@@ -79,6 +79,18 @@ def _replay(call: Call, roles: tuple[str, ...]):
     return plan, result, returned, trace
 
 
+def _judged(call: Call, roles, compared: CompareOptions, outputs: tuple[str, ...], then=None) -> None:
+    """Fail ``call`` unless its launches, run again (:func:`_replayed`), store the grader's right values of
+    ``outputs`` within one tile a program (:func:`replayed.judge`) and, those right, ``then(plan, result)`` (a
+    check's own property) finds no problem."""
+    plan, result, returned, trace, expected = _replayed(call, tuple(roles), outputs)
+    blocks = _blocks(call, tuple(roles))
+    problems = replayed.judge(plan, result, expected, returned, compared.rtol, compared.atol, blocks)
+    problems = problems or (then(plan, result) if then else [])
+    if problems:
+        call.fail(launches.scrubbed("; ".join(problems), trace))
+
+
 @isolated(diagnose=False)
 @takes_options("seed")
 @compares(
@@ -102,11 +114,7 @@ def check_kernels_compute(
     ``roles`` names the positional inputs, in order, by what they are (:data:`ROLES`: ``"q"``, ``"k"``, ``"v"``,
     ``"output"``, ``"lse"``, ``"grad_output"``)."""
     call = options.call(item, "computed by its Triton kernels", args, kwargs, compared.hint)
-    plan, result, returned, trace, expected = _replayed(call, tuple(roles), tuple(compared.outputs or ()))
-    blocks = _blocks(call, tuple(roles))
-    problems = replayed.judge(plan, result, expected, returned, compared.rtol, compared.atol, blocks)
-    if problems:
-        call.fail(launches.scrubbed("; ".join(problems), trace))
+    _judged(call, roles, compared, tuple(compared.outputs or ()))
 
 
 @isolated(diagnose=False)
@@ -137,12 +145,7 @@ def check_skips_hidden_blocks(
     compute the outputs (:func:`check_kernels_compute`'s property, to ``rtol`` and ``atol``) for this to be read;
     the rows a program touches are those of the inputs it reads, or of a copy of them that kernels wrote."""
     call = options.call(item, "skips the blocks that the causal mask hides", args, kwargs, compared.hint)
-    plan, result, returned, trace, expected = _replayed(call, tuple(roles), ())
-    blocks = _blocks(call, tuple(roles))
-    problems = replayed.judge(plan, result, expected, returned, compared.rtol, compared.atol, blocks)
-    problems = problems or replayed.hidden_blocks(plan, result, block_q, block_k)
-    if problems:
-        call.fail(launches.scrubbed("; ".join(problems), trace))
+    _judged(call, roles, compared, (), lambda plan, result: replayed.hidden_blocks(plan, result, block_q, block_k))
 
 
 OUTSIDE = "outside the tensors"  # what the replay says of an access that leaves them (autograder.sandbox.replay)
@@ -192,11 +195,7 @@ def check_reads_inputs_in_place(
     layout (:func:`replayed.copied`). The kernels must compute the outputs (:func:`check_kernels_compute`'s
     property) for this to be read: a record that claims the caller's layout is replayed in it."""
     call = options.call(item, "reads strided inputs in place", args, kwargs, compared.hint)
-    plan, result, returned, trace, expected = _replayed(call, tuple(roles), ())
-    problems = replayed.judge(plan, result, expected, returned, compared.rtol, compared.atol, _blocks(call, roles))
-    problems = problems or replayed.copied(plan, dict(zip(roles, call.inputs)))
-    if problems:
-        call.fail(launches.scrubbed("; ".join(problems), trace))
+    _judged(call, roles, compared, (), lambda plan, _result: replayed.copied(plan, dict(zip(roles, call.inputs))))
 
 
 @isolated(diagnose=False)
@@ -217,8 +216,4 @@ def check_heads_not_repeated(
     item's kernels are handed each key/value head once: no tensor of the launches holds k or v repeated for each
     query head (:func:`replayed.repeated`). The kernels must compute the outputs for this to be read."""
     call = options.call(item, "keeps one copy of each key/value head", args, kwargs, compared.hint)
-    plan, result, returned, trace, expected = _replayed(call, tuple(roles), ())
-    problems = replayed.judge(plan, result, expected, returned, compared.rtol, compared.atol, _blocks(call, roles))
-    problems = problems or replayed.repeated(plan, dict(zip(roles, call.inputs)))
-    if problems:
-        call.fail(launches.scrubbed("; ".join(problems), trace))
+    _judged(call, roles, compared, (), lambda plan, _result: replayed.repeated(plan, dict(zip(roles, call.inputs))))
