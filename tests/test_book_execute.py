@@ -22,7 +22,7 @@ from course_site import execute as book_execute
 from course_site import progress as book_progress
 from tests.support.myst import HEADER
 
-SLEEP = 1.5  # seconds that each page of the two-page book sleeps
+WAIT = 60  # seconds that each page of the two-page book waits for the other's mark at most
 CONFIG = """\
 title: Two pages
 only_build_toc_files: true
@@ -49,9 +49,20 @@ def write_book(folder: Path, pages: dict[str, list[str]]) -> Path:
     return folder
 
 
-def timed_sleep(name: str) -> str:
-    """A cell that sleeps and prints when it started and ended (``name`` makes each page's code its own)."""
-    return f"import time  # {name}\n\nstart = time.time()\ntime.sleep({SLEEP})\nprint(start, time.time())"
+def waits_for(name: str, other: str) -> str:
+    """A cell that leaves its page's mark and waits for the other page's (a barrier of files in the page's
+    folder, where the pages run): it prints "met" once the other page's mark is there, or "alone" where the
+    other page had not started after WAIT seconds (one page after the other)."""
+    return (
+        f"import pathlib, time  # {name}\n\n"
+        f'marks = pathlib.Path("marks")\n'
+        f"marks.mkdir(exist_ok=True)\n"
+        f'(marks / "{name}").touch()\n'
+        f"deadline = time.monotonic() + {WAIT}\n"
+        f'while not (marks / "{other}").exists() and time.monotonic() < deadline:\n'
+        f"    time.sleep(0.05)\n"
+        f'print("met" if (marks / "{other}").exists() else "alone")'
+    )
 
 
 def execute(book: Path, jobs: int, *options: str) -> subprocess.CompletedProcess:
@@ -88,7 +99,8 @@ def as_myst_nb_renders(book: Path, name: str) -> tuple[list[str], object]:
 def executed(tmp_path_factory):
     """The two-page book, executed with 2 jobs: (its folder, the run)."""
     book = write_book(
-        tmp_path_factory.mktemp("book"), {"first": [timed_sleep("first")], "second": [timed_sleep("second")]}
+        tmp_path_factory.mktemp("book"),
+        {"first": [waits_for("first", "second")], "second": [waits_for("second", "first")]},
     )
     return book, execute(book, jobs=2)
 
@@ -113,18 +125,12 @@ def test_the_kernels_say_nothing_in_the_build_log(executed):
 
 
 def test_the_two_pages_ran_at_the_same_time(executed):
+    """Side by side, proven by a barrier, not by clocks: each page waits for the other's mark, which a page run
+    after the other could only find once the first had given up waiting."""
     book, run = executed
     assert run.returncode == 0, run.stdout + run.stderr
-    intervals = []
-    for name in ("first", "second"):
-        _, notebook = as_myst_nb_renders(book, name)
-        start, end = map(float, notebook.cells[-1].outputs[0].text.split())
-        intervals.append((start, end))
-    overlap = min(end for _, end in intervals) - max(start for start, _ in intervals)
-    assert overlap > SLEEP / 3, f"the pages slept at {intervals}: one after the other, not side by side"
-    seconds = bench_book.executed_chapters(run.stdout)
-    wall = float(run.stdout.split("[book] executed 2 pages in ")[1].split(" s")[0])
-    assert wall < 0.85 * sum(seconds.values()), run.stdout
+    said = {name: as_myst_nb_renders(book, name)[1].cells[-1].outputs[0].text.strip() for name in ("first", "second")}
+    assert said == {"first": "met", "second": "met"}, f"one page after the other, not side by side: {said}"
 
 
 def test_a_second_run_finds_every_page_in_the_cache_and_executes_nothing(executed):
