@@ -427,16 +427,77 @@ def test_the_assignment_of_a_renamed_copy_is_the_one_its_setup_cell_declares(tmp
     assert seen == ["ch11_flash_attention"] * 2
 
 
+MISNAMED = ("Copy of ch03_multi_head.ipynb", "ch03_multi_head (1).ipynb", "ch03_multi_head-Copy1.ipynb")
+
+
+@pytest.mark.parametrize("name", MISNAMED)
+def test_check_says_first_that_a_misnamed_notebook_would_not_be_graded_and_what_to_rename_it(
+    name, tmp_path, monkeypatch, capsys
+):
+    """Colab's, a browser's and Jupyter's names for a copy: make grade refuses them (0 points: the only name it reads
+    is ch03_multi_head.ipynb), so make check, its tests all passing, says so on its first line, names the name to
+    give it, never says "Ready to submit", and fails (1); the same notebook so named is ready."""
+    assignment = "ch03_multi_head"
+    folder = tmp_path / "Downloads"
+    folder.mkdir()
+    report = graded.Report(assignment, assignment)
+    report.tests["test_mha_shapes"] = graded.TestResult("test_mha_shapes", 1.0, True, "")
+    monkeypatch.setattr(check, "grade_notebook", lambda *args, **kwargs: report)
+    copy = _answered(folder / name, assignment)
+    assert check.main([str(copy)]) == 1
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[0] == (
+        f"NOT GRADED UNDER THIS NAME: {name} would not be graded under its name: the only name grading reads is "
+        f"{assignment}.ipynb. Rename it {assignment}.ipynb before you submit (a submission without it scores 0)."
+    ), out
+    assert out[-1].startswith("Verdict: every test passes (1 / 1), but rename the notebook ch03_multi_head.ipynb")
+    assert "Not ready to submit." in out[-1] and "Ready to submit." not in out[-1].replace("Not ready", ""), out
+    renamed = copy.rename(folder / f"{assignment}.ipynb")
+    assert check.main([str(renamed)]) == 0
+    out = capsys.readouterr().out
+    assert "NOT GRADED" not in out and "rename" not in out and out.strip().splitlines()[-1].endswith("Ready to submit.")
+
+
+def test_a_failing_check_of_a_misnamed_notebook_says_to_rename_it_too(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(check, "grade_notebook", lambda *args, **kwargs: _report(True, False))
+    copy = _answered(tmp_path / f"Copy of {A}.ipynb")
+    assert check.main([str(copy)]) == 1
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[0].startswith(f"NOT GRADED UNDER THIS NAME: Copy of {A}.ipynb would not be graded under its name")
+    assert out[-1].startswith("Verdict: 1 / 2; 1 test fails.") and out[-1].endswith(
+        f"And rename the notebook {A}.ipynb, the only name grading reads."
+    ), out
+
+
+def test_validate_says_first_and_last_that_a_misnamed_notebook_would_not_be_graded(tmp_path, capsys):
+    """make validate runs a misnamed copy (its folder names the assignment) and passes, but its first and last
+    lines say what to rename it to; a notebook of the assignment's name hears nothing of it."""
+    folder = tmp_path / A
+    folder.mkdir()
+    assert validate.main([str(_notebook(folder / f"{A} (1).ipynb", "assert x == 1"))]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[0].startswith(f"NOT GRADED UNDER THIS NAME: {A} (1).ipynb would not be graded under its name"), out
+    assert out[-1] == f"And rename the notebook {A}.ipynb before you submit: grading reads no other name.", out
+    assert validate.main([str(_notebook(folder / f"{A}.ipynb", "assert x == 1"))]) == 0
+    assert "rename" not in capsys.readouterr().out
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ODD_NAMES[:2])
-def test_make_validate_and_check_pass_a_right_notebook_downloaded_or_copied(name, tmp_path):
-    """The reference solution under a browser's and Colab's name, in a folder named for nothing: make validate
-    and make check run it, find its assignment, and pass."""
+def test_make_validate_and_check_run_a_right_notebook_downloaded_or_copied_and_say_to_rename_it(name, tmp_path):
+    """The reference solution under a browser's and Colab's name, in a folder named for nothing, as a student
+    meets it in a fresh clone: make validate and make check find its assignment and run it; every test passes,
+    but each says first that grading would not read it under its name, and make check fails on it (make grade
+    refuses it: 0 points) until it is renamed."""
     path = tmp_path / "Downloads" / name
     path.parent.mkdir()
     shutil.copy(course.notebook_path(A, "solutions"), path)
     env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k not in ("NOTEBOOK", "ASSIGNMENT")}
-    for target, last in (("validate", "All visible tests passed."), ("check", "Verdict: every test passes")):
+    warning = f"NOT GRADED UNDER THIS NAME: {name} would not be graded under its name"
+    for target, status, last in (
+        ("validate", 0, f"And rename the notebook {A}.ipynb before you submit"),
+        ("check", 2, "Verdict: every test passes ("),
+    ):
         made = subprocess.run(
             ["make", "-s", "-C", str(COURSE_ROOT), "--assume-old=.venv/.installed", "--assume-old=.venv/.bytecode"]
             + [target, f"NOTEBOOK={path}"],
@@ -445,8 +506,14 @@ def test_make_validate_and_check_pass_a_right_notebook_downloaded_or_copied(name
             env=env,
             timeout=600,
         )
-        assert made.returncode == 0, made.stdout + made.stderr
-        assert made.stdout.strip().splitlines()[-1].startswith(last), made.stdout
+        assert made.returncode == status, made.stdout + made.stderr
+        lines = made.stdout.strip().splitlines()
+        assert lines[0].startswith(warning) and lines[-1].startswith(last), made.stdout
+        if target == "validate":
+            assert "All visible tests passed." in made.stdout, made.stdout
+        else:
+            assert f"), but rename the notebook {A}.ipynb, the only name grading reads" in lines[-1], made.stdout
+            assert f"{target}] Error 1" in made.stderr and "Ready to submit" not in made.stdout, made.stderr
 
 
 @pytest.mark.parametrize("target,variable", [("student-repo", "DEST"), ("check-site", "SITE")])

@@ -13,6 +13,10 @@ nothing here checks them): each one still as released (blank, nbgrader's "YOUR A
 released notebook's text) is named with its points, and so is each one answered, as awaiting the
 instructor's grading. Where one is still to write, the last line says so, never "all passed" alone.
 
+A notebook that grading would not read under its name (anything but ``<assignment>.ipynb``: a browser's
+``... (1).ipynb``, Colab's ``Copy of ...``) is run all the same; the first line and the last say what to
+rename it to.
+
 Exit status (``make validate`` fails unless it is 0): 0 every visible test passed; 1 a visible test
 failed or a cell raised an error; 2 the notebook could not be validated (no such file, a file that is
 not a notebook, a notebook without test cells) or a bad argument. A written answer still to write does
@@ -165,12 +169,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.notebook.is_file():
         parser.error(f"no notebook at {args.notebook}; pass NOTEBOOK=exercises/<assignment>/<assignment>.ipynb")
+    names = course.assignment_names(args.notebook)
+    misnamed = course.not_graded_under(args.notebook, names[0]) if names else None
+    if misnamed:  # before anything else, and again at the end: grading reads no other name
+        print(f"NOT GRADED UNDER THIS NAME: {misnamed}")
     try:
         lines, passed = validate(args.notebook, run_all=args.all, timeout=args.timeout)
     except NotValidated as error:
         print(f"Not validated: {error}")
         return 2
     print("\n".join(lines))
+    if misnamed:
+        print(f"And rename the notebook {names[0]}.ipynb before you submit: grading reads no other name.")
     return 0 if passed else 1
 
 
