@@ -267,6 +267,55 @@ def test_make_check_shows_a_visible_known_answer_as_make_validate_does(tmp_path,
     assert not passed and validated[:2] == shown, lines
 
 
+def _made(target: str, path: Path) -> subprocess.CompletedProcess:
+    """``make -s <target> NOTEBOOK=path`` in the course's checkout, as a student runs it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k not in ("NOTEBOOK", "ASSIGNMENT")}
+    return subprocess.run(
+        ["make", "-s", "-C", str(COURSE_ROOT), "--assume-old=.venv/.installed", "--assume-old=.venv/.bytecode"]
+        + [target, f"NOTEBOOK={path}"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+
+
+def _fail_block(output: str, test: str) -> list[str]:
+    """The lines of ``test``'s FAIL block in a make validate or make check report."""
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip().startswith("FAIL") and test in line)
+    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith("        ")), len(lines))
+    return lines[start:end]
+
+
+@pytest.mark.slow
+def test_validate_and_check_label_each_difference_with_the_helpers_it_ran_with(tmp_path):
+    """MultiHeadAttention scaled by √d_model, beside a split_heads that mixes positions and heads: make validate
+    runs it with the student's own helpers (the largest difference 0.764 with torch's), make check with correct
+    ones, as grading does (0.0818). One test, two numbers: each failure's first line says what it compares."""
+    from tests.buggy.ch03_multi_head import BUGS
+
+    assignment = "ch03_multi_head"
+    wrong = {bug.item: bug.code for bug in BUGS if bug.name in ("mha_scale_by_d_model", "split_without_transpose")}
+    path = tmp_path / f"{assignment}.ipynb"
+    nbformat.write(fill(assignment, wrong), str(path))
+    validated, checked = _made("validate", path), _made("check", path)
+    own = _fail_block(validated.stdout, "test_mha_matches_torch")
+    graded_with = _fail_block(checked.stdout, "test_mha_matches_torch")
+    assert own[1].strip() == (
+        "CheckFailed: MultiHeadAttention(16, 4) (run with your own split_heads, merge_heads): "
+        "agreement with torch.nn.MultiheadAttention failed"
+    ), validated.stdout
+    assert graded_with[1].strip() == (
+        "MultiHeadAttention(16, 4) (graded with correct split_heads, merge_heads): "
+        "agreement with torch.nn.MultiheadAttention failed"
+    ), checked.stdout
+    differences = [next(line for line in block if "largest difference" in line) for block in (own, graded_with)]
+    assert "is 0.764 " in differences[0] and "is 0.0818 " in differences[1], differences
+    # the helpers' own test fails in both, and names the helper's mistake
+    assert "FAIL  test_split_heads_values" in validated.stdout and "FAIL  test_split_heads_values" in checked.stdout
+
+
 def test_a_hidden_known_answer_stays_hidden_where_the_cell_runs_visible_ones_beside_it():
     """The grader runs a cell's visible lines and its hidden region in turn (grading/notebook.test_runs): the same
     failing known answer shows its values in the visible lines and none in the hidden region."""

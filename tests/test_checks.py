@@ -47,7 +47,7 @@ from autograder import (
 )
 from autograder.api import derived, items, specs
 from autograder.api.options import CompareOptions, compares
-from autograder.calls import diagnosis
+from autograder.calls import attribution, diagnosis
 from autograder.release import reference
 
 A = "ch02_scaled_dot_product"
@@ -907,8 +907,29 @@ def test_a_check_beside_the_students_own_helpers_says_what_it_cannot_tell():
     msg = failure(check_matches_torch, item, "multihead_attention", [tensor(2, 5, 16)] * 3, init=(16, 4))
     assert "hint: MultiHeadAttention ran here with your own split_heads, merge_heads: if a test of those fails" in msg
     assert "If they all pass: " in msg, msg
+    # its first line says what the number compares: graded, the same check runs with correct helpers
+    assert msg.startswith(
+        "MultiHeadAttention(16, 4) (run with your own split_heads, merge_heads): agreement with torch.nn"
+    ), msg
     right = Item("ch03_multi_head", "MultiHeadAttention", MultiHeadAttention, outputs=("output", "weights"), uses=uses)
     check_matches_torch(right, "multihead_attention", [tensor(2, 5, 16)] * 3, init=(16, 4))
+
+
+def test_a_failure_in_the_grader_says_it_ran_with_correct_helpers_and_an_item_without_helpers_says_nothing():
+    """In the sandbox (an object the grader's session proxies), the stand-ins answer for the helpers: a failure's
+    first line says so, once however many checks raise it; an item that uses no helper is not labelled."""
+
+    class Proxied:
+        __remote__ = True
+
+    uses = ("split_heads", "merge_heads")
+    graded = Item("ch03_multi_head", "MultiHeadAttention", Proxied(), uses=uses)
+    failed = CheckFailed("MultiHeadAttention(16, 4)", "agreement", "query=...", "output differs", "a hint")
+    once = attribution.labelled(failed, graded)
+    assert str(once).startswith("MultiHeadAttention(16, 4) (graded with correct split_heads, merge_heads): agreement")
+    assert str(attribution.labelled(once, graded)) == str(once)
+    alone = Item("ch03_multi_head", "split_heads", Proxied())
+    assert attribution.labelled(failed, alone) is failed
 
 
 def test_a_visible_check_names_a_mistake_only_where_the_term_releases_the_chapter(monkeypatch):
