@@ -316,6 +316,30 @@ def test_validate_and_check_label_each_difference_with_the_helpers_it_ran_with(t
     assert "FAIL  test_split_heads_values" in validated.stdout and "FAIL  test_split_heads_values" in checked.stdout
 
 
+def test_a_failed_test_says_whether_its_visible_or_its_hidden_part_failed_in_check_and_feedback(tmp_path):
+    """MultiHeadAttention scaled by √d_model fails test_mha_matches_torch's visible part, and test_mha_mask's hidden
+    part while its visible part passes (make validate passes it): the check's report and the feedback (the test
+    cell's output, which nbgrader's feedback page shows) say which part of each failed."""
+    from autograder.nbgrader.execute import apply_report
+    from tests.buggy.ch03_multi_head import BUGS
+
+    assignment = "ch03_multi_head"
+    scaled = next(bug for bug in BUGS if bug.name == "mha_scale_by_d_model")
+    nb = fill(assignment, {scaled.item: scaled.code})
+    report = grade_notebook(assignment, nb, isolation="none", only=["MultiHeadAttention"])
+    visible = "The visible part of this test failed: make validate runs it too."
+    hidden = "The hidden part of this test failed; its visible part (make validate runs it) passed."
+    assert report.tests["test_mha_matches_torch"].message.splitlines()[0] == visible, report.tests
+    assert report.tests["test_mha_mask"].message.splitlines()[0] == hidden, report.tests
+    assert report.tests["test_mha_shapes"].passed  # a cell that passes says nothing
+    shown = check.format_report(report, tmp_path / f"{assignment}.ipynb").splitlines()
+    assert shown[shown.index(next(line for line in shown if "FAIL  test_mha_mask" in line)) + 1].strip() == hidden
+    apply_report(nb, report)
+    outputs = {notebooks.cell_id(cell): cell.outputs for cell in nb.cells if notebooks.is_test(cell)}
+    assert outputs["test_mha_mask"][0]["evalue"].startswith(hidden + "\n"), outputs["test_mha_mask"]
+    assert outputs["test_mha_matches_torch"][0]["evalue"].startswith(visible + "\n")
+
+
 def test_a_hidden_known_answer_stays_hidden_where_the_cell_runs_visible_ones_beside_it():
     """The grader runs a cell's visible lines and its hidden region in turn (grading/notebook.test_runs): the same
     failing known answer shows its values in the visible lines and none in the hidden region."""
