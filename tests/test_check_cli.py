@@ -340,6 +340,66 @@ def test_a_failed_test_says_whether_its_visible_or_its_hidden_part_failed_in_che
     assert outputs["test_mha_matches_torch"][0]["evalue"].startswith(visible + "\n")
 
 
+def _with_blank(assignment: str, *blank: str) -> nbformat.NotebookNode:
+    """The reference's notebook with the solution cells ``blank`` left as released (``raise NotImplementedError()``)."""
+    released = {notebooks.cell_id(c): c.source for c in fill(assignment, blank=True).cells if notebooks.is_solution(c)}
+    nb = fill(assignment)
+    for cell in nb.cells:
+        if notebooks.cell_id(cell) in blank:
+            cell.source = released[notebooks.cell_id(cell)]
+    return nb
+
+
+def test_check_says_once_that_an_unwritten_part_is_not_written_yet(tmp_path):
+    """Chapter 11 with Part 2 (flash_attention_backward) as released: its eight test cells each FAIL with their
+    score, and one line after them says that the item is not written yet, not eight identical messages; the cell
+    that runs it raised NotImplementedError, which the report says means what it runs is not written yet (never
+    "raised NotImplementedError: " and nothing after the colon)."""
+    assignment = "ch11_flash_attention"
+    nb = _with_blank(assignment, "flash_attention_backward")
+    report = grade_notebook(assignment, nb, isolation="none", only=["flash_attention_backward"])
+    lines = check.format_report(report, tmp_path / f"{assignment}.ipynb").splitlines()
+    failed = [line for line in lines if line.startswith("  FAIL  test_backward_")]
+    assert len(failed) == 8 and lines.index(failed[-1]) - lines.index(failed[0]) == 7, lines
+    said = lines[lines.index(failed[-1]) + 1].strip()
+    assert said == (
+        "flash_attention_backward is not written yet (it raises NotImplementedError): these 8 tests fail until it is."
+    ), lines
+    assert sum("not written yet" in line for line in lines) == 2 and not any("problem:" in line for line in lines)
+    raised = [line for line in lines if "raised NotImplementedError" in line]
+    assert raised == [
+        "  the second code cell under the heading 'Part 2: the backward pass' raised NotImplementedError: what it "
+        "runs is not written yet"
+    ], lines
+    # the feedback keeps each cell's own message, which says the same of its item
+    assert all(
+        "flash_attention_backward is not written yet" in test.message and test.unwritten == "flash_attention_backward"
+        for test in report.tests.values()
+    )
+
+
+def test_validate_says_once_that_an_unwritten_item_is_not_written_yet(tmp_path):
+    """make validate on chapter 3 with MultiHeadAttention as released: its four visible test cells FAIL, then one line
+    says it is not written yet; a cell that raised the stubs' empty NotImplementedError says what that means."""
+    assignment = "ch03_multi_head"
+    path = tmp_path / f"{assignment}.ipynb"
+    nbformat.write(_with_blank(assignment, "MultiHeadAttention"), str(path))
+    lines, passed = validate.validate(path)
+    assert not passed
+    failed = [line for line in lines if line.startswith("  FAIL  ")]
+    assert [line.split()[1] for line in failed] == [
+        "test_mha_shapes",
+        "test_mha_matches_torch",
+        "test_mha_mask",
+        "test_mha_error",
+    ], lines
+    assert lines[lines.index(failed[-1]) + 1].strip() == (
+        "MultiHeadAttention is not written yet (it raises NotImplementedError): these 4 tests fail until it is."
+    ), lines
+    assert not any("CheckFailed" in line or line.rstrip().endswith(":") for line in lines), lines
+    assert any(line.endswith("NotImplementedError: what it runs is not written yet") for line in lines), lines
+
+
 def test_a_hidden_known_answer_stays_hidden_where_the_cell_runs_visible_ones_beside_it():
     """The grader runs a cell's visible lines and its hidden region in turn (grading/notebook.test_runs): the same
     failing known answer shows its values in the visible lines and none in the hidden region."""

@@ -67,7 +67,9 @@ def labelled(failure: CheckFailed, item: Item) -> CheckFailed:
     label = ran_with(item)
     if not label or failure.what.endswith(label):
         return failure
-    return CheckFailed(failure.what + label, failure.prop, failure.inputs, failure.problem, failure.hint)
+    return CheckFailed(
+        failure.what + label, failure.prop, failure.inputs, failure.problem, failure.hint, failure.unwritten
+    )
 
 
 def uses_note(item: Item, hint: str) -> str:

@@ -35,20 +35,34 @@ from autograder.grading.source import unreleased_prerequisites_note
 from autograder.release import course
 from autograder.release.reference import ReferenceUnavailable
 from autograder.text.plain_text import plain_text
+from autograder.text.unwritten import cell_error, not_written
 
 
 def format_report(report, path: Path) -> str:
+    """The check's report: notes, the cells that raised, each test's verdict and score with its failure's
+    message; the tests in a row that fail because one item is not written yet (``TestResult.unwritten``) say so
+    once, after the last of them, not in one identical message each."""
     lines = [f"{path.name}: hidden tests of {report.assignment} ({report.seconds:.1f} s)"]
     for note in report.notes:
         lines.append(f"  note: {note}")
     for index, error in sorted(report.cell_errors.items()):
-        lines.append(f"  {report.cell_name(index)} raised {error.splitlines()[0][:200]}")
+        lines.append(f"  {report.cell_name(index)} raised {cell_error(error)}")
     width = max(len(gid) for gid in report.tests) if report.tests else 0
-    for gid, test in report.tests.items():
+    tests = list(report.tests.values())
+    unwritten = 0  # the tests so far in a row failed by the same item not written yet
+    for k, test in enumerate(tests):
         verdict = "PASS" if test.passed else "PART" if test.partial else "FAIL"
-        lines.append(f"  {verdict}  {gid:<{width}}  {test.score:g} / {test.points:g}")
-        if not test.passed:
+        lines.append(f"  {verdict}  {test.grade_id:<{width}}  {test.score:g} / {test.points:g}")
+        if test.passed:
+            continue
+        if not test.unwritten:
             lines += [f"        {line}" for line in test.message.splitlines()]
+            continue
+        unwritten += 1
+        following = tests[k + 1] if k + 1 < len(tests) else None
+        if following is None or following.passed or following.unwritten != test.unwritten:
+            lines.append(f"        {not_written(test.unwritten, unwritten)}")
+            unwritten = 0
     lines.append(f"Score: {report.score:g} / {report.max_score:g}")
     return "\n".join(lines)
 

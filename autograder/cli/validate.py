@@ -35,6 +35,7 @@ import nbformat
 
 from attention_course.tooling import notebooks
 from autograder.release import course
+from autograder.text.unwritten import cell_error, not_written, unwritten_item
 
 UNGRADED = "ungraded"
 
@@ -42,8 +43,8 @@ UNGRADED = "ungraded"
 def _error(cell) -> str | None:
     for output in cell.get("outputs", []):
         if output.get("output_type") == "error":
-            message = f"{output.get('ename', 'Error')}: {output.get('evalue', '')}"
-            return message.strip()
+            name, value = output.get("ename", "Error"), str(output.get("evalue", "")).strip()
+            return f"{name}: {value}" if value else name
     return None
 
 
@@ -92,6 +93,7 @@ def validate(path: Path, *, run_all: bool = False, timeout: int = 600) -> tuple[
     )
     client.execute()
     lines, passed, tests = [f"{path.name}: visible tests"], True, 0
+    unwritten: list[str] = []  # the items not written yet of the test cells that failed so, in a row
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
@@ -100,15 +102,23 @@ def validate(path: Path, *, run_all: bool = False, timeout: int = 600) -> tuple[
             tests += 1
             points = notebooks.nbgrader_meta(cell).get("points", 0)
             label = notebooks.cell_id(cell) or notebooks.cell_label(nb, index)
+            item = unwritten_item(error or "")
+            if unwritten and item != unwritten[-1]:  # said once, after the last test cell of the item
+                unwritten = _said(lines, unwritten)
             if error:
                 passed = False
                 lines.append(f"  FAIL  {label} ({notebooks.points_text(points)})")
-                lines += [f"        {line}" for line in error.splitlines()[:12]]
+                if item:
+                    unwritten.append(item)
+                else:
+                    lines += [f"        {line}" for line in error.splitlines()[:12]]
             else:
                 lines.append(f"  pass  {label} ({notebooks.points_text(points)})")
         elif error:
             passed = False
-            lines.append(f"  error in {notebooks.cell_label(nb, index)}: {error.splitlines()[0][:200]}")
+            unwritten = _said(lines, unwritten)
+            lines.append(f"  error in {notebooks.cell_label(nb, index)}: {cell_error(error)}")
+    _said(lines, unwritten)
     if tests == 0:  # the ungraded cells held them all (--all runs those)
         lines.append("  no test cell ran: every one is tagged ungraded")
     lines += written_lines(written)
@@ -128,6 +138,14 @@ def validate(path: Path, *, run_all: bool = False, timeout: int = 600) -> tuple[
             last += f" And {notebooks.written_named(todo)} {'is' if len(todo) == 1 else 'are'} not written yet."
         lines.append(last)
     return lines, passed and tests > 0
+
+
+def _said(lines: list[str], unwritten: list[str]) -> list[str]:
+    """Say once, after the FAIL lines of the test cells in a row that failed because one item is not written yet
+    (``unwritten``: its name, once for each), that it is not; what is left to say then: nothing."""
+    if unwritten:
+        lines.append(f"        {not_written(unwritten[-1], len(unwritten))}")
+    return []
 
 
 def written_lines(written: list[notebooks.WrittenAnswer]) -> list[str]:

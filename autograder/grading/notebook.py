@@ -292,9 +292,8 @@ def _run_tests(source: Source, tests: list, session: Session, report: Report) ->
             message = clean_text(f"{failed_part(parts, hidden)}{exc}", MAX_MESSAGE_CHARS)
             report.tests[gid] = TestResult(gid, points, False, message, partial=partial)
         except CheckFailed as exc:
-            report.tests[gid] = TestResult(
-                gid, points, False, clean_text(f"{failed_part(parts, hidden)}{exc}", MAX_MESSAGE_CHARS)
-            )
+            message = clean_text(f"{failed_part(parts, hidden)}{exc}", MAX_MESSAGE_CHARS)
+            report.tests[gid] = TestResult(gid, points, False, message, unwritten=exc.unwritten)
         except SandboxError as exc:
             message = clean_text(f"{failed_part(parts, hidden)}{gid}: {exc}", MAX_MESSAGE_CHARS)
             report.tests[gid] = TestResult(gid, points, False, message)
