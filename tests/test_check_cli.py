@@ -317,15 +317,22 @@ def test_validate_and_check_label_each_difference_with_the_helpers_it_ran_with(t
 
 
 def test_a_failed_test_says_whether_its_visible_or_its_hidden_part_failed_in_check_and_feedback(tmp_path):
-    """MultiHeadAttention scaled by √d_model fails test_mha_matches_torch's visible part, and test_mha_mask's hidden
-    part while its visible part passes (make validate passes it): the check's report and the feedback (the test
-    cell's output, which nbgrader's feedback page shows) say which part of each failed."""
+    """MultiHeadAttention scaled by √d_model that also fills masked scores with -1e9 alone: the scaling fails
+    test_mha_matches_torch's visible part; the fill fails test_mha_mask's hidden part (a query that sees no key)
+    while its visible part passes (make validate passes it). The check's report and the feedback (the test cell's
+    output, which nbgrader's feedback page shows) say which part of each failed."""
     from autograder.nbgrader.execute import apply_report
-    from tests.buggy.ch03_multi_head import BUGS
+    from tests.catalogue import variant
 
     assignment = "ch03_multi_head"
-    scaled = next(bug for bug in BUGS if bug.name == "mha_scale_by_d_model")
-    nb = fill(assignment, {scaled.item: scaled.code})
+    code = variant(
+        assignment,
+        "MultiHeadAttention",
+        ("math.sqrt(q.size(-1))", "math.sqrt(query.size(-1))"),
+        ('float("-inf")', "-1e9"),
+        ("weights = weights.masked_fill(~mask, 0.0)", "weights = weights"),
+    )
+    nb = fill(assignment, {"MultiHeadAttention": code})
     report = grade_notebook(assignment, nb, isolation="none", only=["MultiHeadAttention"])
     visible = "The visible part of this test failed: make validate runs it too."
     hidden = "The hidden part of this test failed; its visible part (make validate runs it) passed."
