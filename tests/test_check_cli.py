@@ -302,14 +302,14 @@ def test_validate_and_check_label_each_difference_with_the_helpers_it_ran_with(t
     validated, checked = _made("validate", path), _made("check", path)
     own = _fail_block(validated.stdout, "test_mha_matches_torch")
     graded_with = _fail_block(checked.stdout, "test_mha_matches_torch")
-    assert own[1].strip() == (
+    assert (
         "CheckFailed: MultiHeadAttention(16, 4) (run with your own split_heads, merge_heads): "
         "agreement with torch.nn.MultiheadAttention failed"
-    ), validated.stdout
-    assert graded_with[1].strip() == (
+    ) in [line.strip() for line in own], validated.stdout
+    assert (
         "MultiHeadAttention(16, 4) (graded with correct split_heads, merge_heads): "
         "agreement with torch.nn.MultiheadAttention failed"
-    ), checked.stdout
+    ) in [line.strip() for line in graded_with], checked.stdout
     differences = [next(line for line in block if "largest difference" in line) for block in (own, graded_with)]
     assert "is 0.764 " in differences[0] and "is 0.0818 " in differences[1], differences
     # the helpers' own test fails in both, and names the helper's mistake
