@@ -28,7 +28,13 @@ _HOMES = {  # name -> the module that defines it; imported on first use, so that
         "autograder.checks.values",
     ),
     **dict.fromkeys(
-        ("check_causal", "check_ignores_masked", "check_masked_get_zero_weight", "check_rows_sum_to_one"),
+        (
+            "check_causal",
+            "check_ignores_masked",
+            "check_masked_get_zero_weight",
+            "check_masking_removes_keys",
+            "check_rows_sum_to_one",
+        ),
         "autograder.checks.attention",
     ),
     **dict.fromkeys(

@@ -267,6 +267,146 @@ def test_make_check_shows_a_visible_known_answer_as_make_validate_does(tmp_path,
     assert not passed and validated[:2] == shown, lines
 
 
+def _made(target: str, path: Path) -> subprocess.CompletedProcess:
+    """``make -s <target> NOTEBOOK=path`` in the course's checkout, as a student runs it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k not in ("NOTEBOOK", "ASSIGNMENT")}
+    return subprocess.run(
+        ["make", "-s", "-C", str(COURSE_ROOT), "--assume-old=.venv/.installed", "--assume-old=.venv/.bytecode"]
+        + [target, f"NOTEBOOK={path}"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+
+
+def _fail_block(output: str, test: str) -> list[str]:
+    """The lines of ``test``'s FAIL block in a make validate or make check report."""
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip().startswith("FAIL") and test in line)
+    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith("        ")), len(lines))
+    return lines[start:end]
+
+
+@pytest.mark.slow
+def test_validate_and_check_label_each_difference_with_the_helpers_it_ran_with(tmp_path):
+    """MultiHeadAttention scaled by √d_model, beside a split_heads that mixes positions and heads: make validate
+    runs it with the student's own helpers (the largest difference 0.764 with torch's), make check with correct
+    ones, as grading does (0.0818). One test, two numbers: each failure's first line says what it compares."""
+    from tests.buggy.ch03_multi_head import BUGS
+
+    assignment = "ch03_multi_head"
+    wrong = {bug.item: bug.code for bug in BUGS if bug.name in ("mha_scale_by_d_model", "split_without_transpose")}
+    path = tmp_path / f"{assignment}.ipynb"
+    nbformat.write(fill(assignment, wrong), str(path))
+    validated, checked = _made("validate", path), _made("check", path)
+    own = _fail_block(validated.stdout, "test_mha_matches_torch")
+    graded_with = _fail_block(checked.stdout, "test_mha_matches_torch")
+    assert (
+        "CheckFailed: MultiHeadAttention(16, 4) (run with your own split_heads, merge_heads): "
+        "agreement with torch.nn.MultiheadAttention failed"
+    ) in [line.strip() for line in own], validated.stdout
+    assert (
+        "MultiHeadAttention(16, 4) (graded with correct split_heads, merge_heads): "
+        "agreement with torch.nn.MultiheadAttention failed"
+    ) in [line.strip() for line in graded_with], checked.stdout
+    differences = [next(line for line in block if "largest difference" in line) for block in (own, graded_with)]
+    assert "is 0.764 " in differences[0] and "is 0.0818 " in differences[1], differences
+    # the helpers' own test fails in both, and names the helper's mistake
+    assert "FAIL  test_split_heads_values" in validated.stdout and "FAIL  test_split_heads_values" in checked.stdout
+
+
+def test_a_failed_test_says_whether_its_visible_or_its_hidden_part_failed_in_check_and_feedback(tmp_path):
+    """MultiHeadAttention scaled by √d_model that also fills masked scores with -1e9 alone: the scaling fails
+    test_mha_matches_torch's visible part; the fill fails test_mha_mask's hidden part (a query that sees no key)
+    while its visible part passes (make validate passes it). The check's report and the feedback (the test cell's
+    output, which nbgrader's feedback page shows) say which part of each failed."""
+    from autograder.nbgrader.execute import apply_report
+    from tests.catalogue import variant
+
+    assignment = "ch03_multi_head"
+    code = variant(
+        assignment,
+        "MultiHeadAttention",
+        ("math.sqrt(q.size(-1))", "math.sqrt(query.size(-1))"),
+        ('float("-inf")', "-1e9"),
+        ("weights = weights.masked_fill(~mask, 0.0)", "weights = weights"),
+    )
+    nb = fill(assignment, {"MultiHeadAttention": code})
+    report = grade_notebook(assignment, nb, isolation="none", only=["MultiHeadAttention"])
+    visible = "The visible part of this test failed: make validate runs it too."
+    hidden = "The hidden part of this test failed; its visible part (make validate runs it) passed."
+    assert report.tests["test_mha_matches_torch"].message.splitlines()[0] == visible, report.tests
+    assert report.tests["test_mha_mask"].message.splitlines()[0] == hidden, report.tests
+    assert report.tests["test_mha_shapes"].passed  # a cell that passes says nothing
+    shown = check.format_report(report, tmp_path / f"{assignment}.ipynb").splitlines()
+    assert shown[shown.index(next(line for line in shown if "FAIL  test_mha_mask" in line)) + 1].strip() == hidden
+    apply_report(nb, report)
+    outputs = {notebooks.cell_id(cell): cell.outputs for cell in nb.cells if notebooks.is_test(cell)}
+    assert outputs["test_mha_mask"][0]["evalue"].startswith(hidden + "\n"), outputs["test_mha_mask"]
+    assert outputs["test_mha_matches_torch"][0]["evalue"].startswith(visible + "\n")
+
+
+def _with_blank(assignment: str, *blank: str) -> nbformat.NotebookNode:
+    """The reference's notebook with the solution cells ``blank`` left as released (``raise NotImplementedError()``)."""
+    released = {notebooks.cell_id(c): c.source for c in fill(assignment, blank=True).cells if notebooks.is_solution(c)}
+    nb = fill(assignment)
+    for cell in nb.cells:
+        if notebooks.cell_id(cell) in blank:
+            cell.source = released[notebooks.cell_id(cell)]
+    return nb
+
+
+def test_check_says_once_that_an_unwritten_part_is_not_written_yet(tmp_path):
+    """Chapter 11 with Part 2 (flash_attention_backward) as released: its eight test cells each FAIL with their
+    score, and one line after them says that the item is not written yet, not eight identical messages; the cell
+    that runs it raised NotImplementedError, which the report says means what it runs is not written yet (never
+    "raised NotImplementedError: " and nothing after the colon)."""
+    assignment = "ch11_flash_attention"
+    nb = _with_blank(assignment, "flash_attention_backward")
+    report = grade_notebook(assignment, nb, isolation="none", only=["flash_attention_backward"])
+    lines = check.format_report(report, tmp_path / f"{assignment}.ipynb").splitlines()
+    failed = [line for line in lines if line.startswith("  FAIL  test_backward_")]
+    assert len(failed) == 8 and lines.index(failed[-1]) - lines.index(failed[0]) == 7, lines
+    said = lines[lines.index(failed[-1]) + 1].strip()
+    assert said == (
+        "flash_attention_backward is not written yet (it raises NotImplementedError): these 8 tests fail until it is."
+    ), lines
+    assert sum("not written yet" in line for line in lines) == 2 and not any("problem:" in line for line in lines)
+    raised = [line for line in lines if "raised NotImplementedError" in line]
+    assert raised == [
+        "  the second code cell under the heading 'Part 2: the backward pass' raised NotImplementedError: what it "
+        "runs is not written yet"
+    ], lines
+    # the feedback keeps each cell's own message, which says the same of its item
+    assert all(
+        "flash_attention_backward is not written yet" in test.message and test.unwritten == "flash_attention_backward"
+        for test in report.tests.values()
+    )
+
+
+def test_validate_says_once_that_an_unwritten_item_is_not_written_yet(tmp_path):
+    """make validate on chapter 3 with MultiHeadAttention as released: its four visible test cells FAIL, then one line
+    says it is not written yet; a cell that raised the stubs' empty NotImplementedError says what that means."""
+    assignment = "ch03_multi_head"
+    path = tmp_path / f"{assignment}.ipynb"
+    nbformat.write(_with_blank(assignment, "MultiHeadAttention"), str(path))
+    lines, passed = validate.validate(path)
+    assert not passed
+    failed = [line for line in lines if line.startswith("  FAIL  ")]
+    assert [line.split()[1] for line in failed] == [
+        "test_mha_shapes",
+        "test_mha_matches_torch",
+        "test_mha_mask",
+        "test_mha_error",
+    ], lines
+    assert lines[lines.index(failed[-1]) + 1].strip() == (
+        "MultiHeadAttention is not written yet (it raises NotImplementedError): these 4 tests fail until it is."
+    ), lines
+    assert not any("CheckFailed" in line or line.rstrip().endswith(":") for line in lines), lines
+    assert any(line.endswith("NotImplementedError: what it runs is not written yet") for line in lines), lines
+
+
 def test_a_hidden_known_answer_stays_hidden_where_the_cell_runs_visible_ones_beside_it():
     """The grader runs a cell's visible lines and its hidden region in turn (grading/notebook.test_runs): the same
     failing known answer shows its values in the visible lines and none in the hidden region."""
@@ -427,16 +567,77 @@ def test_the_assignment_of_a_renamed_copy_is_the_one_its_setup_cell_declares(tmp
     assert seen == ["ch11_flash_attention"] * 2
 
 
+MISNAMED = ("Copy of ch03_multi_head.ipynb", "ch03_multi_head (1).ipynb", "ch03_multi_head-Copy1.ipynb")
+
+
+@pytest.mark.parametrize("name", MISNAMED)
+def test_check_says_first_that_a_misnamed_notebook_would_not_be_graded_and_what_to_rename_it(
+    name, tmp_path, monkeypatch, capsys
+):
+    """Colab's, a browser's and Jupyter's names for a copy: make grade refuses them (0 points: the only name it reads
+    is ch03_multi_head.ipynb), so make check, its tests all passing, says so on its first line, names the name to
+    give it, never says "Ready to submit", and fails (1); the same notebook so named is ready."""
+    assignment = "ch03_multi_head"
+    folder = tmp_path / "Downloads"
+    folder.mkdir()
+    report = graded.Report(assignment, assignment)
+    report.tests["test_mha_shapes"] = graded.TestResult("test_mha_shapes", 1.0, True, "")
+    monkeypatch.setattr(check, "grade_notebook", lambda *args, **kwargs: report)
+    copy = _answered(folder / name, assignment)
+    assert check.main([str(copy)]) == 1
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[0] == (
+        f"NOT GRADED UNDER THIS NAME: {name} would not be graded under its name: the only name grading reads is "
+        f"{assignment}.ipynb. Rename it {assignment}.ipynb before you submit (a submission without it scores 0)."
+    ), out
+    assert out[-1].startswith("Verdict: every test passes (1 / 1), but rename the notebook ch03_multi_head.ipynb")
+    assert "Not ready to submit." in out[-1] and "Ready to submit." not in out[-1].replace("Not ready", ""), out
+    renamed = copy.rename(folder / f"{assignment}.ipynb")
+    assert check.main([str(renamed)]) == 0
+    out = capsys.readouterr().out
+    assert "NOT GRADED" not in out and "rename" not in out and out.strip().splitlines()[-1].endswith("Ready to submit.")
+
+
+def test_a_failing_check_of_a_misnamed_notebook_says_to_rename_it_too(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(check, "grade_notebook", lambda *args, **kwargs: _report(True, False))
+    copy = _answered(tmp_path / f"Copy of {A}.ipynb")
+    assert check.main([str(copy)]) == 1
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[0].startswith(f"NOT GRADED UNDER THIS NAME: Copy of {A}.ipynb would not be graded under its name")
+    assert out[-1].startswith("Verdict: 1 / 2; 1 test fails.") and out[-1].endswith(
+        f"And rename the notebook {A}.ipynb, the only name grading reads."
+    ), out
+
+
+def test_validate_says_first_and_last_that_a_misnamed_notebook_would_not_be_graded(tmp_path, capsys):
+    """make validate runs a misnamed copy (its folder names the assignment) and passes, but its first and last
+    lines say what to rename it to; a notebook of the assignment's name hears nothing of it."""
+    folder = tmp_path / A
+    folder.mkdir()
+    assert validate.main([str(_notebook(folder / f"{A} (1).ipynb", "assert x == 1"))]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[0].startswith(f"NOT GRADED UNDER THIS NAME: {A} (1).ipynb would not be graded under its name"), out
+    assert out[-1] == f"And rename the notebook {A}.ipynb before you submit: grading reads no other name.", out
+    assert validate.main([str(_notebook(folder / f"{A}.ipynb", "assert x == 1"))]) == 0
+    assert "rename" not in capsys.readouterr().out
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ODD_NAMES[:2])
-def test_make_validate_and_check_pass_a_right_notebook_downloaded_or_copied(name, tmp_path):
-    """The reference solution under a browser's and Colab's name, in a folder named for nothing: make validate
-    and make check run it, find its assignment, and pass."""
+def test_make_validate_and_check_run_a_right_notebook_downloaded_or_copied_and_say_to_rename_it(name, tmp_path):
+    """The reference solution under a browser's and Colab's name, in a folder named for nothing, as a student
+    meets it in a fresh clone: make validate and make check find its assignment and run it; every test passes,
+    but each says first that grading would not read it under its name, and make check fails on it (make grade
+    refuses it: 0 points) until it is renamed."""
     path = tmp_path / "Downloads" / name
     path.parent.mkdir()
     shutil.copy(course.notebook_path(A, "solutions"), path)
     env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k not in ("NOTEBOOK", "ASSIGNMENT")}
-    for target, last in (("validate", "All visible tests passed."), ("check", "Verdict: every test passes")):
+    warning = f"NOT GRADED UNDER THIS NAME: {name} would not be graded under its name"
+    for target, status, last in (
+        ("validate", 0, f"And rename the notebook {A}.ipynb before you submit"),
+        ("check", 2, "Verdict: every test passes ("),
+    ):
         made = subprocess.run(
             ["make", "-s", "-C", str(COURSE_ROOT), "--assume-old=.venv/.installed", "--assume-old=.venv/.bytecode"]
             + [target, f"NOTEBOOK={path}"],
@@ -445,8 +646,14 @@ def test_make_validate_and_check_pass_a_right_notebook_downloaded_or_copied(name
             env=env,
             timeout=600,
         )
-        assert made.returncode == 0, made.stdout + made.stderr
-        assert made.stdout.strip().splitlines()[-1].startswith(last), made.stdout
+        assert made.returncode == status, made.stdout + made.stderr
+        lines = made.stdout.strip().splitlines()
+        assert lines[0].startswith(warning) and lines[-1].startswith(last), made.stdout
+        if target == "validate":
+            assert "All visible tests passed." in made.stdout, made.stdout
+        else:
+            assert f"), but rename the notebook {A}.ipynb, the only name grading reads" in lines[-1], made.stdout
+            assert f"{target}] Error 1" in made.stderr and "Ready to submit" not in made.stdout, made.stderr
 
 
 @pytest.mark.parametrize("target,variable", [("student-repo", "DEST"), ("check-site", "SITE")])

@@ -29,6 +29,7 @@ from autograder import (
     check_in_model,
     check_inputs_unchanged,
     check_masked_get_zero_weight,
+    check_masking_removes_keys,
     check_matches,
     check_matches_reference,
     check_matches_torch,
@@ -47,7 +48,7 @@ from autograder import (
 )
 from autograder.api import derived, items, specs
 from autograder.api.options import CompareOptions, compares
-from autograder.calls import diagnosis
+from autograder.calls import attribution, diagnosis
 from autograder.release import reference
 
 A = "ch02_scaled_dot_product"
@@ -907,8 +908,89 @@ def test_a_check_beside_the_students_own_helpers_says_what_it_cannot_tell():
     msg = failure(check_matches_torch, item, "multihead_attention", [tensor(2, 5, 16)] * 3, init=(16, 4))
     assert "hint: MultiHeadAttention ran here with your own split_heads, merge_heads: if a test of those fails" in msg
     assert "If they all pass: " in msg, msg
+    # its first line says what the number compares: graded, the same check runs with correct helpers
+    assert msg.startswith(
+        "MultiHeadAttention(16, 4) (run with your own split_heads, merge_heads): agreement with torch.nn"
+    ), msg
     right = Item("ch03_multi_head", "MultiHeadAttention", MultiHeadAttention, outputs=("output", "weights"), uses=uses)
     check_matches_torch(right, "multihead_attention", [tensor(2, 5, 16)] * 3, init=(16, 4))
+
+
+def test_a_failure_in_the_grader_says_it_ran_with_correct_helpers_and_an_item_without_helpers_says_nothing():
+    """In the sandbox (an object the grader's session proxies), the stand-ins answer for the helpers: a failure's
+    first line says so, once however many checks raise it; an item that uses no helper is not labelled."""
+
+    class Proxied:
+        __remote__ = True
+
+    uses = ("split_heads", "merge_heads")
+    graded = Item("ch03_multi_head", "MultiHeadAttention", Proxied(), uses=uses)
+    failed = CheckFailed("MultiHeadAttention(16, 4)", "agreement", "query=...", "output differs", "a hint")
+    once = attribution.labelled(failed, graded)
+    assert str(once).startswith("MultiHeadAttention(16, 4) (graded with correct split_heads, merge_heads): agreement")
+    assert str(attribution.labelled(once, graded)) == str(once)
+    alone = Item("ch03_multi_head", "split_heads", Proxied())
+    assert attribution.labelled(failed, alone) is failed
+
+
+MHA_MASKED = [tensor(2, 3, 8), tensor(2, 4, 8), tensor(2, 4, 8)]  # with a mask of two queries that see no key
+NO_KEY = literal(
+    [
+        [[[True, False, True, False], [False, False, False, False], [True, True, True, True]]],
+        [[[False, False, False, False], [True, False, False, False], [False, True, False, True]]],
+    ],
+    library="torch",
+)
+
+
+def _mha(*replacements) -> Item:
+    """MultiHeadAttention, the reference's, or with each (old, new) piece of its code replaced (its variant)."""
+    cls = reference.variant("ch03_multi_head", "MultiHeadAttention", replacements) if replacements else None
+    return Item("ch03_multi_head", "MultiHeadAttention", cls or MultiHeadAttention, outputs=("output", "weights"))
+
+
+@pytest.mark.parametrize(
+    "replacements",
+    [(), (("math.sqrt(q.size(-1))", "math.sqrt(query.size(-1))"),), (("self.W_k(key)", "self.W_q(key)"),)],
+    ids=["right", "scaled by sqrt(d_model)", "keys projected with W_q"],
+)
+def test_masking_as_removal_holds_for_a_module_whose_only_mistakes_mask_nothing(replacements):
+    """The module compared with itself: a right one passes, and so does one whose scaling or projections are wrong
+    (test_mha_matches_torch's mistakes), so that a mask's test cell does not cost them points again."""
+    item = _mha(*replacements)
+    check_masking_removes_keys(item, [*MHA_MASKED, NO_KEY], init=(8, 2), mask=3, seed=6)
+    causal = literal(torch.ones(6, 6, dtype=torch.bool).tril().tolist(), library="torch")
+    check_masking_removes_keys(item, [tensor(3, 6, 8)] * 3, {"mask": causal}, init=(8, 2), seed=4)
+    padding = [tensor(2, 4, 12), tensor(2, 6, 12), tensor(2, 6, 12), mask(6)]
+    check_masking_removes_keys(item, padding, init=(12, 2), mask=3)
+
+
+@pytest.mark.parametrize(
+    "replacements,problem",
+    [
+        ((("~mask", "mask"),), "a masked key gets weight up to"),
+        (
+            (('float("-inf")', "-1e9"), ("weights = weights.masked_fill(~mask, 0.0)", "weights = weights")),
+            "a masked key gets weight up to",
+        ),
+        (
+            (("weights = weights.masked_fill(~mask, 0.0)", "weights = weights"),),
+            "with the mask applied, the outputs contain NaN or inf",
+        ),
+    ],
+    ids=["mask read the wrong way round", "-1e9 alone", "NaN on a full mask"],
+)
+def test_masking_as_removal_fails_a_wrong_mask(replacements, problem):
+    msg = failure(check_masking_removes_keys, _mha(*replacements), [*MHA_MASKED, NO_KEY], init=(8, 2), mask=3, seed=6)
+    assert f"problem: {problem}" in msg, msg
+
+
+def test_masking_as_removal_fails_weights_zeroed_after_the_softmax_and_refuses_a_mask_per_head():
+    after = (('scores = scores.masked_fill(~mask, float("-inf"))', "scores = scores"),)  # zeroed after the softmax
+    msg = failure(check_masking_removes_keys, _mha(*after), [*MHA_MASKED, mask(2, 1, 1, 4)], init=(8, 2), mask=3)
+    assert "problem: output differs from those queries (of batch element" in msg, msg
+    with pytest.raises(ValueError, match="a mask that is the same for every head"):
+        check_masking_removes_keys(_mha(), [*MHA_MASKED, mask(2, 2, 3, 4)], init=(8, 2), mask=3)
 
 
 def test_a_visible_check_names_a_mistake_only_where_the_term_releases_the_chapter(monkeypatch):

@@ -25,6 +25,34 @@ def test_released_notebook_holds_no_solution_or_hidden_test(assignment):
         assert marker not in text
 
 
+def _spelled_out(node: ast.AST) -> bool:
+    """Whether ``node`` is arithmetic of numbers alone (``4 * (48 * 16 + 3 * 2 * 48 * 16)``, ``2.0**6``): a
+    derivation, which a known answer in a released cell must not spell (a negative number is a number)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant):
+        return False
+    return isinstance(node, (ast.BinOp, ast.UnaryOp)) and all(
+        isinstance(part, (ast.Constant, ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop, ast.expr_context))
+        for part in ast.walk(node)
+    )
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_a_visible_known_answer_is_a_number_not_its_derivation(assignment):
+    """The released test cells' known answers (check_equals's expected value) are numbers: an answer to a question
+    written as the arithmetic that gives it (chapter 11's 4 * (48 * 16 + 3 * 2 * 48 * 16), the bytes its Question
+    2 asks for) hands the student the derivation the question asks them to work out."""
+    nb = notebooks.read(course.notebook_path(assignment, "exercises"))
+    spelled = []
+    for cell in (c for c in nb.cells if notebooks.is_test(c)):
+        for node in ast.walk(ast.parse(cell.source)):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "check_equals":
+                given = node.args[2] if len(node.args) > 2 else None
+                given = next((k.value for k in node.keywords if k.arg == "expected"), given)
+                if given is not None and _spelled_out(given):
+                    spelled.append(f"{notebooks.cell_id(cell)}: {ast.unparse(given)}")
+    assert not spelled, f"known answers spelled as their derivation: {spelled}"
+
+
 def _graded_items(tests) -> set[str]:
     """The names that test cells grade: ``Item(ASSIGNMENT, "name", name, ...)``, however it is laid out."""
     found = set()

@@ -8,6 +8,10 @@ Where it runs in the sandbox (the grader), every helper it uses is the grader's 
 (:mod:`autograder.calls.standins`), answered with the reference's values: a failure there is the item's.
 Beside the student's own helpers (a notebook's kernel, make validate), nothing takes their place, and
 a failure may be a helper's: the hint says what the check can establish first.
+
+Either way, a failure's first line says which helpers the item ran with (:func:`labelled`): the same check
+of the same notebook can differ by another amount in make validate (the student's own helpers) and in make
+check or make grade (correct ones), and each number is labelled with what it compares.
 """
 
 from __future__ import annotations
@@ -42,10 +46,30 @@ def explained(
     (:func:`uses_note`); else the check's own hint, the item's fault."""
     found = diagnosis.cause(item, arguments, known) if diagnose and diagnosis.possible(item, in_sandbox(item)) else None
     if found:
-        return failure.with_hint(found)
+        return labelled(failure.with_hint(found), item)
     if students_own(item):
-        return failure.with_hint(uses_note(item, failure.hint))
-    return failure
+        return labelled(failure.with_hint(uses_note(item, failure.hint)), item)
+    return labelled(failure, item)
+
+
+def ran_with(item: Item) -> str:
+    """What an item that uses graded helpers ran with, as a failure's first line says it (empty for one that
+    uses none): correct ones in the grader (the stand-ins), the student's own beside them."""
+    if not item.uses:
+        return ""
+    names = ", ".join(item.uses)
+    return f" (graded with correct {names})" if in_sandbox(item) else f" (run with your own {names})"
+
+
+def labelled(failure: CheckFailed, item: Item) -> CheckFailed:
+    """``failure`` whose first line names the helpers the item ran with (:func:`ran_with`), once: a check that
+    calls another is labelled by the inner one."""
+    label = ran_with(item)
+    if not label or failure.what.endswith(label):
+        return failure
+    return CheckFailed(
+        failure.what + label, failure.prop, failure.inputs, failure.problem, failure.hint, failure.unwritten
+    )
 
 
 def uses_note(item: Item, hint: str) -> str:

@@ -37,6 +37,7 @@ from autograder.api.keywords import gathered
 from autograder.calls import global_rng, parameter_roles, standins
 from autograder.calls.shared import Identity, NotShared, shareable, shared
 from autograder.release import reference
+from autograder.text.unwritten import problem as unwritten_problem
 
 
 def is_remote(obj) -> bool:
@@ -166,10 +167,7 @@ class Call:
             with seeded(self.seed, cls):
                 instance = cls(*self.init)
         except NotImplementedError:
-            self.fail(
-                f"{name}({', '.join(map(repr, self.init))}) raised NotImplementedError",
-                f"write your implementation of {name}",
-            )
+            self.not_written(f"{name}({', '.join(map(repr, self.init))}) raised NotImplementedError")
         except CheckFailed:
             raise
         except Exception as exc:
@@ -302,7 +300,7 @@ class Call:
             with seeded(self.seed, target):
                 return target(*inputs, **keywords)
         except NotImplementedError:
-            self.fail("it raised NotImplementedError", f"write your implementation of {self.item.name}")
+            self.not_written("it raised NotImplementedError")
         except CheckFailed:
             raise
         except Exception as exc:  # the student's error, reported as a failed property
@@ -311,14 +309,19 @@ class Call:
 
     # ------------------------------------------------------------------ reporting
 
-    def fail(self, problem: str, hint: str | None = None):
+    def fail(self, problem: str, hint: str | None = None, unwritten: str = ""):
         what = (
             self.item.name
             if self.init is None
             else f"{self.item.name}({', '.join(map(repr, self.init))}){'.' + self.method if self.method else ''}"
         )
         prop = self.prop if self.mode is None else f"{self.prop} (in {self.mode} mode)"
-        raise CheckFailed(what, prop, self.describe_inputs(), problem, hint or self.hint)
+        raise CheckFailed(what, prop, self.describe_inputs(), problem, hint or self.hint, unwritten)
+
+    def not_written(self, raised: str = "it raised NotImplementedError"):
+        """Fail as an item not written yet: its code still raises NotImplementedError, as released."""
+        name = self.item.name
+        self.fail(unwritten_problem(raised, name), f"write your implementation of {name}", unwritten=name)
 
     def describe_inputs(self) -> str:
         names = parameter_names(self.item.obj)

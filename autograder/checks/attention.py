@@ -13,6 +13,7 @@ from autograder.api import specs
 from autograder.api.items import Item, dimensions, quoted_size
 from autograder.api.options import CompareOptions, compares
 from autograder.calls.call import Call, CallOptions, takes_options
+from autograder.calls.compare import compare
 from autograder.calls.isolation import isolated
 
 
@@ -211,3 +212,75 @@ def check_ignores_masked(
             f"{name} does not change when {changed} changes where {mask_name} is True",
             f"the output must be computed from the visible positions of {changed}",
         )
+
+
+@isolated()
+@takes_options()
+@compares(
+    "rtol",
+    "atol",
+    rtol=1e-5,
+    atol=1e-6,
+    hint="a masked key must count as a key left out: the softmax runs over each query's visible keys alone, and a "
+    "query that sees no key gets zero weights and a zero attention output",
+)
+def check_masking_removes_keys(
+    item: Item, args, kwargs=None, *, options: CallOptions, compared: CompareOptions, mask: int | str = "mask"
+):
+    """A masked key counts as a key left out: with the mask (the same for every head), each query's output and
+    weights equal the module's own for that query over its visible keys alone, called without a mask, and its
+    masked keys get zero weight; a query that sees no key gets zero weights, and an output that no key or value
+    changes. The module (its first three inputs query, key and value; its outputs the output, then the weights) is
+    compared with itself: no reference is needed, and a mistake of it that masks nothing (its scaling, its
+    projections) changes both sides alike, so that a mask's test cell costs points for the mask alone."""
+    call = options.call(item, "a masked key counts as a key left out", args, kwargs, compared.hint)
+    target = call.item.obj if call.init is None else call.build(call.item.obj)
+    inputs, keywords = specs.materialize(call.args, call.kwargs, call.seed)
+    query, key, value = inputs[:3]
+    batch, queries, keys = query.shape[0], query.shape[1], key.shape[1]
+    try:  # the mask's visible keys of each query, the same in every head
+        seen = torch.broadcast_to(torch.as_tensor(call.input_value(mask)).bool(), (batch, 1, queries, keys))[:, 0]
+    except RuntimeError:
+        raise ValueError("check_masking_removes_keys takes a mask that is the same for every head") from None
+    names = call.item.outputs[:2]
+    output, weights = (call.as_numpy(call.outputs(call.invoke(target, inputs, keywords))[n], n) for n in names)
+    if weights.ndim != 4 or weights.shape[0] != batch or weights.shape[2:] != (queries, keys):
+        call.fail(f"{names[1]} has {dimensions(weights.ndim)}; expected (batch, heads, queries, keys)")
+    if not (np.isfinite(output).all() and np.isfinite(weights).all()):
+        call.fail("with the mask applied, the outputs contain NaN or inf")
+    blind = []  # (batch element, query) of each query that sees no key
+    for b in range(batch):
+        leaked = np.abs(np.where(seen[b].numpy()[None], 0.0, weights[b])).max(initial=0.0)
+        if leaked > compared.atol:
+            call.fail(f"a masked key gets weight up to {leaked:.3g} (in batch element {b})")
+        for visible, rows in _alike(seen[b]):
+            if not visible.any():
+                blind += [(b, i) for i in rows]
+                continue
+            kept = [query[b : b + 1, rows], key[b : b + 1][:, visible], value[b : b + 1][:, visible]]
+            alone = call.outputs(call.invoke(target, kept, {}))
+            against = f"those queries (of batch element {b}) over their visible keys alone, without a mask"
+            got, want = output[b, rows], call.as_numpy(alone[names[0]], names[0])[0]
+            compare(call, names[0], got, want, compared.rtol, compared.atol, against=against)
+            got, want = weights[b][:, rows][..., visible.numpy()], call.as_numpy(alone[names[1]], names[1])[0]
+            compare(call, f"{names[1]} of the visible keys", got, want, compared.rtol, compared.atol, against=against)
+    if blind:  # their output comes from no key: other keys and values must leave it as it is
+        generator = torch.Generator().manual_seed(call.seed + 1)
+        other = [query, *(torch.randn(t.shape, generator=generator).to(t.dtype) for t in (key, value)), *inputs[3:]]
+        again = call.as_numpy(call.outputs(call.invoke(target, other, keywords))[names[0]], names[0])
+        moved = max(float(np.abs(again[b, i] - output[b, i]).max()) for b, i in blind)
+        if moved > compared.atol:
+            call.fail(
+                f"the output of a query that sees no key changes by up to {moved:.3g} when the keys and values change",
+                "a query that sees no key must get zero weights and a zero attention output, not an average of the "
+                "values",
+            )
+
+
+def _alike(seen: torch.Tensor) -> list[tuple[torch.Tensor, list[int]]]:
+    """The queries of one batch element grouped by the keys they see (``seen``: queries x keys): each group's
+    visible keys and its queries, called together (a padding mask: one group of every query)."""
+    groups: dict[tuple, list[int]] = {}
+    for i, row in enumerate(seen):
+        groups.setdefault(tuple(row.tolist()), []).append(i)
+    return [(torch.tensor(visible, dtype=torch.bool), rows) for visible, rows in groups.items()]

@@ -9,9 +9,14 @@ Ends with a one-line verdict. Written answers (text cells the instructor grades 
 here: their rubrics are printed, as plain text, and the verdict names each one still as released (blank,
 nbgrader's "YOUR ANSWER HERE", or the released notebook's text), never "Ready to submit" while one is.
 
-Exit status: 0 full marks on the tests, every written answer written; 1 a test failed, or a written answer
-is still as released (a notebook submitted so loses its points as surely as one with a failed test, and
-this is the check students run before they submit: it must not pass); 2 the notebook could not be checked
+A notebook named otherwise than ``<assignment>.ipynb`` (a browser's ``... (1).ipynb``, Colab's ``Copy of ...``),
+which ``make grade`` refuses, is checked all the same, but the first line says that grading would not read it
+under its name and what to rename it to, and the verdict is never "Ready to submit".
+
+Exit status: 0 full marks on the tests, every written answer written, the notebook named as grading reads it;
+1 a test failed, a written answer is still as released, or the notebook must be renamed (a notebook submitted
+so loses its points as surely as one with a failed test, and this is the check students run before they
+submit: it must not pass); 2 the notebook could not be checked
 (a usage error, a file that is not a readable notebook, or the grader could not run it). ``make check``
 prints the same and fails unless the status is 0.
 """
@@ -30,20 +35,34 @@ from autograder.grading.source import unreleased_prerequisites_note
 from autograder.release import course
 from autograder.release.reference import ReferenceUnavailable
 from autograder.text.plain_text import plain_text
+from autograder.text.unwritten import cell_error, not_written
 
 
 def format_report(report, path: Path) -> str:
+    """The check's report: notes, the cells that raised, each test's verdict and score with its failure's
+    message; the tests in a row that fail because one item is not written yet (``TestResult.unwritten``) say so
+    once, after the last of them, not in one identical message each."""
     lines = [f"{path.name}: hidden tests of {report.assignment} ({report.seconds:.1f} s)"]
     for note in report.notes:
         lines.append(f"  note: {note}")
     for index, error in sorted(report.cell_errors.items()):
-        lines.append(f"  {report.cell_name(index)} raised {error.splitlines()[0][:200]}")
+        lines.append(f"  {report.cell_name(index)} raised {cell_error(error)}")
     width = max(len(gid) for gid in report.tests) if report.tests else 0
-    for gid, test in report.tests.items():
+    tests = list(report.tests.values())
+    unwritten = 0  # the tests so far in a row failed by the same item not written yet
+    for k, test in enumerate(tests):
         verdict = "PASS" if test.passed else "PART" if test.partial else "FAIL"
-        lines.append(f"  {verdict}  {gid:<{width}}  {test.score:g} / {test.points:g}")
-        if not test.passed:
+        lines.append(f"  {verdict}  {test.grade_id:<{width}}  {test.score:g} / {test.points:g}")
+        if test.passed:
+            continue
+        if not test.unwritten:
             lines += [f"        {line}" for line in test.message.splitlines()]
+            continue
+        unwritten += 1
+        following = tests[k + 1] if k + 1 < len(tests) else None
+        if following is None or following.passed or following.unwritten != test.unwritten:
+            lines.append(f"        {not_written(test.unwritten, unwritten)}")
+            unwritten = 0
     lines.append(f"Score: {report.score:g} / {report.max_score:g}")
     return "\n".join(lines)
 
@@ -112,6 +131,9 @@ def main(argv: list[str] | None = None) -> int:
             f"cannot tell the assignment of {args.notebook}; pass --assignment (make check ASSIGNMENT=...), "
             f"one of: {', '.join(known)}"
         )
+    misnamed = course.not_graded_under(args.notebook, assignment)
+    if misnamed:  # before anything else: a notebook of any other name scores 0, whatever its tests say here
+        print(f"NOT GRADED UNDER THIS NAME: {misnamed}")
     try:
         prerequisites = unreleased_prerequisites_note(assignment, course.release())
     except course.SettingsError:
@@ -136,11 +158,11 @@ def main(argv: list[str] | None = None) -> int:
     rubrics = written_rubrics(assignment, written)
     if rubrics:
         print(rubrics)
-    print(verdict(report, written))
+    print(verdict(report, written, renamed=None if misnamed is None else f"{assignment}.ipynb"))
     if report.not_graded or not report.tests or not_run(report):
         return 2
     unwritten = any(not answer.answered for answer in written)
-    return 0 if report.score == report.max_score and not unwritten else 1
+    return 0 if report.score == report.max_score and not unwritten and not misnamed else 1
 
 
 def not_run(report) -> str | None:
@@ -153,9 +175,10 @@ def not_run(report) -> str | None:
     return None
 
 
-def verdict(report, written: list[notebooks.WrittenAnswer] = ()) -> str:
+def verdict(report, written: list[notebooks.WrittenAnswer] = (), renamed: str | None = None) -> str:
     """The check's last line: not checked (and why), or the tests' score and what is left to do, naming
-    ``written`` answers still as released; "Ready to submit" only where nothing is."""
+    ``written`` answers still as released and the name to give a notebook that grading would not read under its
+    own (``renamed``, where it must be); "Ready to submit" only where nothing is."""
     if report.not_graded:
         return f"Verdict: not checked. The grader could not run the notebook: {report.not_graded}"
     if not report.tests:
@@ -165,11 +188,13 @@ def verdict(report, written: list[notebooks.WrittenAnswer] = ()) -> str:
     failed = sum(not test.passed for test in report.tests.values())
     todo = [answer for answer in written if not answer.answered]
     unwritten = f"{notebooks.written_named(todo)} {'is' if len(todo) == 1 else 'are'} still as released" if todo else ""
-    if not failed and todo:
+    rename = f"rename the notebook {renamed}, the only name grading reads" if renamed else ""
+    if not failed and (todo or renamed):
+        left = [f"{unwritten} ({notebooks.WRITTEN_PLACEHOLDER} or blank): write {'it' if len(todo) == 1 else 'them'}"]
+        left = (left if todo else []) + ([rename] if renamed else [])
         return (
-            f"Verdict: every test passes ({report.score:g} / {report.max_score:g}), but {unwritten} "
-            f"({notebooks.WRITTEN_PLACEHOLDER} or blank): write {'it' if len(todo) == 1 else 'them'} before "
-            "you submit. Not ready to submit."
+            f"Verdict: every test passes ({report.score:g} / {report.max_score:g}), but {'; and '.join(left)} "
+            "before you submit. Not ready to submit."
         )
     if not failed and written:
         return (
@@ -184,6 +209,7 @@ def verdict(report, written: list[notebooks.WrittenAnswer] = ()) -> str:
         f"Verdict: {report.score:g} / {report.max_score:g}; {failed} {tests}. "
         "Read each FAIL's (or PART's) message above, fix that item, and check again."
         + (f" And {unwritten}: write {'it' if len(todo) == 1 else 'them'} too." if todo else "")
+        + (f" And {rename}." if renamed else "")
     )
 
 

@@ -13,6 +13,10 @@ nothing here checks them): each one still as released (blank, nbgrader's "YOUR A
 released notebook's text) is named with its points, and so is each one answered, as awaiting the
 instructor's grading. Where one is still to write, the last line says so, never "all passed" alone.
 
+A notebook that grading would not read under its name (anything but ``<assignment>.ipynb``: a browser's
+``... (1).ipynb``, Colab's ``Copy of ...``) is run all the same; the first line and the last say what to
+rename it to.
+
 Exit status (``make validate`` fails unless it is 0): 0 every visible test passed; 1 a visible test
 failed or a cell raised an error; 2 the notebook could not be validated (no such file, a file that is
 not a notebook, a notebook without test cells) or a bad argument. A written answer still to write does
@@ -31,6 +35,7 @@ import nbformat
 
 from attention_course.tooling import notebooks
 from autograder.release import course
+from autograder.text.unwritten import cell_error, not_written, unwritten_item
 
 UNGRADED = "ungraded"
 
@@ -38,8 +43,8 @@ UNGRADED = "ungraded"
 def _error(cell) -> str | None:
     for output in cell.get("outputs", []):
         if output.get("output_type") == "error":
-            message = f"{output.get('ename', 'Error')}: {output.get('evalue', '')}"
-            return message.strip()
+            name, value = output.get("ename", "Error"), str(output.get("evalue", "")).strip()
+            return f"{name}: {value}" if value else name
     return None
 
 
@@ -88,6 +93,7 @@ def validate(path: Path, *, run_all: bool = False, timeout: int = 600) -> tuple[
     )
     client.execute()
     lines, passed, tests = [f"{path.name}: visible tests"], True, 0
+    unwritten: list[str] = []  # the items not written yet of the test cells that failed so, in a row
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
@@ -96,15 +102,23 @@ def validate(path: Path, *, run_all: bool = False, timeout: int = 600) -> tuple[
             tests += 1
             points = notebooks.nbgrader_meta(cell).get("points", 0)
             label = notebooks.cell_id(cell) or notebooks.cell_label(nb, index)
+            item = unwritten_item(error or "")
+            if unwritten and item != unwritten[-1]:  # said once, after the last test cell of the item
+                unwritten = _said(lines, unwritten)
             if error:
                 passed = False
                 lines.append(f"  FAIL  {label} ({notebooks.points_text(points)})")
-                lines += [f"        {line}" for line in error.splitlines()[:12]]
+                if item:
+                    unwritten.append(item)
+                else:
+                    lines += [f"        {line}" for line in error.splitlines()[:12]]
             else:
                 lines.append(f"  pass  {label} ({notebooks.points_text(points)})")
         elif error:
             passed = False
-            lines.append(f"  error in {notebooks.cell_label(nb, index)}: {error.splitlines()[0][:200]}")
+            unwritten = _said(lines, unwritten)
+            lines.append(f"  error in {notebooks.cell_label(nb, index)}: {cell_error(error)}")
+    _said(lines, unwritten)
     if tests == 0:  # the ungraded cells held them all (--all runs those)
         lines.append("  no test cell ran: every one is tagged ungraded")
     lines += written_lines(written)
@@ -124,6 +138,14 @@ def validate(path: Path, *, run_all: bool = False, timeout: int = 600) -> tuple[
             last += f" And {notebooks.written_named(todo)} {'is' if len(todo) == 1 else 'are'} not written yet."
         lines.append(last)
     return lines, passed and tests > 0
+
+
+def _said(lines: list[str], unwritten: list[str]) -> list[str]:
+    """Say once, after the FAIL lines of the test cells in a row that failed because one item is not written yet
+    (``unwritten``: its name, once for each), that it is not; what is left to say then: nothing."""
+    if unwritten:
+        lines.append(f"        {not_written(unwritten[-1], len(unwritten))}")
+    return []
 
 
 def written_lines(written: list[notebooks.WrittenAnswer]) -> list[str]:
@@ -165,12 +187,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.notebook.is_file():
         parser.error(f"no notebook at {args.notebook}; pass NOTEBOOK=exercises/<assignment>/<assignment>.ipynb")
+    names = course.assignment_names(args.notebook)
+    misnamed = course.not_graded_under(args.notebook, names[0]) if names else None
+    if misnamed:  # before anything else, and again at the end: grading reads no other name
+        print(f"NOT GRADED UNDER THIS NAME: {misnamed}")
     try:
         lines, passed = validate(args.notebook, run_all=args.all, timeout=args.timeout)
     except NotValidated as error:
         print(f"Not validated: {error}")
         return 2
     print("\n".join(lines))
+    if misnamed:
+        print(f"And rename the notebook {names[0]}.ipynb before you submit: grading reads no other name.")
     return 0 if passed else 1
 
 

@@ -278,19 +278,25 @@ def _run_tests(source: Source, tests: list, session: Session, report: Report) ->
         namespace = dict(trusted)
         namespace.update({name: Remote(session, name, signatures[name]) for name in source.items})
         begun, before = time.monotonic(), _elsewhere(report)
+        runs = test_runs(code, gid)
+        parts = {hidden for hidden, _ in runs} == {False, True}  # a visible part and a hidden one
+        hidden = None  # the part that runs: none before the first
         try:
             session.start()
-            for hidden, run in test_runs(code, gid):
+            for hidden, run in runs:
                 with items.hidden_tests(hidden):
                     exec(run, namespace)
             report.tests[gid] = TestResult(gid, points, True)
         except PartlyRight as exc:
             partial = share(points, exc.right, exc.total)
-            report.tests[gid] = TestResult(gid, points, False, clean_text(exc, MAX_MESSAGE_CHARS), partial=partial)
+            message = clean_text(f"{failed_part(parts, hidden)}{exc}", MAX_MESSAGE_CHARS)
+            report.tests[gid] = TestResult(gid, points, False, message, partial=partial)
         except CheckFailed as exc:
-            report.tests[gid] = TestResult(gid, points, False, clean_text(exc, MAX_MESSAGE_CHARS))
+            message = clean_text(f"{failed_part(parts, hidden)}{exc}", MAX_MESSAGE_CHARS)
+            report.tests[gid] = TestResult(gid, points, False, message, unwritten=exc.unwritten)
         except SandboxError as exc:
-            report.tests[gid] = TestResult(gid, points, False, clean_text(f"{gid}: {exc}", MAX_MESSAGE_CHARS))
+            message = clean_text(f"{failed_part(parts, hidden)}{gid}: {exc}", MAX_MESSAGE_CHARS)
+            report.tests[gid] = TestResult(gid, points, False, message)
         except SandboxUnavailable:
             raise
         except Exception as exc:  # a test that cannot run scores nothing, and says why
@@ -298,12 +304,27 @@ def _run_tests(source: Source, tests: list, session: Session, report: Report) ->
                 gid,
                 points,
                 False,
-                clean_text(f"{gid}: the test could not run: {items.quoted_error(exc)}", MAX_MESSAGE_CHARS),
+                clean_text(
+                    f"{failed_part(parts, hidden)}{gid}: the test could not run: {items.quoted_error(exc)}",
+                    MAX_MESSAGE_CHARS,
+                ),
             )
         # the cell's own time: not the sandboxes it (re)started, nor the warm-up it waited for
         own = max(0.0, time.monotonic() - begun - (_elsewhere(report) - before))
         report.tests[gid].seconds = round(own, 3)
         timings.add("tests", own)
+
+
+def failed_part(parts: bool, hidden: bool | None) -> str:
+    """The first line of a failed test cell's message where the cell has a visible part and a hidden one
+    (``parts``), saying which failed (``hidden``): its visible checks, which the student's notebook and make
+    validate run too, or its hidden ones, after the visible checks passed; empty for a cell of one part, or where
+    no part ran (``hidden`` None)."""
+    if not parts or hidden is None:
+        return ""
+    if hidden:
+        return "The hidden part of this test failed; its visible part (make validate runs it) passed.\n"
+    return "The visible part of this test failed: make validate runs it too.\n"
 
 
 def test_runs(code: str, gid: str) -> list[tuple[bool, CodeType]]:

@@ -14,6 +14,7 @@ class TestResult:
     message: str = ""
     seconds: float = 0.0  # the test cell's own time, its diagnosis included
     partial: float = 0.0  # a failed question's points for the parts it got right (autograder.api.items.share)
+    unwritten: str = ""  # the graded item not written yet that failed it (CheckFailed.unwritten), or ""
 
     @property
     def score(self) -> float:

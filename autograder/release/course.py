@@ -29,6 +29,7 @@ import yaml
 
 from attention_course.tooling import notebooks
 from attention_course.tooling.notebooks import COURSE_ROOT
+from autograder.text.terminal import clean_text
 
 # The course's local MathJax (make book fetches it: course_site.mathjax): the component that feedback
 # pages carry inline, so that their mathematics renders where the page is opened, offline too.
@@ -50,6 +51,20 @@ def assignments(root: Path | None = None) -> list[str]:
 def exercise_path(assignment: str) -> str:
     """The released notebook of an assignment, relative to the course folder."""
     return f"exercises/{assignment}/{assignment}.ipynb"
+
+
+def not_graded_under(path: Path, assignment: str) -> str | None:
+    """What ``make check`` and ``make validate`` say first of a notebook at ``path`` that grading would not read
+    under its name (a browser's ``... (1).ipynb``, Colab's ``Copy of ...``, Jupyter's ``...-Copy1.ipynb``), and
+    what to rename it to; None where it is named ``<assignment>.ipynb``, the only name grading reads (a
+    submission without it is refused: ``autograder.grading.submissions.misnamed``)."""
+    expected = f"{assignment}.ipynb"
+    if Path(path).name == expected:
+        return None
+    return (
+        f"{clean_text(Path(path).name, 80)} would not be graded under its name: the only name grading reads is "
+        f"{expected}. Rename it {expected} before you submit (a submission without it scores 0)."
+    )
 
 
 def assignment_names(path: Path, root: Path | None = None) -> list[str]:
