@@ -68,6 +68,7 @@ from pathlib import Path
 
 from attention_course.tooling.notebooks import COURSE_ROOT
 from autograder.cluster.certificates import FOLDER as CERTIFICATES
+from autograder.grading import deadlines
 from autograder.grading.feedback import FEEDBACK_SECONDS
 from autograder.grading.grader import Grader
 from autograder.grading.gradesheet import summary
@@ -153,6 +154,10 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--{name.replace('_', '-')} must be more than 0 seconds, got {getattr(args, name):g}")
     if args.assignment not in course.assignments(args.root):
         parser.error(f"no assignment {args.assignment!r} under {args.root / 'solutions'}")
+    try:  # every deadline of term.yml read before anything is graded: a bad one named, nothing scored
+        deadlines.check_all(args.root)
+    except course.SettingsError as error:
+        parser.error(str(error))
     if args.csv_only:
         try:
             results = rewrite_csv(args.assignment, args.root)

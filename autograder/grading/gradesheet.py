@@ -13,6 +13,8 @@ from pathlib import Path
 
 from attention_course.tooling import notebooks
 from attention_course.tooling.notebooks import COURSE_ROOT
+from autograder.grading import lateness
+from autograder.grading.deadlines import deadline
 from autograder.grading.submissions import notebook_names
 from autograder.text.terminal import clean_text
 
@@ -32,6 +34,7 @@ class Result:
     # what make grade's phase 3 did with the student's notebooks and why: graded, or a saved report used (not in
     # the CSV: grades/.grader/, autograder.grading.saved)
     grading: str = ""
+    late: str = ""  # how late the submission was and what it lost (autograder.grading.lateness.late_note); '' on time
 
     @property
     def failed(self) -> list[str]:
@@ -47,8 +50,9 @@ class Result:
         return sum(most for score, most in self.written.values() if score is None)
 
     def void(self, score: float | None) -> None:
-        """Set the score alone (None: not graded; a refused submission's), with no test or written answer."""
-        self.score, self.tests, self.written, self.blank = score, {}, {}, []
+        """Set the score alone (None: not graded; a refused submission's), with no test, written answer or lateness."""
+        self.note = "" if self.note == self.late else self.note
+        self.score, self.tests, self.written, self.blank, self.late = score, {}, {}, [], ""
 
 
 def db_url(root: Path) -> str:
@@ -60,6 +64,7 @@ def collect(assignment: str, students: list[str], root: Path = COURSE_ROOT) -> l
     from nbgrader.api import Gradebook, MissingEntry
 
     results = []
+    found = deadline(assignment, root)
     with Gradebook(db_url(root)) as gradebook:
         for student in students:
             result = Result(student)
@@ -72,7 +77,7 @@ def collect(assignment: str, students: list[str], root: Path = COURSE_ROOT) -> l
                 )
                 results.append(result)
                 continue
-            penalty = submission.late_submission_penalty or 0.0
+            penalty = lateness.penalty(submission)
             result.score, result.max_score = max(0.0, submission.score - penalty), submission.max_score
             for notebook in submission.notebooks:
                 for grade in notebook.grades:
@@ -85,8 +90,7 @@ def collect(assignment: str, students: list[str], root: Path = COURSE_ROOT) -> l
                             result.blank.append(grade.name)
                     else:
                         result.tests[grade.name] = (grade.score or 0.0, grade.max_score)
-            if penalty:
-                result.note = f"late: {penalty:g} points deducted"
+            result.note = result.late = lateness.late_note(submission, found)
             results.append(result)
     return results
 
@@ -178,6 +182,9 @@ def class_counts(graded: list[Result]) -> list[str]:
     else:
         counts += f"; full marks (every test and written answer): {sum(r.score == r.max_score for r in graded)} of {n}"
     lines = [counts]
+    late = sum(bool(r.late) for r in graded)
+    if late:
+        lines.append(f"submitted late: {late} of {n} (each student's note says how late, and what it cost)")
     if awaiting:
         lines.append(
             f"written answers awaiting manual grading: {sum(len(r.awaiting) for r in awaiting)}, of {len(awaiting)} "

@@ -110,7 +110,7 @@ def submission_state(gradebook, assignment: str, student: str) -> str | None:
         submission = gradebook.find_submission(assignment, student)
     except MissingEntry:
         return None
-    parts: list = [str(submission.timestamp), submission.late_submission_penalty]
+    parts: list = [str(submission.timestamp), submission.late_submission_penalty, str(submission.duedate)]
     for notebook in sorted(submission.notebooks, key=lambda nb: nb.name):
         for grade in sorted(notebook.grades, key=lambda g: g.name):
             parts.append(
@@ -120,6 +120,12 @@ def submission_state(gradebook, assignment: str, student: str) -> str | None:
         for comment in sorted(notebook.comments, key=lambda c: c.name):
             parts.append(["comment", notebook.name, comment.name, comment.auto_comment, comment.manual_comment])
     return _sha(json.dumps(parts, default=str).encode())
+
+
+def with_words(state: str, words: str) -> str:
+    """A submission's ``state`` (:func:`submission_state`) with the ``words`` its feedback adds from elsewhere than
+    the gradebook (its lateness under ``term.yml``'s policy, :mod:`autograder.grading.lateness`)."""
+    return state if not words else _sha(json.dumps([state, words]).encode())
 
 
 def recorded_as_released(gradebook, assignment: str, root: Path) -> bool:

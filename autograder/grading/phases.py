@@ -15,7 +15,7 @@ from pathlib import Path
 
 from attention_course.tooling.notebooks import COURSE_ROOT
 from autograder.exchange import ClassListError
-from autograder.grading import kept
+from autograder.grading import kept, lateness
 from autograder.grading.feedback import FEEDBACK_SECONDS, write_feedback_in_parallel
 from autograder.grading.feedback_pages import write_feedback_pages
 from autograder.grading.grader import Grader
@@ -93,6 +93,7 @@ def grade(
             recording.result()
         run.saved.keep(kept.TESTS, assignment, None, {"key": run.keys.tests})  # once grading started, not before
     autograde(run, sandbox, grader)  # phase 4
+    _settle_lateness(run)  # phase 4's end: the term's deadline in the gradebook
     _write_feedback(run)  # phase 5
     return _write_grades(run)  # phase 6
 
@@ -173,6 +174,21 @@ def _grade_in_sandbox(run: Run, sandbox: bool, grader: Grader | None) -> Precomp
     finally:
         if own:
             grader.close()
+
+
+def _settle_lateness(run: Run) -> None:
+    """The end of phase 4: ``term.yml``'s due date, the extensions, each submission's collected time and its late
+    penalty in the gradebook (:func:`autograder.grading.lateness.settle`), for phase 5 and 6 to read; the gradebook's
+    state of each student then says it, with the words the feedback shows (its key, :mod:`autograder.grading.kept`)."""
+    from nbgrader.api import Gradebook
+
+    left_out = {*run.excluded, *run.found.not_graded, *run.refused_by_nbgrader}
+    students = [student for student in run.students if student not in left_out]
+    with Gradebook(db_url(run.root)) as gradebook:
+        words = lateness.settle(gradebook, run.assignment, students, run.root)
+        for student in students:
+            state = kept.submission_state(gradebook, run.assignment, student)
+            run.states[student] = None if state is None else kept.with_words(state, words.get(student, ""))
 
 
 def _write_feedback(run: Run) -> None:
@@ -281,16 +297,22 @@ def rewrite_csv(assignment: str, root: Path = COURSE_ROOT) -> list[Result]:
         raise GradingUnavailable(f"no {path}: grade the class first (make grade ASSIGNMENT={assignment})")
     with path.open(newline="") as f:
         before = {row["student"]: row for row in csv.DictReader(f)}
+    from nbgrader.api import Gradebook
+
+    with Gradebook(db_url(root)) as gradebook:  # the late penalties of the scores given by hand since
+        lateness.settle(gradebook, assignment, list(before), root)
     results = collect(assignment, list(before), root)
     for result in results:
         row = before[result.student]
-        # the notes on written answers left blank or awaiting grading are the gradebook's to give again
+        # the notes on written answers left blank or awaiting grading, and on lateness, are the gradebook's to give
+        # again (the result's note from it comes first)
         notes = [n for n in (row.get("note") or "").split("; ") if n and not is_blank_note(n)]
+        notes = [result.note] + [n for n in notes if not lateness.is_late_note(n)]
         if (row.get("score") or "") == "":  # not graded: the grader's failure, never a score
             result.void(None)
         elif any(n.startswith("refused") for n in notes):
             result.void(float(row["score"]))
         result.unanswered = any(n.startswith("nothing answered") for n in notes)
-        result.note = clean_text("; ".join(notes), 4000)
+        result.note = clean_text("; ".join(filter(None, notes)), 4000)
     write_csv(path, results, column_order(assignment, root))
     return results
