@@ -23,6 +23,7 @@ from nbgrader.preprocessors import AssignLatePenalties
 from nbgrader.utils import parse_utc
 
 from attention_course.tooling import notebooks
+from attention_course.tooling.notebooks import COURSE_ROOT
 from autograder.cli import grade
 from autograder.grading import deadlines, gradesheet, lateness, run_nbgrader
 from autograder.grading.classroom import fill, make_course
@@ -332,3 +333,41 @@ def test_a_resubmission_after_the_due_date_moves_the_student_from_on_time_to_lat
     assert parse_utc((root / "submitted" / "resubmitter" / A / "timestamp.txt").read_text()) > recorded
     points, words = settled(root, "resubmitter")
     assert points == FULL / 10 and words.startswith("late by ") and words.endswith(": -10%"), words
+
+
+# ----------------------------------------------------------------------------- what the guide and term.yml say
+
+
+def _section(text: str, start: str) -> str:
+    return text[text.index(start) :]
+
+
+def test_the_guides_example_reads_as_it_says_and_gives_the_words_it_quotes(tmp_path):
+    guide = _section((COURSE_ROOT / "book" / "instructor_guide.md").read_text(), "(deadlines)=")
+    example = guide.split("```yaml\n", 1)[1].split("```", 1)[0]
+    root = make_course(tmp_path / "course")
+    (root / "term.yml").write_text("edition: open\nreleased: []\n" + example)
+    found = deadlines.deadline(A, root)
+    assert found.due == DUE and found.policy == deadlines.NO_POLICY  # the assignment's own: none
+    assert found.extension("alice") == datetime.timedelta(days=2)
+    assert found.extension("bob") == datetime.timedelta(days=1, hours=12, minutes=1)
+    term_policy = deadlines.policy(yaml.safe_load(example)["late_policy"], "late_policy")
+    quoted = guide.split("```text\n", 1)[1].split("```", 1)[0].splitlines()
+    minute, hour = 60, 3600
+    assert quoted == [
+        deadlines.late_words(6 * hour + 41 * minute, term_policy),
+        deadlines.late_words(20 * minute, term_policy, datetime.timedelta(hours=12)),
+        deadlines.late_words(8 * 24 * hour, term_policy),
+        deadlines.late_words(6 * minute, term_policy),
+    ]
+    assert deadlines.late_words(2 * hour + 5 * minute, None, penalty=16) in guide  # nbgrader's own penalty
+
+
+def test_the_example_in_term_yml_reads_as_it_says(tmp_path):
+    text = (COURSE_ROOT / "term.yml").read_text()
+    example = "\n".join(line[2:] for line in _section(text, "# late_policy:").splitlines())
+    root = make_course(tmp_path / "course")
+    (root / "term.yml").write_text("edition: open\nreleased: []\n" + example)
+    assert [d.assignment for d in deadlines.check_all(root)] == [A]
+    assert deadlines.policy(yaml.safe_load(example)["late_policy"], "x").percent(25 * 3600) == 20
+    assert deadlines.deadline(A, COURSE_ROOT) is None  # the committed settings set no deadline

@@ -29,7 +29,10 @@
    same (one it cannot read, say) is reported as refused, with nbgrader's reason, and scores 0;
    one it leaves without a score and without naming an error (it stopped before it) is "not
    graded". A student whose notebooks, reports handed to nbgrader and grader are unchanged since their last
-   autograde is not given to nbgrader again: their scores stand (:mod:`autograder.grading.kept`);
+   autograde is not given to nbgrader again: their scores stand (:mod:`autograder.grading.kept`). Then
+   ``term.yml``'s due date, late policy and extensions are written into the gradebook with each submission's
+   collected time and late penalty (:mod:`autograder.grading.lateness`; a bad deadline stops the command before
+   phase 1, its key named);
 5. ``nbgrader generate_feedback`` into ``feedback/<student>/<assignment>/``, each notebook
    within ``--feedback-seconds`` (:func:`autograder.grading.feedback.write_feedback`): one that
    takes longer is stopped, the class goes on, and that student's feedback is a page saying so.
@@ -38,7 +41,8 @@
    and comments in the gradebook (a score given by hand in formgrader), or its page (``--again``: all);
 6. writes ``grades/<assignment>.csv`` (one row per student, one column per test
    cell, in the notebook's order) and prints a summary table with each student's
-   failed tests and notes (for a notebook that answers nothing, "nothing answered" in place of
+   failed tests and notes (how late, "late by 6 h 41 min: -10%"; for a notebook that answers nothing, "nothing
+   answered" in place of
    every test; a written answer left as released, "left blank: 0 of N points"), then counts that say
    what they count (every test passed, full marks once no written answer awaits grading, the written
    answers awaiting grading or left blank: :func:`autograder.grading.gradesheet.class_counts`). A
