@@ -112,9 +112,9 @@ def collected(root: Path, student: str, when: datetime.datetime, assignment: str
     return folder
 
 
-@pytest.fixture(scope="module")
-def term(tmp_path_factory) -> Path:
-    root = make_course(tmp_path_factory.mktemp("lateness") / "course")
+def graded_class(root: Path) -> Path:
+    """A course folder at ``root`` whose class of :data:`HOURS` is graded, the term's deadline settled."""
+    root = make_course(root)
     (root / "term.yml").write_text(TERM)
     with Gradebook(gradesheet.db_url(root)) as gradebook:
         record_assignment(gradebook)
@@ -122,7 +122,16 @@ def term(tmp_path_factory) -> Path:
             collected(root, student, DUE + datetime.timedelta(hours=hours))
             graded(gradebook, student)
         lateness.settle(gradebook, A, list(HOURS), root)
+    for student in HOURS:  # nbgrader's autograded copies, which the feedback is written from
+        folder = root / "autograded" / student / A
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copy(root / "submitted" / student / A / f"{A}.ipynb", folder / f"{A}.ipynb")
     return root
+
+
+@pytest.fixture(scope="module")
+def term(tmp_path_factory) -> Path:
+    return graded_class(tmp_path_factory.mktemp("lateness") / "course")
 
 
 def results(root: Path) -> dict[str, gradesheet.Result]:
@@ -246,10 +255,6 @@ def test_nbgrader_export_says_the_same_words_and_total(term, tmp_path):
 
 
 def test_the_feedback_page_says_the_same_under_its_total(term):
-    for student in HOURS:
-        folder = term / "autograded" / student / A
-        folder.mkdir(parents=True, exist_ok=True)
-        shutil.copy(term / "submitted" / student / A / f"{A}.ipynb", folder / f"{A}.ipynb")
     write_feedback(A, list(HOURS), term, quiet=True)
     for student, (points, words) in EXPECTED.items():
         page = (term / "feedback" / student / A / f"{A}.html").read_text()
@@ -257,6 +262,42 @@ def test_the_feedback_page_says_the_same_under_its_total(term):
         assert total in page, (student, page[page.find("<h4>") : page.find("<h4>") + 300])
         shown = f'<p class="late-penalty"><b>{words}</b></p>'
         assert (shown in page) == bool(words) and ("late by" in page) == bool(words), student
+
+
+def test_after_grading_by_hand_make_grades_brings_the_penalty_the_feedback_the_csv_and_the_export_up_to_date(
+    tmp_path, capsys
+):
+    """The written answers of two students, one late, graded by hand after make grade: ``make grades`` alone (grading
+    nothing) gives the late one's penalty on the score earned now, and the feedback pages, the CSV and
+    ``grades/all.csv`` (nbgrader export's) all say the new totals; the summary of make grade named that command."""
+    root = graded_class(tmp_path / "course")
+    found = results(root)
+    gradesheet.write_csv(root / "grades" / f"{A}.csv", list(found.values()), gradesheet.column_order(A, root))
+    assert "make grades ASSIGNMENT=" in gradesheet.summary(A, list(found.values())).splitlines()[-1]
+    write_feedback(A, list(HOURS), root, quiet=True)
+    assert "awaiting grading" in (root / "feedback" / "late" / A / f"{A}.html").read_text()
+    written = next(c for c in notebooks.read(course_settings.notebook_path(A)).cells if notebooks.is_written(c))
+    with Gradebook(gradesheet.db_url(root)) as gradebook:  # as the formgrader saves a score
+        for student in ("on_time", "late"):
+            gradebook.find_grade(notebooks.cell_id(written), A, A, student).manual_score = MAX - FULL
+        gradebook.db.commit()
+
+    assert grade.main([A, "--root", str(root), "--csv-only", "--jobs", "1"]) == 0
+    said = capsys.readouterr().out
+    totals = {"on_time": MAX, "late": MAX - MAX / 10, "later": FULL - 6.0}
+    with (root / "grades" / f"{A}.csv").open() as f:
+        rows = {row["student"]: row for row in csv.DictReader(f)}
+    with (root / "grades" / "all.csv").open() as f:
+        exported = {row["student_id"]: row for row in csv.DictReader(f)}
+    for student, total in totals.items():
+        page = (root / "feedback" / student / A / f"{A}.html").read_text()
+        whole = student != "later"  # still awaiting its written answer
+        assert f"<h4>{A} (Score: {total:.1f} / {MAX:.1f}{')' if whole else ' so far;'}" in page, student
+        assert ("awaiting grading" in page) != whole, student
+        assert float(rows[student]["score"]) == float(exported[student]["score"]) == total, student
+        assert f"{total:g} / {MAX:g}" in next(line for line in said.splitlines() if line.startswith(student + " "))
+    assert rows["late"]["note"] == exported["late"]["note"] == "late by 6 h 41 min: -10%"
+    assert f"Export:   {root / 'grades' / 'all.csv'}" in said
 
 
 # ----------------------------------------------------------------------------- the collect's time
@@ -371,3 +412,47 @@ def test_the_example_in_term_yml_reads_as_it_says(tmp_path):
     assert [d.assignment for d in deadlines.check_all(root)] == [A]
     assert deadlines.policy(yaml.safe_load(example)["late_policy"], "x").percent(25 * 3600) == 20
     assert deadlines.deadline(A, COURSE_ROOT) is None  # the committed settings set no deadline
+
+
+# ----------------------------------------------------------------------------- make grade, end to end
+
+
+@pytest.mark.slow
+def test_make_grade_counts_a_resubmission_after_the_due_date_late_though_its_notebook_is_the_same(tmp_path):
+    """Two students submit on time and are graded; one submits the same notebook again after the due date and is
+    collected again. ``make grade`` run again runs no notebook (nothing graded changed) and gives nbgrader no
+    student again, yet the resubmission is late by the collect's new time: her summary line, CSV row and feedback
+    page say so, with the penalty in the total; the other student's stand as they were."""
+    root, inbound = exchange_course(tmp_path, "edition: open\nreleased: []\n")
+    first = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    for student in ("ann", "ben"):
+        submit_to(inbound, student, first)
+    run_nbgrader.run("collect", A, root=root, quiet=True)
+    due = max(parse_utc((root / "submitted" / s / A / "timestamp.txt").read_text()) for s in ("ann", "ben"))
+    (root / "term.yml").write_text(
+        f"edition: open\nreleased: []\n{POLICY}deadlines:\n  {A}:\n    due: {due.isoformat(sep=' ')} UTC\n"
+    )
+    settings = course_settings.Release("term", {"ch01_bahdanau"})  # chapter 2's solutions not released
+
+    def graded_now() -> tuple[dict[str, gradesheet.Result], dict[str, str]]:
+        results = {r.student: r for r in grade.grade(A, root=root, quiet=True, jobs=2, settings=settings)}
+        pages = {s: (root / "feedback" / s / A / f"{A}.html").read_text() for s in results}
+        return results, pages
+
+    before, pages = graded_now()
+    assert {s: (r.score, r.late) for s, r in before.items()} == {"ann": (FULL, ""), "ben": (FULL, "")}
+    assert not [s for s, page in pages.items() if "late by" in page]
+
+    submit_to(inbound, "ann", first + datetime.timedelta(seconds=1))  # the same notebook, after the due date
+    run_nbgrader.run("collect", A, "--update", root=root, quiet=True)
+    after, pages = graded_now()
+    ann = after["ann"]
+    assert ann.score == FULL - FULL / 10 and ann.late.startswith("late by ") and ann.late.endswith(": -10%"), ann
+    assert "saved report used" in ann.grading, ann.grading  # nothing graded again: the time alone changed
+    assert (after["ben"].score, after["ben"].late) == (FULL, "")
+    with (root / "grades" / f"{A}.csv").open() as f:
+        rows = {row["student"]: row for row in csv.DictReader(f)}
+    assert float(rows["ann"]["score"]) == ann.score and rows["ann"]["note"].startswith(ann.late + "; ")
+    assert f"<h4>{A} (Score: {ann.score:.1f} / {MAX:.1f} so far; " in pages["ann"]
+    assert f'<p class="late-penalty"><b>{ann.late}</b></p>' in pages["ann"]
+    assert "late by" not in pages["ben"]

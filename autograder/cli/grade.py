@@ -76,7 +76,7 @@ from autograder.grading import deadlines
 from autograder.grading.feedback import FEEDBACK_SECONDS
 from autograder.grading.grader import Grader
 from autograder.grading.gradesheet import summary
-from autograder.grading.phases import GradingUnavailable, grade, rewrite_csv
+from autograder.grading.phases import EXPORT, GradingUnavailable, grade, refresh
 from autograder.grading.source import unreleased_prerequisites_note
 from autograder.grading.submissions import class_of
 from autograder.release import course
@@ -115,8 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--csv-only",
         action="store_true",
-        help="grade nothing: write grades/<assignment>.csv again from the gradebook, with the written answers' "
-        "scores given since in formgrader (make grades)",
+        help="grade nothing: bring every output up to date from the gradebook, with the written answers' scores "
+        "given since in formgrader (make grades): the late penalties, the feedback whose scores changed, "
+        "grades/<assignment>.csv and grades/all.csv (nbgrader export's)",
     )
     parser.add_argument(
         "--again",
@@ -164,12 +165,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(error))
     if args.csv_only:
         try:
-            results = rewrite_csv(args.assignment, args.root)
+            results = refresh(args.assignment, args.root, jobs=args.jobs, feedback_seconds=args.feedback_seconds)
         except GradingUnavailable as error:
             print(f"error: {error}", file=sys.stderr)
             return 2
         print(summary(args.assignment, results))
+        print(f"\nFeedback: {args.root / 'feedback'}/<student>/{args.assignment}/")
         print(f"Grades:   {args.root / 'grades' / (args.assignment + '.csv')}")
+        print(f"Export:   {args.root / 'grades' / EXPORT}")
         return 0
     try:
         settings = course.release(args.root)

@@ -256,8 +256,8 @@ def summary(assignment: str, results: list[Result]) -> str:
     awaiting = [r for r in graded if r.awaiting]
     if awaiting:
         lines.append(
-            f"grade the written answers that await you in formgrader (make formgrader), then write the CSV again: "
-            f"make grades ASSIGNMENT={assignment}"
+            f"grade the written answers that await you in formgrader (make formgrader), then bring the CSV, the "
+            f"feedback and nbgrader export's grades/all.csv up to date: make grades ASSIGNMENT={assignment}"
         )
     missing = len(results) - len(graded)
     if missing:
