@@ -232,7 +232,7 @@ def test_the_summary_and_the_csv_say_how_late_and_what_it_cost_with_one_total(te
         assert f"{FULL - points:g} / {MAX:g}  all tests passed" in line, line
         assert float(rows[student]["score"]) == FULL - points
         if words:
-            assert f"all tests passed, {words}; written answer" in line, line
+            assert f"all tests passed; {words}; written answer" in line, line
             assert rows[student]["note"].startswith(words + "; written answer"), rows[student]["note"]
         else:
             assert "late" not in line and "late" not in rows[student]["note"], student
@@ -456,3 +456,47 @@ def test_make_grade_counts_a_resubmission_after_the_due_date_late_though_its_not
     assert f"<h4>{A} (Score: {ann.score:.1f} / {MAX:.1f} so far; " in pages["ann"]
     assert f'<p class="late-penalty"><b>{ann.late}</b></p>' in pages["ann"]
     assert "late by" not in pages["ben"]
+
+
+# ----------------------------------------------------------------------------- the summary's counts and lists
+
+
+def _result(student: str, score: float, failed: int = 0, awaiting: bool = False, **kw) -> gradesheet.Result:
+    tests = {f"test_{i}": (0.0 if i < failed else 5.0, 5.0) for i in range(4)}
+    written = {"explain_x": (None if awaiting else 2.0, 2.0)}
+    return gradesheet.Result(student, score, 22.0, tests, written=written, **kw)
+
+
+def test_a_refused_student_is_counted_apart_from_the_mean_and_the_counts():
+    results = [_result("ann", 22.0), _result("ben", 12.0, failed=2)]
+    refused = gradesheet.Result("cat", 0.0, 22.0, note="refused: the submission holds a symbolic link", refused=True)
+    said = gradesheet.summary(A, [*results, refused])
+    assert "mean score 17.00 / 22 over 2 graded submission(s) (1 refused, scored 0, not counted)" in said, said
+    assert "every test passed: 1 of 2; full marks (every test and written answer): 1 of 2" in said, said
+    assert gradesheet.class_counts([refused]) == ["no submission graded (1 refused, scored 0, not counted)"]
+
+
+def test_full_marks_are_counted_while_written_answers_await_and_those_pending_said():
+    results = [_result("ann", 22.0), _result("ben", 20.0, awaiting=True), _result("cat", 15.0, 1, awaiting=True)]
+    said = gradesheet.summary(A, results)
+    assert (
+        "full marks (every test and written answer): 1 of 3, and 1 more if the written answers awaiting grading "
+        "earn every point"
+    ) in said, said
+
+
+def test_the_failed_tests_are_one_list_and_each_note_apart():
+    result = _result("ann", 8.8, failed=2, note="late by 6 h 41 min: -10%; a cell was skipped")
+    line = gradesheet.summary(A, [result]).splitlines()[2]
+    assert line.endswith("8.8 / 22  failed: test_0, test_1; late by 6 h 41 min: -10%; a cell was skipped"), line
+
+
+def test_nbgrader_export_says_nothing_answered_as_the_summary_does(tmp_path):
+    root = graded_class(tmp_path / "course")
+    nbformat.write(fill(A, blank=True), str(root / "submitted" / "late" / A / f"{A}.ipynb"))  # as released
+    out = tmp_path / "export.csv"
+    run_nbgrader.run("export", "--to", str(out), root=root, quiet=True)
+    with out.open() as f:
+        rows = {row["student_id"]: row for row in csv.DictReader(f)}
+    assert rows["late"]["note"].startswith(f"late by 6 h 41 min: -10%; {gradesheet.unanswered_note(A)}; written ")
+    assert "nothing answered" not in rows["on_time"]["note"]

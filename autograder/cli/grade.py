@@ -44,7 +44,8 @@
    failed tests and notes (how late, "late by 6 h 41 min: -10%"; for a notebook that answers nothing, "nothing
    answered" in place of
    every test; a written answer left as released, "left blank: 0 of N points"), then counts that say
-   what they count (every test passed, full marks once no written answer awaits grading, the written
+   what they count over the graded submissions, a refused one apart (every test passed, full marks and those
+   that await only written answers, the late, the written
    answers awaiting grading or left blank: :func:`autograder.grading.gradesheet.class_counts`). A
    refused notebook gets a feedback page of the course's that says why (for a misnamed one, what to
    rename it). The summary then names the class list and lists what counts

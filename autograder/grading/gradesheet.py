@@ -35,6 +35,7 @@ class Result:
     # the CSV: grades/.grader/, autograder.grading.saved)
     grading: str = ""
     late: str = ""  # how late the submission was and what it lost (autograder.grading.lateness.late_note); '' on time
+    refused: bool = False  # scored 0 without being graded (make grade's refusal, or nbgrader's): in no class count
 
     @property
     def failed(self) -> list[str]:
@@ -166,21 +167,28 @@ def unanswered_note(notebook: str) -> str:
     )
 
 
-def class_counts(graded: list[Result]) -> list[str]:
-    """The summary's counts over the ``graded`` submissions, each saying what it counts: the mean score, the
-    students with every test passed, those with full marks (only once no written answer awaits grading), and
-    the written answers awaiting grading or left blank."""
+def class_counts(scored: list[Result]) -> list[str]:
+    """The summary's counts over the ``scored`` submissions, each saying what it counts: the mean score, the
+    students with every test passed and those with full marks, over the submissions graded (a refused one, scored
+    0 without being graded, is counted apart); the written answers awaiting grading (and the students whose full
+    marks await only them) or left blank."""
+    graded = [r for r in scored if not r.refused]
+    refused = len(scored) - len(graded)
+    apart = f" ({refused} refused, scored 0, not counted)" if refused else ""
     if not graded:
-        return []
+        return [f"no submission graded{apart}"] if refused else []
     n, most = len(graded), graded[0].max_score
     mean = sum(r.score for r in graded) / n
     passed = sum(bool(r.tests) and not r.failed for r in graded)
     awaiting = [r for r in graded if r.awaiting]
-    counts = f"mean score {mean:.2f} / {most:g} over {n} graded submission(s); every test passed: {passed} of {n}"
-    if awaiting:
-        counts += "; full marks: counted once no written answer awaits grading"
-    else:
-        counts += f"; full marks (every test and written answer): {sum(r.score == r.max_score for r in graded)} of {n}"
+    full = sum(r.score == r.max_score for r in graded)
+    counts = (
+        f"mean score {mean:.2f} / {most:g} over {n} graded submission(s){apart}; every test passed: {passed} of {n}"
+    )
+    counts += f"; full marks (every test and written answer): {full} of {n}"
+    waiting = sum(r.score + r.awaiting_points == r.max_score for r in awaiting)
+    if waiting:
+        counts += f", and {waiting} more if the written answers awaiting grading earn every point"
     lines = [counts]
     late = sum(bool(r.late) for r in graded)
     if late:
@@ -247,7 +255,8 @@ def summary(assignment: str, results: list[Result]) -> str:
         score = "not graded" if r.score is None else f"{r.score:g} / {r.max_score:g}"
         failed = "" if r.unanswered else ", ".join(r.failed)  # every test: the note says nothing was answered
         passed = "all tests passed" if r.tests and not r.failed else ""
-        notes = ", ".join(filter(None, [failed or passed, r.note]))
+        # the failed tests, one list, then each note after a semicolon
+        notes = "; ".join(filter(None, [f"failed: {failed}" if failed else passed, r.note]))
         notes = "; ".join(filter(None, [notes, awaiting_note(r), blank_note(r)]))
         notes = clean_text(notes, 1000).replace("\n", " ")
         lines.append(f"{clean_text(r.student, 80):<{width}}  {score:>11}  {notes}")

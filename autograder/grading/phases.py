@@ -273,6 +273,7 @@ def _settle(run: Run, result: Result) -> None:
         )
     if refusal:
         result.void(0.0)
+        result.refused = True
     blank = [] if refusal else found.unanswered.get(student, [])
     result.unanswered = bool(blank) and set(blank) >= set(notebook_names(run.assignment, run.root))
     unreleased = write_feedback_pages(
@@ -357,6 +358,7 @@ def rewrite_csv(assignment: str, root: Path = COURSE_ROOT) -> list[Result]:
             result.void(None)
         elif any(n.startswith("refused") for n in notes):
             result.void(float(row["score"]))
+            result.refused = True
         result.unanswered = any(n.startswith("nothing answered") for n in notes)
         result.note = clean_text("; ".join(filter(None, notes)), 4000)
     write_csv(path, results, column_order(assignment, root))

@@ -11,6 +11,8 @@ writes nbgrader's columns and a ``note``:
 - a submission whose written answers you have not graded yet says which, and how many points they hold (its
   score counts them as 0 until you grade them in the formgrader); one whose written answers were left as
   released (nbgrader scores them 0 at once) says so;
+- a notebook that answers nothing (its code as released) is noted ``nothing answered``, as in the summary, the CSV
+  and the feedback (:func:`autograder.grading.gradesheet.unanswered_note`);
 - a late submission's note says how late and what it lost, in the words of the summary, the CSV and the feedback
   ("late by 6 h 41 min: -10%": :func:`autograder.grading.lateness.late_note`, under ``term.yml``'s late policy),
   and its score is the same total.
@@ -29,8 +31,9 @@ from nbgrader.plugins.export import ExportPlugin
 
 from autograder.grading import lateness
 from autograder.grading.deadlines import deadline
-from autograder.grading.gradesheet import AWAITING, awaiting_words, blank_words, written_state
+from autograder.grading.gradesheet import AWAITING, awaiting_words, blank_words, unanswered_note, written_state
 from autograder.grading.lateness import late_note
+from autograder.grading.sandboxed import nothing_answered
 
 COLUMNS = [
     "assignment",
@@ -124,7 +127,14 @@ class CourseCsvExport(ExportPlugin):
             }
         penalty = lateness.penalty(submission)
         waiting, blank = written(submission)
-        notes = list(filter(None, [late_note(submission, found), awaiting_words(waiting), blank_words(blank)]))
+        root = Path(os.getcwd())  # nbgrader runs in the course folder
+        unanswered = [
+            unanswered_note(notebook.name)
+            for notebook in sorted(submission.notebooks, key=lambda nb: nb.name)
+            if nothing_answered(assignment.name, notebook.name, student.id, root)
+        ]
+        notes = [late_note(submission, found), *unanswered, awaiting_words(waiting), blank_words(blank)]
+        notes = list(filter(None, notes))
         return {
             **row,
             "timestamp": submission.timestamp or "",
