@@ -420,9 +420,9 @@ def test_the_example_in_term_yml_reads_as_it_says(tmp_path):
 @pytest.mark.slow
 def test_make_grade_counts_a_resubmission_after_the_due_date_late_though_its_notebook_is_the_same(tmp_path):
     """Two students submit on time and are graded; one submits the same notebook again after the due date and is
-    collected again. ``make grade`` run again runs no notebook (nothing graded changed) and gives nbgrader no
-    student again, yet the resubmission is late by the collect's new time: her summary line, CSV row and feedback
-    page say so, with the penalty in the total; the other student's stand as they were."""
+    collected again. ``make grade`` run again runs no notebook (nothing graded changed), yet the resubmission is
+    late by the collect's new time: her summary line, CSV row and feedback page say so, with the penalty in the
+    total; the other student's stand as they were."""
     root, inbound = exchange_course(tmp_path, "edition: open\nreleased: []\n")
     first = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
     for student in ("ann", "ben"):
