@@ -325,7 +325,7 @@ def refresh(
         if result.student in run.stopped:
             note = write_feedback_pages(root, assignment, result, {}, {}, run.stopped, feedback_seconds)
             result.note = clean_text(
-                "; ".join(filter(None, [result.note, *run.feedback_notes[result.student], note])), 4000
+                "; ".join(filter(None, [result.note, *run.feedback_notes.get(result.student, []), note])), 4000
             )
     if run.stopped:
         write_csv(path, results, column_order(assignment, root))
