@@ -235,7 +235,7 @@ def moment(value, where: str) -> datetime.datetime:
 
 def extension(value, due: datetime.datetime, where: str) -> datetime.timedelta:
     """A student's extension: a duration, or a due date of their own (later than the assignment's)."""
-    if isinstance(value, datetime.datetime) or (isinstance(value, str) and re.match(r"\s*\d{4}-\d", value)):
+    if isinstance(value, datetime.date) or (isinstance(value, str) and re.match(r"\s*\d{4}-\d", value)):
         own = moment(value, where)
         if own <= due:
             raise DeadlineError(f"{where}: the student's due date {value} is not later than the assignment's")
