@@ -179,7 +179,7 @@ grade-worker: venv sandbox  ## grade notebooks on this host for the scheduler at
 # check and validate fail unless every test passed: make's "Error 1" is a failed test (for check, or a written
 # answer left as released), "Error 2" a notebook that could not be checked (the commands' own exit status:
 # autograder/cli/check.py, validate.py; validate warns of a written answer left as released, and passes).
-grades: venv  ## write grades/$(ASSIGNMENT).csv again from the gradebook, with the written answers' scores given in formgrader
+grades: venv  ## after grading by hand in formgrader: the late penalties, feedback, grades/$(ASSIGNMENT).csv and grades/all.csv (nbgrader export) brought up to date from the gradebook
 	$(BIN)/python -m autograder.cli.grade "$$ASSIGNMENT" --csv-only
 
 # From the repository root, where nbgrader_config.py and gradebook.db are; --allow-root where it runs as root

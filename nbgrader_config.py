@@ -49,6 +49,10 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.AssignLatePenalties",
     "autograder.nbgrader.check_metadata.CheckCellMetadata",
 ]
+# A late notebook loses what term.yml's late policy says (a penalty per day or hour started, up to a cap, zero
+# after a cut-off: autograder/grading/deadlines.py); where term.yml sets no deadline for the assignment, what
+# c.LateSubmissionPlugin.penalty_method says (nbgrader's 'none' or 'zero').
+c.AssignLatePenalties.plugin_class = "autograder.nbgrader.late_policy.CourseLatePenalty"
 # "none" runs students' code in a plain separate process: only for code you trust.
 c.SandboxedExecute.isolation = "bwrap"
 

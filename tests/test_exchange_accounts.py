@@ -296,7 +296,7 @@ def test_make_grade_grades_alice_and_bob_on_their_own_work_and_nobody_off_the_li
     assert hub.make_grade.returncode == 0, hub.make_grade.stderr[-4000:]
     alice, bob = hub.names["alice"], hub.names["bob"]
     assert f"{FULL:g} / {MAX:g}  all tests passed" in summary_line(hub, alice), summary_line(hub, alice)
-    assert f"{BOB_SCORE:g} / {MAX:g}  test_sdpa_mask" in summary_line(hub, bob), summary_line(hub, bob)
+    assert f"{BOB_SCORE:g} / {MAX:g}  failed: test_sdpa_mask" in summary_line(hub, bob), summary_line(hub, bob)
     assert "refused" not in hub.make_grade.stdout and "nothing answered" not in hub.make_grade.stdout
     rows = csv_rows(hub)
     assert set(rows) == {alice, bob}

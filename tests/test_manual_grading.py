@@ -88,7 +88,8 @@ def test_the_summary_names_a_blank_written_answer_and_counts_what_it_says(graded
     assert blank_note in lines["blank"] and "nothing answered" in lines["blank"]
     # two students passed every test, and the count says that it counts that
     assert "over 3 graded submission(s); every test passed: 2 of 3" in said, said
-    assert "full marks so far" not in said and "full marks: counted once no written answer awaits grading" in said
+    assert "full marks so far" not in said  # reference's written answer awaits: not counted, said to be pending
+    assert "full marks (every test and written answer): 0 of 3, and 1 more if the written answers awaiting " in said
     assert "written answers awaiting manual grading: 1, of 1 student(s), 2 points in all" in said
     assert "written answers left blank (as released: 0 points, nothing to grade): 2, of 2 student(s)" in said
     rows = _rows(folder / "grades" / f"{A}.csv")

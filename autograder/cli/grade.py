@@ -29,7 +29,10 @@
    same (one it cannot read, say) is reported as refused, with nbgrader's reason, and scores 0;
    one it leaves without a score and without naming an error (it stopped before it) is "not
    graded". A student whose notebooks, reports handed to nbgrader and grader are unchanged since their last
-   autograde is not given to nbgrader again: their scores stand (:mod:`autograder.grading.kept`);
+   autograde is not given to nbgrader again: their scores stand (:mod:`autograder.grading.kept`). Then
+   ``term.yml``'s due date, late policy and extensions are written into the gradebook with each submission's
+   collected time and late penalty (:mod:`autograder.grading.lateness`; a bad deadline stops the command before
+   phase 1, its key named);
 5. ``nbgrader generate_feedback`` into ``feedback/<student>/<assignment>/``, each notebook
    within ``--feedback-seconds`` (:func:`autograder.grading.feedback.write_feedback`): one that
    takes longer is stopped, the class goes on, and that student's feedback is a page saying so.
@@ -38,9 +41,11 @@
    and comments in the gradebook (a score given by hand in formgrader), or its page (``--again``: all);
 6. writes ``grades/<assignment>.csv`` (one row per student, one column per test
    cell, in the notebook's order) and prints a summary table with each student's
-   failed tests and notes (for a notebook that answers nothing, "nothing answered" in place of
+   failed tests and notes (how late, "late by 6 h 41 min: -10%"; for a notebook that answers nothing, "nothing
+   answered" in place of
    every test; a written answer left as released, "left blank: 0 of N points"), then counts that say
-   what they count (every test passed, full marks once no written answer awaits grading, the written
+   what they count over the graded submissions, a refused one apart (every test passed, full marks and those
+   that await only written answers, the late, the written
    answers awaiting grading or left blank: :func:`autograder.grading.gradesheet.class_counts`). A
    refused notebook gets a feedback page of the course's that says why (for a misnamed one, what to
    rename it). The summary then names the class list and lists what counts
@@ -68,10 +73,11 @@ from pathlib import Path
 
 from attention_course.tooling.notebooks import COURSE_ROOT
 from autograder.cluster.certificates import FOLDER as CERTIFICATES
+from autograder.grading import deadlines
 from autograder.grading.feedback import FEEDBACK_SECONDS
 from autograder.grading.grader import Grader
 from autograder.grading.gradesheet import summary
-from autograder.grading.phases import GradingUnavailable, grade, rewrite_csv
+from autograder.grading.phases import EXPORT, GradingUnavailable, grade, refresh
 from autograder.grading.source import unreleased_prerequisites_note
 from autograder.grading.submissions import class_of
 from autograder.release import course
@@ -110,8 +116,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--csv-only",
         action="store_true",
-        help="grade nothing: write grades/<assignment>.csv again from the gradebook, with the written answers' "
-        "scores given since in formgrader (make grades)",
+        help="grade nothing: bring every output up to date from the gradebook, with the written answers' scores "
+        "given since in formgrader (make grades): the late penalties, the feedback whose scores changed, "
+        "grades/<assignment>.csv and grades/all.csv (nbgrader export's)",
     )
     parser.add_argument(
         "--again",
@@ -153,14 +160,20 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--{name.replace('_', '-')} must be more than 0 seconds, got {getattr(args, name):g}")
     if args.assignment not in course.assignments(args.root):
         parser.error(f"no assignment {args.assignment!r} under {args.root / 'solutions'}")
+    try:  # every deadline of term.yml read before anything is graded: a bad one named, nothing scored
+        deadlines.check_all(args.root)
+    except course.SettingsError as error:
+        parser.error(str(error))
     if args.csv_only:
         try:
-            results = rewrite_csv(args.assignment, args.root)
+            results = refresh(args.assignment, args.root, jobs=args.jobs, feedback_seconds=args.feedback_seconds)
         except GradingUnavailable as error:
             print(f"error: {error}", file=sys.stderr)
             return 2
         print(summary(args.assignment, results))
+        print(f"\nFeedback: {args.root / 'feedback'}/<student>/{args.assignment}/")
         print(f"Grades:   {args.root / 'grades' / (args.assignment + '.csv')}")
+        print(f"Export:   {args.root / 'grades' / EXPORT}")
         return 0
     try:
         settings = course.release(args.root)

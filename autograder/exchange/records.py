@@ -66,6 +66,12 @@ def submitted_time(folder: Path) -> str | None:
     return None if when is None else when.strftime("%Y-%m-%d %H:%M:%S.%f UTC")  # parse_utc: naive, in UTC
 
 
+def collected_time(folder: Path) -> datetime.datetime | None:
+    """The submission time that the course's collect wrote into ``submitted/<student>/<assignment>/`` (``folder``):
+    when the kernel last saw the submission change in the exchange; read without following a link, or None."""
+    return claimed_time(folder)
+
+
 def claimed_time(source: Path) -> datetime.datetime | None:
     """What the student's ``timestamp.txt`` says (read without following a link), or None."""
     try:

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from attention_course.tooling import notebooks
 from attention_course.tooling.notebooks import COURSE_ROOT
+from autograder.grading import lateness
+from autograder.grading.deadlines import deadline
 from autograder.grading.submissions import notebook_names
 from autograder.text.terminal import clean_text
 
@@ -32,6 +34,8 @@ class Result:
     # what make grade's phase 3 did with the student's notebooks and why: graded, or a saved report used (not in
     # the CSV: grades/.grader/, autograder.grading.saved)
     grading: str = ""
+    late: str = ""  # how late the submission was and what it lost (autograder.grading.lateness.late_note); '' on time
+    refused: bool = False  # scored 0 without being graded (make grade's refusal, or nbgrader's): in no class count
 
     @property
     def failed(self) -> list[str]:
@@ -47,8 +51,9 @@ class Result:
         return sum(most for score, most in self.written.values() if score is None)
 
     def void(self, score: float | None) -> None:
-        """Set the score alone (None: not graded; a refused submission's), with no test or written answer."""
-        self.score, self.tests, self.written, self.blank = score, {}, {}, []
+        """Set the score alone (None: not graded; a refused submission's), with no test, written answer or lateness."""
+        self.note = "" if self.note == self.late else self.note
+        self.score, self.tests, self.written, self.blank, self.late = score, {}, {}, [], ""
 
 
 def db_url(root: Path) -> str:
@@ -60,6 +65,7 @@ def collect(assignment: str, students: list[str], root: Path = COURSE_ROOT) -> l
     from nbgrader.api import Gradebook, MissingEntry
 
     results = []
+    found = deadline(assignment, root)
     with Gradebook(db_url(root)) as gradebook:
         for student in students:
             result = Result(student)
@@ -72,7 +78,7 @@ def collect(assignment: str, students: list[str], root: Path = COURSE_ROOT) -> l
                 )
                 results.append(result)
                 continue
-            penalty = submission.late_submission_penalty or 0.0
+            penalty = lateness.penalty(submission)
             result.score, result.max_score = max(0.0, submission.score - penalty), submission.max_score
             for notebook in submission.notebooks:
                 for grade in notebook.grades:
@@ -85,8 +91,7 @@ def collect(assignment: str, students: list[str], root: Path = COURSE_ROOT) -> l
                             result.blank.append(grade.name)
                     else:
                         result.tests[grade.name] = (grade.score or 0.0, grade.max_score)
-            if penalty:
-                result.note = f"late: {penalty:g} points deducted"
+            result.note = result.late = lateness.late_note(submission, found)
             results.append(result)
     return results
 
@@ -162,22 +167,32 @@ def unanswered_note(notebook: str) -> str:
     )
 
 
-def class_counts(graded: list[Result]) -> list[str]:
-    """The summary's counts over the ``graded`` submissions, each saying what it counts: the mean score, the
-    students with every test passed, those with full marks (only once no written answer awaits grading), and
-    the written answers awaiting grading or left blank."""
+def class_counts(scored: list[Result]) -> list[str]:
+    """The summary's counts over the ``scored`` submissions, each saying what it counts: the mean score, the
+    students with every test passed and those with full marks, over the submissions graded (a refused one, scored
+    0 without being graded, is counted apart); the written answers awaiting grading (and the students whose full
+    marks await only them) or left blank."""
+    graded = [r for r in scored if not r.refused]
+    refused = len(scored) - len(graded)
+    apart = f" ({refused} refused, scored 0, not counted)" if refused else ""
     if not graded:
-        return []
+        return [f"no submission graded{apart}"] if refused else []
     n, most = len(graded), graded[0].max_score
     mean = sum(r.score for r in graded) / n
     passed = sum(bool(r.tests) and not r.failed for r in graded)
     awaiting = [r for r in graded if r.awaiting]
-    counts = f"mean score {mean:.2f} / {most:g} over {n} graded submission(s); every test passed: {passed} of {n}"
-    if awaiting:
-        counts += "; full marks: counted once no written answer awaits grading"
-    else:
-        counts += f"; full marks (every test and written answer): {sum(r.score == r.max_score for r in graded)} of {n}"
+    full = sum(r.score == r.max_score for r in graded)
+    counts = (
+        f"mean score {mean:.2f} / {most:g} over {n} graded submission(s){apart}; every test passed: {passed} of {n}"
+    )
+    counts += f"; full marks (every test and written answer): {full} of {n}"
+    waiting = sum(r.score + r.awaiting_points == r.max_score for r in awaiting)
+    if waiting:
+        counts += f", and {waiting} more if the written answers awaiting grading earn every point"
     lines = [counts]
+    late = sum(bool(r.late) for r in graded)
+    if late:
+        lines.append(f"submitted late: {late} of {n} (each student's note says how late, and what it cost)")
     if awaiting:
         lines.append(
             f"written answers awaiting manual grading: {sum(len(r.awaiting) for r in awaiting)}, of {len(awaiting)} "
@@ -240,7 +255,8 @@ def summary(assignment: str, results: list[Result]) -> str:
         score = "not graded" if r.score is None else f"{r.score:g} / {r.max_score:g}"
         failed = "" if r.unanswered else ", ".join(r.failed)  # every test: the note says nothing was answered
         passed = "all tests passed" if r.tests and not r.failed else ""
-        notes = ", ".join(filter(None, [failed or passed, r.note]))
+        # the failed tests, one list, then each note after a semicolon
+        notes = "; ".join(filter(None, [f"failed: {failed}" if failed else passed, r.note]))
         notes = "; ".join(filter(None, [notes, awaiting_note(r), blank_note(r)]))
         notes = clean_text(notes, 1000).replace("\n", " ")
         lines.append(f"{clean_text(r.student, 80):<{width}}  {score:>11}  {notes}")
@@ -249,8 +265,8 @@ def summary(assignment: str, results: list[Result]) -> str:
     awaiting = [r for r in graded if r.awaiting]
     if awaiting:
         lines.append(
-            f"grade the written answers that await you in formgrader (make formgrader), then write the CSV again: "
-            f"make grades ASSIGNMENT={assignment}"
+            f"grade the written answers that await you in formgrader (make formgrader), then bring the CSV, the "
+            f"feedback and nbgrader export's grades/all.csv up to date: make grades ASSIGNMENT={assignment}"
         )
     missing = len(results) - len(graded)
     if missing:

@@ -13,7 +13,8 @@ file's time:
   (:func:`recorded_as_released`; else phase 1 runs before phase 4 all the same);
 - phase 4, ``nbgrader autograde`` of one student (:meth:`Keys.autograde`): phase 3's inputs of each of the student's
   notebooks (the notebook's bytes, the assignment's instructor and released notebooks, the grader, the environment),
-  the report handed to nbgrader, nbgrader's configuration and the options of the run. Skipped where they are the
+  the report handed to nbgrader, the submission's collected time (``timestamp.txt``), nbgrader's configuration and
+  the options of the run. Skipped where they are the
   same, nbgrader's autograded copies are as it left them, and the gradebook holds the submission;
 - phase 5, the student's feedback (:meth:`Keys.feedback`): the autograded copies, the student's submission as the
   gradebook holds it (:func:`submission_state`: every score, automatic and given by hand, every comment, the late
@@ -34,6 +35,7 @@ import os
 from dataclasses import asdict
 from pathlib import Path
 
+from autograder.exchange.records import TIMESTAMP
 from autograder.grading.handoff import report_path
 from autograder.grading.saved import Class, Inputs
 from autograder.release import course
@@ -79,7 +81,10 @@ class Keys:
             return None
         handed = {name: file_digest(report_path(self.root, self.assignment, student, name)) for name in inputs}
         fields = {name: asdict(found) for name, found in sorted(inputs.items())}
-        return _sha(json.dumps([self._pipeline, self._options, fields, handed], sort_keys=True).encode())
+        # the collect's time of the submission, which autograde records: a resubmission of the same notebook is one
+        collected = file_digest(self.root / "submitted" / student / self.assignment / TIMESTAMP)
+        message = [self._pipeline, self._options, fields, handed, collected]
+        return _sha(json.dumps(message, sort_keys=True).encode())
 
     def feedback(self, autograded: dict[str, str | None], state: str | None, seconds: float) -> str | None:
         """Phase 5's key of a student, from the digests of their autograded copies and their submission's state
@@ -110,7 +115,7 @@ def submission_state(gradebook, assignment: str, student: str) -> str | None:
         submission = gradebook.find_submission(assignment, student)
     except MissingEntry:
         return None
-    parts: list = [str(submission.timestamp), submission.late_submission_penalty]
+    parts: list = [str(submission.timestamp), submission.late_submission_penalty, str(submission.duedate)]
     for notebook in sorted(submission.notebooks, key=lambda nb: nb.name):
         for grade in sorted(notebook.grades, key=lambda g: g.name):
             parts.append(
@@ -120,6 +125,12 @@ def submission_state(gradebook, assignment: str, student: str) -> str | None:
         for comment in sorted(notebook.comments, key=lambda c: c.name):
             parts.append(["comment", notebook.name, comment.name, comment.auto_comment, comment.manual_comment])
     return _sha(json.dumps(parts, default=str).encode())
+
+
+def with_words(state: str, words: str) -> str:
+    """A submission's ``state`` (:func:`submission_state`) with the ``words`` its feedback adds from elsewhere than
+    the gradebook (its lateness under ``term.yml``'s policy, :mod:`autograder.grading.lateness`)."""
+    return state if not words else _sha(json.dumps([state, words]).encode())
 
 
 def recorded_as_released(gradebook, assignment: str, root: Path) -> bool:

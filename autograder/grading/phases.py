@@ -15,7 +15,7 @@ from pathlib import Path
 
 from attention_course.tooling.notebooks import COURSE_ROOT
 from autograder.exchange import ClassListError
-from autograder.grading import kept
+from autograder.grading import kept, lateness, run_nbgrader
 from autograder.grading.feedback import FEEDBACK_SECONDS, write_feedback_in_parallel
 from autograder.grading.feedback_pages import write_feedback_pages
 from autograder.grading.grader import Grader
@@ -93,6 +93,7 @@ def grade(
             recording.result()
         run.saved.keep(kept.TESTS, assignment, None, {"key": run.keys.tests})  # once grading started, not before
     autograde(run, sandbox, grader)  # phase 4
+    _settle_lateness(run)  # phase 4's end: the term's deadline in the gradebook
     _write_feedback(run)  # phase 5
     return _write_grades(run)  # phase 6
 
@@ -175,7 +176,22 @@ def _grade_in_sandbox(run: Run, sandbox: bool, grader: Grader | None) -> Precomp
             grader.close()
 
 
-def _write_feedback(run: Run) -> None:
+def _settle_lateness(run: Run) -> None:
+    """The end of phase 4: ``term.yml``'s due date, the extensions, each submission's collected time and its late
+    penalty in the gradebook (:func:`autograder.grading.lateness.settle`), for phase 5 and 6 to read; the gradebook's
+    state of each student then says it, with the words the feedback shows (its key, :mod:`autograder.grading.kept`)."""
+    from nbgrader.api import Gradebook
+
+    left_out = {*run.excluded, *run.found.not_graded, *run.refused_by_nbgrader}
+    students = [student for student in run.students if student not in left_out]
+    with Gradebook(db_url(run.root)) as gradebook:
+        words = lateness.settle(gradebook, run.assignment, students, run.root)
+        for student in students:
+            state = kept.submission_state(gradebook, run.assignment, student)
+            run.states[student] = None if state is None else kept.with_words(state, words.get(student, ""))
+
+
+def _write_feedback(run: Run, label: str = "[5/6] writing") -> None:
     """Phase 5: each student's feedback, by ``nbgrader generate_feedback``, each notebook within the time limit;
     not written again where nothing it shows changed since it was written (:mod:`autograder.grading.kept`: the
     autograded copies, the student's scores and comments in the gradebook, ...), its notes kept."""
@@ -203,7 +219,7 @@ def _write_feedback(run: Run) -> None:
             run.say(f"  {clean_text(student, 200)}: {why}")
     to_write = [student for student in given if student not in unchanged]
     same = f" ({len(unchanged)} unchanged since it was written: kept)" if unchanged else ""
-    run.say(f"[5/6] writing the feedback of {len(to_write)} student(s) (nbgrader generate_feedback){same}")
+    run.say(f"{label} the feedback of {len(to_write)} student(s) (nbgrader generate_feedback){same}")
     run.feedback_notes, run.stopped = write_feedback_in_parallel(
         run.assignment,
         run.students,
@@ -257,6 +273,7 @@ def _settle(run: Run, result: Result) -> None:
         )
     if refusal:
         result.void(0.0)
+        result.refused = True
     blank = [] if refusal else found.unanswered.get(student, [])
     result.unanswered = bool(blank) and set(blank) >= set(notebook_names(run.assignment, run.root))
     unreleased = write_feedback_pages(
@@ -272,6 +289,51 @@ def _settle(run: Run, result: Result) -> None:
     result.note = clean_text("; ".join(filter(None, [result.note, *extra])), 4000)
 
 
+EXPORT = "all.csv"  # nbgrader export's CSV of every assignment, under grades/, which make grades writes
+
+
+def refresh(
+    assignment: str,
+    root: Path = COURSE_ROOT,
+    jobs: int = 1,
+    quiet: bool = False,
+    feedback_seconds: float = FEEDBACK_SECONDS,
+) -> list[Result]:
+    """``make grades``: every output brought up to date from the gradebook, with the scores given by hand since the
+    class was graded (formgrader), grading nothing: each late penalty on the score earned now
+    (:func:`autograder.grading.lateness.settle`), the feedback of each student whose scores, comments or lateness
+    changed since it was written (the others kept, as phase 5 keeps them), ``grades/<assignment>.csv``
+    (:func:`rewrite_csv`) and ``grades/all.csv``, ``nbgrader export``'s. A student refused or not graded stays so.
+    Raises :class:`GradingUnavailable` where the class was never graded (no CSV)."""
+    path = root / "grades" / f"{assignment}.csv"
+    if not path.is_file():
+        raise GradingUnavailable(f"no {path}: grade the class first (make grade ASSIGNMENT={assignment})")
+    with path.open(newline="") as f:
+        rows = {row["student"]: row for row in csv.DictReader(f)}
+    settings = course.release(root)
+    run = Run(assignment, root, list(rows), settings, quiet, jobs, feedback_seconds, allow_released=False)
+    left_out = {s: row.get("note") or "" for s, row in rows.items() if (row.get("score") or "") == ""}
+    refused = {s: row["note"] for s, row in rows.items() if (row.get("note") or "").startswith("refused")}
+    run.found = Precomputed({student: [] for student in rows}, refused=refused, not_graded=left_out)
+    run.excluded = sorted({*left_out, *refused})
+    run.keys = kept.Keys(assignment, root, settings, [])
+    run.saved = Saved(root)
+    _settle_lateness(run)
+    _write_feedback(run, label="writing again")
+    results = rewrite_csv(assignment, root)
+    for result in results:
+        if result.student in run.stopped:
+            note = write_feedback_pages(root, assignment, result, {}, {}, run.stopped, feedback_seconds)
+            result.note = clean_text(
+                "; ".join(filter(None, [result.note, *run.feedback_notes.get(result.student, []), note])), 4000
+            )
+    if run.stopped:
+        write_csv(path, results, column_order(assignment, root))
+    run.say(f"writing grades/{EXPORT} (nbgrader export: every assignment, every student)")
+    run_nbgrader.run("export", "--to", str(root / "grades" / EXPORT), root=root, quiet=True, env=run.env)
+    return results
+
+
 def rewrite_csv(assignment: str, root: Path = COURSE_ROOT) -> list[Result]:
     """``grades/<assignment>.csv`` written again from the gradebook, with the scores that the instructor has
     given the written answers since (formgrader): the tests' scores are as graded, each student keeps the notes
@@ -281,16 +343,23 @@ def rewrite_csv(assignment: str, root: Path = COURSE_ROOT) -> list[Result]:
         raise GradingUnavailable(f"no {path}: grade the class first (make grade ASSIGNMENT={assignment})")
     with path.open(newline="") as f:
         before = {row["student"]: row for row in csv.DictReader(f)}
+    from nbgrader.api import Gradebook
+
+    with Gradebook(db_url(root)) as gradebook:  # the late penalties of the scores given by hand since
+        lateness.settle(gradebook, assignment, list(before), root)
     results = collect(assignment, list(before), root)
     for result in results:
         row = before[result.student]
-        # the notes on written answers left blank or awaiting grading are the gradebook's to give again
+        # the notes on written answers left blank or awaiting grading, and on lateness, are the gradebook's to give
+        # again (the result's note from it comes first)
         notes = [n for n in (row.get("note") or "").split("; ") if n and not is_blank_note(n)]
+        notes = [result.note] + [n for n in notes if not lateness.is_late_note(n)]
         if (row.get("score") or "") == "":  # not graded: the grader's failure, never a score
             result.void(None)
         elif any(n.startswith("refused") for n in notes):
             result.void(float(row["score"]))
+            result.refused = True
         result.unanswered = any(n.startswith("nothing answered") for n in notes)
-        result.note = clean_text("; ".join(notes), 4000)
+        result.note = clean_text("; ".join(filter(None, notes)), 4000)
     write_csv(path, results, column_order(assignment, root))
     return results

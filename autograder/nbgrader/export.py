@@ -11,7 +11,11 @@ writes nbgrader's columns and a ``note``:
 - a submission whose written answers you have not graded yet says which, and how many points they hold (its
   score counts them as 0 until you grade them in the formgrader); one whose written answers were left as
   released (nbgrader scores them 0 at once) says so;
-- a late submission's note gives the points deducted.
+- a notebook that answers nothing (its code as released) is noted ``nothing answered``, as in the summary, the CSV
+  and the feedback (:func:`autograder.grading.gradesheet.unanswered_note`);
+- a late submission's note says how late and what it lost, in the words of the summary, the CSV and the feedback
+  ("late by 6 h 41 min: -10%": :func:`autograder.grading.lateness.late_note`, under ``term.yml``'s late policy),
+  and its score is the same total.
 
 Every field is written by Python's ``csv`` module (a name with a comma stays one field).
 """
@@ -25,7 +29,11 @@ from pathlib import Path
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.plugins.export import ExportPlugin
 
-from autograder.grading.gradesheet import AWAITING, awaiting_words, blank_words, written_state
+from autograder.grading import lateness
+from autograder.grading.deadlines import deadline
+from autograder.grading.gradesheet import AWAITING, awaiting_words, blank_words, unanswered_note, written_state
+from autograder.grading.lateness import late_note
+from autograder.grading.sandboxed import nothing_answered
 
 COLUMNS = [
     "assignment",
@@ -87,13 +95,15 @@ class CourseCsvExport(ExportPlugin):
                 if assignments and assignment.name not in assignments:
                     continue
                 refused = refusals(Path(os.getcwd()), assignment.name)
+                found = deadline(assignment.name, Path(os.getcwd()))
                 for student in gradebook.students:
                     if students and student.id not in students:
                         continue
-                    writer.writerow(self.row(gradebook, assignment, student, refused))
+                    writer.writerow(self.row(gradebook, assignment, student, refused, found))
 
     @staticmethod
-    def row(gradebook: Gradebook, assignment, student, refused: dict[str, tuple[str, str]]) -> dict:
+    def row(gradebook: Gradebook, assignment, student, refused: dict[str, tuple[str, str]], found=None) -> dict:
+        """The CSV's row of ``student`` for ``assignment``; ``found``: ``term.yml``'s deadline of it, if any."""
         row = {
             "assignment": assignment.name,
             "duedate": assignment.duedate or "",
@@ -115,12 +125,16 @@ class CourseCsvExport(ExportPlugin):
                 "score": score,
                 "note": note,
             }
-        penalty = submission.late_submission_penalty or 0.0
-        notes = []
+        penalty = lateness.penalty(submission)
         waiting, blank = written(submission)
-        notes += filter(None, [awaiting_words(waiting), blank_words(blank)])
-        if penalty:
-            notes.append(f"late: {penalty:g} points deducted")
+        root = Path(os.getcwd())  # nbgrader runs in the course folder
+        unanswered = [
+            unanswered_note(notebook.name)
+            for notebook in sorted(submission.notebooks, key=lambda nb: nb.name)
+            if nothing_answered(assignment.name, notebook.name, student.id, root)
+        ]
+        notes = [late_note(submission, found), *unanswered, awaiting_words(waiting), blank_words(blank)]
+        notes = list(filter(None, notes))
         return {
             **row,
             "timestamp": submission.timestamp or "",

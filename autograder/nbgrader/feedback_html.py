@@ -29,6 +29,7 @@ from autograder.grading.gradesheet import (
     unanswered_note,
     written_state,
 )
+from autograder.grading.lateness import note_for
 from autograder.grading.sandboxed import nothing_answered
 from autograder.nbgrader import inert
 from autograder.release import course
@@ -152,7 +153,8 @@ class AwaitingGrading(NbGraderPreprocessor):
     (``resources["nbgrader"]["awaiting"]``: grade_id -> points), and those left as released (``["blank"]``), for
     :func:`awaiting_grading`. A written answer has no score until the instructor gives one, except one left as
     released, which nbgrader scores 0 at once (its checksum rule): that one is graded, and shows its 0 as left
-    blank. Whether the notebook answers nothing at all (``["unanswered"]``), as the summary says."""
+    blank. Whether the notebook answers nothing at all (``["unanswered"]``), as the summary says, and how late the
+    submission was (``["late"]``: :func:`autograder.grading.lateness.late_note`'s words, '' on time)."""
 
     def preprocess(self, nb, resources):
         from nbgrader.api import Gradebook, MissingEntry
@@ -172,6 +174,7 @@ class AwaitingGrading(NbGraderPreprocessor):
                 state = written_state(grade)
                 if state in (AWAITING, BLANK):
                     (awaiting if state == AWAITING else blank)[grade_id] = float(grade.max_score or 0.0)
+            info["late"] = note_for(gradebook, info["assignment"], info["student"], Path.cwd())
         info["awaiting"], info["blank"] = awaiting, blank
         # a notebook that answers nothing gets the summary's note (nbgrader's feedback runs in the course folder)
         info["unanswered"] = nothing_answered(info["assignment"], info["notebook"], info["student"], Path.cwd())
@@ -197,7 +200,8 @@ def awaiting_grading(page: str, info: dict) -> str:
     shown as awaiting grading, and each of ``info["blank"]`` as left blank, in the index and in its cell's heading,
     in the words of the summary and the CSV (:mod:`autograder.grading.gradesheet`); the total out of every point,
     as the summary, the CSV and `nbgrader export` give it, said to be so far where answers await the instructor;
-    under it, the summary's note on a notebook that answers nothing (``info["unanswered"]``); each written answer
+    under it, the summary's words on lateness (``info["late"]``) and its note on a notebook that answers nothing
+    (``info["unanswered"]``); each written answer
     named by its grade id in the index. Raises :class:`TemplateChanged` where an answer awaiting grading would
     still show a score."""
     awaiting = info.get("awaiting") or {}
@@ -235,13 +239,15 @@ def awaiting_grading(page: str, info: dict) -> str:
             )
     waiting = awaiting_words(awaiting)
     unanswered = unanswered_note(info["notebook"]) if info.get("unanswered") and info.get("notebook") else ""
+    late = info.get("late") or ""  # the summary's words on lateness (AwaitingGrading), under the total they made
 
     def total(match):  # the template's own total (nbgrader's score and maximum), said to be so far
         so_far = f" so far; {waiting}" if waiting else ""
         line = f"<h4>{match.group(1)} (Score: {match.group(2)} / {match.group(3)}{so_far})</h4>"
+        line += f'\n<p class="late-penalty"><b>{html.escape(late)}</b></p>' if late else ""
         return line + (f"\n<p><b>{html.escape(unanswered)}</b></p>" if unanswered else "")
 
-    if not (awaiting or unanswered):
+    if not (awaiting or unanswered or late):
         return page
     page, found = _TOTAL.subn(total, page, count=1)
     if not found:

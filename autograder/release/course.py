@@ -223,6 +223,12 @@ def _settings(root: Path) -> dict:
     return settings
 
 
+def term_settings(root: Path | None = None) -> dict:
+    """``term.yml`` under ``root`` (default: this course) as a mapping, empty where there is none; for the keys that
+    other modules read (``deadlines``, ``late_policy``: :mod:`autograder.grading.deadlines`)."""
+    return _settings(Path(root or COURSE_ROOT))
+
+
 def release(root: Path | None = None, environ=None) -> Release:
     """The release settings: ``term.yml`` under ``root``, then ``EDITION``/``RELEASED`` from ``environ``.
 
