@@ -134,7 +134,7 @@ def site(tmp_path_factory) -> Path:
     static.mkdir()
     for name in ("course.css", "course.js", "logo.svg"):
         shutil.copy2(COURSE_ROOT / "book" / "_static" / name, static / name)
-    env = {**os.environ, "PYTHONPATH": str(COURSE_ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(COURSE_ROOT), "PYTHONDONTWRITEBYTECODE": "1"}  # nothing written here
     jupyter_book = str(Path(sys.executable).with_name("jupyter-book"))
     built = subprocess.run([jupyter_book, "build", "."], cwd=book, env=env, capture_output=True, text=True, timeout=900)
     assert built.returncode == 0, built.stdout[-5000:] + built.stderr[-5000:]
