@@ -114,14 +114,15 @@ def label_ticks(axis, labels: Sequence, *, slanted: bool = False) -> None:
     axis.set_major_formatter(FuncFormatter(lambda x, _: labels[int(round(x))] if 0 <= round(x) < len(labels) else ""))
 
 
-def show_figure(fig, name: str, alt: str, caption: str) -> None:
+def show_figure(fig, name: str, alt: str, caption: str, *, wide: bool = False) -> None:
     """Show ``fig`` in a book page as the numbered figure ``name``, with its alt text and caption.
 
     The chapters call it for figures whose descriptions quote computed results, so that the alt
     text and the caption are written from the same values as the figure. It only works in a page
     that Jupyter Book executes (it emits a MyST ``glue:figure`` directive). A figure of several panels
     side by side is shown as :func:`panels_html` draws it: its panels stacked in a window too narrow
-    for them.
+    for them. A ``wide`` figure, whose labels scaled to a phone's column would be too small to read, is
+    drawn there at its own size in a box that scrolls sideways (its class ``course-wide``, book/_static/course.css).
     """
     import matplotlib.pyplot as plt
     from IPython.display import HTML, Markdown, display
@@ -135,7 +136,8 @@ def show_figure(fig, name: str, alt: str, caption: str) -> None:
         return
     glue(name, fig, display=False)
     plt.close(fig)
-    display(Markdown(f"```{{glue:figure}} {name}\n:alt: {alt}\n:name: {name}\n\n{caption}\n```"))
+    figclass = "\n:figclass: course-wide" if wide else ""
+    display(Markdown(f"```{{glue:figure}} {name}\n:alt: {alt}\n:name: {name}{figclass}\n\n{caption}\n```"))
 
 
 # A panel is drawn at least this many CSS pixels wide (or at its own size, where that is less) before its

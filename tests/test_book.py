@@ -382,13 +382,17 @@ def test_no_page_is_wider_than_the_window(visits, width):
 @pytest.mark.parametrize("width", [PHONE, DESKTOP])
 def test_figures_fit_their_column_and_open_at_full_size(visits, width):
     """Every result figure is drawn whole within its column: at its own size where that fits, else scaled down to
-    the column's width, and then a reader can open it at its full size (a button: click, tap, Enter or Space)."""
+    the column's width, and then a reader can open it at its full size (a button: click, tap, Enter or Space); or,
+    a wide diagram on a phone, at its own size in its output's box, which scrolls sideways within the column."""
     wide, small, closed, seen = [], [], [], 0
     for name, visit in visits.items():
         for figure in visit.widths[width]["figures"]:
             seen += 1
             where = f"{name}: {figure['src']} drawn {figure['shown']:.0f} px wide of {figure['natural']}"
-            if (
+            box = figure["scrolls_in"]
+            if box and (box["left"] < figure["column_left"] - 1 or box["right"] > figure["column_right"] + 1):
+                wide.append(f"{where}, in a box that scrolls past its column")
+            elif not box and (
                 figure["shown"] > figure["column"] + 1
                 or figure["left"] < figure["column_left"] - 1
                 or figure["right"] > figure["column_right"] + 1
@@ -576,6 +580,29 @@ def test_a_chapter_opened_on_a_phone_fits_it_and_its_tables_say_that_they_scroll
     assert tables and not cut, (cut, tables)
     assert widened["scrolls"] and widened["says_it_scrolls"], widened
     assert not visit.problems, visit.problems
+
+
+# The diagrams too wide to read scaled to a phone's column (their labels were 5 to 6 px at 342 px): chapter 6's two
+# block diagrams (1040 and 1090 px) and chapter 10's map of 8 heads by 40 positions (915 px).
+WIDE_DIAGRAMS = {
+    "book/ch06_transformer.html": ["ch06-fig-architecture", "ch06-fig-decoding-loop"],
+    "book/ch10_what_heads_learn.html": ["ch10-fig-patching-positions"],
+}
+
+
+def test_wide_diagrams_are_drawn_at_their_own_size_on_a_phone_and_fit_a_desktops_column(visits):
+    """On a phone each wide diagram is drawn at its own size, its labels as drawn, in its output's box, which
+    scrolls sideways within the column (tests/test_phone_site.py measures the labels); on a desktop it is scaled to
+    the column as any figure is."""
+    for name, ids in WIDE_DIAGRAMS.items():
+        for width in (PHONE, DESKTOP):
+            figures = {f["id"]: f for f in visits[name].widths[width]["figures"] if f["id"] in ids}
+            assert set(figures) == set(ids), (name, width, figures)
+            for figure in figures.values():
+                if width == PHONE:
+                    assert figure["shown"] >= figure["natural"] - 1 > PHONE and figure["scrolls_in"], figure
+                else:
+                    assert figure["shown"] <= figure["column"] + 1 and not figure["scrolls_in"], figure
 
 
 def test_the_exercises_table_shows_its_points_on_a_phone(visits):

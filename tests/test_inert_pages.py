@@ -580,3 +580,45 @@ def test_the_feedback_page_make_grade_wrote_fits_a_phone(graded):
         problems, layout = phone_problems(browser, page.as_uri())
     assert layout["scores"] and layout["boxes"], layout
     assert problems == [], problems
+
+
+# Each failed check's message shown (an error output): the width of its text against its box's, and its first words.
+_MESSAGES = r"""() => Array.from(document.querySelectorAll('div.output_error pre'))
+  .filter(e => e.getClientRects().length)
+  .map(e => ({text: e.scrollWidth, box: e.clientWidth, first: (e.textContent || '').trim().slice(0, 40)}))"""
+
+
+def messages_on_a_phone(browser, page: Path) -> list[dict]:
+    context = browser.new_context(viewport=PHONE, offline=True)
+    try:
+        opened = context.new_page()
+        opened.goto(page.as_uri(), wait_until="load")
+        return opened.evaluate(_MESSAGES)
+    finally:
+        context.close()
+
+
+@pytest.mark.browser
+def test_a_failed_checks_message_wraps_within_its_box_on_a_phone(tmp_path):
+    """At 390 x 844 every line of a failed check's message, as the feedback shows it (its lines wrapped at 100
+    characters by HideHiddenTests), is whole within its box: the text is no wider than the box. The same page
+    without the rule that wraps it (:data:`feedback_html.MESSAGE_CSS`) shows the message's lines running past the
+    box, which scrolls sideways and shows their ends cut at the screen's edge."""
+    from autograder.nbgrader import feedback_html
+    from autograder.nbgrader.hide_tests import FEEDBACK_WIDTH, HideHiddenTests
+
+    nb, _ = HideHiddenTests().preprocess(failed_submission(), {})
+    lines = [
+        line for cell in nb.cells for o in cell.get("outputs", []) for line in o.get("traceback", [""])[0].split("\n")
+    ]
+    assert max(map(len, lines)) > 0.9 * FEEDBACK_WIDTH, "the messages' lines are not as long as the feedback's"
+    page, _ = _feedback_exporter().from_notebook_node(nb, {"nbgrader": _INFO})
+    assert feedback_html.MESSAGE_CSS in page
+    wraps, before = tmp_path / "feedback.html", tmp_path / "as-it-was.html"
+    wraps.write_text(page)
+    before.write_text(page.replace(feedback_html.MESSAGE_CSS, ""))
+    with chromium() as browser:
+        shown, old = messages_on_a_phone(browser, wraps), messages_on_a_phone(browser, before)
+    assert len(shown) == len(old) > 5, (shown, old)
+    assert [m for m in shown if m["text"] > m["box"] + 1] == [], shown
+    assert all(m["text"] > 1.5 * m["box"] for m in old), old

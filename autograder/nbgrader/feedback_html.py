@@ -268,15 +268,19 @@ _INDEX_COMMENT = re.compile(r'<li><a href="#comment-([A-Za-z0-9_-]+)">Comment</a
 # narrow screen, stays white on the heading's blue instead of falling out of it (white on the page's grey), and
 # its "(Top)" link in the heading's own white; the prompt ("In [ ]:") above its cell rather than 21 characters
 # beside it, and the nested containers' padding cut, so that a code box has the screen's width; code, outputs,
-# tables and display equations wider than that scroll inside their own box, never the page. A <style> in the
-# page, which its Content-Security-Policy allows (style-src 'unsafe-inline'), as the table rules below.
+# tables and display equations wider than that scroll inside their own box, never the page. A failed check's
+# message (an error output, its lines wrapped at 100 characters: nbgrader/hide_tests) is prose: its lines wrap
+# again at the box's width, so that a phone shows all of it (scrolled sideways, its ends looked cut). A <style>
+# in the page, which its Content-Security-Policy allows (style-src 'unsafe-inline'), as the table rules below.
 FEEDBACK_VIEWPORT = '<meta name="viewport" content="width=device-width, initial-scale=1">'
 PHONE_WIDTH = 600  # px: at most this wide, the page is laid out for a phone
+MESSAGE_CSS = "div.output_error pre { white-space: pre-wrap; overflow-wrap: anywhere; }"
 PHONE_CSS = (
     "<style>div.nbgrader_cell .panel-heading { height: auto; min-height: 37px; overflow: hidden; }\n"
     "div.nbgrader_cell .panel-heading a { color: inherit; text-decoration: underline; }\n"
     "div.nbgrader_cell .panel-heading code { overflow-wrap: anywhere; white-space: normal; }\n"
     "pre { overflow-x: auto; max-width: 100%; }\n"
+    f"{MESSAGE_CSS}\n"
     "div.output_subarea, div.text_cell_render { min-width: 0; max-width: 100%; overflow-x: auto; }\n"
     'mjx-container[display="true"] { max-width: 100%; overflow-x: auto; overflow-y: hidden; }\n'
     f"@media (max-width: {PHONE_WIDTH}px) {{\n"

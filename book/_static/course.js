@@ -120,13 +120,15 @@ document.addEventListener("DOMContentLoaded", () => {
   }
 });
 
-/* Code names in tables break only between their words (course.css): a break opportunity (<wbr>) after each
- * underscore, dot or slash, and where a lower-case letter or a digit meets a capital. A table's box that
+/* Code names, in tables and in the text, break only between their words (course.css): a break opportunity
+ * (<wbr>) after each underscore, dot or slash, and where a lower-case letter or a digit meets a
+ * capital (code blocks, <pre>, are left as they are). A table's box that
  * scrolls sideways (the table is wider than the column) says so (.course-scrolls) and takes the focus, so
  * that the keyboard scrolls it too; it is marked again whenever the box or its table changes size. */
 const NAME_BREAKS = /(?<=[_./])(?=.)|(?<=[a-z0-9])(?=[A-Z])/g;
 document.addEventListener("DOMContentLoaded", () => {
-  for (const code of document.querySelectorAll("article table code")) {
+  for (const code of document.querySelectorAll("article code")) {
+    if (code.closest("pre")) continue;
     const walker = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
     const texts = [];
     while (walker.nextNode()) texts.push(walker.currentNode);

@@ -210,7 +210,8 @@ def page_overflow(page) -> dict:
 
 # The figures a chapter's code drew, as a reader sees them: the width drawn against the image's own, its edges
 # against its column's (the article's content box), the room that the box holding it leaves (within the
-# output's padding), and whether a reader can open it at full size (course.js makes
+# output's padding), the edges of its output's box where that scrolls sideways (a wide diagram on a phone, drawn at
+# its own size: figure.course-wide), its figure's id, and whether a reader can open it at full size (course.js makes
 # a figure drawn smaller than its own size a button: .course-zoomable, role=button, in the order of tabs). A figure
 # of panels (attention_course.plotting.panels_html) says which of its two images the browser chose ("wide", the
 # panels side by side, or "stacked") and its panels' widths in that image; any other figure is one panel.
@@ -229,8 +230,14 @@ _FIGURES = r"""() => {
       const drawn = img.dataset.panels ? JSON.parse(img.dataset.panels) : null;
       const layout = drawn ? (img.currentSrc && img.currentSrc !== img.src ? 'stacked' : 'wide') : null;
       const src = img.getAttribute('src');
+      // the cell's output box, which scrolls sideways where a wide diagram is drawn at its own size (course.css)
+      const output = img.closest('div.cell_output') || holder(img), o = output.getBoundingClientRect();
+      const scrolls = ['auto', 'scroll'].includes(getComputedStyle(output).overflowX)
+        && output.scrollWidth > output.clientWidth + 1;
       return {src: src.startsWith('data:') ? (img.alt || '').slice(0, 60) : src, shown: r.width,
               natural: img.naturalWidth, left: r.left, right: r.right, layout,
+              id: img.closest('figure') ? img.closest('figure').id : '',
+              scrolls_in: scrolls ? {left: o.left, right: o.right} : null,
               panels: drawn ? drawn[layout] : [img.naturalWidth],
               column: right - left, column_left: left, column_right: right, room,
               opens: img.classList.contains('course-zoomable') && img.getAttribute('role') === 'button'
