@@ -111,7 +111,8 @@ book: venv $(MATHJAX)  ## build the book into _build/html, open or term edition 
 	@$(BIN)/python -c "from autograder.release import course; raise SystemExit(course.main())"
 	@echo "Running each chapter's code, $(BOOK_JOBS) at a time, except where _build/.jupyter_cache holds the outputs of the same code"
 	@# One line as each chapter starts and finishes (minutes for a training chapter), or is found in the cache,
-	@# and every 30 s while it runs, the cell it is at (--progress SECONDS);
+	@# and every 30 s while it runs, the cell it is at and the last line that cell has shown, a training loop's
+	@# step or epoch (--progress SECONDS);
 	@# a chapter that fails stops make here, with its name and error.
 	@PYTHONUNBUFFERED=1 $(BIN)/python -m course_site.execute --jobs $(BOOK_JOBS) .
 	@# The build finds every chapter's outputs in the cache (one line each, from myst-nb's log), and would
