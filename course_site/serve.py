@@ -30,7 +30,9 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m course_site.serve", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("site", nargs="?", default=str(DEFAULT_SITE), help=f"the built site (default: {DEFAULT_SITE})")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"default: {DEFAULT_PORT}; 0: a free one")
     args = parser.parse_args(argv)
