@@ -82,7 +82,9 @@ def test_a_long_cells_progress_line_says_its_epoch_or_step(tmp_path):
     (tmp_path / "marks").mkdir()
     env = {**os.environ, "PYTHONPATH": str(COURSE_ROOT)}
     command = [sys.executable, "-m", "course_site.execute", "--jobs", "1", "--progress", "0.2"]
-    build = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    errors = tmp_path / "stderr.txt"  # a file, not a pipe that nobody reads while the page runs
+    with errors.open("w") as stderr:
+        build = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=stderr, text=True)
     said: list[tuple[int, str]] = []
     try:
         for line in build.stdout:
@@ -95,7 +97,7 @@ def test_a_long_cells_progress_line_says_its_epoch_or_step(tmp_path):
                     (tmp_path / "marks" / mark.format(*found.groups())).touch()
     finally:
         build.wait(timeout=600)
-    assert build.returncode == 0, f"{said}\n{build.stderr.read()[-3000:]}"
+    assert build.returncode == 0, f"{said}\n{errors.read_text()[-3000:]}"
     named = {doing for _, doing in said}
     assert {"epoch 1/3, loss 1.000", "epoch 2/3, loss 0.500", "epoch 3/3, loss 0.333"} <= named, said
     assert {f"step {step}/3 of the loop" for step in (1, 2, 3)} <= named, said
