@@ -22,13 +22,15 @@ PYTEST_ARGS ?=
 # `make book BOOK_OUT=_build/term` builds into _build/term/_build/html (executed notebooks are shared)
 BOOK_OUT ?= .
 SITE ?= _build/html
+# The port that `make serve` serves the book on (127.0.0.1 only)
+PORT ?= 8000
 DEST ?=
 # The files and names that targets take reach their commands through the environment ("$$NOTEBOOK"), never
 # pasted into the shell's line: a name as a browser, Colab or a person gives it (spaces, parentheses, quotes:
 # `Copy of x (1).ipynb`) passes as it is.
 export NOTEBOOK ASSIGNMENT DEST SITE BOOK_OUT NANOGPT
 
-.PHONY: help venv lab lock lint test-fast sandbox browser book linkcheck check-site student-repo test test-exhaustive exercises check-exercises grade cluster-certs grade-scheduler grade-worker grades formgrader check validate similarity bench-suite bench-book figures bench-grading bench-grading-cluster bench-attacks grading-accuracy train generate bench-transformer bench-generate bench-pretrained test-device bench-gpu bench-compile clean
+.PHONY: help venv lab lock lint test-fast sandbox browser book serve linkcheck check-site student-repo test test-exhaustive exercises check-exercises grade cluster-certs grade-scheduler grade-worker grades formgrader check validate similarity bench-suite bench-book figures bench-grading bench-grading-cluster bench-attacks grading-accuracy train generate bench-transformer bench-generate bench-pretrained test-device bench-gpu bench-compile clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -109,7 +111,8 @@ book: venv $(MATHJAX)  ## build the book into _build/html, open or term edition 
 	@$(BIN)/python -c "from autograder.release import course; raise SystemExit(course.main())"
 	@echo "Running each chapter's code, $(BOOK_JOBS) at a time, except where _build/.jupyter_cache holds the outputs of the same code"
 	@# One line as each chapter starts and finishes (minutes for a training chapter), or is found in the cache,
-	@# and every 30 s while it runs, the cell it is at (--progress SECONDS);
+	@# and every 30 s while it runs, the cell it is at and the last line that cell has shown, a training loop's
+	@# step or epoch (--progress SECONDS);
 	@# a chapter that fails stops make here, with its name and error.
 	@PYTHONUNBUFFERED=1 $(BIN)/python -m course_site.execute --jobs $(BOOK_JOBS) .
 	@# The build finds every chapter's outputs in the cache (one line each, from myst-nb's log), and would
@@ -117,7 +120,12 @@ book: venv $(MATHJAX)  ## build the book into _build/html, open or term edition 
 	@# line of thousands of characters each) are left out (course_site/build_log.py).
 	@set -o pipefail; PYTHONUNBUFFERED=1 $(BIN)/jupyter-book build $(BOOK_FLAGS) --path-output "$$BOOK_OUT" . 2>&1 \
 	  | $(BIN)/python -m course_site.build_log
-	@echo "The book is at file://$$(cd "$$BOOK_OUT" && pwd)/_build/html/index.html"
+	@# Opened from its folder the site reads whole, its search included (course_site/reading.py); served, as published.
+	@site="$$(cd "$$BOOK_OUT" && pwd)/_build/html"; echo "The book is at file://$$site/index.html"; \
+	  echo "or serve it: make serve$$([ "$$BOOK_OUT" = . ] || printf ' SITE=%q' "$$BOOK_OUT/_build/html"), then open http://127.0.0.1:$(PORT)/"
+
+serve: venv  ## serve the built book (SITE) on http://127.0.0.1:PORT/ (PORT=8000), as the published site serves it; Ctrl+C stops
+	$(BIN)/python -m course_site.serve "$$SITE" --port "$(PORT)"
 
 linkcheck: venv $(MATHJAX)  ## check the book's external links (needs a network; `make test` checks the internal ones)
 	@status=0; $(BIN)/jupyter-book build --builder linkcheck . || status=$$?; \

@@ -14,9 +14,10 @@ that the last ``make bench-book`` recorded (``benchmarks/figures.json``).
 
 It prints a line as each page starts and finishes (``[book] executing ch01_bahdanau ...``,
 ``[book] executed ch01_bahdanau in 154.2 s``) or is found in the cache, and while a page runs, every
-``--progress`` seconds (30), the code cell it is at (``[book] ch06_transformer: cell 12/80 (3 min 10 s)``: a
-worker's thread that wakes up to print, nothing added to the cells), so that a long chapter on a busy
-machine is not taken for a hang; it exits 1, naming the page
+``--progress`` seconds (30), the code cell it is at and the last line that cell has shown, a training loop's
+step or epoch (``[book] ch01_bahdanau: cell 12/44 (2 min 30 s): no attention: 46% 230/500 [01:10<01:20, ...]``:
+a worker's thread that wakes up to print, nothing added to the cells), so that a long chapter on a busy machine
+is not taken for a hang; it exits 1, naming the page
 and its error, if a page fails: then it starts no other page, lets the ones already running finish
 (their outputs are kept), and ``make book`` stops before the build.
 

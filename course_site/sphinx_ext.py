@@ -48,7 +48,8 @@ browser fetches only the one that its window chooses.
 A page whose executed code shows interactive maps (``attention_course.plotting.AttentionMaps``) loads
 plotly.js, copied from the pinned plotly package into the site's ``_static`` (no CDN: the site works
 offline); no other page loads it. ``course.js`` hands a click on the sidebar buttons a reader sees to the
-ones the themes bind (``book/_static/course.js`` says why).
+ones the themes bind (``book/_static/course.js`` says why). :mod:`course_site.reading` titles the home page once
+and lets the search quote the pages of a site opened from ``file://``.
 """
 
 from __future__ import annotations
@@ -409,6 +410,7 @@ def setup(app):
     app.connect("build-finished", copy_plotly)
     app.connect("build-finished", complete_root_redirect, priority=900)  # after sphinx-external-toc
     app.connect("build-finished", retarget_downloads)
+    app.setup_extension("course_site.reading")
     app.add_css_file("course.css")
     app.add_js_file("course.js")
     return {"parallel_read_safe": True, "parallel_write_safe": True}

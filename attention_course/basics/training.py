@@ -6,8 +6,8 @@ works for any of them:
 - :func:`epoch_batches` shuffles a list of examples into batches, epoch after epoch;
 - :func:`to_device` moves a batch (a tensor, or a dict, list or tuple of them) to a device;
 - :func:`sequence_cross_entropy` is the teacher-forcing loss of a sequence model;
-- :func:`train` runs a training loop with a progress bar and returns the losses (and, while the
-  book is built, reports its progress on the build's terminal: :data:`BUILD_PROGRESS`);
+- :func:`train` runs a training loop with a progress bar and returns the losses (while the book is
+  built, the build's progress line quotes the bar: ``course_site.progress``);
 - :func:`greedy_decode_rnn` decodes an RNN encoder-decoder one token at a time;
 - :func:`exact_match` and :func:`accuracy_by_length` score whole predicted strings;
 - :func:`plot_loss_curve` draws the losses that :func:`train` returned.
@@ -16,9 +16,7 @@ works for any of them:
 from __future__ import annotations
 
 import math
-import os
 import sys
-import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
@@ -120,46 +118,6 @@ def _progress_file():
     return sys.stdout
 
 
-BUILD_PROGRESS = "COURSE_BUILD_PROGRESS"
-"""The environment variable that makes :func:`train` report its progress on the process's real
-standard error (``sys.__stderr__``), a line every :data:`BUILD_PROGRESS_SECONDS`, when it is set to
-anything but ``""`` or ``"0"``. ``make book`` sets it, so that a chapter that trains for minutes
-shows its steps in the build's terminal: in a notebook kernel, that stream is the kernel process's
-own, which the terminal shows and the executed notebook does not keep."""
-BUILD_PROGRESS_SECONDS = 5.0
-
-
-def _build_progress_wanted() -> bool:
-    return os.environ.get(BUILD_PROGRESS, "").strip() not in ("", "0")
-
-
-class _BuildProgress:
-    """Writes ``[training <desc>] step n/N, loss x, t s`` to ``sys.__stderr__`` every few seconds."""
-
-    def __init__(self, desc: str, steps: int, interval: float):
-        self.desc, self.steps, self.interval = desc.strip(), steps, interval
-        self.start = self.last = time.monotonic()
-        self._write(f"{self.steps} steps to take")
-
-    def _write(self, text: str) -> None:
-        stream = sys.__stderr__
-        if stream is None:  # no real standard error (a GUI process): nothing to report to
-            return
-        try:
-            stream.write(f"[training {self.desc}] {text}\n")
-            stream.flush()
-        except (OSError, ValueError):  # a closed or broken stream must not stop the training
-            pass
-
-    def update(self, losses: list[float]) -> None:
-        now = time.monotonic()
-        if now - self.last < self.interval and len(losses) < self.steps:
-            return
-        self.last = now
-        recent = losses[-10:]
-        self._write(f"step {len(losses)}/{self.steps}, loss {sum(recent) / len(recent):.4f}, {now - self.start:.0f} s")
-
-
 def warmup_cosine(step: int, steps: int, warmup: int) -> float:
     """The learning rate of step ``step`` (from 0) as a fraction of its peak: a linear warm-up over ``warmup``
     steps, then a cosine decay that reaches a tenth of the peak at step ``steps``."""
@@ -192,9 +150,7 @@ def train(
     optimiser step. With ``progress`` a
     bar shows the steps and the recent loss: on standard output, or in a
     Jupyter notebook as one output that is updated in place (never on
-    standard error). While the variable ``COURSE_BUILD_PROGRESS`` is set (``make book`` sets it),
-    a short line reports the step and the loss on the process's real standard error every few
-    seconds as well (:data:`BUILD_PROGRESS`).
+    standard error); ``make book``'s progress line quotes that output's latest state.
     """
     if not isinstance(model, torch.nn.Module):
         raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
@@ -208,7 +164,6 @@ def train(
     device = torch.device(device)
     model.train()
     losses: list[float] = []
-    report = _BuildProgress(desc, steps, BUILD_PROGRESS_SECONDS) if _build_progress_wanted() else None
     bar = tqdm(
         total=steps,
         desc=desc,
@@ -234,8 +189,6 @@ def train(
                     schedule.step()
                 losses.append(loss.item())
                 bar.update(1)
-                if report is not None:
-                    report.update(losses)
                 if len(losses) % 10 == 0 or len(losses) == steps:
                     recent = losses[-10:]
                     bar.set_postfix_str(f"loss={sum(recent) / len(recent):.4f}", refresh=False)

@@ -20,6 +20,38 @@ document.addEventListener("DOMContentLoaded", () => {
   }
 });
 
+/* A site opened from its folder (file://): the search quotes each result's page, which Sphinx's search fetches,
+ * and a browser refuses any fetch of a file:// address (a CORS error: titles only). The build writes each page's
+ * text into a script of its own, _static/search-pages/<page>.js (course_site/reading.py); here, under file://
+ * only, a fetch of one of the site's pages loads that page's script (a script loads where a fetch may not) and is
+ * answered with its text. Served over HTTP (make serve), nothing changes and no such script is loaded. Set at
+ * once, before the search runs. */
+if (window.location.protocol === "file:") {
+  const root = new URL(document.documentElement.dataset.content_root || "./", window.location.href);
+  const browserFetch = window.fetch.bind(window);
+  const texts = {}; // page -> the promise of its text (undefined where it has no script)
+  const pageText = (page) =>
+    (texts[page] ??= new Promise((resolve) => {
+      const script = document.createElement("script");
+      script.src = new URL(`_static/search-pages/${page}.js`, root).href;
+      script.onload = () => resolve(window.COURSE_SEARCH_PAGES?.[page]);
+      script.onerror = () => resolve(undefined);
+      document.head.append(script);
+    }));
+  window.fetch = (resource, options) => {
+    const address = new URL(resource instanceof Request ? resource.url : String(resource), window.location.href);
+    const page = decodeURIComponent(address.pathname.slice(root.pathname.length));
+    if (address.protocol !== "file:" || !address.pathname.startsWith(root.pathname) || !page.endsWith(".html")) {
+      return browserFetch(resource, options);
+    }
+    return pageText(page).then((text) =>
+      text === undefined
+        ? browserFetch(resource, options)
+        : new Response(text, { headers: { "Content-Type": "text/html; charset=utf-8" } }),
+    );
+  };
+}
+
 /* Search results quote the text of a page around the words found, read from the page's HTML, where a formula
  * is still its TeX source ("\(\operatorname{softmax}(QK^\top / \sqrt{d_k})\)"). The quotes give each formula
  * as plain text instead ("softmax(QKᵀ / √d_k)"): commands that name a symbol become it, those that only

@@ -8,13 +8,17 @@ from attention_course.tooling import notebooks
 from autograder.release import packages
 from course_site.leaks.files import digest, is_binary, source_files
 from course_site.leaks.sources import FETCHED
+from course_site.reading import SEARCH_PAGES
 
 MARKERS = notebooks.MARKERS
 
 
 def page_key(rel: str) -> str | None:
-    """``book/instructor_guide`` for ``book/instructor_guide.html`` or ``_sources/book/instructor_guide.md``."""
+    """``book/instructor_guide`` for ``book/instructor_guide.html``, ``_sources/book/instructor_guide.md``, or
+    ``_static/search-pages/book/instructor_guide.html.js`` (the page's text, for the search: course_site.reading)."""
     path = PurePosixPath(rel)
+    if rel.startswith(f"{SEARCH_PAGES}/") and path.suffix == ".js":
+        path = PurePosixPath(rel[len(SEARCH_PAGES) + 1 :]).with_suffix("")
     if path.parts[0] == "_sources":
         path = PurePosixPath(*path.parts[1:])
         while path.suffix in (".txt", ".md", ".ipynb", ".rst"):
