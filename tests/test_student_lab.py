@@ -208,3 +208,16 @@ def test_kernel_metadata_is_current_whichever_python_recorded_it():
     ]
     for metadata in stale:
         assert not exercises.holds_kernel_metadata(nbformat.from_dict({"metadata": metadata}), kernel), metadata
+
+
+def test_the_check_of_exercises_leaves_jupyterlabs_checkpoints_alone(tmp_path):
+    """Saving an exercise in JupyterLab writes .ipynb_checkpoints/ beside it (git ignores it): not a file that
+    `make check-exercises` calls "not generated from solutions/"; any other file there is one."""
+    notebook = tmp_path / "ch02" / "ch02.ipynb"
+    checkpoint = tmp_path / "ch02" / ".ipynb_checkpoints" / "ch02-checkpoint.ipynb"
+    stray = tmp_path / "ch02" / "notes.txt"
+    for path in (notebook, checkpoint, stray):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{}")
+    assert exercises.released_files(tmp_path) == {Path("ch02/ch02.ipynb"), Path("ch02/notes.txt")}
+    assert exercises.released_files(tmp_path / "missing") == set()

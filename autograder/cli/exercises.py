@@ -90,6 +90,18 @@ def stale_colab_cells(root: Path = COURSE_ROOT) -> list[str]:
     return problems
 
 
+def released_files(folder: Path) -> set[Path]:
+    """The files under ``folder`` (``exercises/``), relative to it, but for JupyterLab's checkpoints
+    (``.ipynb_checkpoints/``, which saving a notebook there writes and git ignores)."""
+    if not folder.exists():
+        return set()
+    return {
+        p.relative_to(folder)
+        for p in folder.rglob("*")
+        if p.is_file() and ".ipynb_checkpoints" not in p.relative_to(folder).parts
+    }
+
+
 def differences(root: Path = COURSE_ROOT) -> list[str]:
     """Files of exercises/ that differ from a fresh generation (missing, extra or changed)."""
     root = Path(root)
@@ -98,9 +110,7 @@ def differences(root: Path = COURSE_ROOT) -> list[str]:
         generate(into=fresh, db_url=f"sqlite:///{tmp}/gradebook.db", root=root, quiet=True)
         committed = root / "exercises"
         ours = {p.relative_to(fresh) for p in fresh.rglob("*") if p.is_file()}
-        theirs = (
-            {p.relative_to(committed) for p in committed.rglob("*") if p.is_file()} if committed.exists() else set()
-        )
+        theirs = released_files(committed)
         problems = stale_colab_cells(root)
         problems += [f"missing: exercises/{p}" for p in sorted(ours - theirs)]
         problems += [f"not generated from solutions/: exercises/{p}" for p in sorted(theirs - ours)]
