@@ -97,10 +97,17 @@ browser:  ## install Chromium, the browser that `make test` reads the built site
 # folder (the one Jupyter starts in) must lie inside the server's root, and `jupyter lab path/to/x.ipynb` alone makes
 # the notebook's own folder the root (nbgrader then logs that it "will not work correctly"). JupyterLab refuses
 # to start as root unless told to: make tells it so where you are root (in a container, say).
+# It is a student's lab: the Jupyter configuration folder autograder/nbgrader/student_lab goes first on
+# JUPYTER_CONFIG_PATH for this server only (no configuration of yours or of .venv is written) and turns off
+# nbgrader's instructor tools (the Create Assignment sidebar, the Formgrader and Course List menus and their
+# server extensions; the Assignment List and Validate stay) and JupyterLab's question about fetching news.
+# An instructor's lab, with every nbgrader tool, is `make formgrader`.
 ALLOW_ROOT = $(if $(filter 0,$(shell id -u)),--allow-root)
 LAB_ARGS ?=
-lab: venv  ## open JupyterLab on the course, NOTEBOOK=path opened in it (LAB_ARGS="--no-browser --port 8890" passes options)
-	$(BIN)/jupyter lab --ServerApp.root_dir="$$(pwd)" $(ALLOW_ROOT) $(LAB_ARGS) $${NOTEBOOK:+"$$NOTEBOOK"}
+STUDENT_LAB := $(CURDIR)/autograder/nbgrader/student_lab
+lab: venv  ## open a student's JupyterLab on the course (no instructor tools; make formgrader has them), NOTEBOOK=path opened in it (LAB_ARGS="--no-browser --port 8890" passes options)
+	JUPYTER_CONFIG_PATH="$(STUDENT_LAB)$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" \
+	  $(BIN)/jupyter lab --ServerApp.root_dir="$$(pwd)" $(ALLOW_ROOT) $(LAB_ARGS) $${NOTEBOOK:+"$$NOTEBOOK"}
 
 MATHJAX := book/_static/mathjax/VERSION
 

@@ -305,6 +305,8 @@ INSTRUCTOR_PLUGINS = [
     "@jupyter/nbgrader:formgrader",
     "@jupyter/nbgrader:course-list",
 ]
+# JupyterLab's plugin that asks whether to fetch Jupyter's news: off too.
+NEWS_PLUGIN = "@jupyterlab/apputils-extension:announcements"
 # The students' server extensions of nbgrader's: off for the instructor's tools, on for theirs.
 SERVER_EXTENSIONS = {
     "formgrader": "disabled",
@@ -318,9 +320,9 @@ SERVER_EXTENSIONS = {
 def test_the_students_venv_turns_off_nbgraders_instructor_tools(exported, tmp_path):
     """The students' Makefile's venv step, run on a venv as installing the pins leaves it (this one's Python
     packages, through a .pth, and nbgrader's data and configuration, copied): `jupyter labextension list`
-    shows the Create Assignment, formgrader and course list plugins disabled, and `jupyter server extension
-    list` the formgrader's and course list's server extensions; the assignment list and Validate stay. Only
-    the throwaway venv's configuration is written."""
+    shows the Create Assignment, formgrader and course list plugins disabled (and JupyterLab's announcements,
+    which asks about news), and `jupyter server extension list` the formgrader's and course list's server
+    extensions; the assignment list and Validate stay. Only the throwaway venv's configuration is written."""
     shared = Path(sys.prefix)
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
@@ -345,11 +347,12 @@ def test_the_students_venv_turns_off_nbgraders_instructor_tools(exported, tmp_pa
         env=env,
     )
     assert made.returncode == 0, made.stdout + made.stderr
-    assert "Turning off nbgrader's instructor tools" in made.stdout and not made.stderr, made.stdout + made.stderr
+    assert "Turning off nbgrader's instructor tools and the news question" in made.stdout, made.stdout + made.stderr
+    assert not made.stderr, made.stderr
     python = str(venv / "bin" / "python")
     lab = _listed([python, "-m", "jupyterlab.labextensions", "list"], env)
     disabled = lab.split("Disabled extensions:")[1].split()
-    assert sorted(disabled) == sorted(INSTRUCTOR_PLUGINS), lab
+    assert sorted(disabled) == sorted([*INSTRUCTOR_PLUGINS, NEWS_PLUGIN]), lab
     assert "@jupyter/nbgrader v0.9.6 enabled OK" in lab and "locked" in lab, lab
     server = _listed([python, "-m", "jupyter_server.extension.serverextension", "list"], env)
     for extension, state in SERVER_EXTENSIONS.items():

@@ -2,7 +2,9 @@
 
 Every notebook starts with the Colab set-up cell for the repository that ``_config.yml`` names
 (:mod:`autograder.release.colab`); generating writes it into ``solutions/`` first, and the check fails
-while a solution notebook's cell is out of date.
+while a solution notebook's cell is out of date. So with the notebook's kernel metadata
+(:func:`kernel_metadata`): what JupyterLab writes into a notebook as its kernel starts, so that an exercise
+opened and saved without an edit is the file that git tracks.
 
     python -m autograder.cli.exercises            # regenerate exercises/ (all assignments)
     python -m autograder.cli.exercises NAME ...   # only these assignments
@@ -12,6 +14,7 @@ while a solution notebook's cell is out of date.
 from __future__ import annotations
 
 import argparse
+import copy
 import filecmp
 import sys
 import tempfile
@@ -26,14 +29,44 @@ from autograder.release import colab, course
 from autograder.release.course import repository
 
 
+def kernel_metadata() -> dict:
+    """The notebook metadata that JupyterLab writes as a notebook's kernel starts: ``kernelspec`` as ipykernel
+    installs it (its name, display name and language) and ``language_info`` as the kernel reports it. Lab marks
+    a notebook whose metadata differs modified, and saves it so; only the Python ``version`` differs from one
+    machine to another (a student on another Python sees that line change)."""
+    from ipykernel.ipkernel import IPythonKernel
+    from ipykernel.kernelspec import KERNEL_NAME, get_kernel_dict
+
+    spec = get_kernel_dict()
+    return {
+        "kernelspec": {"display_name": spec["display_name"], "language": spec["language"], "name": KERNEL_NAME},
+        "language_info": dict(IPythonKernel.language_info),
+    }
+
+
+def _without_version(metadata: dict) -> dict:
+    return {**metadata, "language_info": {k: v for k, v in metadata.get("language_info", {}).items() if k != "version"}}
+
+
+def holds_kernel_metadata(nb, kernel: dict) -> bool:
+    """Whether ``nb`` holds ``kernel``'s metadata, whichever Python's version it records."""
+    held = {key: nb.metadata.get(key) or {} for key in kernel}
+    return "version" in held["language_info"] and _without_version(held) == _without_version(kernel)
+
+
 def sync_colab_cells(assignments: list[str] | None = None, root: Path = COURSE_ROOT) -> list[str]:
-    """Give each solution notebook the current Colab set-up cell as its first cell; return those changed."""
+    """Give each solution notebook the current Colab set-up cell as its first cell, and the kernel's metadata
+    (:func:`kernel_metadata`, the version it records kept where the rest is current); return those changed."""
     repo = repository(root)
+    kernel = kernel_metadata()
     changed = []
     for name in assignments or course.assignments(root):
         path = course.notebook_path(name, root=root)
         nb = notebooks.read(path)
-        if colab.put_first(nb, repo):
+        stale_kernel = not holds_kernel_metadata(nb, kernel)
+        if stale_kernel:
+            nb.metadata.update(copy.deepcopy(kernel))
+        if colab.put_first(nb, repo) or stale_kernel:
             nbformat.write(nb, str(path))
             changed.append(name)
     return changed
@@ -41,11 +74,32 @@ def sync_colab_cells(assignments: list[str] | None = None, root: Path = COURSE_R
 
 def stale_colab_cells(root: Path = COURSE_ROOT) -> list[str]:
     repo = repository(root)
-    return [
-        f"out of date: solutions/{name}/{name}.ipynb does not start with the Colab set-up cell for {repo.url}"
-        for name in course.assignments(root)
-        if not colab.is_current(notebooks.read(course.notebook_path(name, root=root)), repo)
-    ]
+    kernel = kernel_metadata()
+    problems = []
+    for name in course.assignments(root):
+        nb = notebooks.read(course.notebook_path(name, root=root))
+        if not colab.is_current(nb, repo):
+            problems.append(
+                f"out of date: solutions/{name}/{name}.ipynb does not start with the Colab set-up cell for {repo.url}"
+            )
+        if not holds_kernel_metadata(nb, kernel):
+            problems.append(
+                f"out of date: solutions/{name}/{name}.ipynb does not hold the kernel's metadata (kernelspec, "
+                "language_info) that JupyterLab writes as the kernel starts"
+            )
+    return problems
+
+
+def released_files(folder: Path) -> set[Path]:
+    """The files under ``folder`` (``exercises/``), relative to it, but for JupyterLab's checkpoints
+    (``.ipynb_checkpoints/``, which saving a notebook there writes and git ignores)."""
+    if not folder.exists():
+        return set()
+    return {
+        p.relative_to(folder)
+        for p in folder.rglob("*")
+        if p.is_file() and ".ipynb_checkpoints" not in p.relative_to(folder).parts
+    }
 
 
 def differences(root: Path = COURSE_ROOT) -> list[str]:
@@ -56,9 +110,7 @@ def differences(root: Path = COURSE_ROOT) -> list[str]:
         generate(into=fresh, db_url=f"sqlite:///{tmp}/gradebook.db", root=root, quiet=True)
         committed = root / "exercises"
         ours = {p.relative_to(fresh) for p in fresh.rglob("*") if p.is_file()}
-        theirs = (
-            {p.relative_to(committed) for p in committed.rglob("*") if p.is_file()} if committed.exists() else set()
-        )
+        theirs = released_files(committed)
         problems = stale_colab_cells(root)
         problems += [f"missing: exercises/{p}" for p in sorted(ours - theirs)]
         problems += [f"not generated from solutions/: exercises/{p}" for p in sorted(theirs - ours)]
@@ -88,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"no such assignment under solutions/: {', '.join(unknown)}")
     for name in sync_colab_cells(args.assignments or None):
-        print(f"Updated the Colab set-up cell of solutions/{name}/{name}.ipynb")
+        print(f"Updated the Colab set-up cell or kernel metadata of solutions/{name}/{name}.ipynb")
     generate(args.assignments or None)
     print(f"Generated exercises/ for: {', '.join(args.assignments or course.assignments())}")
     note = course.repository_note(course.release())
