@@ -583,10 +583,11 @@ def test_a_chapter_opened_on_a_phone_fits_it_and_its_tables_say_that_they_scroll
 
 
 # The diagrams too wide to read scaled to a phone's column (their labels were 5 to 6 px at 342 px): chapter 6's two
-# block diagrams (1040 and 1090 px) and chapter 10's map of 8 heads by 40 positions (915 px).
+# block diagrams (1040 and 1090 px) and its bar chart of the target tokens (890 px), chapter 10's maps of 8 heads by
+# 40 positions (915 px) and of 3 rows of the residual stream by 40 positions (932 px).
 WIDE_DIAGRAMS = {
-    "book/ch06_transformer.html": ["ch06-fig-architecture", "ch06-fig-decoding-loop"],
-    "book/ch10_what_heads_learn.html": ["ch10-fig-patching-positions"],
+    "book/ch06_transformer.html": ["ch06-fig-architecture", "ch06-fig-label-smoothing", "ch06-fig-decoding-loop"],
+    "book/ch10_what_heads_learn.html": ["ch10-fig-patching-positions", "ch10-fig-residual-patching"],
 }
 
 
