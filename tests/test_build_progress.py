@@ -131,3 +131,32 @@ def test_the_line_said_is_the_cells_last_line_of_text_without_the_bar_and_cut_wh
     assert progress.line() == (
         "[book] ch01_bahdanau: cell 12/44 (2 min 30 s): no attention: 46% 230/500 [01:10<01:20, loss=0.4321]"
     )
+
+
+QUIET_RUN = """\
+import contextlib, io, sys
+from attention_course.trainer.command import main
+
+arguments = [
+    "--d-model", "16", "--heads", "2", "--layers", "1", "--d-ff", "32", "--batch-size", "8", "--steps", "6",
+    "--warmup", "2", "--log-every", "3", "--checkpoint-every", "6", "--eval-examples", "8", "--device", "cpu",
+    "--out", "run",
+]
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    final = main(arguments)
+print("trained", final["steps"], "steps")"""
+
+
+def test_the_training_program_run_with_its_printing_left_out_still_shows_its_step_in_a_notebook(tmp_path):
+    """Chapters 6, 9 and 10 run the training program with what it prints kept aside; its progress bar is a display
+    of the kernel's, which no redirected stream catches, so the reader and the build's progress line see its step
+    (on main it went to the redirected standard error, and the cell showed nothing until it ended)."""
+    from nbclient import NotebookClient
+
+    page = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(QUIET_RUN)])
+    NotebookClient(page, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    outputs = page.cells[0].outputs
+    shown = [book_progress.latest_line(nbformat.v4.new_code_cell("", outputs=[o])) for o in outputs]
+    assert shown[-1] == "trained 6 steps", shown
+    assert any(re.fullmatch(r"dates on cpu: 100% 6/6 \[.*loss=\d+\.\d{3}.*\]", line) for line in shown), shown
+    assert not [o for o in outputs if o.output_type == "stream" and o.name == "stderr"], outputs

@@ -94,6 +94,8 @@ class _NotebookBar:
     display keeps only the latest state of the bar.
     """
 
+    encoding = "utf-8"  # tqdm draws its bar in block characters, not "#", for a file that says it takes them
+
     def __init__(self):
         from IPython.display import Pretty, display
 
@@ -109,13 +111,15 @@ class _NotebookBar:
         pass
 
 
-def _progress_file():
-    """Where the progress bar goes: an updatable display in a Jupyter kernel, else standard output."""
+def progress_file(elsewhere=None):
+    """Where a progress bar goes: an updatable display in a Jupyter kernel (which a cell's redirected standard
+    streams do not catch: a training run whose printing a page leaves out still shows its step there and in the
+    build's progress line), else ``elsewhere`` (standard output if not given)."""
     ipython = sys.modules.get("IPython")
     shell = ipython.get_ipython() if ipython is not None else None
     if shell is not None and getattr(shell, "kernel", None) is not None:
         return _NotebookBar()
-    return sys.stdout
+    return sys.stdout if elsewhere is None else elsewhere
 
 
 def warmup_cosine(step: int, steps: int, warmup: int) -> float:
@@ -167,7 +171,7 @@ def train(
     bar = tqdm(
         total=steps,
         desc=desc,
-        file=_progress_file() if progress else sys.stdout,
+        file=progress_file() if progress else sys.stdout,
         disable=not progress,
         mininterval=0.5,
         bar_format="{desc}: {percentage:3.0f}%|{bar:30}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]",

@@ -18,6 +18,7 @@ import torch
 from tqdm import tqdm
 
 from attention_course.basics.schedule import learning_rate
+from attention_course.basics.training import progress_file
 from attention_course.trainer.checkpoints import Progress, save_checkpoint
 from attention_course.trainer.processes import Processes, global_indices, synchronize
 from attention_course.trainer.tasks import DatesTask, LanguageModelTask
@@ -62,12 +63,13 @@ def train(run: Run, progress: Progress, metrics) -> None:
     """Train up to the last step (--steps, or --stop-after), or until --time-budget is spent; every
     --log-every steps (and at the last) log the window since the previous log (:func:`log_window`)."""
     args, procs = run.args, run.procs
+    shown = not args.no_progress and procs.main
     bar = tqdm(
         total=args.steps,
         initial=progress.step,
         desc=f"{run.task.name} on {run.device.type}",
-        file=sys.stderr,
-        disable=args.no_progress or not procs.main,
+        file=progress_file(sys.stderr) if shown else sys.stderr,
+        disable=not shown,
         mininterval=1.0,
         dynamic_ncols=True,
     )
