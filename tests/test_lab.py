@@ -61,7 +61,8 @@ print(f"served {served}" if served else "not served")
 
 
 def _environment(home: Path) -> dict[str, str]:
-    keep = ("PATH", "LANG", "LC_ALL")
+    # PYTHONPYCACHEPREFIX (make's): a server started without make writes no __pycache__ into the checkout
+    keep = ("PATH", "LANG", "LC_ALL", "PYTHONPYCACHEPREFIX")
     env = {key: value for key, value in os.environ.items() if key in keep}
     return {**env, "HOME": str(home), "TMPDIR": str(home), "JUPYTER_RUNTIME_DIR": str(home / "runtime")}
 
