@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import stat
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -185,3 +187,44 @@ def test_every_folder_a_chapter_makes_with_mkdtemp_is_removed_by_the_chapter():
             if not re.search(rf"\bshutil\.rmtree\({made.group(1)}\b", text[made.end() :]):
                 kept.append(f"{page.name}: {made.group(1)}")
     assert not kept, f"folders made and never removed: {kept}"
+
+
+# Writes the students' packages as a grader does, says where, and waits to be killed.
+GRADER_KILLED = """
+import sys, time
+from autograder.release import course, packages
+print(packages.sandbox_packages(course.Release("term", {"ch01_bahdanau"})), flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_killed_graders_packages_are_removed_by_the_next_grader_and_a_running_ones_kept(tmp_path, monkeypatch):
+    """A grader removes its packages' folder as it ends; one killed (SIGKILL: no finally, no atexit) cannot, and
+    the next grader to write such a folder removes it, never one whose process still runs."""
+    from autograder.release import course, packages
+
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    release = course.Release("term", {"ch01_bahdanau"})
+    running = packages.SandboxPackages()  # this process's: it runs
+    kept = running.folder(release)
+    grader = subprocess.Popen(
+        [sys.executable, "-c", GRADER_KILLED],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TMPDIR": str(temporary), "PYTHONPATH": str(COURSE_ROOT)},
+    )
+    try:
+        written = Path(grader.stdout.readline().strip())
+    finally:
+        grader.send_signal(signal.SIGKILL)
+        grader.wait()
+    assert written.is_dir() and written.parent.parent == temporary
+    other = packages.SandboxPackages()
+    made = other.folder(release)
+    assert not written.parent.exists(), "the killed grader's packages were left in TMPDIR"
+    assert kept.is_dir() and made.is_dir() and kept != made
+    other.close()
+    running.close()
+    assert not list(temporary.iterdir())
