@@ -6,6 +6,7 @@ nbgrader's server extension logs that it "will not work correctly")."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -87,13 +88,16 @@ def test_make_lab_serves_the_course_as_root_or_not(tmp_path):
     if why:  # not root: the run above was the unprivileged one
         assert os.geteuid() != 0, why
         return
-    home = unprivileged.home()
-    as_nobody = unprivileged.run_as(
-        [sys.executable, "-c", DRIVER, str(COURSE_ROOT), NOTEBOOK, str(home / "lab.log")],
-        env=_environment(home),
-        cwd=home,
-        timeout=240,
-    )
+    home = unprivileged.home()  # under /tmp, whatever TMPDIR is: removed here
+    try:
+        as_nobody = unprivileged.run_as(
+            [sys.executable, "-c", DRIVER, str(COURSE_ROOT), NOTEBOOK, str(home / "lab.log")],
+            env=_environment(home),
+            cwd=home,
+            timeout=240,
+        )
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
     _assert_served_with_nbgrader(as_nobody.stdout + as_nobody.stderr)
 
 
