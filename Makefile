@@ -148,24 +148,42 @@ student-repo: venv  ## write the students' repository (exercises, packages, rele
 	@test -n "$$DEST" || { echo "usage: make student-repo DEST=../attention-course-student [RELEASED=\"ch01_bahdanau ...\"] [STUDENTS_RELEASE=week-2]   (a new or empty folder outside this repository, or the checkout of an earlier export)"; exit 2; }
 	$(BIN)/python -m course_site.export "$$DEST"
 
+# ruff's and import-linter's caches under the venv, as the bytecode is: nothing written into the checkout
+# (`make test` lints).
+lint: export RUFF_CACHE_DIR := $(abspath $(VENV))/ruff-cache
 lint: venv  ## ruff (code and notebooks: lint and format) and import-linter (the packages import one way)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/lint-imports
+	$(BIN)/lint-imports --cache-dir "$(abspath $(VENV))/import-linter-cache"
 
 # Two workers; each runs a test's group whole (its file, or its file and assignment), longest first (tests/conftest.py).
 # One thread of torch each (and in what they start): two workers keep both cores busy, and a second thread
 # only waits for the other worker's (a fifth of make test-fast's CPU time went to that).
-PYTEST := OMP_NUM_THREADS=1 $(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadscope --no-loadscope-reorder
+# --durations: every run's log names its slowest tests (and their set-up: a built book, a class graded once).
+PYTEST := OMP_NUM_THREADS=1 $(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadscope --no-loadscope-reorder \
+  --durations=40
+
+# The test targets run pytest in a folder of their own, made in TMPDIR and removed when pytest ends, passed or
+# failed (pytest's exit status kept): the tests' temporary folders (--basetemp: gigabytes of built books and
+# graded classes), everything the programs they start put in TMPDIR, and torch's and Triton's compile caches.
+# Nothing is left in TMPDIR, and nothing but the venv's bytecode anywhere. The folder and its tmp are 0711: the
+# grading sandbox's unprivileged uid must pass through them to reach the folders staged for it in TMPDIR.
+# TEST_KEEP=1 keeps the folder (the built book, the site's screenshots) and prints its path.
+TEST_KEEP ?=
+export TEST_KEEP
+IN_TEST_FOLDER = run=$$(mktemp -d "$${TMPDIR:-/tmp}/attention-test-XXXXXX") && chmod 711 "$$run" \
+  && mkdir -m 711 "$$run/tmp" && trap 'if [ -n "$$TEST_KEEP" ]; then echo "kept: $$run"; else rm -rf "$$run"; fi' EXIT \
+  && TMPDIR="$$run/tmp" TORCHINDUCTOR_CACHE_DIR="$$run/torchinductor" TRITON_CACHE_DIR="$$run/triton" \
+  $(PYTEST) --basetemp "$$run/pytest"
 
 test-fast: venv  ## the unit tests: no book build, no browser, no class graded end to end (about a minute)
-	$(PYTEST) -m "not slow and not browser" $(PYTEST_ARGS)
+	@$(IN_TEST_FOLDER) -m "not slow and not browser" $(PYTEST_ARGS)
 
 test: venv sandbox browser lint $(MATHJAX)  ## everything: lint, book build and site in Chromium, grading end to end, unit tests
-	$(PYTEST) $(PYTEST_ARGS)
+	@$(IN_TEST_FOLDER) $(PYTEST_ARGS)
 
 test-exhaustive: venv sandbox  ## what make test leaves out: every catalogue notebook graded whole, each in a sandbox of its own
-	$(PYTEST) tests/test_catalogue.py --exhaustive $(PYTEST_ARGS)
+	@$(IN_TEST_FOLDER) tests/test_catalogue.py --exhaustive $(PYTEST_ARGS)
 
 exercises: venv  ## regenerate exercises/ from solutions/ (nbgrader generate_assignment)
 	$(BIN)/python -m autograder.cli.exercises
@@ -238,7 +256,8 @@ bench-grading-cluster: venv sandbox  ## seconds per notebook: make grade here be
 	OMP_NUM_THREADS=1 $(BIN)/python -m benchmarks.grading_cluster $(or $(N),16) $(BENCH_ARGS)
 
 test-device: venv  ## the tests that compute on a device, on DEVICE (default cuda; benchmarks/gpu.py's DEVICE_TESTS)
-	COURSE_TEST_DEVICE=$(or $(DEVICE),cuda) $(PYTEST) $(PYTEST_ARGS) $$($(BIN)/python -c 'from benchmarks.gpu import DEVICE_TESTS; print(*DEVICE_TESTS)')
+	@export COURSE_TEST_DEVICE=$(or $(DEVICE),cuda); \
+	  $(IN_TEST_FOLDER) $(PYTEST_ARGS) $$($(BIN)/python -c 'from benchmarks.gpu import DEVICE_TESTS; print(*DEVICE_TESTS)')
 
 bench-gpu: venv  ## chapter 8's measurements and chapter 11's sweep on a CUDA GPU (benchmarks.gpu), recorded for the chapters; NANOGPT=DIR (a nanoGPT checkout) adds the side-by-side run; ARGS="--help"
 	$(BIN)/python -m benchmarks.gpu $${NANOGPT:+--nanogpt "$$NANOGPT"} $(ARGS)

@@ -361,16 +361,17 @@ def main(argv: list[str] | None = None) -> int:
             continue
         if left is not None:
             limit = min(limit, left)
-        out = Path(tempfile.mkdtemp(prefix=f"{name}-"))
-        if command[:3] == TRAINER[:3]:
-            command = [*command, "--out", str(out)]
-            if name == "shakespeare" and not args.quick:
-                command += ["--time-budget", str(max(30, round(limit - LM_RESERVE)))]
-        if name == "flash-sweep":  # configurations started within its limit, less the time of the longest one
-            command = [*command, "--budget", str(max(20, round(limit - SWEEP_RESERVE)))]
-        figures["steps"][name] = run_step(name, command, limit, logs, environment)
-        if (out / "metrics.jsonl").is_file() and figures["steps"][name]["result"]:
-            figures["steps"][name]["result"]["steady_tokens_per_second"] = steady_rate(out / "metrics.jsonl")
+        with tempfile.TemporaryDirectory(prefix=f"{name}-") as folder:  # a training step's run, read then removed
+            out = Path(folder)
+            if command[:3] == TRAINER[:3]:
+                command = [*command, "--out", str(out)]
+                if name == "shakespeare" and not args.quick:
+                    command += ["--time-budget", str(max(30, round(limit - LM_RESERVE)))]
+            if name == "flash-sweep":  # configurations started within its limit, less the time of the longest one
+                command = [*command, "--budget", str(max(20, round(limit - SWEEP_RESERVE)))]
+            figures["steps"][name] = run_step(name, command, limit, logs, environment)
+            if (out / "metrics.jsonl").is_file() and figures["steps"][name]["result"]:
+                figures["steps"][name]["result"]["steady_tokens_per_second"] = steady_rate(out / "metrics.jsonl")
         (logs / "gpu.json").write_text(json.dumps(figures, indent=1) + "\n")
     figures["seconds"] = round(time.perf_counter() - started, 1)
     (logs / "gpu.json").write_text(json.dumps(figures, indent=1) + "\n")

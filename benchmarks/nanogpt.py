@@ -111,18 +111,18 @@ COURSE_QUICK = ["--precision", "fp32"]
 
 
 def run_nanogpt(folder: Path, shape: dict, steps: int, environment: dict, limit: float, quick: bool) -> dict:
-    out = tempfile.mkdtemp(prefix="nanogpt-")
-    command = [
-        PYTHON, "-u", "train.py", "config/train_shakespeare_char.py",
-        f"--n_layer={shape['layers']}", f"--n_head={shape['heads']}", f"--n_embd={shape['d_model']}",
-        f"--block_size={shape['block']}", f"--batch_size={shape['batch']}", f"--dropout={shape['dropout']}",
-        f"--learning_rate={shape['lr']}", f"--warmup_iters={shape['warmup']}", f"--max_iters={steps}",
-        f"--lr_decay_iters={steps}", f"--eval_interval={steps}", "--eval_iters=50", f"--log_interval={LOG_EVERY}",
-        f"--out_dir={out}", *(NANOGPT_QUICK if quick else ["--compile=True", "--dtype=bfloat16"]),
-    ]  # fmt: skip
-    if quick:
-        command.append(f"--device={'cuda' if _cuda() else 'cpu'}")
-    lines, status = timed_lines(command, folder, environment, limit)
+    with tempfile.TemporaryDirectory(prefix="nanogpt-") as out:  # its checkpoint, not kept
+        command = [
+            PYTHON, "-u", "train.py", "config/train_shakespeare_char.py",
+            f"--n_layer={shape['layers']}", f"--n_head={shape['heads']}", f"--n_embd={shape['d_model']}",
+            f"--block_size={shape['block']}", f"--batch_size={shape['batch']}", f"--dropout={shape['dropout']}",
+            f"--learning_rate={shape['lr']}", f"--warmup_iters={shape['warmup']}", f"--max_iters={steps}",
+            f"--lr_decay_iters={steps}", f"--eval_interval={steps}", "--eval_iters=50", f"--log_interval={LOG_EVERY}",
+            f"--out_dir={out}", *(NANOGPT_QUICK if quick else ["--compile=True", "--dtype=bfloat16"]),
+        ]  # fmt: skip
+        if quick:
+            command.append(f"--device={'cuda' if _cuda() else 'cpu'}")
+        lines, status = timed_lines(command, folder, environment, limit)
     tokens_per_step = shape["batch"] * shape["block"]
     logged = [(t, int(m.group(1))) for t, line in lines if (m := ITER_LINE.match(line))]
     rates = [
@@ -175,13 +175,13 @@ def run_course(
     mode="default",
     biases=False,
 ) -> dict:
-    out = tempfile.mkdtemp(prefix="course-")
-    command = course_command(shape, steps, out, list(without), quick, compiled=not eager, biases=biases)
-    if "--compile" in command:
-        command += ["--compile-mode", mode]
-    lines, status = timed_lines(command, ROOT, environment, limit)
-    metrics = Path(out) / "metrics.jsonl"
-    logged = metrics.read_text().splitlines() if metrics.exists() else []
+    with tempfile.TemporaryDirectory(prefix="course-") as out:  # its run: the metrics read, the rest not kept
+        command = course_command(shape, steps, out, list(without), quick, compiled=not eager, biases=biases)
+        if "--compile" in command:
+            command += ["--compile-mode", mode]
+        lines, status = timed_lines(command, ROOT, environment, limit)
+        metrics = Path(out) / "metrics.jsonl"
+        logged = metrics.read_text().splitlines() if metrics.exists() else []
     rates = [json.loads(line)["tokens_per_second"] for line in logged]
     final = next((json.loads(line) for _, line in reversed(lines) if line.startswith("{")), {})
     result = {"status": status, "steps": final.get("steps"), "steady_tokens_per_second": steady(rates)}

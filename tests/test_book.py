@@ -64,10 +64,19 @@ TERM = course.Release("term", {"ch01_bahdanau"})
 MATHJAX = Path("book") / "_static" / "mathjax"  # fetched once by `make test` (ignored by git), copied
 
 
+def temporary_folder(book: Path) -> Path:
+    """The TMPDIR of the builds in ``book``: a folder of their own beside it, which they must leave empty."""
+    folder = book.with_name(f"{book.name}-tmp")
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
 def build(book: Path, *variables: str) -> None:
-    """`make book` in ``book`` (a copy of the repository), with this venv and these make variables, and no release
-    settings from the environment."""
+    """`make book` in ``book`` (a copy of the repository), with this venv and these make variables, no release
+    settings from the environment, and a TMPDIR of its own (torch's compile cache, a cache, kept apart)."""
     env = {k: v for k, v in os.environ.items() if k not in ("EDITION", "RELEASED")}
+    env["TMPDIR"] = str(temporary_folder(book))
+    env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(book.with_name(f"{book.name}-torchinductor")))
     venv = Path(sys.prefix)
     command = ["make", "--no-print-directory", f"VENV={venv}", "-o", f"{venv}/.installed", "-o", f"{venv}/.bytecode"]
     result = subprocess.run([*command, "book", *variables], cwd=book, capture_output=True, text=True, env=env)
@@ -206,6 +215,12 @@ def test_the_build_log_is_quiet(site):
     assert "[book] executed" in log and "build succeeded" in log
     noise = [line[:150] for line in log.splitlines() if "WARNING" in line or "ParserConfig(" in line]
     assert not noise, "\n".join(noise)
+
+
+def test_the_builds_leave_nothing_in_their_temporary_folder(book, site, term_site):
+    """What a chapter's code writes into TMPDIR (a model trained, torchrun's logs) is removed by the chapter."""
+    left = sorted(path.name for path in temporary_folder(book).iterdir())
+    assert not left, f"the book's builds left these in TMPDIR: {left}"
 
 
 def test_every_page_of_the_table_of_contents_is_built(site):

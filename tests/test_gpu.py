@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 import torch
@@ -222,10 +224,20 @@ for step in range(0, steps + 1, 10):
     time.sleep(0.02 if step < steps // 2 else 0.01)  # a slower first half: compiling and warming up
     print(f"iter {step}: loss 2.0000, time 10.00ms, mfu 5.00%", flush=True)
 print(f"step {steps}: train loss 1.9000, val loss 2.0500")
+open(options["out_dir"] + "/ckpt.pt", "w").write("weights")  # where the real one saves its checkpoint
 """
 
 
-def test_nanogpt_runs_from_a_folder_of_its_own_and_is_timed_between_its_logs(tmp_path):
+@pytest.fixture
+def temporary(tmp_path, monkeypatch):
+    """An empty folder that the tempfile module makes its folders in, for this test."""
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
+
+
+def test_nanogpt_runs_from_a_folder_of_its_own_and_is_timed_between_its_logs(tmp_path, temporary):
     from benchmarks import nanogpt
 
     checkout = tmp_path / "nanoGPT"
@@ -243,6 +255,38 @@ def test_nanogpt_runs_from_a_folder_of_its_own_and_is_timed_between_its_logs(tmp
     assert 20_000 < result["steady_tokens_per_second"] < 33_000
     with pytest.raises(SystemExit, match="not a nanoGPT checkout"):
         nanogpt.nanogpt_folder(tmp_path / "elsewhere", text, tmp_path / "work2")
+    assert not list(temporary.iterdir()), "nanoGPT's checkpoint folder was left in TMPDIR"
+
+
+def test_the_courses_run_beside_nanogpt_is_read_and_leaves_no_folder(temporary, monkeypatch):
+    from benchmarks import nanogpt
+
+    def trained(command, cwd, environment, limit):
+        out = Path(command[command.index("--out") + 1])
+        rates = [1000.0, 3000.0, 4000.0, 5000.0]
+        (out / "metrics.jsonl").write_text("".join(json.dumps({"tokens_per_second": r}) + "\n" for r in rates))
+        (out / "checkpoint.pt").write_text("weights")
+        return [(1.0, json.dumps({"steps": 20, "val_loss": 1.5}))], 0
+
+    monkeypatch.setattr(nanogpt, "timed_lines", trained)
+    result = nanogpt.run_course(nanogpt.SHAPES["gpt2"], 20, {}, limit=60, quick=True)
+    assert result["status"] == 0 and result["steps"] == 20 and result["steady_tokens_per_second"] == 4500.0
+    assert not list(temporary.iterdir()), "the course's run folder was left in TMPDIR"
+
+
+def test_a_training_steps_run_folder_is_read_then_removed(tmp_path, temporary, monkeypatch):
+    def run_step(name, command, limit, logs, environment):
+        out = Path(command[command.index("--out") + 1])
+        (out / "metrics.jsonl").write_text(json.dumps({"tokens_per_second": 2000.0}) + "\n")
+        (out / "checkpoint.pt").write_text("weights")
+        return {"command": "x", "seconds": 1.0, "status": 0, "result": {"steps": 20}}
+
+    monkeypatch.setattr(gpu, "steps", lambda quick, device, nanogpt=None: [("train-fp32", [*gpu.TRAINER], 60)])
+    monkeypatch.setattr(gpu, "run_step", run_step)
+    assert gpu.main(["--quick", "--out", str(tmp_path / "out")]) == 0
+    written = json.loads((tmp_path / "out" / "gpu.json").read_text())
+    assert written["steps"]["train-fp32"]["result"]["steady_tokens_per_second"] == 2000.0
+    assert not list(temporary.iterdir()), "the training step's run folder was left in TMPDIR"
 
 
 def test_the_course_trains_nanogpts_model_beside_it_and_its_own_in_the_ablation():

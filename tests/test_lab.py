@@ -6,6 +6,7 @@ nbgrader's server extension logs that it "will not work correctly")."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -61,7 +62,8 @@ print(f"served {served}" if served else "not served")
 
 
 def _environment(home: Path) -> dict[str, str]:
-    keep = ("PATH", "LANG", "LC_ALL")
+    # PYTHONPYCACHEPREFIX (make's): a server started without make writes no __pycache__ into the checkout
+    keep = ("PATH", "LANG", "LC_ALL", "PYTHONPYCACHEPREFIX")
     env = {key: value for key, value in os.environ.items() if key in keep}
     return {**env, "HOME": str(home), "TMPDIR": str(home), "JUPYTER_RUNTIME_DIR": str(home / "runtime")}
 
@@ -86,13 +88,16 @@ def test_make_lab_serves_the_course_as_root_or_not(tmp_path):
     if why:  # not root: the run above was the unprivileged one
         assert os.geteuid() != 0, why
         return
-    home = unprivileged.home()
-    as_nobody = unprivileged.run_as(
-        [sys.executable, "-c", DRIVER, str(COURSE_ROOT), NOTEBOOK, str(home / "lab.log")],
-        env=_environment(home),
-        cwd=home,
-        timeout=240,
-    )
+    home = unprivileged.home()  # under /tmp, whatever TMPDIR is: removed here
+    try:
+        as_nobody = unprivileged.run_as(
+            [sys.executable, "-c", DRIVER, str(COURSE_ROOT), NOTEBOOK, str(home / "lab.log")],
+            env=_environment(home),
+            cwd=home,
+            timeout=240,
+        )
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
     _assert_served_with_nbgrader(as_nobody.stdout + as_nobody.stderr)
 
 

@@ -168,14 +168,19 @@ def test_resuming_gives_the_same_model_as_an_uninterrupted_run(tmp_path):
     assert resumed["val_loss"] == pytest.approx(straight["val_loss"], rel=1e-5)
 
 
-def test_two_processes_under_torchrun_take_the_same_steps_as_one(tmp_path):
+def test_two_processes_under_torchrun_take_the_same_steps_as_one(tmp_path, monkeypatch):
+    temporary = tmp_path / "tmp"  # the processes' TMPDIR
+    temporary.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temporary))
     common = [*TINY, "--dropout", "0", "--steps", "12", "--device", "cpu"]
     single = run([*common, "--out", str(tmp_path / "one")])
-    launcher = (sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "-m")
+    launcher = (sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2")
+    launcher += ("--log-dir", str(tmp_path / "torchrun"), "-m")  # else a torchelastic_* folder is left in TMPDIR
     double = run([*common, "--out", str(tmp_path / "two")], launcher=launcher)
     assert double["processes"] == 2 and single["processes"] == 1
     assert double["val_loss"] == pytest.approx(single["val_loss"], rel=1e-4)
     assert double["exact_match"] == single["exact_match"]
+    assert not list(temporary.glob("torchelastic_*")) and (tmp_path / "torchrun").is_dir(), "torchrun logged in TMPDIR"
 
 
 def test_the_character_task_trains_on_a_text_file(tmp_path):

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
+import os
 import py_compile
 import shutil
 import sys
@@ -181,9 +182,32 @@ def compile_bytecode(folder: Path) -> None:
         py_compile.compile(str(path), cfile=str(cached), doraise=True)
 
 
+TEMPORARY_PREFIX = "attention-packages-"  # then the pid of the process that made the folder
+
+
+def remove_orphans(folder: Path | None = None) -> list[Path]:
+    """Remove the packages' folders in ``folder`` (default: TMPDIR) that this user's processes made and that
+    outlived them: a grader killed (a cluster worker its nanny ended, `make grade` killed) removes nothing itself.
+    The folders removed."""
+    removed = []
+    for path in Path(folder or tempfile.gettempdir()).glob(f"{TEMPORARY_PREFIX}*-*"):
+        pid = path.name[len(TEMPORARY_PREFIX) :].split("-", 1)[0]
+        if not pid.isdigit() or path.is_symlink() or not path.is_dir() or path.stat().st_uid != os.getuid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:  # its process has ended
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+        except PermissionError:  # another user's process holds the pid: still running
+            pass
+    return removed
+
+
 class SandboxPackages:
     """The folders of the students' packages that the grading sandbox mounts, one per release, each written
-    once, into a temporary folder of this object's (removed by :meth:`close`, or when the process ends)."""
+    once, into a temporary folder of this object's (removed by :meth:`close`, or when the process ends; where
+    the process is killed, by the next one that makes such a folder: :func:`remove_orphans`)."""
 
     def __init__(self):
         self._folders: dict[tuple[str, str], Path] = {}
@@ -198,7 +222,8 @@ class SandboxPackages:
             folder = self._folders.get(key)
             if folder is None or not folder.is_dir():
                 if self._temporary is None:
-                    self._temporary = tempfile.TemporaryDirectory(prefix="attention-packages-")
+                    remove_orphans()
+                    self._temporary = tempfile.TemporaryDirectory(prefix=f"{TEMPORARY_PREFIX}{os.getpid()}-")
                 folder = Path(self._temporary.name) / hashlib.sha256(repr(key).encode()).hexdigest()[:16]
                 if folder.exists():
                     shutil.rmtree(folder)
