@@ -46,11 +46,13 @@ venv: $(VENV)/.installed $(VENV)/.bytecode  ## create or update .venv from requi
 FIND_LINKS = $${UV_FIND_LINKS:-$${PIP_FIND_LINKS:-$$($(BIN)/python -m pip config get global.find-links 2>/dev/null)}}
 # constraints.txt (`make lock`) pins every package that requirements.txt's pins pull in, so that each venv holds
 # the versions that were tested.
+# uv's TMPDIR is the venv's (uv leaves the lock of its build of the course's package there): nothing in the user's.
 $(VENV)/.installed: requirements.txt constraints.txt pyproject.toml
 	@test -x $(BIN)/python || { $(PYTHON) -m venv $(VENV) && touch $(VENV)/.new; }
 	env -u PYTHONPYCACHEPREFIX $(BIN)/python -m pip install --quiet --disable-pip-version-check "$$(grep -E '^uv==' requirements.txt)"
-	env -u PYTHONPYCACHEPREFIX UV_FIND_LINKS="$(FIND_LINKS)" $(BIN)/uv pip install --quiet --python $(BIN)/python \
-	  --compile-bytecode -r requirements.txt -c constraints.txt
+	@mkdir -p $(VENV)/tmp
+	env -u PYTHONPYCACHEPREFIX UV_FIND_LINKS="$(FIND_LINKS)" TMPDIR="$(abspath $(VENV))/tmp" $(BIN)/uv pip install \
+	  --quiet --python $(BIN)/python --compile-bytecode -r requirements.txt -c constraints.txt
 	@touch $@
 
 # Resolved afresh in a venv of its own from requirements.txt alone: the newest versions its pins allow, then

@@ -11,6 +11,7 @@ import asyncio
 import copy
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -38,7 +39,10 @@ STUDENT_ITEMS = ("Assignment List",)
 @contextmanager
 def make_lab(tmp_path: Path):
     """`make lab` on a free port, its Jupyter folders of the user (settings, workspaces, runtime) in ``tmp_path``:
-    yields the server's base URL once it answers; then stopped, with what it started."""
+    yields the server's base URL once it answers; then stopped, with what it started, and the checkpoints folder
+    that opening the exercise made beside it removed (the suite leaves nothing in the checkout)."""
+    checkpoints = (COURSE_ROOT / NOTEBOOK).parent / ".ipynb_checkpoints"
+    made_checkpoints = not checkpoints.exists()
     port = free_port()
     home = tmp_path / "home"
     home.mkdir()
@@ -77,6 +81,8 @@ def make_lab(tmp_path: Path):
         except subprocess.TimeoutExpired:
             os.killpg(lab.pid, signal.SIGKILL)
             lab.wait(10)
+        if made_checkpoints:
+            shutil.rmtree(checkpoints, ignore_errors=True)
 
 
 def _status(url: str) -> int:
