@@ -12,9 +12,6 @@ import copy
 import json
 import os
 import shutil
-import signal
-import subprocess
-import time
 import urllib.error
 import urllib.request
 from contextlib import contextmanager
@@ -27,7 +24,7 @@ from attention_course.tooling.notebooks import COURSE_ROOT
 from autograder.cli import exercises
 from autograder.release import course
 from tests.support.browser import chromium
-from tests.support.formgrader import free_port
+from tests.support.formgrader import free_port, served
 
 NOTEBOOK = course.exercise_path("ch02_scaled_dot_product")
 TOKEN = "student-lab-test"
@@ -53,34 +50,14 @@ def make_lab(tmp_path: Path):
         f"--no-browser --ip=127.0.0.1 --port={port} --ServerApp.port_retries=0 --IdentityProvider.token={TOKEN} "
         "--LabApp.expose_app_in_browser=True"
     )
-    log = tmp_path / "lab.log"
-    with log.open("w") as out:
-        lab = subprocess.Popen(
-            ["make", "-s", "-C", str(COURSE_ROOT), "--assume-old=.venv/.installed", "--assume-old=.venv/.bytecode"]
-            + ["lab", f"LAB_ARGS={options}"],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-        )
+    make = ["make", "-s", "-C", str(COURSE_ROOT), "--assume-old=.venv/.installed", "--assume-old=.venv/.bytecode"]
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert lab.poll() is None and time.monotonic() < deadline, f"exit {lab.poll()}:\n{log.read_text()[-3000:]}"
-            try:
-                with urllib.request.urlopen(f"{base}/api/status?token={TOKEN}", timeout=10):
-                    break
-            except OSError:  # not listening yet
-                time.sleep(0.5)
-        yield base
+        with served(
+            [*make, "lab", f"LAB_ARGS={options}"], env, tmp_path / "lab.log", f"{base}/api/status?token={TOKEN}"
+        ):
+            yield base
     finally:
-        os.killpg(lab.pid, signal.SIGTERM)
-        try:
-            lab.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(lab.pid, signal.SIGKILL)
-            lab.wait(10)
         if made_checkpoints:
             shutil.rmtree(checkpoints, ignore_errors=True)
 

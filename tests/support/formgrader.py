@@ -1,4 +1,5 @@
-"""`make formgrader`'s server started on a course folder for a test, and stopped after it.
+"""`make formgrader`'s server started on a course folder for a test, and stopped after it (and any Jupyter server a
+test starts: `served`, for `make lab` in tests/test_student_lab.py).
 
 Used by tests/test_manual_grading.py (the rubric beside each written answer) and tests/test_inert_pages.py (the
 page of a submission fetches nothing a student named)."""
@@ -25,22 +26,11 @@ def free_port() -> int:
 
 
 @contextmanager
-def running(folder: Path, tmp_path: Path):
-    """The formgrader for ``folder``, as `make formgrader` starts it: yields its base URL and its log's path once
-    its page answers (a failure to start quotes the log); then stopped, with what it started."""
-    port = free_port()
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "jupyter"), "JUPYTER_RUNTIME_DIR": str(tmp_path / "rt")}
-    log = tmp_path / "lab.log"
+def served(command: list[str], env: dict, log: Path, ready: str):
+    """A Jupyter server started by ``command`` (its output in ``log``), in a session of its own: yields once the URL
+    ``ready`` answers (a failure to start quotes the log); then stopped, with what it started."""
     with log.open("w") as out:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "autograder.nbgrader.formgrader", "--root", str(folder), "--no-browser"]
-            + [f"--port={port}", f"--IdentityProvider.token={TOKEN}", "--ServerApp.port_retries=0"],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-        )
-    base = f"http://127.0.0.1:{port}/formgrader"
+        server = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     try:
         deadline = time.monotonic() + 120
         while True:
@@ -48,11 +38,11 @@ def running(folder: Path, tmp_path: Path):
                 f"exit {server.poll()}:\n{log.read_text()[-3000:]}"
             )
             try:
-                with urllib.request.urlopen(f"{base}/manage_assignments?token={TOKEN}", timeout=10):
+                with urllib.request.urlopen(ready, timeout=10):
                     break
             except OSError:  # not listening yet
                 time.sleep(0.5)
-        yield base, log
+        yield server
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         try:
@@ -60,3 +50,17 @@ def running(folder: Path, tmp_path: Path):
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait(10)
+
+
+@contextmanager
+def running(folder: Path, tmp_path: Path):
+    """The formgrader for ``folder``, as `make formgrader` starts it: yields its base URL and its log's path once
+    its page answers (a failure to start quotes the log); then stopped, with what it started."""
+    port = free_port()
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "jupyter"), "JUPYTER_RUNTIME_DIR": str(tmp_path / "rt")}
+    log = tmp_path / "lab.log"
+    command = [sys.executable, "-m", "autograder.nbgrader.formgrader", "--root", str(folder), "--no-browser"]
+    command += [f"--port={port}", f"--IdentityProvider.token={TOKEN}", "--ServerApp.port_retries=0"]
+    base = f"http://127.0.0.1:{port}/formgrader"
+    with served(command, env, log, f"{base}/manage_assignments?token={TOKEN}"):
+        yield base, log
