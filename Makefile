@@ -30,7 +30,7 @@ DEST ?=
 # `Copy of x (1).ipynb`) passes as it is.
 export NOTEBOOK ASSIGNMENT DEST SITE BOOK_OUT NANOGPT
 
-.PHONY: help venv lab lock lint test-fast sandbox browser book serve linkcheck check-site student-repo test test-exhaustive exercises check-exercises grade cluster-certs grade-scheduler grade-worker grades formgrader check validate similarity bench-suite bench-book figures bench-grading bench-grading-cluster bench-attacks grading-accuracy train generate bench-transformer bench-generate bench-pretrained test-device bench-gpu bench-compile clean
+.PHONY: help venv lab lock lint test-fast sandbox browser book serve linkcheck check-site student-repo test test-exhaustive exercises check-exercises grade cluster-certs grade-scheduler grade-worker grades class-report class-report-example term-report formgrader check validate similarity bench-suite bench-book figures bench-grading bench-grading-cluster bench-attacks grading-accuracy train generate bench-transformer bench-generate bench-pretrained test-device bench-gpu bench-compile clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -216,6 +216,16 @@ grade-worker: venv sandbox  ## grade notebooks on this host for the scheduler at
 # autograder/cli/check.py, validate.py; validate warns of a written answer left as released, and passes).
 grades: venv  ## after grading by hand in formgrader: the late penalties, feedback, grades/$(ASSIGNMENT).csv and grades/all.csv (nbgrader export) brought up to date from the gradebook
 	$(BIN)/python -m autograder.cli.grade "$$ASSIGNMENT" --csv-only
+
+class-report: venv  ## write again what the class got wrong in ASSIGNMENT (grades/ASSIGNMENT-report.html, -anonymous.html, .json, CSVs) from what make grade saved; make grade writes it itself
+	@test -n "$$ASSIGNMENT" || { echo "usage: make class-report ASSIGNMENT=ch03_multi_head"; exit 2; }
+	$(BIN)/python -m autograder.cli.class_report "$$ASSIGNMENT"
+
+class-report-example: venv sandbox  ## grade the example class of the catalogue's right and wrong answers and write its report for the instructor guide (book/_examples/class-report/)
+	$(BIN)/python -m tests.example_class --jobs $(JOBS)
+
+term-report: venv  ## the term's report over every assignment graded (grades/term-report.html, -anonymous.html, .json)
+	$(BIN)/python -m autograder.cli.class_report --term
 
 # From the repository root, where nbgrader_config.py and gradebook.db are; --allow-root where it runs as root
 # (a container), nbgrader's exchange folder made where it is missing (the course's exchange/ unless

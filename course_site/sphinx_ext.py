@@ -49,7 +49,8 @@ A page whose executed code shows interactive maps (``attention_course.plotting.A
 plotly.js, copied from the pinned plotly package into the site's ``_static`` (no CDN: the site works
 offline); no other page loads it. ``course.js`` hands a click on the sidebar buttons a reader sees to the
 ones the themes bind (``book/_static/course.js`` says why). :mod:`course_site.reading` titles the home page once
-and lets the search quote the pages of a site opened from ``file://``.
+and lets the search quote the pages of a site opened from ``file://``; :mod:`course_site.examples` shows the
+instructor guide's example class report.
 """
 
 from __future__ import annotations
@@ -126,11 +127,11 @@ class ColabInstall(SphinxDirective):
         return [_code_block(code, "ipython3", ("colab-install",))]
 
 
-def _release(env) -> course.Release:
+def release_of(env) -> course.Release:
     return course.Release.from_key(env.config.course_release)
 
 
-def _withheld(what: str, name: str, assignments: list[str]) -> nodes.Node:
+def withheld_note(what: str, name: str, assignments: list[str]) -> nodes.Node:
     """A note in place of code that is not released: ``<what> `name` is shown here once ...``."""
     paragraph = nodes.paragraph(
         "",
@@ -169,8 +170,8 @@ class SolutionCode(SphinxDirective):
         except FileNotFoundError as error:
             raise self.error(f"solution-code: {error}") from None
         self.env.note_dependency(str(path))
-        if not _release(self.env).is_released(assignment):
-            return [_withheld("The reference solution of", name, [assignment])]
+        if not release_of(self.env).is_released(assignment):
+            return [withheld_note("The reference solution of", name, [assignment])]
         try:
             code = reference.item_source(assignment, name, root)
         except reference.ReferenceUnavailable as error:
@@ -195,9 +196,9 @@ class PackageCode(SphinxDirective):
             raise self.error(f"package-code: there is no file {rel}")
         self.env.note_dependency(str(path))
         needs = packages.requirements(root).get(rel, frozenset())
-        missing = [a for a in sorted(needs) if not _release(self.env).is_released(a)]
+        missing = [a for a in sorted(needs) if not release_of(self.env).is_released(a)]
         if missing:
-            return [_withheld("The code of", name, missing)]
+            return [withheld_note("The code of", name, missing)]
         source = path.read_text()
         node = syntax.parse(source)
         for part in name.split("."):
@@ -224,7 +225,7 @@ SOLUTION_TAG = "solution-"
 
 def withhold_tagged_cells(app, doctree) -> None:
     """Remove the code of the cells tagged ``solution-<assignment>`` whose assignment is not released."""
-    release = _release(app.env)
+    release = release_of(app.env)
     for cell in list(doctree.findall(nodes.container)):
         if "cell" not in cell.get("classes", []):
             continue
@@ -238,7 +239,7 @@ def withhold_tagged_cells(app, doctree) -> None:
             continue
         for child in list(cell.children):
             if "cell_input" in child.get("classes", []):
-                cell.replace(child, _withheld("The code of", "this step", withheld))
+                cell.replace(child, withheld_note("The code of", "this step", withheld))
         cell["cell_metadata"] = {key: value for key, value in cell["cell_metadata"].items() if key == "tags"}
 
 
@@ -411,6 +412,7 @@ def setup(app):
     app.connect("build-finished", complete_root_redirect, priority=900)  # after sphinx-external-toc
     app.connect("build-finished", retarget_downloads)
     app.setup_extension("course_site.reading")
+    app.setup_extension("course_site.examples")
     app.add_css_file("course.css")
     app.add_js_file("course.js")
     return {"parallel_read_safe": True, "parallel_write_safe": True}

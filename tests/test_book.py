@@ -12,6 +12,7 @@ screenshots of the landing page and of a chapter are saved beside it (the path i
 import ast
 import contextlib
 import html
+import json
 import os
 import re
 import shutil
@@ -61,6 +62,7 @@ REQUIRED_REFERENCES = [("Bahdanau", "2015"), ("Luong", "2015"), ("Vaswani", "201
 
 
 TERM = course.Release("term", {"ch01_bahdanau"})
+EXAMPLE = "ch02_scaled_dot_product"  # the example class of the instructor guide's class report
 MATHJAX = Path("book") / "_static" / "mathjax"  # fetched once by `make test` (ignored by git), copied
 
 
@@ -1161,6 +1163,26 @@ def test_the_term_edition_holds_no_unreleased_solution(term_site):
     assert "once your instructor releases the solutions of exercise ch07_efficient_attention" in fast
     search = (term_site / "searchindex.js").read_text()
     assert "ch03_multi_head" in search  # the pages are indexed, without the withheld code
+
+
+def test_the_guide_shows_the_example_class_report_where_its_chapter_is_released_and_nowhere_else(site, term_site):
+    """The open edition's guide shows the example class's report (its figures, its causes, links to its two pages,
+    which the site serves); the term's, where chapter 2 is not released, a note, and no page of it: its causes are
+    the grader's hints of hidden checks."""
+    data = json.loads((COURSE_ROOT / "book" / "_examples" / "class-report" / f"{EXAMPLE}-report.json").read_text())
+    guide = (site / "book" / "instructor_guide.html").read_text()
+    top = max(data["tests"], key=lambda t: t["lost"])
+    assert f"{data['summary']['students']} students" in guide and top["grade_id"] in guide
+    for name in (f"{EXAMPLE}-report.html", f"{EXAMPLE}-report-anonymous.html"):
+        assert f'href="../_static/class-report-example/{name}"' in guide
+        assert (site / "_static" / "class-report-example" / name).is_file()
+    assert not TERM.is_released(EXAMPLE)
+    term_guide = (term_site / "book" / "instructor_guide.html").read_text()
+    cause = top["causes"][0]["words"]
+    assert cause in html.unescape(guide).replace("\u2019", "'")
+    assert "_static/class-report-example" not in term_guide and cause not in html.unescape(term_guide)
+    assert "The report of the example class graded on" in term_guide
+    assert not (term_site / "_static" / "class-report-example").exists()
 
 
 def test_pasting_the_term_sites_code_scores_nothing(term_site):

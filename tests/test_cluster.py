@@ -178,6 +178,9 @@ def test_a_notebook_that_kills_every_worker_it_meets_is_not_graded_and_the_class
     assert results["killer"].score is None
     assert results["ada"].score > 0 and not results["ada"].note.startswith("not graded")
     assert set(cluster.graded_on) == {("ada", A)}
+    report = json.loads((folder / "grades" / f"{A}-report.json").read_text())  # the class report lists it, and why
+    assert report["not_graded"]["killer"].startswith("the cluster: it stopped every grading worker")
+    assert list(report["scores"]) == ["ada"]
     cluster_.ready(2)
 
 

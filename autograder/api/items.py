@@ -24,19 +24,25 @@ class CheckFailed(AssertionError):
     """A graded property does not hold. The message is written for the student: what was called,
     the property, the inputs, the problem and a hint."""
 
-    def __init__(self, what: str, prop: str, inputs: str, problem: str, hint: str, unwritten: str = ""):
+    def __init__(
+        self, what: str, prop: str, inputs: str, problem: str, hint: str, unwritten: str = "", known: str = ""
+    ):
         self.what, self.prop, self.inputs, self.problem, self.hint = what, prop, inputs, problem, hint
         # The graded item that is not written yet (it raised NotImplementedError, as released), or "": a report
         # says so once for all the tests of it that fail so, not once a test.
         self.unwritten = unwritten
+        # The cause of the known mistake that explains the failure (the hint then says it), or "": the class
+        # report counts each under the mistake it matched, and never guesses one.
+        self.known = known
         # How a diagnosis replays the failed call: with the check's own arguments ({}), with these
         # arguments in their place (a check that compares values on a sample of a large call), or not at
         # all (None: a failure that no mistake in the values explains, such as memory beyond a budget).
         self.replay: dict | None = {}
         super().__init__(f"{what}: {prop} failed\n  inputs: {inputs}\n  problem: {problem}\n  hint: {hint}")
 
-    def with_hint(self, hint: str) -> CheckFailed:
-        return CheckFailed(self.what, self.prop, self.inputs, self.problem, hint, self.unwritten)
+    def with_hint(self, hint: str, known: str = "") -> CheckFailed:
+        """The same failure with ``hint``; ``known``: the cause of the known mistake the hint names, if it is one."""
+        return CheckFailed(self.what, self.prop, self.inputs, self.problem, hint, self.unwritten, known)
 
     def _render_traceback_(self) -> list[str]:
         """What Jupyter shows for the failure (IPython's hook): the message alone, no traceback through

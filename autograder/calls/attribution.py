@@ -46,7 +46,7 @@ def explained(
     (:func:`uses_note`); else the check's own hint, the item's fault."""
     found = diagnosis.cause(item, arguments, known) if diagnose and diagnosis.possible(item, in_sandbox(item)) else None
     if found:
-        return labelled(failure.with_hint(found), item)
+        return labelled(failure.with_hint(found, known=found), item)
     if students_own(item):
         return labelled(failure.with_hint(uses_note(item, failure.hint)), item)
     return labelled(failure, item)
@@ -68,7 +68,13 @@ def labelled(failure: CheckFailed, item: Item) -> CheckFailed:
     if not label or failure.what.endswith(label):
         return failure
     return CheckFailed(
-        failure.what + label, failure.prop, failure.inputs, failure.problem, failure.hint, failure.unwritten
+        failure.what + label,
+        failure.prop,
+        failure.inputs,
+        failure.problem,
+        failure.hint,
+        failure.unwritten,
+        failure.known,
     )
 
 

@@ -173,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         print(summary(args.assignment, results))
         print(f"\nFeedback: {args.root / 'feedback'}/<student>/{args.assignment}/")
         print(f"Grades:   {args.root / 'grades' / (args.assignment + '.csv')}")
+        print(f"Report:   {args.root / 'grades' / (args.assignment + '-report.html')} (what the class got wrong)")
         print(f"Export:   {args.root / 'grades' / EXPORT}")
         return 0
     try:
@@ -223,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(remote.summary()))
     print(f"\nFeedback: {args.root / 'feedback'}/<student>/{args.assignment}/")
     print(f"Grades:   {args.root / 'grades' / (args.assignment + '.csv')}")
+    print(f"Report:   {args.root / 'grades' / (args.assignment + '-report.html')} (what the class got wrong)")
     return 0
 
 

@@ -309,3 +309,32 @@ def stale_written_grades(assignment: str, students: list[str], root: Path = COUR
                         dropped.setdefault(student, []).append(gid)
             gradebook.db.commit()
     return dropped
+
+
+def read_results(assignment: str, root: Path = COURSE_ROOT) -> list[Result]:
+    """The class's results as ``grades/<assignment>.csv`` and the gradebook hold them now, changing neither (for the
+    class report, ``make class-report``); a :class:`FileNotFoundError` where the class was never graded."""
+    path = Path(root) / "grades" / f"{assignment}.csv"
+    with path.open(newline="") as f:
+        return as_graded(assignment, root, {row["student"]: row for row in csv.DictReader(f)})
+
+
+def as_graded(assignment: str, root: Path, before: dict[str, dict]) -> list[Result]:
+    """Each student's result from the gradebook, with the grading's notes of their row of the CSV in ``before``
+    (student -> row): the tests' scores as graded, the written answers' as given since, and one who was not graded or
+    was refused stays so."""
+    results = collect(assignment, list(before), root)
+    for result in results:
+        row = before[result.student]
+        # the notes on written answers left blank or awaiting grading, and on lateness, are the gradebook's to give
+        # again (the result's note from it comes first)
+        notes = [n for n in (row.get("note") or "").split("; ") if n and not is_blank_note(n)]
+        notes = [result.note] + [n for n in notes if not lateness.is_late_note(n)]
+        if (row.get("score") or "") == "":  # not graded: the grader's failure, never a score
+            result.void(None)
+        elif any(n.startswith("refused") for n in notes):
+            result.void(float(row["score"]))
+            result.refused = True
+        result.unanswered = any(n.startswith("nothing answered") for n in notes)
+        result.note = clean_text("; ".join(filter(None, notes)), 4000)
+    return results

@@ -36,8 +36,9 @@ from autograder.api import items
 from autograder.api.items import CheckFailed, PartlyRight, share
 from autograder.calls.shared import shared_calls
 from autograder.grading import grader as graders
+from autograder.grading import report as reports
 from autograder.grading import timings
-from autograder.grading.report import Report, TestResult
+from autograder.grading.report import Cause, Report, TestResult
 from autograder.grading.session import MAX_MESSAGE_CHARS, Remote, Session
 from autograder.grading.source import (
     MAX_NOTEBOOK_BYTES,
@@ -51,7 +52,13 @@ from autograder.grading.source import (
 )
 from autograder.release import course, reference
 from autograder.sandbox import values, wire
-from autograder.sandbox.errors import SandboxError, SandboxLost, SandboxUnavailable
+from autograder.sandbox.errors import (
+    SandboxError,
+    SandboxLost,
+    SandboxProtocolError,
+    SandboxTimeout,
+    SandboxUnavailable,
+)
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.pool import WarmPool
 from autograder.text.terminal import clean_text
@@ -106,7 +113,9 @@ def _refused(tests: list[tuple[str, str, float]], report: Report, why: str) -> R
     """A submission that is not run: every test fails with ``why`` (the student's doing)."""
     report.notes.append(why)
     for gid, _, points in tests:
-        report.tests[gid] = TestResult(gid, points, False, f"no test ran: {why}")
+        report.tests[gid] = TestResult(
+            gid, points, False, f"no test ran: {why}", causes=[Cause(reports.NOT_RUN, "the notebook was not run")]
+        )
     return report
 
 
@@ -290,13 +299,15 @@ def _run_tests(source: Source, tests: list, session: Session, report: Report) ->
         except PartlyRight as exc:
             partial = share(points, exc.right, exc.total)
             message = clean_text(f"{failed_part(parts, hidden)}{exc}", MAX_MESSAGE_CHARS)
-            report.tests[gid] = TestResult(gid, points, False, message, partial=partial)
+            causes = [_part_cause(failure) for failure in exc.failures]
+            report.tests[gid] = TestResult(gid, points, False, message, partial=partial, causes=causes)
         except CheckFailed as exc:
             message = clean_text(f"{failed_part(parts, hidden)}{exc}", MAX_MESSAGE_CHARS)
-            report.tests[gid] = TestResult(gid, points, False, message, unwritten=exc.unwritten)
+            causes = [failure_cause(exc)]
+            report.tests[gid] = TestResult(gid, points, False, message, unwritten=exc.unwritten, causes=causes)
         except SandboxError as exc:
             message = clean_text(f"{failed_part(parts, hidden)}{gid}: {exc}", MAX_MESSAGE_CHARS)
-            report.tests[gid] = TestResult(gid, points, False, message)
+            report.tests[gid] = TestResult(gid, points, False, message, causes=[_stopped_cause(exc)])
         except SandboxUnavailable:
             raise
         except Exception as exc:  # a test that cannot run scores nothing, and says why
@@ -308,11 +319,40 @@ def _run_tests(source: Source, tests: list, session: Session, report: Report) ->
                     f"{failed_part(parts, hidden)}{gid}: the test could not run: {items.quoted_error(exc)}",
                     MAX_MESSAGE_CHARS,
                 ),
+                causes=[Cause(reports.ERROR, "the test could not run on what the code returned or raised")],
             )
         # the cell's own time: not the sandboxes it (re)started, nor the warm-up it waited for
         own = max(0.0, time.monotonic() - begun - (_elsewhere(report) - before))
         report.tests[gid].seconds = round(own, 3)
         timings.add("tests", own)
+
+
+def failure_cause(failure: CheckFailed) -> Cause:
+    """Why a check failed, in the grader's words alone (:class:`~autograder.grading.report.Cause`): the known mistake
+    its hint names; the item not written yet; else the property that failed, with the check's own hint of what it
+    needs, and no guess of why (an error the student's code raised is theirs: said to be one, never quoted)."""
+    if failure.known:
+        return Cause(reports.KNOWN, failure.known)
+    if failure.unwritten:
+        return Cause(reports.UNWRITTEN, f"{failure.unwritten} not written yet (it raises NotImplementedError)")
+    if failure.problem.startswith("it raised "):  # its hint says what the property needs, not why it raised
+        return Cause(reports.UNKNOWN, f"{failure.prop} failed: the code raised an error")
+    return Cause(reports.UNKNOWN, f"{failure.prop} failed: {failure.hint}")
+
+
+def _part_cause(failure: CheckFailed) -> Cause:
+    """A question's wrong part: which part (the value it asks about, the question's own), how it is wrong, and the
+    part's hint (the misconception it names)."""
+    how = failure.problem.removeprefix("the answer is ")
+    return Cause(reports.PART, f"{failure.inputs}: {how}; {failure.hint}")
+
+
+def _stopped_cause(error: SandboxError) -> Cause:
+    if isinstance(error, SandboxTimeout):
+        return Cause(reports.STOPPED, "the code ran past its time limit")
+    if isinstance(error, SandboxProtocolError):
+        return Cause(reports.STOPPED, "the code broke the grader's protocol")
+    return Cause(reports.STOPPED, "the code's process ended (a limit it reached, or a crash)")
 
 
 def failed_part(parts: bool, hidden: bool | None) -> str:

@@ -21,10 +21,10 @@ from autograder.grading.feedback_pages import write_feedback_pages
 from autograder.grading.grader import Grader
 from autograder.grading.gradesheet import (
     Result,
+    as_graded,
     collect,
     column_order,
     db_url,
-    is_blank_note,
     unanswered_note,
     write_csv,
 )
@@ -253,7 +253,20 @@ def _write_grades(run: Run) -> list[Result]:
     for result in results:
         _settle(run, result)
     write_csv(run.root / "grades" / f"{run.assignment}.csv", results, column_order(run.assignment, run.root))
+    write_class_report(run.assignment, run.root, results, run.say)
     return results
+
+
+def write_class_report(assignment: str, root: Path, results: list[Result] | None = None, say=print) -> None:
+    """The class report (``grades/<assignment>-report.html`` and its figures: :mod:`autograder.grading.class_report`)
+    from what grading saved; a failure to write it is said, and costs no grade (the CSV is written already)."""
+    from autograder.grading import class_pages, class_report
+
+    try:
+        class_pages.write_class(class_report.build(assignment, root, results), Path(root) / "grades")
+    except Exception as error:  # the grades stand without it: said, for the instructor to mend and run again
+        say(f"note: the class report was not written ({type(error).__name__}: {error}); make class-report "
+            f"ASSIGNMENT={assignment} writes it again")  # fmt: skip
 
 
 def _settle(run: Run, result: Result) -> None:
@@ -329,6 +342,7 @@ def refresh(
             )
     if run.stopped:
         write_csv(path, results, column_order(assignment, root))
+    write_class_report(assignment, root, results, run.say)
     run.say(f"writing grades/{EXPORT} (nbgrader export: every assignment, every student)")
     run_nbgrader.run("export", "--to", str(root / "grades" / EXPORT), root=root, quiet=True, env=run.env)
     return results
@@ -347,19 +361,6 @@ def rewrite_csv(assignment: str, root: Path = COURSE_ROOT) -> list[Result]:
 
     with Gradebook(db_url(root)) as gradebook:  # the late penalties of the scores given by hand since
         lateness.settle(gradebook, assignment, list(before), root)
-    results = collect(assignment, list(before), root)
-    for result in results:
-        row = before[result.student]
-        # the notes on written answers left blank or awaiting grading, and on lateness, are the gradebook's to give
-        # again (the result's note from it comes first)
-        notes = [n for n in (row.get("note") or "").split("; ") if n and not is_blank_note(n)]
-        notes = [result.note] + [n for n in notes if not lateness.is_late_note(n)]
-        if (row.get("score") or "") == "":  # not graded: the grader's failure, never a score
-            result.void(None)
-        elif any(n.startswith("refused") for n in notes):
-            result.void(float(row["score"]))
-            result.refused = True
-        result.unanswered = any(n.startswith("nothing answered") for n in notes)
-        result.note = clean_text("; ".join(filter(None, notes)), 4000)
+    results = as_graded(assignment, root, before)
     write_csv(path, results, column_order(assignment, root))
     return results

@@ -43,6 +43,9 @@ SOLUTIONS = "attention_course/solutions"
 INSTRUCTOR_ONLY = frozenset(
     {
         "autograder/grading/classroom.py",
+        "autograder/grading/class_report.py",
+        "autograder/grading/class_pages.py",
+        "autograder/cli/class_report.py",
         "autograder/cli/grade.py",
         "autograder/cli/exercises.py",
         "autograder/grading/run_nbgrader.py",
