@@ -212,6 +212,11 @@ def test_the_reports_read_on_a_phone_and_a_desktop_and_load_nothing(graded):
                         "[s.getBoundingClientRect().width, document.documentElement.clientWidth])"
                     )
                     assert all(0 < w <= view for w, view in figures), (name, width, figures)
+                    scrolled = page.evaluate(  # a table fits its column; the term's trajectories may scroll
+                        "() => Array.from(document.querySelectorAll('.scroll:not(.trajectory)'))"
+                        ".filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.textContent.slice(0, 60))"
+                    )
+                    assert scrolled == [], (name, width, scrolled)
                 assert visit.problems == [], (name, width, visit.problems)
                 assert requests == [base + name], (name, requests)
 

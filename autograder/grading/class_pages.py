@@ -26,11 +26,11 @@ STYLE = """
 :root { color-scheme: light; --full: #2f7d32; --partial: #e0a100; --zero: #c62828; --none: #9e9e9e; }
 * { box-sizing: border-box; }
 body { font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 0 auto; max-width: 60rem;
-       padding: 1rem; color: #1a1a1a; overflow-wrap: anywhere; }
+       padding: 1rem; color: #1a1a1a; overflow-wrap: break-word; }
 h1 { font-size: 1.6rem; margin: 0 0 .5rem; } h2 { font-size: 1.3rem; margin-top: 2rem; } h3 { font-size: 1.05rem; }
 table { border-collapse: collapse; width: 100%; margin: .5rem 0; }
 th, td { text-align: left; padding: .3rem .4rem; border-bottom: 1px solid #ddd; vertical-align: top; }
-td.n, th.n { text-align: right; white-space: nowrap; }
+td.n, th.n { text-align: right; }
 code { font-size: .92em; background: #f3f3f3; padding: 0 .2em; border-radius: 3px; }
 figure { margin: 1rem 0; } figure svg { width: 100%; height: auto; max-width: 30rem; display: block; }
 .scroll { overflow-x: auto; }
@@ -56,6 +56,11 @@ figcaption { font-size: .9rem; color: #444; }
 
 def _e(text) -> str:
     return html.escape(str(text), quote=True)
+
+
+def _name(text) -> str:
+    """A code name (a test cell's, an assignment's), escaped, that a narrow column breaks after an underscore only."""
+    return _e(text).replace("_", "_<wbr>")
 
 
 def _points(value: float | None) -> str:
@@ -130,7 +135,10 @@ def class_html(report: ClassReport, names: bool) -> str:
     """The class report as one page; ``names``: the instructor's copy (else no student is named anywhere)."""
     graded = len(report.scores)
     copy = "the instructor's copy, with names" if names else "without names, to show the class"
-    body = [f"<h1>What the class got wrong: <code>{_e(report.assignment)}</code></h1>", f'<p class="muted">{copy}</p>']
+    body = [
+        f"<h1>What the class got wrong: <code>{_name(report.assignment)}</code></h1>",
+        f'<p class="muted">{copy}</p>',
+    ]
     body.append(
         f'<p class="lead">{report.students} submission(s): {graded} graded'
         + (f", {len(report.not_graded)} not graded (the grader's failure)" if report.not_graded else "")
@@ -159,7 +167,7 @@ def class_html(report: ClassReport, names: bool) -> str:
             causes = "; ".join(f"{_e(c.words)} ({c.count})" for c in item.causes[:2])
             more = f"; {len(item.causes) - 2} other cause(s) below" if len(item.causes) > 2 else ""
             body.append(
-                f'<li><a href="#{_e(item.grade_id)}"><code>{_e(item.grade_id)}</code></a>: {lost} of {item.graded} '
+                f'<li><a href="#{_e(item.grade_id)}"><code>{_name(item.grade_id)}</code></a>: {lost} of {item.graded} '
                 f"lost points ({_points(item.lost)} points in all). Most often: {causes}{more}</li>"
             )
         body.append("</ol>")
@@ -190,7 +198,8 @@ def class_html(report: ClassReport, names: bool) -> str:
                  ("none", len(item.not_graded))]  # fmt: skip
         body.append(f'<section class="item" id="{_e(item.grade_id)}">')
         body.append(
-            f"<h3><code>{_e(item.grade_id)}</code> · {_points(item.points)} point(s) · mean {_points(item.mean)}</h3>"
+            f"<h3><code>{_name(item.grade_id)}</code> · {_points(item.points)} point(s) · "
+            f"mean {_points(item.mean)}</h3>"
         )
         if total:
             body.append(_bar(parts, total, f"{item.grade_id}: {counts}"))
@@ -211,23 +220,17 @@ def class_html(report: ClassReport, names: bool) -> str:
             body.append("</ul>")
         body.append("</section>")
     if report.written:
-        body.append("<h2>Written answers</h2><div class='scroll'><table><thead><tr><th>answer (points)</th>"
-                    "<th class='n'>graded</th><th class='n'>awaiting</th><th class='n'>blank</th>"
-                    "<th class='n'>mean</th></tr></thead><tbody>")  # fmt: skip
+        body.append("<h2>Written answers</h2>")
         for item in report.written:
-            body.append(
-                f"<tr><td><code>{_e(item.grade_id)}</code> ({_points(item.points)})</td>"
-                f"<td class='n'>{len(item.graded)}</td><td class='n'>{len(item.awaiting)}</td>"
-                f"<td class='n'>{len(item.blank)}</td><td class='n'>{_points(item.mean)}</td></tr>"
-            )
-        body.append("</tbody></table></div>")
-        if names:
-            for item in report.written:
-                if item.awaiting or item.blank:
-                    body.append(
-                        f'<p class="names"><code>{_e(item.grade_id)}</code>: awaiting '
-                        f"{_e(', '.join(item.awaiting) or 'none')}; blank {_e(', '.join(item.blank) or 'none')}</p>"
-                    )
+            counts = f"{len(item.graded)} graded (mean {_points(item.mean)}), {len(item.awaiting)} awaiting grading, "
+            counts += f"{len(item.blank)} left blank"
+            counts += f", {len(item.not_graded)} not graded" if item.not_graded else ""
+            body.append(f'<section class="item"><h3><code>{_name(item.grade_id)}</code> · {_points(item.points)} '
+                        f'point(s)</h3><p class="counts">{counts}</p>')  # fmt: skip
+            if names and (item.awaiting or item.blank):
+                awaiting, blank = ", ".join(item.awaiting) or "none", ", ".join(item.blank) or "none"
+                body.append(f'<p class="names">awaiting: {_e(awaiting)}; blank: {_e(blank)}</p>')
+            body.append("</section>")
     body.append("<h2>Not graded, refused, nothing answered</h2>")
     if not (report.not_graded or report.refused or report.unanswered):
         body.append("<p>Every submission was graded.</p>")
@@ -289,7 +292,7 @@ def term_html(report: TermReport, names: bool) -> str:
     for row in report.assignments:
         mean = "–" if row["mean"] is None else f"{_points(row['mean'])} / {_points(row['max_score'])}"
         body.append(
-            f"<tr><td><code>{_e(row['assignment'])}</code></td><td class='n'>{row['graded']}</td>"
+            f"<tr><td><code>{_name(row['assignment'])}</code></td><td class='n'>{row['graded']}</td>"
             f"<td class='n'>{mean}</td><td class='n'>{_share(row['at_full_marks'], row['graded'])}</td></tr>"
         )
     body.append("</tbody></table></div>")
@@ -299,7 +302,7 @@ def term_html(report: TermReport, names: bool) -> str:
             top = row["top_cause"]
             cause = f"; most often: {_e(top['words'])} ({top['count']})" if top else ""
             body.append(
-                f"<li><code>{_e(row['assignment'])}</code> <code>{_e(row['grade_id'])}</code>: "
+                f"<li><code>{_name(row['assignment'])}</code> <code>{_name(row['grade_id'])}</code>: "
                 f"{_points(row['lost_per_student'])} of {_points(row['points'])} point(s) lost per student, "
                 f"{100 * row['share_lost']:.0f}% short of full marks{cause}</li>"
             )
@@ -309,7 +312,7 @@ def term_html(report: TermReport, names: bool) -> str:
         body.append("<h2>Each student's trajectory</h2>")
         body.append('<p class="muted">Score as a share of the maximum; – not submitted, ? not graded or refused.</p>')
         body.append(
-            '<div style="overflow-x:auto"><table><thead><tr><th>student</th>'
+            '<div class="scroll trajectory"><table><thead><tr><th>student</th>'
             + "".join(f"<th class='n'>{k + 1}</th>" for k in range(len(order)))
             + "</tr></thead><tbody>"
         )
