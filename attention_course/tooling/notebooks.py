@@ -95,7 +95,8 @@ def cell_text(cell) -> str:
     return "".join(source) if isinstance(source, list) else source if isinstance(source, str) else ""
 
 
-def _points_of(cell) -> float:
+def points_of(cell) -> float:
+    """A graded cell's points, as its nbgrader metadata gives them (0 where it gives none, or no number)."""
     points = nbgrader_meta(cell).get("points", 0)
     return float(points) if isinstance(points, (int, float)) and not isinstance(points, bool) else 0.0
 
@@ -118,7 +119,7 @@ def written_answers(nb, released=None) -> list[WrittenAnswer]:
         text = "" if cell is None else cell_text(cell)
         blank = not text.replace(WRITTEN_PLACEHOLDER, "").strip()
         unchanged = released is not None and text.strip() == cell_text(model).strip()
-        answers.append(WrittenAnswer(gid, _points_of(model), not (blank or unchanged)))
+        answers.append(WrittenAnswer(gid, points_of(model), not (blank or unchanged)))
     return answers
 
 

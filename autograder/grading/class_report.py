@@ -20,10 +20,9 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from attention_course.tooling import notebooks
 from attention_course.tooling.notebooks import COURSE_ROOT
 from autograder.grading import report as reports
-from autograder.grading.gradesheet import Result, read_results
+from autograder.grading.gradesheet import Result, graded_cells, read_results
 from autograder.grading.handoff import report_path
 from autograder.grading.report import Cause, Report
 from autograder.grading.submissions import notebook_names
@@ -191,24 +190,6 @@ class ClassReport:
         return data
 
 
-Cells = list[tuple[str, str, float]]  # (grade_id, notebook, points)
-
-
-def cells(assignment: str, root: Path = COURSE_ROOT) -> tuple[Cells, Cells]:
-    """The assignment's test cells and written answers, each ``(grade_id, notebook, points)``, in the notebooks'
-    order, from the instructor's notebooks."""
-    tests, written = [], []
-    for name in notebook_names(assignment, root):
-        for cell in notebooks.read(Path(root) / "solutions" / assignment / f"{name}.ipynb").cells:
-            points = notebooks.nbgrader_meta(cell).get("points", 0)
-            points = float(points) if isinstance(points, (int, float)) and not isinstance(points, bool) else 0.0
-            if notebooks.is_test(cell):
-                tests.append((notebooks.cell_id(cell), name, points))
-            elif notebooks.is_written(cell):
-                written.append((notebooks.cell_id(cell), name, points))
-    return tests, written
-
-
 def saved_reports(assignment: str, student: str, root: Path) -> dict[str, Report]:
     """The grader's report of each of the student's notebooks that it graded last (notebook -> report)."""
     found = {}
@@ -243,7 +224,7 @@ def build(assignment: str, root: Path = COURSE_ROOT, results: list[Result] | Non
     where the caller has them, else read from the CSV and the gradebook)."""
     root = Path(root)
     results = read_results(assignment, root) if results is None else results
-    test_cells, written_cells = cells(assignment, root)
+    test_cells, written_cells = graded_cells(assignment, root)
     report = ClassReport(assignment, sum(p for *_, p in test_cells) + sum(p for *_, p in written_cells))
     report.tests = [TestItem(gid, name, points) for gid, name, points in test_cells]
     report.written = [WrittenItem(gid, name, points) for gid, name, points in written_cells]

@@ -207,14 +207,26 @@ def class_counts(scored: list[Result]) -> list[str]:
     return lines
 
 
-def column_order(assignment: str, root: Path = COURSE_ROOT) -> list[str]:
-    """The CSV's columns of scores: the test cells', then the written answers', each in the notebooks' order."""
+Cells = list[tuple[str, str, float]]  # (grade_id, notebook, points)
+
+
+def graded_cells(assignment: str, root: Path = COURSE_ROOT) -> tuple[Cells, Cells]:
+    """The assignment's test cells and written answers, each ``(grade_id, notebook, points)``, in the notebooks'
+    order, from the instructor's notebooks."""
     tests, written = [], []
     for name in notebook_names(assignment, root):
-        cells = notebooks.read(Path(root) / "solutions" / assignment / f"{name}.ipynb").cells
-        tests += [notebooks.cell_id(c) for c in cells if notebooks.is_test(c)]
-        written += [notebooks.cell_id(c) for c in cells if notebooks.is_written(c)]
-    return tests + written
+        for cell in notebooks.read(Path(root) / "solutions" / assignment / f"{name}.ipynb").cells:
+            if notebooks.is_test(cell):
+                tests.append((notebooks.cell_id(cell), name, notebooks.points_of(cell)))
+            elif notebooks.is_written(cell):
+                written.append((notebooks.cell_id(cell), name, notebooks.points_of(cell)))
+    return tests, written
+
+
+def column_order(assignment: str, root: Path = COURSE_ROOT) -> list[str]:
+    """The CSV's columns of scores: the test cells', then the written answers', each in the notebooks' order."""
+    tests, written = graded_cells(assignment, root)
+    return [gid for gid, *_ in tests + written]
 
 
 def write_csv(path: Path, results: list[Result], order: list[str] | None = None) -> None:
