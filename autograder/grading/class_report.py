@@ -23,7 +23,7 @@ from pathlib import Path
 from attention_course.tooling.notebooks import COURSE_ROOT
 from autograder.grading import report as reports
 from autograder.grading.gradesheet import Result, graded_cells, read_results
-from autograder.grading.handoff import report_path
+from autograder.grading.handoff import saved_reports
 from autograder.grading.report import Cause, Report
 from autograder.grading.submissions import notebook_names
 from autograder.text.terminal import clean_text
@@ -190,20 +190,6 @@ class ClassReport:
         return data
 
 
-def saved_reports(assignment: str, student: str, root: Path) -> dict[str, Report]:
-    """The grader's report of each of the student's notebooks that it graded last (notebook -> report)."""
-    found = {}
-    for name in notebook_names(assignment, root):
-        path = report_path(root, assignment, student, name)
-        try:
-            if path.is_symlink():  # the grader's own folder: never a link it made
-                continue
-            found[name] = Report.from_json(path.read_text())
-        except (OSError, ValueError, TypeError, KeyError):
-            continue
-    return found
-
-
 def refusal_kind(note: str) -> str:
     """The kind of a refusal, from the grader's note on it: its details name the student's files, which the report
     leaves to the student's row of the CSV."""
@@ -225,6 +211,7 @@ def build(assignment: str, root: Path = COURSE_ROOT, results: list[Result] | Non
     root = Path(root)
     results = read_results(assignment, root) if results is None else results
     test_cells, written_cells = graded_cells(assignment, root)
+    names = notebook_names(assignment, root)
     report = ClassReport(assignment, sum(p for *_, p in test_cells) + sum(p for *_, p in written_cells))
     report.tests = [TestItem(gid, name, points) for gid, name, points in test_cells]
     report.written = [WrittenItem(gid, name, points) for gid, name, points in written_cells]
@@ -235,7 +222,7 @@ def build(assignment: str, root: Path = COURSE_ROOT, results: list[Result] | Non
         if result.refused:
             report.refused[student] = refusal_kind(result.note)
             continue
-        saved = saved_reports(assignment, student, root)
+        saved = saved_reports(root, assignment, student, names)
         if result.score is None:
             report.not_graded[student] = _not_graded_why(result, saved)
             for item in [*report.tests, *report.written]:
@@ -278,8 +265,8 @@ def build(assignment: str, root: Path = COURSE_ROOT, results: list[Result] | Non
         for name, saved_report in saved.items():
             timed = NotebookTime(student, name, saved_report.seconds, saved_report.phases, slow_why(saved_report))
             report.times.append(timed)
+    order = list(KIND_WORDS)
     for item in report.tests:
-        order = list(KIND_WORDS)
         item.causes = sorted(causes[item.grade_id].values(), key=lambda c: (-c.count, order.index(c.kind), c.words))
         item.seconds = statistics.fmean(seconds[item.grade_id]) if seconds[item.grade_id] else 0.0
     report.times.sort(key=lambda t: -t.seconds)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import nbformat
 
+from autograder.grading.report import Report
 from autograder.grading.source import MAX_NOTEBOOK_BYTES
 
 REPORTS = Path("grades") / "reports"
@@ -29,6 +30,20 @@ class GradeAgain(RuntimeError):
 
 def report_path(root: Path, assignment: str, student: str, notebook: str) -> Path:
     return Path(root) / REPORTS / assignment / student / f"{notebook}.json"
+
+
+def saved_reports(root: Path, assignment: str, student: str, notebooks: list[str]) -> dict[str, Report]:
+    """The report saved at :func:`report_path` of each of ``notebooks`` that has one that reads (notebook -> report):
+    what the grader graded last; a link there, which the grader never makes, is not read."""
+    found = {}
+    for name in notebooks:
+        path = report_path(root, assignment, student, name)
+        try:
+            if not path.is_symlink():
+                found[name] = Report.from_json(path.read_text())
+        except (OSError, ValueError, TypeError, KeyError):
+            continue
+    return found
 
 
 def pending_path(root: Path, assignment: str, student: str, notebook: str) -> Path:

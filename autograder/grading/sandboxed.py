@@ -19,7 +19,7 @@ from tqdm import tqdm
 
 from attention_course.tooling import notebooks
 from autograder.grading.grader import Grader
-from autograder.grading.handoff import as_submitted, pending_path, report_path
+from autograder.grading.handoff import as_submitted, pending_path, report_path, saved_reports
 from autograder.grading.report import Report
 from autograder.grading.saved import Class, Decision, Inputs, Saved
 from autograder.grading.source import MAX_NOTEBOOK_BYTES, Source, unanswered
@@ -291,13 +291,8 @@ def nothing_answered(assignment: str, name: str, student: str, root: Path) -> bo
 
 def sandbox_score(root: Path, assignment: str, student: str) -> str:
     """What the sandboxed grader's reports give the student ('' if there are none)."""
-    try:
-        reports = [
-            Report.from_json(report_path(root, assignment, student, name).read_text())
-            for name in notebook_names(assignment, root)
-        ]
-    except (OSError, ValueError, TypeError, KeyError):
-        return ""
-    if not reports or any(r.not_graded for r in reports):
+    names = notebook_names(assignment, root)
+    reports = list(saved_reports(root, assignment, student, names).values())
+    if not reports or len(reports) < len(names) or any(r.not_graded for r in reports):
         return ""
     return f"{sum(r.score for r in reports):g} / {sum(r.max_score for r in reports):g}"
